@@ -1,0 +1,162 @@
+/**
+ * The normalized model between the gateway and the upstream adapters.
+ *
+ * The gateway turns a decoded Responses request into a `NormalizedRequest`; an adapter turns it
+ * into its wire format, and turns the upstream answer (JSON or SSE) back into `ProviderEvent`s.
+ * Both JSON and streamed answers are event lists, so one assembler builds the result and the
+ * client's stream. Everything here is plain data: per-chunk work on the hot path is plain
+ * functions (an Effect Stream step costs 15-20 µs per chunk, DESIGN §4).
+ */
+
+export type Role = "system" | "developer" | "user" | "assistant"
+
+export interface CacheControl {
+  readonly type: "ephemeral"
+  readonly ttl?: "5m" | "1h"
+}
+
+export type ContentPart =
+  | { readonly type: "text"; readonly text: string; readonly cacheControl?: CacheControl }
+  | { readonly type: "image"; readonly url: string; readonly detail?: "auto" | "low" | "high"; readonly cacheControl?: CacheControl }
+  | {
+      readonly type: "file"
+      readonly filename?: string
+      readonly fileData?: string
+      readonly fileUrl?: string
+      readonly fileId?: string
+      readonly cacheControl?: CacheControl
+    }
+
+export type InputItem =
+  | { readonly type: "message"; readonly role: Role; readonly content: ReadonlyArray<ContentPart> }
+  | { readonly type: "function_call"; readonly callId: string; readonly name: string; readonly arguments: string }
+  | { readonly type: "function_call_output"; readonly callId: string; readonly output: string }
+  | { readonly type: "reasoning"; readonly summary: string; readonly encryptedContent?: string }
+
+export interface FunctionTool {
+  readonly type: "function"
+  readonly name: string
+  readonly description?: string
+  readonly parameters?: Record<string, unknown>
+  readonly strict?: boolean
+}
+
+export type ToolChoice = "auto" | "none" | "required" | { readonly type: "function"; readonly name: string }
+
+export type ResponseFormat =
+  | { readonly type: "text" }
+  | { readonly type: "json_object" }
+  | { readonly type: "json_schema"; readonly name: string; readonly schema: Record<string, unknown>; readonly strict?: boolean }
+
+export interface ReasoningConfig {
+  readonly effort?: "minimal" | "low" | "medium" | "high" | "none" | "xhigh"
+  readonly summary?: "auto" | "concise" | "detailed"
+  readonly maxTokens?: number
+  readonly enabled?: boolean
+}
+
+export interface NormalizedRequest {
+  /** The model id as the upstream knows it (the endpoint's `upstream_model`). */
+  readonly model: string
+  readonly instructions?: string
+  readonly input: ReadonlyArray<InputItem>
+  readonly tools: ReadonlyArray<FunctionTool>
+  readonly toolChoice?: ToolChoice
+  readonly parallelToolCalls?: boolean
+  readonly temperature?: number
+  readonly topP?: number
+  readonly topK?: number
+  readonly maxOutputTokens?: number
+  readonly frequencyPenalty?: number
+  readonly presencePenalty?: number
+  readonly responseFormat?: ResponseFormat
+  readonly reasoning?: ReasoningConfig
+  /** Top-level cache_control: a breakpoint on the last cacheable block. */
+  readonly cacheControl?: CacheControl
+  readonly user?: string
+  readonly metadata?: Record<string, string>
+}
+
+export interface Usage {
+  readonly inputTokens: number
+  /** Of inputTokens, how many were read from the provider's prompt cache. */
+  readonly cachedTokens: number
+  /** Tokens written to the prompt cache (Anthropic), included in inputTokens. */
+  readonly cacheWriteTokens: number
+  readonly outputTokens: number
+  /** Of outputTokens, how many were reasoning. */
+  readonly reasoningTokens: number
+}
+
+export type FinishReason = "stop" | "length" | "tool_calls" | "content_filter" | "error"
+
+/**
+ * What an adapter yields. Indexes of tool calls are the adapter's own (upstream) indexes;
+ * the assembler gives output items their places.
+ */
+export type ProviderEvent =
+  | { readonly type: "text"; readonly delta: string }
+  | { readonly type: "reasoning"; readonly delta: string }
+  | { readonly type: "tool_call_start"; readonly index: number; readonly callId: string; readonly name: string }
+  | { readonly type: "tool_call_delta"; readonly index: number; readonly delta: string }
+  | { readonly type: "usage"; readonly usage: Usage }
+  | { readonly type: "finish"; readonly reason: FinishReason }
+
+/** How an upstream failed; the gateway maps kinds to the contract's statuses and decides failover. */
+export type ProviderErrorKind =
+  | "bad_request" // upstream 400/404/409/413/422 about the request: 400/422 to the caller
+  | "context_length" // the prompt does not fit: next candidate, else 400
+  | "auth" // upstream 401/403: our config, 502
+  | "rate_limited" // 429
+  | "overloaded" // 529 or an 'overloaded' error
+  | "timeout" // upstream deadline: 524
+  | "server" // 5xx
+  | "connection" // reset, refused, DNS: 502
+
+export class ProviderError extends Error {
+  readonly _tag = "ProviderError"
+  constructor(
+    readonly kind: ProviderErrorKind,
+    message: string,
+    readonly upstreamStatus?: number,
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message)
+  }
+}
+
+/** One provider from the config file. */
+export interface ProviderConfig {
+  readonly id: string
+  readonly kind: "openai-chat" | "openai-responses" | "anthropic" | "fake"
+  readonly base_url?: string
+  /** The env var holding the upstream API key. */
+  readonly api_key_env?: string
+  readonly timeout_ms?: number
+  readonly headers?: Record<string, string>
+  /** Spend through this provider is the workspace's own key (BYOK). */
+  readonly byok?: boolean
+}
+
+export interface CallOptions {
+  readonly stream: boolean
+  readonly signal: AbortSignal
+  /** Resolved API key (from `api_key_env`), if any. */
+  readonly apiKey?: string
+}
+
+/** An opened upstream call: events arrive in batches, one batch per upstream chunk. */
+export interface UpstreamCall {
+  /** The body sent upstream, for `debug.echo_upstream_body`. */
+  readonly upstreamBody: unknown
+  readonly events: AsyncIterable<ReadonlyArray<ProviderEvent>>
+}
+
+/**
+ * An adapter. `open` resolves once the upstream has answered with a success status (before
+ * the first event), and rejects with a `ProviderError` otherwise. Iterating `events` may throw
+ * a `ProviderError` (a failure after the first byte). Aborting `signal` cancels the upstream.
+ */
+export interface Provider {
+  readonly open: (request: NormalizedRequest, config: ProviderConfig, options: CallOptions) => Promise<UpstreamCall>
+}
