@@ -1,0 +1,146 @@
+/**
+ * The command line, in the same entry point as the server:
+ * `gateway serve | migrate | keys create | keys list | credits add`.
+ */
+import { Command, Options } from "@effect/cli"
+import { SqlClient } from "@effect/sql"
+import { Console, Effect, Layer, Option } from "effect"
+import { GatewayConfig } from "./config/Config.js"
+import { startServer } from "./http/server.js"
+import { KeyStore, type KeyRow } from "./services/KeyStore.js"
+import { newUserId, Users } from "./services/Users.js"
+import { clientLayer, migrate, StoreLive } from "./store/Store.js"
+
+/** Services over the configured store, for commands that do not serve. */
+const storeServices = Layer.mergeAll(KeyStore.Default, Users.Default).pipe(
+  Layer.provideMerge(StoreLive),
+  Layer.provide(GatewayConfig.fromEnv),
+)
+
+const serve = Command.make("serve", {}, () =>
+  Effect.gen(function* () {
+    const running = yield* Effect.promise(() => startServer(GatewayConfig.fromEnv))
+    const { settings } = running
+    yield* Console.log(
+      `gateway listening on ${running.url}/v1 (store: ${settings.databaseUrl.startsWith("postgres") ? "postgres" : settings.databaseUrl}, catalog: ${settings.configSource})`,
+    )
+    if (Option.isSome(running.createdSecret)) {
+      const secret = running.createdSecret.value
+      yield* Console.log(
+        [
+          "",
+          "Created the first management key. It is shown only this once; keep it safe:",
+          `  ${secret}`,
+          "Try it:",
+          `  curl -s ${running.url}/v1/key -H "Authorization: Bearer ${secret}"`,
+          "",
+        ].join("\n"),
+      )
+    }
+    yield* Effect.async<void>((resume) => {
+      const stop = () => {
+        void running.stop().then(() => resume(Effect.void))
+      }
+      process.once("SIGTERM", stop)
+      process.once("SIGINT", stop)
+    })
+  }),
+).pipe(Command.withDescription("Start the gateway (HTTP on PORT, default 8080)"))
+
+const migrateCommand = Command.make("migrate", {}, () =>
+  Effect.gen(function* () {
+    const config = yield* GatewayConfig
+    const ran = yield* Effect.provide(migrate, clientLayer(config.databaseUrl))
+    yield* Console.log(ran.length === 0 ? "Database is up to date." : `Applied: ${ran.join(", ")}`)
+  }).pipe(Effect.provide(GatewayConfig.fromEnv)),
+).pipe(Command.withDescription("Apply database migrations (also done at start)"))
+
+/** The user new keys belong to: --user, else the owner of the oldest management key, else a new user. */
+const resolveUser = (user: Option.Option<string>) =>
+  Effect.gen(function* () {
+    if (Option.isSome(user)) return user.value
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ user_id: string }>`
+      SELECT user_id FROM api_keys WHERE is_management = 1 AND deleted = 0 ORDER BY id LIMIT 1`
+    return rows[0]?.user_id ?? newUserId()
+  })
+
+const describeKey = (row: KeyRow) =>
+  [
+    row.hash,
+    row.label,
+    row.is_management ? "management" : "inference",
+    row.disabled ? "disabled" : "enabled",
+    row.limit_usd === null ? "no limit" : `limit $${row.limit_usd}${row.limit_reset ? `/${row.limit_reset}` : ""}`,
+    row.user_id,
+    JSON.stringify(row.name),
+  ].join("  ")
+
+const keysCreate = Command.make(
+  "create",
+  {
+    name: Options.text("name").pipe(Options.withDescription("Display name of the key")),
+    management: Options.boolean("management").pipe(Options.withDescription("A management key")),
+    limit: Options.float("limit").pipe(Options.optional, Options.withDescription("Spending limit in USD")),
+    limitReset: Options.choice("limit-reset", ["daily", "weekly", "monthly"]).pipe(Options.optional),
+    user: Options.text("user").pipe(Options.optional, Options.withDescription("Owner user id")),
+  },
+  ({ name, management, limit, limitReset, user }) =>
+    Effect.gen(function* () {
+      const keys = yield* KeyStore
+      const users = yield* Users
+      const userId = yield* resolveUser(user)
+      const workspaceId = yield* users.ensure(userId)
+      const { row, secret } = yield* keys.create({
+        userId,
+        workspaceId,
+        name,
+        isManagement: management,
+        limit: Option.getOrNull(limit),
+        limitReset: Option.getOrNull(limitReset),
+      })
+      yield* Console.log(`Created ${describeKey(row)}`)
+      yield* Console.log(`Secret (shown only now): ${secret}`)
+    }).pipe(Effect.provide(storeServices)),
+).pipe(Command.withDescription("Create an API key and print its secret once"))
+
+const keysList = Command.make("list", {}, () =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<KeyRow>`SELECT * FROM api_keys WHERE deleted = 0 ORDER BY id`
+    if (rows.length === 0) yield* Console.log("No keys.")
+    for (const row of rows) yield* Console.log(describeKey(row))
+  }).pipe(Effect.provide(storeServices)),
+).pipe(Command.withDescription("List API keys (hash, label, kind, state, limit, owner, name)"))
+
+const keys = Command.make("keys").pipe(
+  Command.withSubcommands([keysCreate, keysList]),
+  Command.withDescription("Manage API keys"),
+)
+
+const creditsAdd = Command.make(
+  "add",
+  {
+    user: Options.text("user").pipe(Options.withDescription("User id")),
+    amount: Options.float("amount").pipe(Options.withDescription("USD to add")),
+  },
+  ({ user, amount }) =>
+    Effect.gen(function* () {
+      const keys = yield* KeyStore
+      yield* keys.addCredits(user, amount, "gateway credits add")
+      const balance = yield* keys.credits(user)
+      yield* Console.log(`Added $${amount} to ${user}: total_credits=${balance.total_credits} total_usage=${balance.total_usage}`)
+    }).pipe(Effect.provide(storeServices)),
+).pipe(Command.withDescription("Add credits (USD) to a user's balance"))
+
+const credits = Command.make("credits").pipe(
+  Command.withSubcommands([creditsAdd]),
+  Command.withDescription("Manage account credits"),
+)
+
+export const cli = Command.make("gateway").pipe(
+  Command.withSubcommands([serve, migrateCommand, keys, credits]),
+  Command.withDescription("A model-routing gateway for the Responses API"),
+)
+
+export const runCli = Command.run(cli, { name: "gateway", version: "0.1.0" })

@@ -1,0 +1,91 @@
+/**
+ * The JSON config file (`GATEWAY_CONFIG`): the catalog of providers and models, and switches.
+ * Decoded once at start; a bad file stops start-up with the file, the path inside it and the rule.
+ */
+import { Schema } from "effect"
+
+const nonEmpty = Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
+const nonNegative = Schema.Number.pipe(Schema.nonNegative({ message: () => "must be a number ≥ 0" }))
+const positiveInt = Schema.Int.pipe(Schema.positive({ message: () => "must be a positive integer" }))
+
+export const ProviderKind = Schema.Literal("openai-chat", "openai-responses", "anthropic", "fake")
+
+export const ProviderEntry = Schema.Struct({
+  id: nonEmpty,
+  kind: ProviderKind,
+  base_url: Schema.optional(nonEmpty),
+  api_key_env: Schema.optional(nonEmpty),
+  timeout_ms: Schema.optional(positiveInt),
+  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  /** Spend through this provider is on the workspace's own key (BYOK). */
+  byok: Schema.optional(Schema.Boolean),
+})
+export type ProviderEntry = typeof ProviderEntry.Type
+
+/** USD per million tokens; `request` is USD per request. */
+export const Pricing = Schema.Struct({
+  prompt: nonNegative,
+  completion: nonNegative,
+  cached_prompt: Schema.optional(nonNegative),
+  cache_write: Schema.optional(nonNegative),
+  request: Schema.optional(nonNegative),
+})
+export type Pricing = typeof Pricing.Type
+
+export const Capability = Schema.Literal("tools", "reasoning", "json_schema", "json_object", "images", "files")
+
+export const EndpointEntry = Schema.Struct({
+  provider: nonEmpty,
+  upstream_model: nonEmpty,
+  pricing: Pricing,
+  max_output_tokens: Schema.optional(positiveInt),
+  context_length: Schema.optional(positiveInt),
+  supports: Schema.optional(Schema.Array(Capability)),
+  /** Whether the endpoint may retain or train on prompts ("deny" requests exclude "allow" endpoints). */
+  data_collection: Schema.optional(Schema.Literal("allow", "deny")),
+  zdr: Schema.optional(Schema.Boolean),
+  quantization: Schema.optional(Schema.String),
+})
+export type EndpointEntry = typeof EndpointEntry.Type
+
+export const ModelEntry = Schema.Struct({
+  id: Schema.String.pipe(
+    Schema.pattern(/^[A-Za-z0-9._-]+\/[A-Za-z0-9._:-]+$/, { message: () => "must look like vendor/model" }),
+  ),
+  name: Schema.optional(Schema.String),
+  context_length: positiveInt,
+  endpoints: Schema.NonEmptyArray(EndpointEntry).annotations({ message: () => "needs at least one endpoint" }),
+})
+export type ModelEntry = typeof ModelEntry.Type
+
+export const ConfigFile = Schema.Struct({
+  providers: Schema.Array(ProviderEntry),
+  models: Schema.Array(ModelEntry),
+  credits: Schema.optional(Schema.Struct({ enforce: Schema.Boolean })),
+  server: Schema.optional(
+    Schema.Struct({
+      max_body_bytes: Schema.optional(positiveInt),
+      request_timeout_ms: Schema.optional(positiveInt),
+    }),
+  ),
+})
+export type ConfigFile = typeof ConfigFile.Type
+
+/** Cross-references a Schema cannot see: endpoints name known providers, ids are unique. */
+export const checkReferences = (file: ConfigFile): string | undefined => {
+  const providers = new Set<string>()
+  for (const [i, p] of file.providers.entries()) {
+    if (providers.has(p.id)) return `providers[${i}].id: duplicate provider id "${p.id}"`
+    if (p.kind !== "fake" && p.base_url === undefined) return `providers[${i}].base_url: is required for kind "${p.kind}"`
+    providers.add(p.id)
+  }
+  const models = new Set<string>()
+  for (const [i, m] of file.models.entries()) {
+    if (models.has(m.id)) return `models[${i}].id: duplicate model id "${m.id}"`
+    models.add(m.id)
+    for (const [j, e] of m.endpoints.entries()) {
+      if (!providers.has(e.provider)) return `models[${i}].endpoints[${j}].provider: unknown provider "${e.provider}"`
+    }
+  }
+  return undefined
+}

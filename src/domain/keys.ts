@@ -1,0 +1,119 @@
+/** Wire shapes of API keys, per the contract and wire-compat. */
+import { Schema } from "effect"
+
+export const LimitReset = Schema.Literal("daily", "weekly", "monthly")
+export type LimitReset = typeof LimitReset.Type
+
+/** ISO 8601 with a zone, as clients require (`2026-11-22T10:00:00.000Z`). */
+export const ZonedTimestamp = Schema.String.pipe(
+  Schema.pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/, {
+    message: () => "must be an ISO 8601 timestamp with a zone, e.g. 2026-11-22T10:00:00Z",
+  }),
+)
+
+const Usd = Schema.Number.pipe(
+  Schema.finite({ message: () => "must be a finite number" }),
+  Schema.nonNegative({ message: () => "must be ≥ 0 (USD)" }),
+)
+
+export const KeyName = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "must not be empty" }),
+  Schema.maxLength(256, { message: () => "at most 256 characters" }),
+)
+
+export const ApiKey = Schema.Struct({
+  hash: Schema.String,
+  name: Schema.String,
+  label: Schema.String,
+  disabled: Schema.Boolean,
+  limit: Schema.NullOr(Schema.Number),
+  limit_remaining: Schema.NullOr(Schema.Number),
+  limit_reset: Schema.NullOr(LimitReset),
+  include_byok_in_limit: Schema.Boolean,
+  usage: Schema.Number,
+  usage_daily: Schema.Number,
+  usage_weekly: Schema.Number,
+  usage_monthly: Schema.Number,
+  byok_usage: Schema.Number,
+  byok_usage_daily: Schema.Number,
+  byok_usage_weekly: Schema.Number,
+  byok_usage_monthly: Schema.Number,
+  created_at: Schema.String,
+  updated_at: Schema.NullOr(Schema.String),
+  expires_at: Schema.NullOr(Schema.String),
+  creator_user_id: Schema.NullOr(Schema.String),
+  workspace_id: Schema.String,
+  external_user: Schema.NullOr(Schema.String),
+  /** Numeric id (workspaces' `io_logging_api_key_ids` refer to it). */
+  id: Schema.Int,
+  is_management_key: Schema.Boolean,
+})
+export type ApiKey = typeof ApiKey.Type
+
+export const KeyData = Schema.Struct({ data: ApiKey })
+
+export const CreateKeyPayload = Schema.Struct({
+  name: KeyName,
+  limit: Schema.optional(Schema.NullOr(Usd)),
+  limit_reset: Schema.optional(Schema.NullOr(LimitReset)),
+  include_byok_in_limit: Schema.optional(Schema.Boolean),
+  expires_at: Schema.optional(Schema.NullOr(ZonedTimestamp)),
+  workspace_id: Schema.optional(Schema.String),
+  /** Our extension: create a management key (only a management key can). */
+  is_management_key: Schema.optional(Schema.Boolean),
+})
+export type CreateKeyPayload = typeof CreateKeyPayload.Type
+
+export const CreatedKey = Schema.Struct({ data: ApiKey, key: Schema.String })
+
+export const UpdateKeyPayload = Schema.Struct({
+  name: Schema.optional(KeyName),
+  disabled: Schema.optional(Schema.Boolean),
+  include_byok_in_limit: Schema.optional(Schema.Boolean),
+  limit: Schema.optional(Schema.NullOr(Usd)),
+  limit_reset: Schema.optional(Schema.NullOr(LimitReset)),
+})
+export type UpdateKeyPayload = typeof UpdateKeyPayload.Type
+
+export const KeyList = Schema.Struct({ data: Schema.Array(ApiKey) })
+
+export const ListKeysParams = Schema.Struct({
+  offset: Schema.optional(
+    Schema.NumberFromString.pipe(
+      Schema.int({ message: () => "must be an integer" }),
+      Schema.nonNegative({ message: () => "must be ≥ 0" }),
+    ),
+  ),
+  include_disabled: Schema.optional(Schema.BooleanFromString),
+})
+
+export const Deleted = Schema.Struct({ deleted: Schema.Literal(true) })
+
+export const CurrentKey = Schema.Struct({
+  data: Schema.Struct({
+    label: Schema.String,
+    limit: Schema.NullOr(Schema.Number),
+    limit_remaining: Schema.NullOr(Schema.Number),
+    limit_reset: Schema.NullOr(LimitReset),
+    include_byok_in_limit: Schema.Boolean,
+    usage: Schema.Number,
+    usage_daily: Schema.Number,
+    usage_weekly: Schema.Number,
+    usage_monthly: Schema.Number,
+    byok_usage: Schema.Number,
+    byok_usage_daily: Schema.Number,
+    byok_usage_weekly: Schema.Number,
+    byok_usage_monthly: Schema.Number,
+    is_management_key: Schema.Boolean,
+    is_provisioning_key: Schema.Boolean,
+    is_free_tier: Schema.Boolean,
+    creator_user_id: Schema.NullOr(Schema.String),
+    workspace_id: Schema.String,
+    expires_at: Schema.NullOr(Schema.String),
+    rate_limit: Schema.Struct({ requests: Schema.Int, interval: Schema.String, note: Schema.String }),
+  }),
+})
+
+export const Credits = Schema.Struct({
+  data: Schema.Struct({ total_credits: Schema.Number, total_usage: Schema.Number }),
+})

@@ -1,0 +1,13 @@
+/** Liveness and readiness, without credentials (for load balancers and orchestrators). */
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { Errors } from "../../domain/errors.js"
+
+export class HealthApi extends HttpApiGroup.make("health")
+  .add(HttpApiEndpoint.get("health", "/health").addSuccess(Schema.Struct({ status: Schema.Literal("ok") })))
+  .add(
+    HttpApiEndpoint.get("ready", "/ready")
+      .addSuccess(Schema.Struct({ status: Schema.Literal("ready"), store: Schema.String }))
+      .addError(Errors.ServiceUnavailable),
+  )
+  .prefix("/v1") {}

@@ -1,0 +1,50 @@
+/** Request bodies read with a cap: 413 without reading past the limit. */
+import { PayloadTooLarge, UnsupportedMediaType } from "../domain/errors.js"
+
+export const tooLarge = (max: number) =>
+  new PayloadTooLarge({ message: `Request body is larger than the maximum of ${max} bytes` })
+
+/** The body's bytes, or a PayloadTooLarge once more than `max` bytes arrive (the rest is not read). */
+export const readCapped = async (req: Request, max: number): Promise<Uint8Array<ArrayBuffer> | PayloadTooLarge> => {
+  const declared = req.headers.get("content-length")
+  if (declared !== null && Number(declared) > max) return tooLarge(max)
+  if (req.body === null) return new Uint8Array(0)
+  if (declared !== null) {
+    // Length known and within the cap: one native read is the fastest path.
+    return new Uint8Array(await req.arrayBuffer())
+  }
+  const reader = req.body.getReader()
+  const parts: Array<Uint8Array> = []
+  let size = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    size += value.byteLength
+    if (size > max) {
+      await reader.cancel().catch(() => {})
+      return tooLarge(max)
+    }
+    parts.push(value)
+  }
+  const out = new Uint8Array(size)
+  let at = 0
+  for (const p of parts) {
+    out.set(p, at)
+    at += p.byteLength
+  }
+  return out
+}
+
+export const hasBody = (req: Request) => {
+  const len = req.headers.get("content-length")
+  return (len !== null && len !== "0") || req.headers.has("transfer-encoding")
+}
+
+/** JSON bodies only: `application/json` or `+json` types. */
+export const checkJsonContentType = (req: Request): UnsupportedMediaType | undefined => {
+  const type = req.headers.get("content-type")
+  if (type !== null && /^application\/([\w.+-]*\+)?json\b/i.test(type.trim())) return undefined
+  return new UnsupportedMediaType({
+    message: `Unsupported Content-Type ${type === null ? "(none)" : `'${type}'`}: send application/json`,
+  })
+}

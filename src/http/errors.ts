@@ -1,0 +1,89 @@
+/**
+ * Every failure that reaches the edge becomes the spec's envelope: framework decode errors
+ * become 400 naming the field, unreadable JSON becomes 400, anything unexpected becomes a
+ * generic 500 (the detail goes to the log, never to the caller).
+ */
+import { HttpApiBuilder } from "@effect/platform"
+import { Cause, Effect } from "effect"
+import { type ApiError, BadRequest, InternalError, NotFound, PayloadTooLarge } from "../domain/errors.js"
+import { GatewayApi } from "./Api.js"
+
+const API_ERROR_TAGS = new Set([
+  "BadRequest",
+  "Unauthorized",
+  "PaymentRequired",
+  "Forbidden",
+  "NotFound",
+  "MethodNotAllowed",
+  "RequestTimeout",
+  "Conflict",
+  "PayloadTooLarge",
+  "UnsupportedMediaType",
+  "Unprocessable",
+  "RateLimited",
+  "InternalError",
+  "NotImplemented",
+  "BadGateway",
+  "ServiceUnavailable",
+  "UpstreamTimeout",
+  "Overloaded",
+])
+
+export const isApiError = (u: unknown): u is ApiError =>
+  typeof u === "object" && u !== null && "_tag" in u && API_ERROR_TAGS.has(String(u._tag)) && "status" in u
+
+interface DecodeIssue {
+  readonly _tag: string
+  readonly path: ReadonlyArray<PropertyKey>
+  readonly message: string
+}
+
+const pathOf = (path: ReadonlyArray<PropertyKey>) =>
+  path.reduce<string>((acc, k) => (typeof k === "number" ? `${acc}[${k}]` : acc === "" ? String(k) : `${acc}.${String(k)}`), "")
+
+/** A message naming the field and the rule from HttpApi's decode error. */
+const fromDecodeError = (issues: ReadonlyArray<DecodeIssue>): BadRequest => {
+  const first = issues[0]
+  if (first === undefined) return new BadRequest({ message: "Invalid request" })
+  const path = pathOf(first.path)
+  const rule = first._tag === "Missing" ? "is missing" : first.message
+  if (path === "") {
+    return new BadRequest({
+      message: `Invalid request: ${rule.startsWith("Expected {") ? "the body must be a JSON object" : rule}`,
+    })
+  }
+  return new BadRequest({ message: `Invalid request: ${path}: ${rule}` })
+}
+
+/** Maps any failure or defect to an ApiError; logs what the caller must not see. */
+export const toApiError = (cause: Cause.Cause<unknown>): Effect.Effect<ApiError> => {
+  const e = Cause.squash(cause)
+  if (isApiError(e)) return Effect.succeed(e)
+  if (typeof e === "object" && e !== null && "_tag" in e) {
+    switch (e._tag) {
+      case "HttpApiDecodeError":
+        return Effect.succeed(fromDecodeError((e as unknown as { issues: ReadonlyArray<DecodeIssue> }).issues))
+      case "RequestError": {
+        const reason = (e as unknown as { reason: string }).reason
+        if (reason === "Decode") return Effect.succeed(new BadRequest({ message: "Malformed JSON in the request body" }))
+        break
+      }
+      case "RouteNotFound":
+        return Effect.succeed(new NotFound({ message: "No such endpoint" }))
+    }
+  }
+  if (e instanceof RangeError && /body/i.test(e.message)) {
+    return Effect.succeed(new PayloadTooLarge({ message: "Request body is too large" }))
+  }
+  return Effect.as(
+    Effect.logError("Unexpected failure", Cause.pretty(cause)),
+    new InternalError({ message: "Internal server error" }),
+  )
+}
+
+/** The control plane's last middleware: whatever failed leaves as an encodable ApiError. */
+export const ErrorMappingLive = HttpApiBuilder.middleware(GatewayApi, (app) =>
+  Effect.catchAllCause(app, (cause) =>
+    Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.flatMap(toApiError(cause), Effect.fail),
+  ),
+)

@@ -1,0 +1,112 @@
+/** Handlers of the keys group: they check the caller and call KeyStore, nothing more. */
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Option } from "effect"
+import { BadRequest, NotFound } from "../../domain/errors.js"
+import { Principal, requireManagement } from "../../services/Auth.js"
+import { KeyStore } from "../../services/KeyStore.js"
+import { Users } from "../../services/Users.js"
+import { GatewayApi } from "../Api.js"
+
+const notFound = (hash: string) => new NotFound({ message: `API key ${hash} not found` })
+
+export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
+  Effect.gen(function* () {
+    const keys = yield* KeyStore
+    const users = yield* Users
+
+    const ownKey = (hash: string) =>
+      Effect.gen(function* () {
+        const p = yield* requireManagement
+        const row = yield* keys.findForUser(p.userId, hash)
+        return yield* Option.match(row, { onNone: () => Effect.fail(notFound(hash)), onSome: Effect.succeed })
+      })
+
+    return handlers
+      .handle("list", ({ urlParams }) =>
+        Effect.gen(function* () {
+          const p = yield* requireManagement
+          const rows = yield* keys.list(p.userId, {
+            offset: urlParams.offset ?? 0,
+            includeDisabled: urlParams.include_disabled ?? false,
+          })
+          return { data: yield* keys.viewMany(rows) }
+        }),
+      )
+      .handle("create", ({ payload }) =>
+        Effect.gen(function* () {
+          const p = yield* requireManagement
+          const workspaceId = payload.workspace_id ?? p.workspaceId
+          if (payload.workspace_id !== undefined && !(yield* users.canUseWorkspace(p.userId, workspaceId))) {
+            return yield* new NotFound({ message: `Workspace ${workspaceId} not found` })
+          }
+          if (payload.expires_at != null && Date.parse(payload.expires_at) <= Date.now()) {
+            return yield* new BadRequest({ message: "Invalid request: expires_at: must be in the future" })
+          }
+          const { row, secret } = yield* keys.create({
+            userId: p.userId,
+            workspaceId,
+            name: payload.name,
+            limit: payload.limit ?? null,
+            limitReset: payload.limit_reset ?? null,
+            includeByokInLimit: payload.include_byok_in_limit ?? false,
+            expiresAt: payload.expires_at == null ? null : new Date(payload.expires_at).toISOString(),
+            isManagement: payload.is_management_key ?? false,
+          })
+          return { data: yield* keys.viewOne(row), key: secret }
+        }),
+      )
+      .handle("get", ({ path }) => Effect.flatMap(ownKey(path.hash), (row) => Effect.map(keys.viewOne(row), (data) => ({ data }))))
+      .handle("update", ({ path, payload }) =>
+        Effect.gen(function* () {
+          const row = yield* ownKey(path.hash)
+          const updated = yield* keys.update(row.hash, {
+            name: payload.name,
+            disabled: payload.disabled,
+            includeByokInLimit: payload.include_byok_in_limit,
+            limit: payload.limit,
+            limitReset: payload.limit_reset,
+          })
+          return { data: yield* keys.viewOne(updated) }
+        }),
+      )
+      .handle("delete", ({ path }) =>
+        Effect.gen(function* () {
+          const row = yield* ownKey(path.hash)
+          yield* keys.remove(row.hash)
+          return { deleted: true as const }
+        }),
+      )
+      .handle("current", () =>
+        Effect.gen(function* () {
+          const p = yield* Principal
+          const view = yield* keys.viewOne(p.key)
+          return {
+            data: {
+              label: view.label,
+              limit: view.limit,
+              limit_remaining: view.limit_remaining,
+              limit_reset: view.limit_reset,
+              include_byok_in_limit: view.include_byok_in_limit,
+              usage: view.usage,
+              usage_daily: view.usage_daily,
+              usage_weekly: view.usage_weekly,
+              usage_monthly: view.usage_monthly,
+              byok_usage: view.byok_usage,
+              byok_usage_daily: view.byok_usage_daily,
+              byok_usage_weekly: view.byok_usage_weekly,
+              byok_usage_monthly: view.byok_usage_monthly,
+              is_management_key: p.isManagement,
+              is_provisioning_key: p.isManagement,
+              is_free_tier: false,
+              creator_user_id: view.creator_user_id,
+              workspace_id: view.workspace_id,
+              expires_at: view.expires_at,
+              rate_limit: { requests: -1, interval: "10s", note: "This gateway sets no request rate limit per key." },
+            },
+          }
+        }),
+      )
+      .handle("credits", () => Effect.flatMap(Principal, (p) => Effect.map(keys.credits(p.userId), (data) => ({ data }))))
+  }),
+)
+

@@ -1,0 +1,342 @@
+/**
+ * API keys: create, read, update, delete, usage windows from the spend ledger, credits.
+ * Secrets are random and prefixed; only their sha256 is stored. Hot-path lookups come from
+ * an in-memory cache that every write through this service invalidates at once.
+ */
+import { SqlClient } from "@effect/sql"
+import { createHash, randomBytes } from "node:crypto"
+import { Clock, Effect, Option } from "effect"
+import type { ApiKey, LimitReset } from "../domain/keys.js"
+import { limitWindowStart, windowStarts } from "../domain/windows.js"
+
+export const SECRET_PREFIX = "sk-gw-v1-"
+
+export interface KeyRow {
+  readonly id: number
+  readonly hash: string
+  readonly user_id: string
+  readonly workspace_id: string
+  readonly name: string
+  readonly label: string
+  readonly is_management: number
+  readonly disabled: number
+  readonly limit_usd: number | null
+  readonly limit_reset: LimitReset | null
+  readonly include_byok_in_limit: number
+  readonly reserved_usd: number
+  readonly expires_at: string | null
+  readonly deleted: number
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+export interface UsageSummary {
+  readonly usage: number
+  readonly usage_daily: number
+  readonly usage_weekly: number
+  readonly usage_monthly: number
+  readonly byok_usage: number
+  readonly byok_usage_daily: number
+  readonly byok_usage_weekly: number
+  readonly byok_usage_monthly: number
+  /** Spend that counts toward the limit in the limit's current window. */
+  readonly limit_window: number
+}
+
+const zeroUsage: UsageSummary = {
+  usage: 0,
+  usage_daily: 0,
+  usage_weekly: 0,
+  usage_monthly: 0,
+  byok_usage: 0,
+  byok_usage_daily: 0,
+  byok_usage_weekly: 0,
+  byok_usage_monthly: 0,
+  limit_window: 0,
+}
+
+export const hashSecret = (secret: string) => createHash("sha256").update(secret).digest("hex")
+
+export const newSecret = () => `${SECRET_PREFIX}${randomBytes(32).toString("hex")}`
+
+/** The masked form of a secret shown as the key's label: `sk-gw-v1-abc...xyz`. */
+export const labelOf = (secret: string) => {
+  const body = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret
+  return `${SECRET_PREFIX}${body.slice(0, 3)}...${body.slice(-3)}`
+}
+
+export interface NewKey {
+  readonly userId: string
+  readonly workspaceId: string
+  readonly name: string
+  readonly limit?: number | null
+  readonly limitReset?: LimitReset | null
+  readonly includeByokInLimit?: boolean
+  readonly expiresAt?: string | null
+  readonly isManagement?: boolean
+  /** A given secret (GATEWAY_MANAGEMENT_KEY); otherwise a random one. */
+  readonly secret?: string
+}
+
+export interface KeyPatch {
+  readonly name?: string
+  readonly disabled?: boolean
+  readonly includeByokInLimit?: boolean
+  readonly limit?: number | null
+  readonly limitReset?: LimitReset | null
+}
+
+export interface SpendEntry {
+  readonly keyHash: string
+  readonly userId: string
+  readonly workspaceId: string
+  readonly generationId?: string | null
+  readonly amountUsd: number
+  readonly isByok: boolean
+  /** Defaults to now. */
+  readonly createdAt?: string
+}
+
+const bool = (b: boolean | undefined) => (b ? 1 : 0)
+
+export const round = (usd: number) => Math.round(usd * 1e12) / 1e12
+
+export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    // Hash → row. Entries expire so other processes' writes are seen within the TTL.
+    const cache = new Map<string, { readonly row: KeyRow; readonly at: number }>()
+    const CACHE_TTL_MS = 2_000
+
+    const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
+
+    const loadByHash = (hash: string) =>
+      sql<KeyRow>`SELECT * FROM api_keys WHERE hash = ${hash} AND deleted = 0`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie,
+      )
+
+    /** The hot-path lookup: memory first, the store on a miss or an expired entry. */
+    const cachedByHash = (hash: string) =>
+      Effect.suspend(() => {
+        const hit = cache.get(hash)
+        const now = Date.now()
+        if (hit !== undefined && now - hit.at < CACHE_TTL_MS) return Effect.succeed(Option.some(hit.row))
+        return Effect.tap(loadByHash(hash), (row) =>
+          Effect.sync(() => {
+            if (Option.isSome(row)) cache.set(hash, { row: row.value, at: now })
+            else cache.delete(hash)
+          }),
+        )
+      })
+
+    const invalidate = (hash: string) => Effect.sync(() => cache.delete(hash))
+
+    const create = (input: NewKey) =>
+      Effect.gen(function* () {
+        const secret = input.secret ?? newSecret()
+        const hash = hashSecret(secret)
+        const now = yield* nowIso
+        yield* sql`INSERT INTO api_keys (hash, user_id, workspace_id, name, label, is_management, disabled,
+            limit_usd, limit_reset, include_byok_in_limit, expires_at, created_at, updated_at)
+          VALUES (${hash}, ${input.userId}, ${input.workspaceId}, ${input.name}, ${labelOf(secret)},
+            ${bool(input.isManagement)}, 0, ${input.limit ?? null}, ${input.limitReset ?? null},
+            ${bool(input.includeByokInLimit)}, ${input.expiresAt ?? null}, ${now}, ${now})`
+        const row = yield* loadByHash(hash)
+        return { row: Option.getOrThrow(row), secret }
+      }).pipe(Effect.orDie)
+
+    /** A key of this user, or none: another user's key does not exist for the caller. */
+    const findForUser = (userId: string, hash: string) =>
+      Effect.map(loadByHash(hash), Option.filter((row) => row.user_id === userId))
+
+    const list = (userId: string, options: { offset: number; includeDisabled: boolean; limit?: number }) =>
+      sql<KeyRow>`SELECT * FROM api_keys WHERE user_id = ${userId} AND deleted = 0
+          ${options.includeDisabled ? sql`` : sql`AND disabled = 0`}
+          ORDER BY id LIMIT ${options.limit ?? 100} OFFSET ${options.offset}`.pipe(Effect.orDie)
+
+    const update = (hash: string, patch: KeyPatch) =>
+      Effect.gen(function* () {
+        const now = yield* nowIso
+        const sets = [sql`updated_at = ${now}`]
+        if (patch.name !== undefined) sets.push(sql`name = ${patch.name}`)
+        if (patch.disabled !== undefined) sets.push(sql`disabled = ${bool(patch.disabled)}`)
+        if (patch.includeByokInLimit !== undefined)
+          sets.push(sql`include_byok_in_limit = ${bool(patch.includeByokInLimit)}`)
+        if (patch.limit !== undefined) sets.push(sql`limit_usd = ${patch.limit}`)
+        if (patch.limitReset !== undefined) sets.push(sql`limit_reset = ${patch.limitReset}`)
+        yield* sql`UPDATE api_keys SET ${sql.csv(sets)} WHERE hash = ${hash} AND deleted = 0`
+        cache.delete(hash)
+        return Option.getOrThrow(yield* loadByHash(hash))
+      }).pipe(Effect.orDie)
+
+    /** Deletes a key: it stops authenticating at once; its spend rows stay in the ledger. */
+    const remove = (hash: string) =>
+      Effect.gen(function* () {
+        const now = yield* nowIso
+        yield* sql`UPDATE api_keys SET deleted = 1, disabled = 1, updated_at = ${now} WHERE hash = ${hash}`
+        cache.delete(hash)
+      }).pipe(Effect.orDie)
+
+    const usageOf = (rows: ReadonlyArray<KeyRow>) =>
+      Effect.gen(function* () {
+        const out = new Map<string, UsageSummary>()
+        if (rows.length === 0) return out
+        const nowMs = yield* Clock.currentTimeMillis
+        const w = windowStarts(nowMs)
+        const sums = yield* sql<{
+          key_hash: string
+          usage: number
+          usage_daily: number
+          usage_weekly: number
+          usage_monthly: number
+          byok_usage: number
+          byok_usage_daily: number
+          byok_usage_weekly: number
+          byok_usage_monthly: number
+        }>`SELECT key_hash,
+            COALESCE(SUM(CASE WHEN is_byok = 0 THEN amount_usd END), 0) AS usage,
+            COALESCE(SUM(CASE WHEN is_byok = 0 AND created_at >= ${w.day} THEN amount_usd END), 0) AS usage_daily,
+            COALESCE(SUM(CASE WHEN is_byok = 0 AND created_at >= ${w.week} THEN amount_usd END), 0) AS usage_weekly,
+            COALESCE(SUM(CASE WHEN is_byok = 0 AND created_at >= ${w.month} THEN amount_usd END), 0) AS usage_monthly,
+            COALESCE(SUM(CASE WHEN is_byok = 1 THEN amount_usd END), 0) AS byok_usage,
+            COALESCE(SUM(CASE WHEN is_byok = 1 AND created_at >= ${w.day} THEN amount_usd END), 0) AS byok_usage_daily,
+            COALESCE(SUM(CASE WHEN is_byok = 1 AND created_at >= ${w.week} THEN amount_usd END), 0) AS byok_usage_weekly,
+            COALESCE(SUM(CASE WHEN is_byok = 1 AND created_at >= ${w.month} THEN amount_usd END), 0) AS byok_usage_monthly
+          FROM spend WHERE ${sql.in("key_hash", rows.map((r) => r.hash))} GROUP BY key_hash`.pipe(Effect.orDie)
+        const byHash = new Map(sums.map((s) => [s.key_hash, s]))
+        for (const row of rows) {
+          const s = byHash.get(row.hash)
+          if (s === undefined) {
+            out.set(row.hash, zeroUsage)
+            continue
+          }
+          const pick = (nonByok: number, byok: number) =>
+            Number(nonByok) + (row.include_byok_in_limit ? Number(byok) : 0)
+          const windowSpend =
+            row.limit_reset === "daily"
+              ? pick(s.usage_daily, s.byok_usage_daily)
+              : row.limit_reset === "weekly"
+                ? pick(s.usage_weekly, s.byok_usage_weekly)
+                : row.limit_reset === "monthly"
+                  ? pick(s.usage_monthly, s.byok_usage_monthly)
+                  : pick(s.usage, s.byok_usage)
+          out.set(row.hash, {
+            usage: round(Number(s.usage)),
+            usage_daily: round(Number(s.usage_daily)),
+            usage_weekly: round(Number(s.usage_weekly)),
+            usage_monthly: round(Number(s.usage_monthly)),
+            byok_usage: round(Number(s.byok_usage)),
+            byok_usage_daily: round(Number(s.byok_usage_daily)),
+            byok_usage_weekly: round(Number(s.byok_usage_weekly)),
+            byok_usage_monthly: round(Number(s.byok_usage_monthly)),
+            limit_window: round(windowSpend),
+          })
+        }
+        return out
+      })
+
+    /** The wire object of a key. */
+    const view = (row: KeyRow, usage: UsageSummary): ApiKey => ({
+      hash: row.hash,
+      name: row.name,
+      label: row.label,
+      disabled: row.disabled === 1,
+      limit: row.limit_usd,
+      limit_remaining: row.limit_usd === null ? null : round(Math.max(0, row.limit_usd - usage.limit_window)),
+      limit_reset: row.limit_reset,
+      include_byok_in_limit: row.include_byok_in_limit === 1,
+      usage: usage.usage,
+      usage_daily: usage.usage_daily,
+      usage_weekly: usage.usage_weekly,
+      usage_monthly: usage.usage_monthly,
+      byok_usage: usage.byok_usage,
+      byok_usage_daily: usage.byok_usage_daily,
+      byok_usage_weekly: usage.byok_usage_weekly,
+      byok_usage_monthly: usage.byok_usage_monthly,
+      created_at: row.created_at,
+      updated_at: row.updated_at,
+      expires_at: row.expires_at,
+      creator_user_id: row.user_id,
+      workspace_id: row.workspace_id,
+      external_user: null,
+      id: Number(row.id),
+      is_management_key: row.is_management === 1,
+    })
+
+    const viewOne = (row: KeyRow) =>
+      Effect.map(usageOf([row]), (usage) => view(row, usage.get(row.hash) ?? zeroUsage))
+
+    const viewMany = (rows: ReadonlyArray<KeyRow>) =>
+      Effect.map(usageOf(rows), (usage) => rows.map((row) => view(row, usage.get(row.hash) ?? zeroUsage)))
+
+    /** Spend in the key's current limit window (for limit checks). */
+    const windowSpend = (row: KeyRow) =>
+      Effect.gen(function* () {
+        const since = limitWindowStart(row.limit_reset, yield* Clock.currentTimeMillis)
+        const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend
+          WHERE key_hash = ${row.hash}
+          ${row.include_byok_in_limit ? sql`` : sql`AND is_byok = 0`}
+          ${since === undefined ? sql`` : sql`AND created_at >= ${since}`}`
+        return Number(rows[0]?.total ?? 0)
+      }).pipe(Effect.orDie)
+
+    const recordSpend = (entries: ReadonlyArray<SpendEntry>) =>
+      Effect.gen(function* () {
+        if (entries.length === 0) return
+        const now = yield* nowIso
+        yield* sql`INSERT INTO spend ${sql.insert(
+          entries.map((e) => ({
+            key_hash: e.keyHash,
+            user_id: e.userId,
+            workspace_id: e.workspaceId,
+            generation_id: e.generationId ?? null,
+            amount_usd: e.amountUsd,
+            is_byok: bool(e.isByok),
+            created_at: e.createdAt ?? now,
+          })),
+        )}`
+      }).pipe(Effect.orDie)
+
+    const credits = (userId: string) =>
+      Effect.gen(function* () {
+        const granted = yield* sql<{ total: number }>`
+          SELECT COALESCE(SUM(amount_usd), 0) AS total FROM credit_grants WHERE user_id = ${userId}`
+        const used = yield* sql<{ total: number }>`
+          SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend WHERE user_id = ${userId} AND is_byok = 0`
+        return {
+          total_credits: round(Number(granted[0]?.total ?? 0)),
+          total_usage: round(Number(used[0]?.total ?? 0)),
+        }
+      }).pipe(Effect.orDie)
+
+    const addCredits = (userId: string, amountUsd: number, note?: string) =>
+      Effect.gen(function* () {
+        const now = yield* nowIso
+        yield* sql`INSERT INTO credit_grants (user_id, amount_usd, note, created_at)
+          VALUES (${userId}, ${amountUsd}, ${note ?? null}, ${now})`
+      }).pipe(Effect.orDie)
+
+    const countAll = sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM api_keys`.pipe(
+      Effect.map((rows) => Number(rows[0]?.n ?? 0)),
+      Effect.orDie,
+    )
+
+    return {
+      create,
+      cachedByHash,
+      findForUser,
+      list,
+      update,
+      remove,
+      invalidate,
+      viewOne,
+      viewMany,
+      windowSpend,
+      recordSpend,
+      credits,
+      addCredits,
+      countAll,
+    } as const
+  }),
+}) {}

@@ -1,0 +1,34 @@
+/**
+ * Start-up chores: the first management key of a new install (printed once), and the
+ * management key named by GATEWAY_MANAGEMENT_KEY (for automation).
+ */
+import { Effect, Option, Redacted } from "effect"
+import { GatewayConfig } from "../config/Config.js"
+import { hashSecret, KeyStore } from "./KeyStore.js"
+import { newUserId, Users } from "./Users.js"
+
+export interface Bootstrapped {
+  /** The secret of a management key created just now, to print once. */
+  readonly createdSecret: Option.Option<string>
+}
+
+export const bootstrap = Effect.gen(function* () {
+  const config = yield* GatewayConfig
+  const keys = yield* KeyStore
+  const users = yield* Users
+  if (Option.isSome(config.managementKey)) {
+    const secret = Redacted.value(config.managementKey.value)
+    const existing = yield* keys.cachedByHash(hashSecret(secret))
+    if (Option.isNone(existing)) {
+      const userId = "user_admin"
+      const workspaceId = yield* users.ensure(userId)
+      yield* keys.create({ userId, workspaceId, name: "Management key (GATEWAY_MANAGEMENT_KEY)", isManagement: true, secret })
+    }
+    return { createdSecret: Option.none() } satisfies Bootstrapped
+  }
+  if ((yield* keys.countAll) > 0) return { createdSecret: Option.none() } satisfies Bootstrapped
+  const userId = newUserId()
+  const workspaceId = yield* users.ensure(userId)
+  const { secret } = yield* keys.create({ userId, workspaceId, name: "First management key", isManagement: true })
+  return { createdSecret: Option.some(secret) } satisfies Bootstrapped
+})

@@ -1,0 +1,58 @@
+/**
+ * The SqlClient: a SQLite file by default, Postgres when DATABASE_URL is a postgres URL.
+ * Migrations run when the layer is built (start-up) and by `gateway migrate`.
+ */
+import { SqlClient, type SqlError } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { SqliteClient } from "@effect/sql-sqlite-bun"
+import { mkdirSync } from "node:fs"
+import { dirname } from "node:path"
+import { Effect, Layer, Redacted } from "effect"
+import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
+import { migrations } from "./migrations/index.js"
+
+const sqlitePragmas = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`PRAGMA busy_timeout = 5000`
+  yield* sql`PRAGMA foreign_keys = ON`
+  yield* sql`PRAGMA synchronous = NORMAL`
+})
+
+/** The engine's client for a DATABASE_URL. */
+export const clientLayer = (databaseUrl: string): Layer.Layer<SqlClient.SqlClient, SqlError.SqlError> => {
+  if (isPostgresUrl(databaseUrl)) {
+    return PgClient.layer({
+      url: Redacted.make(databaseUrl),
+      maxConnections: 20,
+    }).pipe(Layer.orDie)
+  }
+  if (databaseUrl !== ":memory:") mkdirSync(dirname(databaseUrl), { recursive: true })
+  return SqliteClient.layer({ filename: databaseUrl }).pipe(
+    Layer.orDie,
+    Layer.tap((ctx) => Effect.provide(sqlitePragmas, ctx)),
+  )
+}
+
+/** Applies the migrations not yet applied, each in its own transaction. */
+export const migrate = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE IF NOT EXISTS schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`
+  const applied = new Set((yield* sql<{ id: number }>`SELECT id FROM schema_migrations`).map((r) => Number(r.id)))
+  const ran: Array<string> = []
+  for (const m of migrations) {
+    if (applied.has(m.id)) continue
+    yield* sql.withTransaction(
+      Effect.zipRight(
+        m.up,
+        sql`INSERT INTO schema_migrations (id, name, applied_at) VALUES (${m.id}, ${m.name}, ${new Date().toISOString()})`,
+      ),
+    )
+    ran.push(`${m.id}_${m.name}`)
+  }
+  return ran
+})
+
+/** The store: the client for the configured database, migrated. */
+export const StoreLive: Layer.Layer<SqlClient.SqlClient, SqlError.SqlError, GatewayConfig> = Layer.unwrapEffect(
+  Effect.map(GatewayConfig, (config) => clientLayer(config.databaseUrl)),
+).pipe(Layer.tap((ctx) => Effect.provide(migrate, ctx)))
