@@ -68,7 +68,7 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     GET: () => new Response(openapi, { headers: { "content-type": "application/json" } }),
   }
   known.push({ pattern: patternOf("/v1/openapi.json"), methods: ["GET"] })
-  const responses = makeResponsesRoute(rt)
+  const responses = makeResponsesRoute(rt, max)
   routes["/v1/responses"] = {
     POST: async (req) => {
       if (hasBody(req)) {

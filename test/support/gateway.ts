@@ -1,0 +1,64 @@
+/** Starts the real server in-process on a free port over a fresh database (see db.ts). */
+import { afterAll, beforeAll } from "bun:test"
+import { Option } from "effect"
+import { GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
+import { type RunningServer, startServer } from "../../src/http/server.js"
+import { freshDatabase, type TestDatabase } from "./db.js"
+
+export interface TestGateway {
+  readonly url: string
+  readonly server: RunningServer
+  /** The first management key, created at start. */
+  readonly adminKey: string
+  readonly fetch: (path: string, init?: RequestInit & { key?: string | null; json?: unknown }) => Promise<Response>
+}
+
+export const startTestGateway = async (overrides: Partial<Settings> = {}): Promise<TestGateway & { stop: () => Promise<void> }> => {
+  const db: TestDatabase = await freshDatabase()
+  const server = await startServer(GatewayConfig.layer(testSettings({ databaseUrl: db.url, ...overrides })))
+  const adminKey = Option.getOrThrow(server.createdSecret)
+  const base = server.url
+  return {
+    url: base,
+    server,
+    adminKey,
+    fetch: (path, init = {}) => {
+      const headers = new Headers(init.headers)
+      const key = init.key === undefined ? adminKey : init.key
+      if (key !== null) headers.set("authorization", `Bearer ${key}`)
+      let body = init.body
+      if (init.json !== undefined) {
+        headers.set("content-type", "application/json")
+        body = JSON.stringify(init.json)
+      }
+      return fetch(`${base}${path}`, { ...init, headers, body })
+    },
+    stop: async () => {
+      await server.stop()
+      await db.drop()
+    },
+  }
+}
+
+/** One gateway for the whole test file. */
+export const useGateway = (overrides: Partial<Settings> = {}) => {
+  const ref = {} as { current: TestGateway & { stop: () => Promise<void> } }
+  beforeAll(async () => {
+    ref.current = await startTestGateway(overrides)
+  })
+  afterAll(async () => {
+    await ref.current?.stop()
+  })
+  return () => ref.current
+}
+
+/** Asserts the spec's error envelope with an integer code equal to the status; returns the message. */
+export const expectError = async (res: Response, status: number): Promise<string> => {
+  const body = (await res.json()) as { error?: { code?: unknown; message?: unknown } }
+  if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${JSON.stringify(body)}`)
+  if (typeof body.error?.code !== "number" || body.error.code !== status || typeof body.error.message !== "string") {
+    throw new Error(`not the error envelope: ${JSON.stringify(body)}`)
+  }
+  if (!("user_id" in body)) throw new Error(`envelope without user_id: ${JSON.stringify(body)}`)
+  return body.error.message
+}
