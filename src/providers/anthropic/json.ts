@@ -1,0 +1,24 @@
+/** A non-streamed Anthropic message → ProviderEvents, in the order a stream would give them. */
+import type { ProviderEvent } from "../types"
+import { type AnthropicMessageObject, anthropicFailure, anthropicFinishReason, anthropicUsage } from "./wire"
+
+export const anthropicJsonEvents = (json: unknown): Array<ProviderEvent> => {
+  const message = json as AnthropicMessageObject
+  if (message.type === "error") throw anthropicFailure(message.error)
+  const out: Array<ProviderEvent> = []
+  const content = message.content ?? []
+  for (let index = 0; index < content.length; index++) {
+    const block = content[index]
+    if (block.type === "text" && block.text) {
+      out.push({ type: "text", delta: block.text })
+    } else if (block.type === "thinking" && block.thinking) {
+      out.push({ type: "reasoning", delta: block.thinking })
+    } else if (block.type === "tool_use") {
+      out.push({ type: "tool_call_start", index, callId: block.id ?? `toolu_${index}`, name: block.name ?? "" })
+      out.push({ type: "tool_call_delta", index, delta: JSON.stringify(block.input ?? {}) })
+    }
+  }
+  out.push({ type: "usage", usage: anthropicUsage(message.usage ?? {}) })
+  out.push({ type: "finish", reason: anthropicFinishReason(message.stop_reason) })
+  return out
+}

@@ -1,0 +1,236 @@
+/**
+ * NormalizedRequest → Anthropic Messages request body: system hoisted out of the messages,
+ * strictly alternating roles, tool calls as tool_use/tool_result blocks, thinking budgets, and
+ * cache_control breakpoints where the request asks for them.
+ */
+import type { CacheControl, ContentPart, InputItem, NormalizedRequest, ReasoningConfig, ToolChoice } from "../types"
+
+export interface AnthropicCacheControl {
+  readonly type: "ephemeral"
+  readonly ttl?: "5m" | "1h"
+}
+
+type Source =
+  | { readonly type: "base64"; readonly media_type: string; readonly data: string }
+  | { readonly type: "url"; readonly url: string }
+  | { readonly type: "file"; readonly file_id: string }
+
+export type AnthropicBlock =
+  | { readonly type: "text"; readonly text: string; cache_control?: AnthropicCacheControl }
+  | { readonly type: "image"; readonly source: Source; cache_control?: AnthropicCacheControl }
+  | { readonly type: "document"; readonly source: Source; readonly title?: string; cache_control?: AnthropicCacheControl }
+  | { readonly type: "tool_use"; readonly id: string; readonly name: string; readonly input: unknown; cache_control?: AnthropicCacheControl }
+  | { readonly type: "tool_result"; readonly tool_use_id: string; readonly content: string; cache_control?: AnthropicCacheControl }
+
+export interface AnthropicMessage {
+  readonly role: "user" | "assistant"
+  readonly content: Array<AnthropicBlock>
+}
+
+export type AnthropicSystemBlock = { readonly type: "text"; readonly text: string; cache_control?: AnthropicCacheControl }
+
+export interface AnthropicTool {
+  readonly name: string
+  readonly description?: string
+  readonly input_schema: Record<string, unknown>
+}
+
+export type AnthropicToolChoice =
+  | { readonly type: "auto" | "any" | "none"; readonly disable_parallel_tool_use?: boolean }
+  | { readonly type: "tool"; readonly name: string; readonly disable_parallel_tool_use?: boolean }
+
+export interface AnthropicRequestBody {
+  readonly model: string
+  readonly max_tokens: number
+  readonly system?: string | Array<AnthropicSystemBlock>
+  readonly messages: Array<AnthropicMessage>
+  readonly tools?: Array<AnthropicTool>
+  readonly tool_choice?: AnthropicToolChoice
+  readonly thinking?: { readonly type: "enabled"; readonly budget_tokens: number }
+  readonly temperature?: number
+  readonly top_p?: number
+  readonly top_k?: number
+  readonly metadata?: { readonly user_id: string }
+  readonly stream: boolean
+}
+
+/** Anthropic requires max_tokens; this is what we ask for when the caller gave no limit. */
+export const DEFAULT_MAX_TOKENS = 4096
+
+const EFFORT_BUDGETS: Record<NonNullable<ReasoningConfig["effort"]>, number> = {
+  none: 0,
+  minimal: 1024,
+  low: 1024,
+  medium: 4096,
+  high: 16384,
+  xhigh: 32768,
+}
+
+/** The thinking budget the request asks for, or undefined when thinking stays off. */
+export const thinkingBudget = (reasoning: ReasoningConfig | undefined): number | undefined => {
+  if (reasoning === undefined || reasoning.enabled === false || reasoning.effort === "none") return undefined
+  if (reasoning.maxTokens !== undefined) return Math.max(1024, reasoning.maxTokens)
+  if (reasoning.effort !== undefined) return EFFORT_BUDGETS[reasoning.effort]
+  return reasoning.enabled === true ? EFFORT_BUDGETS.medium : undefined
+}
+
+const cacheControlOf = (control: CacheControl): AnthropicCacheControl =>
+  control.ttl === undefined ? { type: "ephemeral" } : { type: "ephemeral", ttl: control.ttl }
+
+const DATA_URL = /^data:([^;,]+)(?:;[^,]*)?;base64,/
+
+const sourceOf = (url: string): Source => {
+  const match = DATA_URL.exec(url)
+  return match === null ? { type: "url", url } : { type: "base64", media_type: match[1], data: url.slice(match[0].length) }
+}
+
+const blockOf = (part: ContentPart): AnthropicBlock | undefined => {
+  let block: AnthropicBlock | undefined
+  switch (part.type) {
+    case "text":
+      // Anthropic refuses empty text blocks.
+      block = part.text.length === 0 ? undefined : { type: "text", text: part.text }
+      break
+    case "image":
+      block = { type: "image", source: sourceOf(part.url) }
+      break
+    case "file": {
+      const source: Source | undefined =
+        part.fileData !== undefined
+          ? DATA_URL.test(part.fileData)
+            ? sourceOf(part.fileData)
+            : { type: "base64", media_type: "application/pdf", data: part.fileData }
+          : part.fileUrl !== undefined
+            ? { type: "url", url: part.fileUrl }
+            : part.fileId !== undefined
+              ? { type: "file", file_id: part.fileId }
+              : undefined
+      block = source === undefined ? undefined : { type: "document", source, ...(part.filename === undefined ? {} : { title: part.filename }) }
+      break
+    }
+  }
+  if (block !== undefined && part.cacheControl !== undefined) block.cache_control = cacheControlOf(part.cacheControl)
+  return block
+}
+
+const toolInput = (args: string): unknown => {
+  try {
+    const parsed: unknown = JSON.parse(args)
+    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? parsed : {}
+  } catch {
+    // tool_use.input must be an object; arguments that do not parse cannot be sent as one.
+    return {}
+  }
+}
+
+export interface AnthropicPrompt {
+  readonly system: Array<AnthropicSystemBlock>
+  readonly messages: Array<AnthropicMessage>
+}
+
+export const anthropicPrompt = (instructions: string | undefined, input: ReadonlyArray<InputItem>): AnthropicPrompt => {
+  const system: Array<AnthropicSystemBlock> = []
+  const messages: Array<AnthropicMessage> = []
+  if (instructions !== undefined && instructions.length > 0) system.push({ type: "text", text: instructions })
+  const append = (role: "user" | "assistant", block: AnthropicBlock): void => {
+    const last = messages[messages.length - 1]
+    if (last === undefined || last.role !== role) {
+      messages.push({ role, content: [block] })
+    } else if (block.type === "tool_result") {
+      // tool_result blocks must open the user turn, before any text of it.
+      let at = 0
+      while (at < last.content.length && last.content[at].type === "tool_result") at++
+      last.content.splice(at, 0, block)
+    } else {
+      last.content.push(block)
+    }
+  }
+  for (const item of input) {
+    switch (item.type) {
+      case "message": {
+        if (item.role === "system" || item.role === "developer") {
+          for (const part of item.content) {
+            if (part.type !== "text" || part.text.length === 0) continue
+            system.push(part.cacheControl === undefined ? { type: "text", text: part.text } : { type: "text", text: part.text, cache_control: cacheControlOf(part.cacheControl) })
+          }
+          break
+        }
+        for (const part of item.content) {
+          const block = blockOf(part)
+          if (block !== undefined) append(item.role, block)
+        }
+        break
+      }
+      case "function_call":
+        append("assistant", { type: "tool_use", id: item.callId, name: item.name, input: toolInput(item.arguments) })
+        break
+      case "function_call_output":
+        append("user", { type: "tool_result", tool_use_id: item.callId, content: item.output })
+        break
+      case "reasoning":
+        // Thinking blocks need Anthropic's signature, which the normalized model does not carry.
+        break
+    }
+  }
+  return { system, messages }
+}
+
+/** Top-level cache_control: one breakpoint on the last cacheable block (last message, else system). */
+const placeBreakpoint = (prompt: AnthropicPrompt, control: CacheControl): void => {
+  const lastMessage = prompt.messages[prompt.messages.length - 1]
+  const block = lastMessage !== undefined ? lastMessage.content[lastMessage.content.length - 1] : prompt.system[prompt.system.length - 1]
+  if (block !== undefined && block.cache_control === undefined) block.cache_control = cacheControlOf(control)
+}
+
+export const anthropicToolChoice = (choice: ToolChoice | undefined, parallel: boolean | undefined): AnthropicToolChoice | undefined => {
+  const noParallel = parallel === false ? { disable_parallel_tool_use: true } : {}
+  if (choice === undefined) return parallel === false ? { type: "auto", ...noParallel } : undefined
+  if (choice === "none") return { type: "none" }
+  if (choice === "auto") return { type: "auto", ...noParallel }
+  if (choice === "required") return { type: "any", ...noParallel }
+  return { type: "tool", name: choice.name, ...noParallel }
+}
+
+export const anthropicRequestBody = (request: NormalizedRequest, stream: boolean): AnthropicRequestBody => {
+  const prompt = anthropicPrompt(request.instructions, request.input)
+  if (request.cacheControl !== undefined) placeBreakpoint(prompt, request.cacheControl)
+  const budget = thinkingBudget(request.reasoning)
+  let maxTokens = request.maxOutputTokens ?? DEFAULT_MAX_TOKENS
+  // max_tokens counts thinking too: keep the caller's answer budget on top of the thinking one.
+  if (budget !== undefined && maxTokens <= budget) maxTokens = budget + maxTokens
+  const cached = prompt.system.some((block) => block.cache_control !== undefined)
+  const system = prompt.system.length === 0 ? undefined : cached ? prompt.system : prompt.system.map((block) => block.text).join("\n\n")
+  const hasTools = request.tools.length > 0
+  const toolChoice = hasTools ? anthropicToolChoice(request.toolChoice, request.parallelToolCalls) : undefined
+  // With thinking on, Anthropic accepts no temperature or top_k, and top_p only from 0.95.
+  const sampling =
+    budget === undefined
+      ? {
+          ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+          ...(request.topP === undefined ? {} : { top_p: request.topP }),
+          ...(request.topK === undefined ? {} : { top_k: request.topK }),
+        }
+      : request.topP !== undefined && request.topP >= 0.95
+        ? { top_p: request.topP }
+        : {}
+  return {
+    model: request.model,
+    max_tokens: maxTokens,
+    ...(system === undefined ? {} : { system }),
+    messages: prompt.messages,
+    ...(hasTools
+      ? {
+          tools: request.tools.map((tool) => ({
+            name: tool.name,
+            ...(tool.description === undefined ? {} : { description: tool.description }),
+            input_schema: tool.parameters ?? { type: "object", properties: {} },
+          })),
+        }
+      : {}),
+    ...(toolChoice === undefined ? {} : { tool_choice: toolChoice }),
+    ...(budget === undefined ? {} : { thinking: { type: "enabled" as const, budget_tokens: budget } }),
+    ...sampling,
+    ...(request.user === undefined ? {} : { metadata: { user_id: request.user } }),
+    stream,
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * The scripted in-process provider (kind "fake"): deterministic answers driven by markers in
+ * the last user message, for tests, the offline demo and benchmarks. No HTTP.
+ *
+ * - answers `Echo: <text>` in word-sized text deltas;
+ * - `[tool:NAME]`: a call to NAME with arguments `{"input":"<text>"}` instead of text;
+ * - `[reasoning]`: reasoning deltas first;
+ * - `[fail:429|500|503|529|timeout|auth|400]`: `open` rejects with that error;
+ * - `[fail-mid]`: a "server" error after two text deltas (a non-streamed call rejects `open`);
+ * - `[slow:MS]`: MS milliseconds between deltas;
+ * - `[ttft:MS]`: MS milliseconds before the first delta of a stream.
+ */
+import { ProviderError, type InputItem, type NormalizedRequest, type Provider, type ProviderEvent, type UpstreamCall, type Usage } from "./types"
+
+export const FAKE_REASONING = "Thinking it over step by step."
+
+const FAILURES: Record<string, () => ProviderError> = {
+  "429": () => new ProviderError("rate_limited", "fake: rate limited", 429, 1),
+  "500": () => new ProviderError("server", "fake: internal server error", 500),
+  "503": () => new ProviderError("server", "fake: service unavailable", 503),
+  "529": () => new ProviderError("overloaded", "fake: overloaded", 529),
+  timeout: () => new ProviderError("timeout", "fake: the upstream did not answer in time"),
+  auth: () => new ProviderError("auth", "fake: invalid api key", 401),
+  "400": () => new ProviderError("bad_request", "fake: bad request", 400),
+}
+
+const FAIL = /\[fail:([a-z0-9]+)\]/
+const TOOL = /\[tool:([A-Za-z0-9_.-]+)\]/
+const SLOW = /\[slow:(\d+)\]/
+const TTFT = /\[ttft:(\d+)\]/
+const WORD = /\S+\s*/g
+
+/** Splits text into word-sized deltas that join back to it exactly. */
+export const fakeWords = (text: string): Array<string> => text.match(WORD) ?? []
+
+const textOfItem = (item: InputItem): string => {
+  switch (item.type) {
+    case "message": {
+      let text = ""
+      for (const part of item.content) if (part.type === "text") text += part.text
+      return text
+    }
+    case "function_call":
+      return item.name + item.arguments
+    case "function_call_output":
+      return item.output
+    case "reasoning":
+      return item.summary
+  }
+}
+
+const lastUserText = (input: ReadonlyArray<InputItem>): string => {
+  for (let i = input.length - 1; i >= 0; i--) {
+    const item = input[i]
+    if (item.type === "message" && item.role === "user") return textOfItem(item)
+  }
+  return ""
+}
+
+/** inputTokens = ceil(characters of instructions and every input item / 4), at least 1. */
+export const fakeInputTokens = (request: NormalizedRequest): number => {
+  let chars = request.instructions?.length ?? 0
+  for (const item of request.input) chars += textOfItem(item).length
+  return Math.max(1, Math.ceil(chars / 4))
+}
+
+interface Script {
+  readonly batches: Array<Array<ProviderEvent>>
+  /** Deltas after which the stream fails, when `[fail-mid]`. */
+  readonly failAfter: number | undefined
+  readonly delayMs: number
+  readonly firstDelayMs: number
+}
+
+const script = (request: NormalizedRequest): Script => {
+  const text = lastUserText(request.input)
+  const batches: Array<Array<ProviderEvent>> = []
+  let outputTokens = 0
+  let reasoningTokens = 0
+  if (text.includes("[reasoning]")) {
+    for (const word of fakeWords(FAKE_REASONING)) batches.push([{ type: "reasoning", delta: word }])
+    reasoningTokens = batches.length
+    outputTokens = reasoningTokens
+  }
+  const tool = TOOL.exec(text)
+  if (tool !== null) {
+    const args = JSON.stringify({ input: text })
+    batches.push([{ type: "tool_call_start", index: 0, callId: "call_fake_0", name: tool[1] }], [{ type: "tool_call_delta", index: 0, delta: args }])
+    outputTokens += fakeWords(args).length
+  } else {
+    const words = fakeWords(`Echo: ${text}`)
+    for (const word of words) batches.push([{ type: "text", delta: word }])
+    outputTokens += words.length
+  }
+  const usage: Usage = { inputTokens: fakeInputTokens(request), cachedTokens: 0, cacheWriteTokens: 0, outputTokens, reasoningTokens }
+  batches.push([
+    { type: "usage", usage },
+    { type: "finish", reason: tool === null ? "stop" : "tool_calls" },
+  ])
+  const slow = SLOW.exec(text)
+  const ttft = TTFT.exec(text)
+  return {
+    batches,
+    failAfter: text.includes("[fail-mid]") ? reasoningTokens + 2 : undefined,
+    delayMs: slow === null ? 0 : Number(slow[1]),
+    firstDelayMs: ttft === null ? 0 : Number(ttft[1]),
+  }
+}
+
+const aborted = (): ProviderError => new ProviderError("connection", "the upstream call was aborted by the caller")
+
+/** Waits `ms`, rejecting as soon as the signal aborts. */
+const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(aborted())
+    const onAbort = (): void => {
+      clearTimeout(timer)
+      reject(aborted())
+    }
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort)
+      resolve()
+    }, ms)
+    signal.addEventListener("abort", onAbort, { once: true })
+  })
+
+async function* play(plan: Script, signal: AbortSignal): AsyncGenerator<ReadonlyArray<ProviderEvent>, void, undefined> {
+  for (let i = 0; i < plan.batches.length; i++) {
+    if (signal.aborted) throw aborted()
+    if (i === 0 && plan.firstDelayMs > 0) await sleep(plan.firstDelayMs, signal)
+    if (i > 0 && plan.delayMs > 0) await sleep(plan.delayMs, signal)
+    if (plan.failAfter !== undefined && i === plan.failAfter) throw new ProviderError("server", "fake: failed mid-stream", 500)
+    yield plan.batches[i]
+  }
+}
+
+const open = async (request: NormalizedRequest, _config: unknown, options: { stream: boolean; signal: AbortSignal }): Promise<UpstreamCall> => {
+  if (options.signal.aborted) throw aborted()
+  const text = lastUserText(request.input)
+  const failure = FAIL.exec(text)
+  const fail = failure === null ? undefined : FAILURES[failure[1]]
+  if (fail !== undefined) throw fail()
+  const plan = script(request)
+  const upstreamBody = { fake: true, model: request.model, stream: options.stream }
+  if (options.stream) return { upstreamBody, events: play(plan, options.signal) }
+  if (plan.failAfter !== undefined) throw new ProviderError("server", "fake: failed mid-answer", 500)
+  // A non-streamed answer arrives whole, after the time a stream would have taken.
+  if (plan.delayMs > 0) await sleep(plan.delayMs * (plan.batches.length - 1), options.signal)
+  const all = plan.batches.flat()
+  return {
+    upstreamBody,
+    events: {
+      async *[Symbol.asyncIterator]() {
+        yield all
+      },
+    },
+  }
+}
+
+export const fakeProvider: Provider = { open }

@@ -1,0 +1,33 @@
+/** A non-streamed Responses object → ProviderEvents, in the order a stream would give them. */
+import type { ProviderEvent } from "../types"
+import { type ResponsesObject, responsesFailure, responsesFinishReason, responsesUsage } from "./wire"
+
+export const responsesJsonEvents = (json: unknown): Array<ProviderEvent> => {
+  const response = json as ResponsesObject
+  if (response.status === "failed") throw responsesFailure(response.error)
+  const out: Array<ProviderEvent> = []
+  let calledTools = false
+  const output = response.output ?? []
+  for (let index = 0; index < output.length; index++) {
+    const item = output[index]
+    switch (item.type) {
+      case "reasoning":
+        for (const part of item.summary ?? []) if (part.text) out.push({ type: "reasoning", delta: part.text })
+        break
+      case "message":
+        for (const part of item.content ?? []) {
+          const text = part.type === "refusal" ? part.refusal : part.text
+          if (text) out.push({ type: "text", delta: text })
+        }
+        break
+      case "function_call":
+        calledTools = true
+        out.push({ type: "tool_call_start", index, callId: item.call_id ?? `call_${index}`, name: item.name ?? "" })
+        if (item.arguments) out.push({ type: "tool_call_delta", index, delta: item.arguments })
+        break
+    }
+  }
+  if (response.usage != null) out.push({ type: "usage", usage: responsesUsage(response.usage) })
+  out.push({ type: "finish", reason: responsesFinishReason(response, calledTools) })
+  return out
+}

@@ -1,0 +1,33 @@
+/**
+ * What an HTTP adapter tells the shared upstream caller (`http.ts`) about its wire format:
+ * where to send, which headers, how to build the body, and how to read the answer.
+ */
+import type { SseEvent } from "./sse"
+import type { NormalizedRequest, ProviderConfig, ProviderEvent } from "./types"
+
+/** Turns one upstream stream into events; one instance per call, fed in order. */
+export interface StreamTranslator {
+  /** Appends the events for one SSE event; throws a `ProviderError` for an in-stream error. */
+  push(event: SseEvent, out: Array<ProviderEvent>): void
+  /** True once the format's terminal event was seen. */
+  readonly done: boolean
+  /**
+   * Called when the body ends before the terminal event: appends any final events and returns
+   * whether the answer is complete anyway (false: the stream was cut).
+   */
+  end(out: Array<ProviderEvent>): boolean
+}
+
+export interface WireFormat {
+  /** The `kind` this format serves, for messages. */
+  readonly name: string
+  readonly defaultBaseUrl: string
+  /** The path under `base_url`, e.g. "/chat/completions". */
+  readonly path: string
+  /** Auth and version headers; `config.headers` are added after (and may override) them. */
+  readonly headers: (apiKey: string | undefined) => Record<string, string>
+  readonly body: (request: NormalizedRequest, stream: boolean, config: ProviderConfig) => unknown
+  /** Events of a non-streamed answer; throws a `ProviderError` when the body reports a failure. */
+  readonly fromJson: (json: unknown) => Array<ProviderEvent>
+  readonly translator: () => StreamTranslator
+}

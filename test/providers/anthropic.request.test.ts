@@ -1,0 +1,181 @@
+import { describe, expect, test } from "bun:test"
+import { anthropicRequestBody, thinkingBudget } from "../../src/providers/anthropic/request"
+import type { NormalizedRequest } from "../../src/providers/types"
+import { textRequest, weatherTool } from "./helpers"
+
+const conversation: NormalizedRequest = {
+  model: "claude",
+  instructions: "Be brief.",
+  input: [
+    { type: "message", role: "system", content: [{ type: "text", text: "System rule." }] },
+    { type: "message", role: "user", content: [{ type: "text", text: "Hello" }] },
+    {
+      type: "message",
+      role: "user",
+      content: [
+        { type: "image", url: "data:image/png;base64,iVBORw0KGgo=" },
+        { type: "image", url: "https://example.test/cat.jpg" },
+      ],
+    },
+    { type: "message", role: "developer", content: [{ type: "text", text: "Dev rule." }] },
+    { type: "message", role: "assistant", content: [{ type: "text", text: "Let me check." }] },
+    { type: "function_call", callId: "toolu_1", name: "get_weather", arguments: '{"city":"Paris"}' },
+    { type: "function_call_output", callId: "toolu_1", output: "sunny" },
+    { type: "message", role: "user", content: [{ type: "text", text: "Thanks" }] },
+  ],
+  tools: [],
+}
+
+describe("anthropic request mapping", () => {
+  test("system comes from instructions and system/developer messages; roles alternate", () => {
+    const body = anthropicRequestBody(conversation, false)
+    expect(body.system).toBe("Be brief.\n\nSystem rule.\n\nDev rule.")
+    expect(body.messages).toEqual([
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "Hello" },
+          { type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" } },
+          { type: "image", source: { type: "url", url: "https://example.test/cat.jpg" } },
+        ],
+      },
+      {
+        role: "assistant",
+        content: [
+          { type: "text", text: "Let me check." },
+          { type: "tool_use", id: "toolu_1", name: "get_weather", input: { city: "Paris" } },
+        ],
+      },
+      {
+        role: "user",
+        content: [
+          { type: "tool_result", tool_use_id: "toolu_1", content: "sunny" },
+          { type: "text", text: "Thanks" },
+        ],
+      },
+    ])
+    expect(body.max_tokens).toBe(4096)
+    expect(body.stream).toBe(false)
+  })
+
+  test("tools get input_schema and tool choices map to auto/any/tool/none", () => {
+    const base = textRequest("hi", { tools: [weatherTool, { type: "function", name: "ping" }] })
+    const body = anthropicRequestBody(base, true)
+    expect(body.tools).toEqual([
+      { name: "get_weather", description: "Weather of a city", input_schema: weatherTool.parameters },
+      { name: "ping", input_schema: { type: "object", properties: {} } },
+    ])
+    expect(anthropicRequestBody({ ...base, toolChoice: "auto" }, false).tool_choice).toEqual({ type: "auto" })
+    expect(anthropicRequestBody({ ...base, toolChoice: "required" }, false).tool_choice).toEqual({ type: "any" })
+    expect(anthropicRequestBody({ ...base, toolChoice: "none" }, false).tool_choice).toEqual({ type: "none" })
+    expect(anthropicRequestBody({ ...base, toolChoice: { type: "function", name: "ping" } }, false).tool_choice).toEqual({ type: "tool", name: "ping" })
+    expect(anthropicRequestBody({ ...base, parallelToolCalls: false }, false).tool_choice).toEqual({ type: "auto", disable_parallel_tool_use: true })
+    expect(anthropicRequestBody({ ...base, toolChoice: "required", parallelToolCalls: false }, false).tool_choice).toEqual({
+      type: "any",
+      disable_parallel_tool_use: true,
+    })
+  })
+
+  test("sampling options, max tokens and user map to Messages fields", () => {
+    const body = anthropicRequestBody(textRequest("hi", { temperature: 0.5, topP: 0.9, topK: 20, maxOutputTokens: 300, user: "u-1" }), false)
+    expect(body).toEqual({
+      model: "mock-model",
+      max_tokens: 300,
+      messages: [{ role: "user", content: [{ type: "text", text: "hi" }] }],
+      temperature: 0.5,
+      top_p: 0.9,
+      top_k: 20,
+      metadata: { user_id: "u-1" },
+      stream: false,
+    })
+  })
+
+  test("reasoning effort sets a thinking budget and max_tokens above it", () => {
+    expect(thinkingBudget({ effort: "low" })).toBe(1024)
+    expect(thinkingBudget({ effort: "medium" })).toBe(4096)
+    expect(thinkingBudget({ effort: "high" })).toBe(16384)
+    expect(thinkingBudget({ effort: "none" })).toBeUndefined()
+    expect(thinkingBudget({ enabled: false, effort: "high" })).toBeUndefined()
+    expect(thinkingBudget({ summary: "auto" })).toBeUndefined()
+    const high = anthropicRequestBody(textRequest("hi", { reasoning: { effort: "high" }, temperature: 0.2, topK: 5 }), false)
+    expect(high.thinking).toEqual({ type: "enabled", budget_tokens: 16384 })
+    expect(high.max_tokens).toBe(16384 + 4096)
+    // Anthropic refuses temperature and top_k with thinking on.
+    expect("temperature" in high || "top_k" in high).toBe(false)
+  })
+
+  test("reasoning maxTokens is the budget; a large enough max_tokens stays", () => {
+    const body = anthropicRequestBody(textRequest("hi", { reasoning: { maxTokens: 2000 }, maxOutputTokens: 8000 }), false)
+    expect(body.thinking).toEqual({ type: "enabled", budget_tokens: 2000 })
+    expect(body.max_tokens).toBe(8000)
+    const small = anthropicRequestBody(textRequest("hi", { reasoning: { enabled: true, maxTokens: 3000 }, maxOutputTokens: 500 }), false)
+    expect(small.max_tokens).toBe(3500)
+    expect(anthropicRequestBody(textRequest("hi", { reasoning: { enabled: true } }), false).thinking).toEqual({ type: "enabled", budget_tokens: 4096 })
+  })
+
+  test("explicit cache_control goes on its own block, with its ttl", () => {
+    const body = anthropicRequestBody(
+      {
+        model: "claude",
+        input: [
+          { type: "message", role: "system", content: [{ type: "text", text: "Long rules", cacheControl: { type: "ephemeral", ttl: "1h" } }] },
+          {
+            type: "message",
+            role: "user",
+            content: [
+              { type: "text", text: "Big document", cacheControl: { type: "ephemeral" } },
+              { type: "text", text: "Question" },
+            ],
+          },
+        ],
+        tools: [],
+      },
+      false,
+    )
+    expect(body.system).toEqual([{ type: "text", text: "Long rules", cache_control: { type: "ephemeral", ttl: "1h" } }])
+    expect(body.messages[0].content).toEqual([
+      { type: "text", text: "Big document", cache_control: { type: "ephemeral" } },
+      { type: "text", text: "Question" },
+    ])
+  })
+
+  test("top-level cache_control marks the last block of the last message only", () => {
+    const body = anthropicRequestBody({ ...conversation, cacheControl: { type: "ephemeral", ttl: "5m" } }, false)
+    expect(body.system).toBe("Be brief.\n\nSystem rule.\n\nDev rule.")
+    const last = body.messages[body.messages.length - 1]
+    expect(last.content[last.content.length - 1]).toEqual({ type: "text", text: "Thanks", cache_control: { type: "ephemeral", ttl: "5m" } })
+    const marked = body.messages.flatMap((message) => message.content).filter((block) => block.cache_control !== undefined)
+    expect(marked.length).toBe(1)
+  })
+
+  test("top-level cache_control with no messages marks the last system block, in array form", () => {
+    const body = anthropicRequestBody(
+      { model: "claude", instructions: "A", input: [{ type: "message", role: "system", content: [{ type: "text", text: "B" }] }], tools: [], cacheControl: { type: "ephemeral" } },
+      false,
+    )
+    expect(body.messages).toEqual([])
+    expect(body.system).toEqual([
+      { type: "text", text: "A" },
+      { type: "text", text: "B", cache_control: { type: "ephemeral" } },
+    ])
+  })
+
+  test("an explicit breakpoint on the last block is kept over the top-level one", () => {
+    const body = anthropicRequestBody(
+      textRequest("x", {
+        input: [{ type: "message", role: "user", content: [{ type: "text", text: "x", cacheControl: { type: "ephemeral", ttl: "1h" } }] }],
+        cacheControl: { type: "ephemeral" },
+      }),
+      false,
+    )
+    expect(body.messages[0].content[0]).toEqual({ type: "text", text: "x", cache_control: { type: "ephemeral", ttl: "1h" } })
+  })
+
+  test("arguments that are not a JSON object become an empty tool input", () => {
+    const body = anthropicRequestBody(
+      textRequest("x", { input: [{ type: "function_call", callId: "t", name: "f", arguments: "not json" }] }),
+      false,
+    )
+    expect(body.messages).toEqual([{ role: "assistant", content: [{ type: "tool_use", id: "t", name: "f", input: {} }] }])
+  })
+})

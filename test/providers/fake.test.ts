@@ -1,0 +1,140 @@
+import { describe, expect, test } from "bun:test"
+import { FAKE_REASONING, fakeProvider, fakeWords } from "../../src/providers/fake"
+import { providerFor } from "../../src/providers/index"
+import { anthropicProvider } from "../../src/providers/anthropic/adapter"
+import { openAiChatProvider } from "../../src/providers/openai-chat/adapter"
+import { openAiResponsesProvider } from "../../src/providers/openai-responses/adapter"
+import type { ProviderConfig, ProviderErrorKind } from "../../src/providers/types"
+import { batchesOf, eventsOf, providerErrorOf, textRequest, usage } from "./helpers"
+
+const config: ProviderConfig = { id: "fake", kind: "fake" }
+const open = (text: string, stream = true, signal = new AbortController().signal) =>
+  fakeProvider.open(textRequest(text), config, { stream, signal })
+
+describe("fake provider", () => {
+  test("echoes the last user message in word-sized text deltas, then usage and finish", async () => {
+    const batches = await batchesOf(await open("hello big world"))
+    expect(batches).toEqual([
+      [{ type: "text", delta: "Echo: " }],
+      [{ type: "text", delta: "hello " }],
+      [{ type: "text", delta: "big " }],
+      [{ type: "text", delta: "world" }],
+      // 15 characters of input → ceil(15 / 4) = 4 tokens; 4 words out.
+      [usage(4, 4), { type: "finish", reason: "stop" }],
+    ])
+  })
+
+  test("answers the last user message, counting every input character", async () => {
+    const request = textRequest("ignored", {
+      instructions: "12345678",
+      input: [
+        { type: "message", role: "user", content: [{ type: "text", text: "first" }] },
+        { type: "message", role: "assistant", content: [{ type: "text", text: "reply" }] },
+        { type: "message", role: "user", content: [{ type: "text", text: "second" }] },
+      ],
+    })
+    const events = await eventsOf(await fakeProvider.open(request, config, { stream: false, signal: new AbortController().signal }))
+    // 8 + 5 + 5 + 6 = 24 characters → 6 tokens.
+    expect(events).toEqual([{ type: "text", delta: "Echo: " }, { type: "text", delta: "second" }, usage(6, 2), { type: "finish", reason: "stop" }])
+  })
+
+  test("a non-streamed answer is one batch with the same events", async () => {
+    const streamed = await eventsOf(await open("same words here"))
+    const batches = await batchesOf(await open("same words here", false))
+    expect(batches.length).toBe(1)
+    expect(batches[0]).toEqual(streamed)
+  })
+
+  test("[tool:NAME] answers with a call to NAME whose arguments carry the text", async () => {
+    const text = "weather please [tool:get_weather]"
+    const events = await eventsOf(await open(text))
+    const args = JSON.stringify({ input: text })
+    expect(events).toEqual([
+      { type: "tool_call_start", index: 0, callId: "call_fake_0", name: "get_weather" },
+      { type: "tool_call_delta", index: 0, delta: args },
+      usage(Math.ceil(text.length / 4), fakeWords(args).length),
+      { type: "finish", reason: "tool_calls" },
+    ])
+  })
+
+  test("[reasoning] emits reasoning deltas before the text, counted as reasoning tokens", async () => {
+    const events = await eventsOf(await open("why [reasoning]"))
+    const thoughts = fakeWords(FAKE_REASONING)
+    expect(events).toEqual([
+      ...thoughts.map((delta) => ({ type: "reasoning" as const, delta })),
+      { type: "text", delta: "Echo: " },
+      { type: "text", delta: "why " },
+      { type: "text", delta: "[reasoning]" },
+      usage(4, thoughts.length + 3, { reasoningTokens: thoughts.length }),
+      { type: "finish", reason: "stop" },
+    ])
+  })
+
+  const failures: ReadonlyArray<[string, ProviderErrorKind, number | undefined]> = [
+    ["429", "rate_limited", 429],
+    ["500", "server", 500],
+    ["503", "server", 503],
+    ["529", "overloaded", 529],
+    ["timeout", "timeout", undefined],
+    ["auth", "auth", 401],
+    ["400", "bad_request", 400],
+  ]
+  for (const [marker, kind, status] of failures) {
+    test(`[fail:${marker}] rejects open with "${kind}"`, async () => {
+      const failure = await providerErrorOf(open(`please [fail:${marker}]`))
+      expect([failure.kind, failure.upstreamStatus]).toEqual([kind, status])
+      if (kind === "rate_limited") expect(failure.retryAfterSeconds).toBe(1)
+    })
+  }
+
+  test("[fail-mid] throws a server error after two text deltas", async () => {
+    const call = await open("one two three [fail-mid]")
+    const seen: Array<string> = []
+    const failure = await providerErrorOf(
+      (async () => {
+        for await (const batch of call.events) for (const event of batch) if (event.type === "text") seen.push(event.delta)
+      })(),
+    )
+    expect(failure.kind).toBe("server")
+    expect(seen).toEqual(["Echo: ", "one "])
+  })
+
+  test("[fail-mid] on a non-streamed call rejects open", async () => {
+    expect((await providerErrorOf(open("x [fail-mid]", false))).kind).toBe("server")
+  })
+
+  test("[slow:MS] waits between deltas", async () => {
+    const started = performance.now()
+    const events = await eventsOf(await open("a b [slow:30]"))
+    // Five batches: four words and the closing one, so four pauses.
+    expect(events.length).toBe(6)
+    expect(performance.now() - started).toBeGreaterThanOrEqual(115)
+  })
+
+  test("[slow:MS] stops as soon as the signal aborts", async () => {
+    const controller = new AbortController()
+    const call = await open("a b c d [slow:1000]", true, controller.signal)
+    const iterator = call.events[Symbol.asyncIterator]()
+    await iterator.next()
+    setTimeout(() => controller.abort(), 20)
+    const started = performance.now()
+    const failure = await providerErrorOf(iterator.next())
+    expect(failure.kind).toBe("connection")
+    expect(performance.now() - started).toBeLessThan(300)
+  })
+
+  test("is deterministic", async () => {
+    const first = await eventsOf(await open("same [reasoning] input"))
+    const second = await eventsOf(await open("same [reasoning] input"))
+    expect(second).toEqual(first)
+  })
+})
+
+describe("provider registry", () => {
+  test("each kind has its adapter", () => {
+    expect(providerFor("fake")).toBe(fakeProvider)
+    expect(providerFor("openai-chat")).toBe(openAiChatProvider)
+    expect(providerFor("openai-responses")).toBe(openAiResponsesProvider)
+    expect(providerFor("anthropic")).toBe(anthropicProvider)
+  })
+})

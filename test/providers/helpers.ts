@@ -1,0 +1,65 @@
+/** Shared helpers for the provider tests: requests, configs and draining an upstream call. */
+import { ProviderError, type NormalizedRequest, type ProviderConfig, type ProviderEvent, type UpstreamCall } from "../../src/providers/types"
+
+export const textRequest = (text: string, overrides: Partial<NormalizedRequest> = {}): NormalizedRequest => ({
+  model: "mock-model",
+  input: [{ type: "message", role: "user", content: [{ type: "text", text }] }],
+  tools: [],
+  ...overrides,
+})
+
+export const weatherTool = {
+  type: "function" as const,
+  name: "get_weather",
+  description: "Weather of a city",
+  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+}
+
+export const configFor = (kind: ProviderConfig["kind"], baseUrl: string, headers: Record<string, string> = {}, timeoutMs?: number): ProviderConfig => ({
+  id: `test-${kind}`,
+  kind,
+  base_url: baseUrl,
+  headers,
+  ...(timeoutMs === undefined ? {} : { timeout_ms: timeoutMs }),
+})
+
+/** All batches of a call, as they arrived. */
+export const batchesOf = async (call: UpstreamCall): Promise<Array<ReadonlyArray<ProviderEvent>>> => {
+  const batches: Array<ReadonlyArray<ProviderEvent>> = []
+  for await (const batch of call.events) batches.push(batch)
+  return batches
+}
+
+export const eventsOf = async (call: UpstreamCall): Promise<Array<ProviderEvent>> => (await batchesOf(call)).flat()
+
+/** The ProviderError a promise rejects with; fails the test when it resolves or rejects otherwise. */
+export const providerErrorOf = async (promise: Promise<unknown>): Promise<ProviderError> => {
+  try {
+    await promise
+  } catch (error) {
+    if (error instanceof ProviderError) return error
+    throw new Error(`expected a ProviderError, got ${String(error)}`)
+  }
+  throw new Error("expected a ProviderError, but the call succeeded")
+}
+
+/** Waits until `check` holds, polling every 5 ms, up to `ms`. */
+export const eventually = async (check: () => boolean, ms = 1000): Promise<boolean> => {
+  const until = performance.now() + ms
+  while (performance.now() < until) {
+    if (check()) return true
+    await Bun.sleep(5)
+  }
+  return check()
+}
+
+export const usage = (inputTokens: number, outputTokens: number, more: { cachedTokens?: number; cacheWriteTokens?: number; reasoningTokens?: number } = {}) => ({
+  type: "usage" as const,
+  usage: {
+    inputTokens,
+    cachedTokens: more.cachedTokens ?? 0,
+    cacheWriteTokens: more.cacheWriteTokens ?? 0,
+    outputTokens,
+    reasoningTokens: more.reasoningTokens ?? 0,
+  },
+})
