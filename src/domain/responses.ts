@@ -1,0 +1,627 @@
+/**
+ * Wire shapes of POST /v1/responses: the request (validator, type and documentation in one
+ * Schema, built once at module level) and the result with its output items (what strict
+ * clients require, wire-compat.md). Messages name the field and the rule a caller broke.
+ */
+import { Either, Schema } from "effect"
+import { BadRequest } from "./errors.js"
+import { makeDecoder } from "./validation.js"
+
+// ---------------------------------------------------------------------------------------------
+// Rule helpers: each refinement carries the message a caller sees after `field: `.
+// ---------------------------------------------------------------------------------------------
+
+/** A message that replaces whatever the inner schemas would say (unions of literals need it). */
+const rule = (message: string) => ({ message: () => ({ message, override: true }) })
+
+const oneOf = <const L extends readonly [string, ...Array<string>]>(...values: L) =>
+  Schema.Literal(...values).annotations(rule(`one of ${values.join(", ")}`))
+
+const nullableOneOf = <const L extends readonly [string, ...Array<string>]>(...values: L) =>
+  Schema.NullOr(Schema.Literal(...values)).annotations(rule(`one of ${values.join(", ")}, or null`))
+
+const maxChars = (max: number) =>
+  Schema.String.pipe(Schema.maxLength(max, { message: () => `at most ${max} characters` }))
+
+const nonEmpty = Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
+
+const intBetween = (min: number, max: number) =>
+  Schema.Int.pipe(Schema.between(min, max, { message: () => `an integer from ${min} to ${max}` }))
+
+const intAtLeast = (min: number) =>
+  Schema.Int.pipe(Schema.greaterThanOrEqualTo(min, { message: () => `an integer of at least ${min}` }))
+
+const numberBetween = (min: number, max: number) =>
+  Schema.Number.pipe(Schema.between(min, max, { message: () => `a number from ${min} to ${max}` }))
+
+const nullable = <S extends Schema.Schema.Any>(schema: S) => Schema.optional(Schema.NullOr(schema))
+
+const AnyRecord = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/**
+ * A value that must be an object before a union of object shapes is tried: a non-object gets
+ * `what` as its message instead of the union's full type dump.
+ */
+const objectOf = <A, I, R>(what: string, union: Schema.Schema<A, I, R>) =>
+  Schema.compose(Schema.Object.annotations(rule(what)), union, { strict: false })
+
+/** `type` of an item or tool this service does not model field by field (decoded, then judged). */
+const otherKind = (known: ReadonlySet<string>) =>
+  Schema.String.pipe(Schema.filter((t) => !known.has(t), { message: () => "a kind not modelled above" }))
+
+// ---------------------------------------------------------------------------------------------
+// Request: shared pieces
+// ---------------------------------------------------------------------------------------------
+
+export const CacheControl = Schema.Struct({
+  type: oneOf("ephemeral"),
+  ttl: Schema.optional(oneOf("5m", "1h")),
+})
+export type CacheControl = typeof CacheControl.Type
+
+const cacheable = { cache_control: Schema.optional(CacheControl) }
+
+// Content parts of a message (input parts, and output parts for assistant history).
+export const InputTextPart = Schema.Struct({ type: Schema.Literal("input_text"), text: Schema.String, ...cacheable })
+
+export const InputImagePart = Schema.Struct({
+  type: Schema.Literal("input_image"),
+  image_url: nullable(Schema.String),
+  file_id: nullable(Schema.String),
+  detail: Schema.optional(oneOf("auto", "low", "high")),
+  ...cacheable,
+}).pipe(Schema.filter((p) => p.image_url != null || p.file_id != null || "input_image needs image_url or file_id"))
+
+export const InputFilePart = Schema.Struct({
+  type: Schema.Literal("input_file"),
+  file_data: nullable(Schema.String),
+  file_url: nullable(Schema.String),
+  file_id: nullable(Schema.String),
+  filename: nullable(Schema.String),
+  ...cacheable,
+}).pipe(
+  Schema.filter(
+    (p) => p.file_data != null || p.file_url != null || p.file_id != null || "input_file needs file_data, file_url or file_id",
+  ),
+)
+
+export const OutputTextPart = Schema.Struct({
+  type: Schema.Literal("output_text"),
+  text: Schema.String,
+  annotations: Schema.optional(Schema.Array(Schema.Unknown)),
+  logprobs: Schema.optional(Schema.Array(Schema.Unknown)),
+  ...cacheable,
+})
+
+export const RefusalPart = Schema.Struct({ type: Schema.Literal("refusal"), refusal: Schema.String, ...cacheable })
+
+export const ContentPartInput = objectOf(
+  "a content part object with a type",
+  Schema.Union(InputTextPart, InputImagePart, InputFilePart, OutputTextPart, RefusalPart),
+)
+export type ContentPartInput = typeof ContentPartInput.Type
+
+// ---------------------------------------------------------------------------------------------
+// Request: input items
+// ---------------------------------------------------------------------------------------------
+
+export const MessageItem = Schema.Struct({
+  type: Schema.Literal("message"),
+  role: oneOf("user", "assistant", "system", "developer"),
+  content: Schema.Union(
+    Schema.Array(ContentPartInput).annotations({ message: () => "a string, an array of content parts, or null" }),
+    Schema.String,
+    Schema.Null,
+  ),
+  id: Schema.optional(Schema.String),
+  status: Schema.optional(Schema.String),
+})
+export type MessageItem = typeof MessageItem.Type
+
+export const FunctionCallItem = Schema.Struct({
+  type: Schema.Literal("function_call"),
+  call_id: Schema.String,
+  name: Schema.String,
+  arguments: Schema.String,
+  id: Schema.optional(Schema.String),
+  status: Schema.optional(Schema.String),
+})
+export type FunctionCallItem = typeof FunctionCallItem.Type
+
+export const FunctionCallOutputItem = Schema.Struct({
+  type: Schema.Literal("function_call_output"),
+  call_id: Schema.String,
+  output: Schema.Union(
+    Schema.Array(ContentPartInput).annotations({ message: () => "a string or an array of content parts" }),
+    Schema.String,
+  ),
+  id: nullable(Schema.String),
+  status: nullable(Schema.String),
+})
+export type FunctionCallOutputItem = typeof FunctionCallOutputItem.Type
+
+export const SummaryText = Schema.Struct({ type: Schema.Literal("summary_text"), text: Schema.String })
+
+export const ReasoningItem = Schema.Struct({
+  type: Schema.Literal("reasoning"),
+  id: Schema.optional(Schema.String),
+  summary: Schema.optionalWith(Schema.Array(SummaryText), { default: () => [] }),
+  encrypted_content: nullable(Schema.String),
+  status: Schema.optional(Schema.String),
+})
+export type ReasoningItem = typeof ReasoningItem.Type
+
+export const ItemReference = Schema.Struct({ type: Schema.Literal("item_reference"), id: Schema.String })
+export type ItemReference = typeof ItemReference.Type
+
+const knownItemKinds: ReadonlySet<string> = new Set([
+  "message",
+  "function_call",
+  "function_call_output",
+  "reasoning",
+  "item_reference",
+])
+
+/** Any other item kind of the contract (web_search_call, mcp_call, …): decoded, refused by the normalizer. */
+export const OtherItem = Schema.Struct({ type: otherKind(knownItemKinds) }, AnyRecord)
+export type OtherItem = typeof OtherItem.Type
+
+export type KnownInputItem = MessageItem | FunctionCallItem | FunctionCallOutputItem | ReasoningItem | ItemReference
+
+/** A message without `type` is a message (the "easy input message" form). */
+const withMessageDefault = Schema.transform(Schema.Object.annotations(rule("an input item object")), Schema.Object, {
+  strict: true,
+  decode: (item) => ("type" in item ? item : { ...item, type: "message" }),
+  encode: (item) => item,
+})
+
+export const InputItem = Schema.compose(
+  withMessageDefault,
+  Schema.Union(MessageItem, FunctionCallItem, FunctionCallOutputItem, ReasoningItem, ItemReference, OtherItem),
+  { strict: false },
+)
+export type InputItem = typeof InputItem.Type
+
+/** Narrows an item to the kinds modelled field by field (`type` alone cannot: the catch-all's is `string`). */
+export const isKnownInputItem = (item: InputItem): item is KnownInputItem => knownItemKinds.has(item.type)
+
+// ---------------------------------------------------------------------------------------------
+// Request: tools, tool choice, text, reasoning
+// ---------------------------------------------------------------------------------------------
+
+export const FunctionToolInput = Schema.Struct({
+  type: Schema.Literal("function"),
+  name: nonEmpty,
+  description: nullable(Schema.String),
+  parameters: nullable(AnyRecord),
+  strict: nullable(Schema.Boolean),
+})
+export type FunctionToolInput = typeof FunctionToolInput.Type
+
+/** Web search, file search, MCP, server tools, …: accepted with every field kept (echoed in the result). */
+const functionKind: ReadonlySet<string> = new Set(["function"])
+export const OtherTool = Schema.Struct({ type: otherKind(functionKind) }, AnyRecord)
+export type OtherTool = typeof OtherTool.Type
+
+export const ToolInput = objectOf("a tool object with a type", Schema.Union(FunctionToolInput, OtherTool))
+export type ToolInput = typeof ToolInput.Type
+
+export const isFunctionTool = (tool: ToolInput): tool is FunctionToolInput => tool.type === "function"
+
+const toolChoiceRule = `"auto", "none", "required", or a tool choice object such as {type: "function", name}`
+
+export const FunctionToolChoice = Schema.Struct({ type: Schema.Literal("function"), name: Schema.String })
+export type FunctionToolChoice = typeof FunctionToolChoice.Type
+export const OtherToolChoice = Schema.Struct({ type: otherKind(functionKind) }, AnyRecord)
+
+export const ToolChoiceInput = Schema.Union(
+  objectOf(toolChoiceRule, Schema.Union(FunctionToolChoice, OtherToolChoice)),
+  Schema.Literal("auto", "none", "required").annotations(rule(toolChoiceRule)),
+)
+export type ToolChoiceInput = typeof ToolChoiceInput.Type
+
+export const isFunctionToolChoice = (choice: ToolChoiceInput): choice is FunctionToolChoice =>
+  typeof choice === "object" && choice.type === "function"
+
+export const TextFormat = objectOf(
+  "a format object with a type",
+  Schema.Union(
+    Schema.Struct({ type: Schema.Literal("text") }),
+    Schema.Struct({ type: Schema.Literal("json_object") }),
+    Schema.Struct({
+      type: Schema.Literal("json_schema"),
+      name: Schema.String,
+      schema: AnyRecord,
+      description: Schema.optional(Schema.String),
+      strict: nullable(Schema.Boolean),
+    }),
+  ),
+)
+export type TextFormat = typeof TextFormat.Type
+
+export const TextConfig = Schema.Struct({
+  format: Schema.optional(TextFormat),
+  verbosity: Schema.optional(nullableOneOf("low", "medium", "high")),
+})
+export type TextConfig = typeof TextConfig.Type
+
+export const ReasoningInput = Schema.Struct({
+  effort: Schema.optional(nullableOneOf("none", "minimal", "low", "medium", "high", "xhigh")),
+  summary: Schema.optional(nullableOneOf("auto", "concise", "detailed")),
+  enabled: nullable(Schema.Boolean),
+  max_tokens: nullable(intAtLeast(0)),
+})
+export type ReasoningInput = typeof ReasoningInput.Type
+
+// ---------------------------------------------------------------------------------------------
+// Request: provider routing preferences (as clients send them, wire-compat.md)
+// ---------------------------------------------------------------------------------------------
+
+/** USD per million tokens; clients send numbers or numeric strings. Decodes to a number. */
+const PriceLimit = Schema.Union(Schema.Number, Schema.NumberFromString)
+  .annotations(rule("a number or a numeric string"))
+  .pipe(Schema.filter((n) => (Number.isFinite(n) && n >= 0) || "a non-negative amount"))
+
+const sortRule = "one of price, throughput, latency, exacto, or {by, partition}"
+const sortBy = ["price", "throughput", "latency", "exacto"] as const
+
+const Percentiles = Schema.Record({ key: Schema.String, value: Schema.Number }).annotations({
+  message: () => "a number or an object of percentile numbers",
+})
+
+export const ProviderPreferences = Schema.Struct({
+  order: nullable(Schema.Array(Schema.String)),
+  only: nullable(Schema.Array(Schema.String)),
+  ignore: nullable(Schema.Array(Schema.String)),
+  allow_fallbacks: Schema.optionalWith(Schema.Boolean, { nullable: true, default: () => true }),
+  require_parameters: Schema.optionalWith(Schema.Boolean, { nullable: true, default: () => false }),
+  data_collection: Schema.optional(nullableOneOf("allow", "deny")),
+  zdr: nullable(Schema.Boolean),
+  quantizations: nullable(Schema.Array(Schema.String)),
+  sort: nullable(
+    Schema.Union(
+      Schema.Struct({ by: oneOf(...sortBy), partition: Schema.optional(nullableOneOf("model", "none")) }).annotations({
+        message: () => sortRule,
+      }),
+      Schema.Literal(...sortBy).annotations(rule(sortRule)),
+    ),
+  ),
+  preferred_min_throughput: nullable(Schema.Union(Percentiles, Schema.Number)),
+  preferred_max_latency: nullable(Schema.Union(Percentiles, Schema.Number)),
+  max_price: Schema.optional(
+    Schema.Struct({
+      prompt: Schema.optional(PriceLimit),
+      completion: Schema.optional(PriceLimit),
+      request: Schema.optional(PriceLimit),
+      image: Schema.optional(PriceLimit),
+    }),
+  ),
+})
+export type ProviderPreferences = typeof ProviderPreferences.Type
+
+// ---------------------------------------------------------------------------------------------
+// Request: plugins
+// ---------------------------------------------------------------------------------------------
+
+export const pluginIds = [
+  "auto-router",
+  "context-compression",
+  "file-parser",
+  "fusion",
+  "moderation",
+  "pareto-router",
+  "response-healing",
+  "web",
+  "web-fetch",
+] as const
+export type PluginId = (typeof pluginIds)[number]
+
+/** Every plugin accepts `enabled`, default true; false turns it off for this request. */
+const enabled = { enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }) }
+
+export const AutoRouterPlugin = Schema.Struct({
+  id: Schema.Literal("auto-router"),
+  ...enabled,
+  allowed_models: Schema.optional(Schema.Array(Schema.String)),
+  cost_quality_tradeoff: Schema.optionalWith(intBetween(0, 10), { default: () => 7 }),
+})
+
+export const ContextCompressionPlugin = Schema.Struct({
+  id: Schema.Literal("context-compression"),
+  ...enabled,
+  engine: Schema.optional(Schema.String),
+})
+
+export const FileParserPlugin = Schema.Struct({
+  id: Schema.Literal("file-parser"),
+  ...enabled,
+  pdf: Schema.optional(Schema.Struct({ engine: Schema.optional(Schema.String) })),
+})
+
+export const FusionTool = Schema.Struct({
+  type: Schema.String.pipe(
+    Schema.startsWith("service:", { message: () => `a server tool name starting with "service:" (e.g. service:web_search)` }),
+  ),
+  parameters: Schema.optional(AnyRecord),
+})
+
+export const FusionPlugin = Schema.Struct({
+  id: Schema.Literal("fusion"),
+  ...enabled,
+  analysis_models: Schema.optional(
+    Schema.Array(Schema.String).pipe(
+      Schema.minItems(1, { message: () => "1 to 8 models" }),
+      Schema.maxItems(8, { message: () => "1 to 8 models" }),
+    ),
+  ),
+  model: Schema.optional(Schema.String),
+  preset: Schema.optional(oneOf("general-high", "general-budget", "general-fast")),
+  max_tool_calls: Schema.optionalWith(intBetween(1, 16), { default: () => 8 }),
+  /** Omitted: web search and web fetch; `[]`: no tools. */
+  tools: Schema.optional(Schema.Array(FusionTool)),
+})
+
+/** Plugins whose own fields the contract does not show: `id`, `enabled`, every other field kept. */
+const passThroughPlugin = <const Id extends PluginId>(id: Id) =>
+  Schema.Struct({ id: Schema.Literal(id), ...enabled }, AnyRecord)
+
+export const ModerationPlugin = passThroughPlugin("moderation")
+export const ParetoRouterPlugin = passThroughPlugin("pareto-router")
+export const ResponseHealingPlugin = passThroughPlugin("response-healing")
+export const WebPlugin = passThroughPlugin("web")
+export const WebFetchPlugin = passThroughPlugin("web-fetch")
+
+/** The id is checked first, so an unknown id is refused with the list of allowed ids. */
+const pluginHead = Schema.Struct({ id: oneOf(...pluginIds) }, AnyRecord).annotations({
+  message: () => "a plugin object with an id",
+})
+
+export const Plugin = Schema.compose(
+  pluginHead,
+  Schema.Union(
+    AutoRouterPlugin,
+    ContextCompressionPlugin,
+    FileParserPlugin,
+    FusionPlugin,
+    ModerationPlugin,
+    ParetoRouterPlugin,
+    ResponseHealingPlugin,
+    WebPlugin,
+    WebFetchPlugin,
+  ),
+  { strict: false },
+)
+export type Plugin = typeof Plugin.Type
+
+// ---------------------------------------------------------------------------------------------
+// Request: metadata and the request itself
+// ---------------------------------------------------------------------------------------------
+
+const METADATA_PAIRS = 16
+const METADATA_KEY = 64
+const METADATA_VALUE = 512
+
+/** String keys and values; at most 16 pairs; key ≤ 64 characters without brackets; value ≤ 512. */
+export const Metadata = Schema.Record({ key: Schema.String, value: Schema.String }).pipe(
+  Schema.filter((m) => {
+    const keys = Object.keys(m)
+    if (keys.length > METADATA_PAIRS) return `at most ${METADATA_PAIRS} pairs`
+    for (const key of keys) {
+      if (key.length > METADATA_KEY) return `key at most ${METADATA_KEY} characters`
+      if (key.includes("[") || key.includes("]")) return `key must not contain brackets ([ or ])`
+      if (m[key].length > METADATA_VALUE) return { path: [key], message: `value at most ${METADATA_VALUE} characters` }
+    }
+    return undefined
+  }),
+)
+
+const serviceTiers = ["auto", "default", "flex", "priority", "scale"] as const
+const includables = [
+  "file_search_call.results",
+  "message.input_image.image_url",
+  "computer_call_output.output.image_url",
+  "reasoning.encrypted_content",
+  "code_interpreter_call.outputs",
+] as const
+
+const ImageConfigValue = Schema.Union(Schema.String, Schema.Number, Schema.Array(Schema.Unknown)).annotations(
+  rule("a string, a number, or an array"),
+)
+
+/** The body of POST /v1/responses. No field is required; unknown keys are ignored. */
+export const ResponsesRequest = Schema.Struct({
+  model: Schema.optional(Schema.String),
+  models: Schema.optional(Schema.Array(Schema.String)),
+  input: Schema.optional(
+    Schema.Union(
+      Schema.Array(InputItem).annotations({ message: () => "a string or an array of input items" }),
+      Schema.String,
+    ),
+  ),
+  instructions: nullable(Schema.String),
+  stream: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  /** Only false is allowed: `decodeResponsesRequest` refuses true (the service is stateless). */
+  store: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  background: nullable(Schema.Boolean),
+  temperature: nullable(numberBetween(0, 2)),
+  top_p: nullable(numberBetween(0, 1)),
+  top_k: nullable(intAtLeast(0)),
+  top_logprobs: nullable(intBetween(0, 20)),
+  frequency_penalty: nullable(numberBetween(-2, 2)),
+  presence_penalty: nullable(numberBetween(-2, 2)),
+  max_output_tokens: nullable(intAtLeast(1)),
+  max_tool_calls: nullable(intAtLeast(0)),
+  parallel_tool_calls: nullable(Schema.Boolean),
+  previous_response_id: nullable(Schema.String),
+  prompt_cache_key: nullable(Schema.String),
+  safety_identifier: nullable(Schema.String),
+  service_tier: Schema.optional(nullableOneOf(...serviceTiers)),
+  include: nullable(Schema.Array(oneOf(...includables))),
+  modalities: Schema.optional(Schema.Array(oneOf("text", "image"))),
+  image_config: Schema.optional(Schema.Record({ key: Schema.String, value: ImageConfigValue })),
+  metadata: nullable(Metadata),
+  session_id: Schema.optional(maxChars(256)),
+  user: Schema.optional(maxChars(256)),
+  debug: Schema.optional(Schema.Struct({ echo_upstream_body: Schema.optional(Schema.Boolean) })),
+  cache_control: Schema.optional(CacheControl),
+  plugins: Schema.optional(Schema.Array(Plugin)),
+  tools: Schema.optional(Schema.Array(ToolInput)),
+  tool_choice: Schema.optional(ToolChoiceInput),
+  text: Schema.optional(TextConfig),
+  reasoning: nullable(ReasoningInput),
+  provider: nullable(ProviderPreferences),
+  // Listed by the contract without a structure: accepted as given.
+  prompt: Schema.optional(Schema.Unknown),
+  prompt_cache_options: Schema.optional(Schema.Unknown),
+  /** Deprecated; accepted. */
+  route: Schema.optional(Schema.Unknown),
+  stop_server_tools_when: Schema.optional(Schema.Unknown),
+  trace: Schema.optional(Schema.Unknown),
+  truncation: Schema.optional(Schema.Unknown),
+  /** Our extension: the slug of a preset whose configuration this request starts from. */
+  preset: Schema.optional(nonEmpty),
+})
+export type ResponsesRequest = typeof ResponsesRequest.Type
+
+/** A body that is not a JSON object gets one plain message instead of the Struct's type dump. */
+const decodeShape = makeDecoder(
+  Schema.compose(AnyRecord.annotations(rule("the body must be a JSON object")), ResponsesRequest, { strict: false }),
+)
+
+/** Decodes a request body and applies the rules that make the service stateless. */
+export const decodeResponsesRequest = (input: unknown): Either.Either<ResponsesRequest, BadRequest> =>
+  Either.flatMap(decodeShape(input), (req) => {
+    if (req.store) {
+      return Either.left(new BadRequest({ message: "Invalid request: store: only false is allowed (the service is stateless)" }))
+    }
+    if (req.previous_response_id != null) {
+      return Either.left(
+        new BadRequest({
+          message: "Invalid request: previous_response_id: not supported; the service is stateless, send the full input",
+        }),
+      )
+    }
+    return Either.right(req)
+  })
+
+// ---------------------------------------------------------------------------------------------
+// Result (non-streaming body, and the `response` of lifecycle stream events)
+// ---------------------------------------------------------------------------------------------
+
+export const ItemStatus = Schema.Literal("in_progress", "completed", "incomplete")
+export type ItemStatus = typeof ItemStatus.Type
+
+export const OutputText = Schema.Struct({
+  type: Schema.Literal("output_text"),
+  text: Schema.String,
+  annotations: Schema.Array(Schema.Unknown),
+  logprobs: Schema.Array(Schema.Unknown),
+})
+export type OutputText = typeof OutputText.Type
+
+export const OutputRefusal = Schema.Struct({ type: Schema.Literal("refusal"), refusal: Schema.String })
+
+export const OutputMessage = Schema.Struct({
+  type: Schema.Literal("message"),
+  id: Schema.String,
+  role: Schema.Literal("assistant"),
+  status: ItemStatus,
+  content: Schema.Array(Schema.Union(OutputText, OutputRefusal)),
+})
+export type OutputMessage = typeof OutputMessage.Type
+
+export const OutputReasoning = Schema.Struct({
+  type: Schema.Literal("reasoning"),
+  id: Schema.String,
+  summary: Schema.Array(SummaryText),
+  encrypted_content: Schema.optional(Schema.NullOr(Schema.String)),
+  status: Schema.optional(ItemStatus),
+})
+export type OutputReasoning = typeof OutputReasoning.Type
+
+export const OutputFunctionCall = Schema.Struct({
+  type: Schema.Literal("function_call"),
+  id: Schema.String,
+  call_id: Schema.String,
+  name: Schema.String,
+  /** A JSON string. */
+  arguments: Schema.String,
+  status: ItemStatus,
+})
+export type OutputFunctionCall = typeof OutputFunctionCall.Type
+
+export const OutputItem = Schema.Union(OutputMessage, OutputReasoning, OutputFunctionCall)
+export type OutputItem = typeof OutputItem.Type
+
+export const ResponseUsage = Schema.Struct({
+  input_tokens: Schema.Int,
+  input_tokens_details: Schema.Struct({ cached_tokens: Schema.Int }),
+  output_tokens: Schema.Int,
+  output_tokens_details: Schema.Struct({ reasoning_tokens: Schema.Int }),
+  total_tokens: Schema.Int,
+  /** USD. */
+  cost: Schema.optional(Schema.Number),
+  is_byok: Schema.optional(Schema.Boolean),
+})
+export type ResponseUsage = typeof ResponseUsage.Type
+
+export const ResultToolChoice = Schema.Union(Schema.Literal("auto", "none", "required"), FunctionToolChoice)
+export type ResultToolChoice = typeof ResultToolChoice.Type
+
+export const ResultFunctionTool = Schema.Struct({
+  type: Schema.Literal("function"),
+  name: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  parameters: Schema.NullOr(AnyRecord),
+  strict: Schema.NullOr(Schema.Boolean),
+})
+export const ResultTool = Schema.Union(ResultFunctionTool, Schema.Struct({ type: Schema.String }, AnyRecord))
+export type ResultTool = typeof ResultTool.Type
+
+export const ResultText = Schema.Struct({
+  format: Schema.Union(
+    Schema.Struct({ type: Schema.Literal("text") }),
+    Schema.Struct({ type: Schema.Literal("json_object") }),
+    Schema.Struct({
+      type: Schema.Literal("json_schema"),
+      name: Schema.String,
+      schema: AnyRecord,
+      description: Schema.optional(Schema.String),
+      strict: Schema.optional(Schema.NullOr(Schema.Boolean)),
+    }),
+  ),
+  verbosity: Schema.optional(Schema.NullOr(Schema.String)),
+})
+export type ResultText = typeof ResultText.Type
+
+export const ResponseStatus = Schema.Literal("completed", "incomplete", "in_progress", "failed", "cancelled", "queued")
+export type ResponseStatus = typeof ResponseStatus.Type
+
+export const ResponseResult = Schema.Struct({
+  id: Schema.String,
+  object: Schema.Literal("response"),
+  created_at: Schema.Int,
+  completed_at: Schema.NullOr(Schema.Int),
+  model: Schema.String,
+  status: ResponseStatus,
+  output: Schema.Array(OutputItem),
+  error: Schema.NullOr(Schema.Struct({ code: Schema.String, message: Schema.String })),
+  incomplete_details: Schema.NullOr(Schema.Struct({ reason: Schema.String })),
+  instructions: Schema.NullOr(Schema.String),
+  metadata: Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.String })),
+  temperature: Schema.NullOr(Schema.Number),
+  top_p: Schema.NullOr(Schema.Number),
+  frequency_penalty: Schema.NullOr(Schema.Number),
+  presence_penalty: Schema.NullOr(Schema.Number),
+  parallel_tool_calls: Schema.Boolean,
+  tool_choice: ResultToolChoice,
+  tools: Schema.Array(ResultTool),
+  usage: Schema.optional(Schema.NullOr(ResponseUsage)),
+  max_output_tokens: Schema.NullOr(Schema.Int),
+  service_tier: Schema.NullOr(Schema.String),
+  text: ResultText,
+  /** Routing metadata; only when the caller enables it with `X-Service-Metadata: enabled`. */
+  service_metadata: Schema.optional(AnyRecord),
+  error_type: Schema.optional(Schema.String),
+})
+export type ResponseResult = typeof ResponseResult.Type

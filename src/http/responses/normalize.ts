@@ -1,0 +1,176 @@
+/**
+ * A decoded Responses request → the provider-neutral `NormalizedRequest`. Refuses, with a 400
+ * that names the place, what no adapter can send: item references (the service is stateless),
+ * item kinds of server-side tools, non-function tools and tool choices. Nulls become absent keys.
+ */
+import { Either } from "effect"
+import { BadRequest } from "../../domain/errors.js"
+import {
+  type ContentPartInput,
+  type InputItem,
+  isFunctionTool,
+  isFunctionToolChoice,
+  isKnownInputItem,
+  type ResponsesRequest,
+  type ToolChoiceInput,
+  type ToolInput,
+} from "../../domain/responses.js"
+import type {
+  ContentPart,
+  FunctionTool,
+  InputItem as NormalizedItem,
+  NormalizedRequest,
+  ReasoningConfig,
+  ResponseFormat,
+  ToolChoice,
+} from "../../providers/types.js"
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] }
+type Result<A> = Either.Either<A, BadRequest>
+
+const refuse = (message: string): Result<never> => Either.left(new BadRequest({ message: `Invalid request: ${message}` }))
+
+const contentPart = (part: ContentPartInput, at: string): Result<ContentPart> => {
+  const cache = part.cache_control === undefined ? {} : { cacheControl: part.cache_control }
+  switch (part.type) {
+    case "input_text":
+    case "output_text":
+      return Either.right({ type: "text", text: part.text, ...cache })
+    case "refusal":
+      return Either.right({ type: "text", text: part.refusal, ...cache })
+    case "input_image":
+      if (part.image_url == null) {
+        return refuse(`${at}: an input_image by file_id cannot be sent to this provider; send image_url (a URL or a data URL)`)
+      }
+      return Either.right({
+        type: "image",
+        url: part.image_url,
+        ...(part.detail === undefined ? {} : { detail: part.detail }),
+        ...cache,
+      })
+    case "input_file": {
+      const file: Mutable<Extract<ContentPart, { type: "file" }>> = { type: "file" }
+      if (part.filename != null) file.filename = part.filename
+      if (part.file_data != null) file.fileData = part.file_data
+      if (part.file_url != null) file.fileUrl = part.file_url
+      if (part.file_id != null) file.fileId = part.file_id
+      if (part.cache_control !== undefined) file.cacheControl = part.cache_control
+      return Either.right(file)
+    }
+  }
+}
+
+/** A function call's output as one string: its text parts joined; other parts cannot travel. */
+const callOutput = (output: string | ReadonlyArray<ContentPartInput>, at: string): Result<string> => {
+  if (typeof output === "string") return Either.right(output)
+  let text = ""
+  for (let j = 0; j < output.length; j++) {
+    const part = output[j]
+    if (part.type !== "input_text" && part.type !== "output_text") {
+      return refuse(`${at}.output[${j}]: only text parts can be sent as a function call output to this provider`)
+    }
+    text += part.text
+  }
+  return Either.right(text)
+}
+
+const inputItem = (item: InputItem, i: number): Result<NormalizedItem> => {
+  const at = `input[${i}]`
+  if (!isKnownInputItem(item)) return refuse(`${at}: item kind "${item.type}" cannot be sent to this provider`)
+  switch (item.type) {
+    case "message": {
+      if (item.content === null) return Either.right({ type: "message", role: item.role, content: [] })
+      if (typeof item.content === "string") {
+        return Either.right({ type: "message", role: item.role, content: [{ type: "text", text: item.content }] })
+      }
+      return Either.map(
+        Either.all(item.content.map((part, j) => contentPart(part, `${at}.content[${j}]`))),
+        (content): NormalizedItem => ({ type: "message", role: item.role, content }),
+      )
+    }
+    case "function_call":
+      return Either.right({ type: "function_call", callId: item.call_id, name: item.name, arguments: item.arguments })
+    case "function_call_output":
+      return Either.map(
+        callOutput(item.output, at),
+        (output): NormalizedItem => ({ type: "function_call_output", callId: item.call_id, output }),
+      )
+    case "reasoning": {
+      const summary = item.summary.map((part) => part.text).join("\n\n")
+      return Either.right(
+        item.encrypted_content == null
+          ? { type: "reasoning", summary }
+          : { type: "reasoning", summary, encryptedContent: item.encrypted_content },
+      )
+    }
+    case "item_reference":
+      return refuse(`${at}: item kind "item_reference" cannot be sent to this provider; the service is stateless, send the full item`)
+  }
+}
+
+const functionTool = (tool: ToolInput, i: number): Result<FunctionTool> => {
+  if (!isFunctionTool(tool)) return refuse(`tools[${i}]: tool type "${tool.type}" cannot be sent to this provider`)
+  const fn: Mutable<FunctionTool> = { type: "function", name: tool.name }
+  if (tool.description != null) fn.description = tool.description
+  if (tool.parameters != null) fn.parameters = tool.parameters
+  if (tool.strict != null) fn.strict = tool.strict
+  return Either.right(fn)
+}
+
+const toolChoice = (choice: ToolChoiceInput): Result<ToolChoice> => {
+  if (typeof choice === "string") return Either.right(choice)
+  if (isFunctionToolChoice(choice)) return Either.right({ type: "function", name: choice.name })
+  return refuse(`tool_choice: type "${choice.type}" cannot be sent to this provider`)
+}
+
+const responseFormat = (format: NonNullable<NonNullable<ResponsesRequest["text"]>["format"]>): ResponseFormat => {
+  switch (format.type) {
+    case "text":
+      return { type: "text" }
+    case "json_object":
+      return { type: "json_object" }
+    case "json_schema":
+      return format.strict == null
+        ? { type: "json_schema", name: format.name, schema: format.schema }
+        : { type: "json_schema", name: format.name, schema: format.schema, strict: format.strict }
+  }
+}
+
+const reasoningConfig = (reasoning: NonNullable<ResponsesRequest["reasoning"]>): ReasoningConfig | undefined => {
+  const out: Mutable<ReasoningConfig> = {}
+  if (reasoning.effort != null) out.effort = reasoning.effort
+  if (reasoning.summary != null) out.summary = reasoning.summary
+  if (reasoning.max_tokens != null) out.maxTokens = reasoning.max_tokens
+  if (reasoning.enabled != null) out.enabled = reasoning.enabled
+  return Object.keys(out).length === 0 ? undefined : out
+}
+
+const inputOf = (input: ResponsesRequest["input"]): Result<ReadonlyArray<NormalizedItem>> => {
+  if (input === undefined) return Either.right([])
+  if (typeof input === "string") return Either.right([{ type: "message", role: "user", content: [{ type: "text", text: input }] }])
+  return Either.all(input.map(inputItem))
+}
+
+/** The request as the adapters take it, for one endpoint's `upstreamModel`; or a 400 naming the field. */
+export const toNormalizedRequest = (req: ResponsesRequest, upstreamModel: string): Result<NormalizedRequest> =>
+  Either.gen(function* () {
+    const input = yield* inputOf(req.input)
+    const tools = yield* Either.all((req.tools ?? []).map(functionTool))
+    const out: Mutable<NormalizedRequest> = { model: upstreamModel, input, tools }
+    if (req.tool_choice !== undefined) out.toolChoice = yield* toolChoice(req.tool_choice)
+    if (req.instructions != null) out.instructions = req.instructions
+    if (req.parallel_tool_calls != null) out.parallelToolCalls = req.parallel_tool_calls
+    if (req.temperature != null) out.temperature = req.temperature
+    if (req.top_p != null) out.topP = req.top_p
+    if (req.top_k != null) out.topK = req.top_k
+    if (req.max_output_tokens != null) out.maxOutputTokens = req.max_output_tokens
+    if (req.frequency_penalty != null) out.frequencyPenalty = req.frequency_penalty
+    if (req.presence_penalty != null) out.presencePenalty = req.presence_penalty
+    if (req.text?.format !== undefined) out.responseFormat = responseFormat(req.text.format)
+    const reasoning = req.reasoning == null ? undefined : reasoningConfig(req.reasoning)
+    if (reasoning !== undefined) out.reasoning = reasoning
+    if (req.cache_control !== undefined) out.cacheControl = req.cache_control
+    if (req.user !== undefined) out.user = req.user
+    if (req.metadata != null) out.metadata = req.metadata
+    return out
+  })

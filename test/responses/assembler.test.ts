@@ -1,0 +1,508 @@
+import { describe, expect, test } from "bun:test"
+import { Either } from "effect"
+import OpenAI from "openai"
+import { decodeResponsesRequest } from "../../src/domain/responses.js"
+import { ResponseAssembler, type ResultBase, resultBaseOf } from "../../src/http/responses/assembler.js"
+import { debugChunk } from "../../src/http/responses/sse.js"
+import type { ProviderEvent, Usage } from "../../src/providers/types.js"
+import { counterIds, decodeResult, parseSse, payloads, REQUIRED_RESULT_KEYS } from "./helpers.js"
+
+const BASE: ResultBase = { id: "resp_test", created_at: 1_700_000_000, model: "acme/model-1" }
+const USAGE: Usage = { inputTokens: 12, cachedTokens: 4, cacheWriteTokens: 0, outputTokens: 7, reasoningTokens: 2 }
+
+const text = (delta: string): ProviderEvent => ({ type: "text", delta })
+const thinking = (delta: string): ProviderEvent => ({ type: "reasoning", delta })
+const callStart = (index: number, callId: string, name: string): ProviderEvent => ({ type: "tool_call_start", index, callId, name })
+const callDelta = (index: number, delta: string): ProviderEvent => ({ type: "tool_call_delta", index, delta })
+const finishWith = (reason: "stop" | "length" | "tool_calls" | "content_filter" | "error"): ProviderEvent => ({ type: "finish", reason })
+const usage: ProviderEvent = { type: "usage", usage: USAGE }
+
+/** Runs one stream through the assembler: start, one push per batch, then finish (or fail). */
+const run = (
+  batches: ReadonlyArray<ReadonlyArray<ProviderEvent>>,
+  end: { readonly fail?: { code: string; message: string } } = {},
+  base: ResultBase = BASE,
+) => {
+  const assembler = new ResponseAssembler(base, { stream: true, newId: counterIds(), now: () => 1_700_000_009 })
+  let sse = assembler.start()
+  for (const batch of batches) sse += assembler.push(batch)
+  sse += end.fail === undefined ? assembler.finish({ cost: 0.0012 }) : assembler.fail(end.fail)
+  return { assembler, sse, events: parseSse(sse) }
+}
+
+const types = (sse: string) => payloads(parseSse(sse)).map((e) => e.type)
+
+const ITEM_SCOPED = new Set([
+  "response.content_part.added",
+  "response.content_part.done",
+  "response.output_text.delta",
+  "response.output_text.done",
+  "response.function_call_arguments.delta",
+  "response.function_call_arguments.done",
+  "response.reasoning_summary_part.added",
+  "response.reasoning_summary_part.done",
+  "response.reasoning_summary_text.delta",
+  "response.reasoning_summary_text.done",
+])
+
+/** The rules a strict client enforces on any stream (wire-compat.md, "Streaming"). */
+const expectStrictStream = (sse: string) => {
+  const events = parseSse(sse)
+  expect(events.at(-1)?.data).toBe("[DONE]")
+  expect(events.filter((e) => e.data === "[DONE]").length).toBe(1)
+  const list = payloads(events)
+  expect(list[0].type).toBe("response.created")
+  expect(list[1].type).toBe("response.in_progress")
+  expect(["response.completed", "response.failed"]).toContain(String(list.at(-1)?.type))
+  expect(list.map((e) => e.sequence_number)).toEqual(list.map((_, i) => i))
+
+  const ids: Array<string> = []
+  let open: number | undefined
+  for (const e of list) {
+    const type = String(e.type)
+    if (type === "response.output_item.added") {
+      expect(open).toBeUndefined()
+      expect(e.output_index).toBe(ids.length) // output_index never skips
+      const item = e.item as { id: string; type: string; status?: string }
+      ids.push(item.id)
+      open = ids.length - 1
+      if (item.type !== "reasoning") expect(item.status).toBe("in_progress")
+    } else if (type === "response.output_item.done") {
+      expect(e.output_index).toBe(open)
+      expect((e.item as { id: string }).id).toBe(ids[open ?? -1])
+      open = undefined
+    } else if (ITEM_SCOPED.has(type)) {
+      expect(e.output_index).toBe(open)
+      expect(e.item_id).toBe(ids[open ?? -1])
+    } else {
+      expect(["response.created", "response.in_progress", "response.completed", "response.failed"]).toContain(type)
+      const response = decodeResult(e.response)
+      for (const key of REQUIRED_RESULT_KEYS) expect(Object.hasOwn(e.response as object, key)).toBe(true)
+      expect(response.id).toBe(BASE.id)
+    }
+  }
+  expect(open).toBeUndefined() // every item added is done
+  const last = list.at(-1) as { response: { output: Array<{ id: string }> } }
+  expect(last.response.output.map((item) => item.id)).toEqual(ids)
+  return list
+}
+
+describe("Streaming: a text answer", () => {
+  test("emits the exact event sequence of wire-compat with sequence numbers 0, 1, 2, …", () => {
+    const { sse, assembler } = run([[text("Hel")], [text("lo"), text(", world")], [usage, finishWith("stop")]])
+    expect(types(sse)).toEqual([
+      "response.created",
+      "response.in_progress",
+      "response.output_item.added",
+      "response.content_part.added",
+      "response.output_text.delta",
+      "response.output_text.delta",
+      "response.output_text.delta",
+      "response.output_text.done",
+      "response.content_part.done",
+      "response.output_item.done",
+      "response.completed",
+    ])
+    expect(sse.endsWith("data: [DONE]\n\n")).toBe(true)
+    const list = expectStrictStream(sse)
+    expect(list.filter((e) => e.type === "response.output_text.delta").map((e) => e.delta)).toEqual(["Hel", "lo", ", world"])
+    expect(assembler.completionText).toBe("Hello, world")
+    expect(assembler.finishReason).toBe("stop")
+    expect(assembler.usage).toEqual(USAGE)
+  })
+
+  test("each event line names the payload's type; deltas carry item_id, output_index, content_index, logprobs", () => {
+    const { sse } = run([[text("a\n\"b\"")], [finishWith("stop")]])
+    const delta = payloads(parseSse(sse)).find((e) => e.type === "response.output_text.delta")
+    expect(delta).toEqual({
+      type: "response.output_text.delta",
+      sequence_number: 4,
+      item_id: "msg_1",
+      output_index: 0,
+      content_index: 0,
+      delta: 'a\n"b"',
+      logprobs: [],
+    })
+  })
+
+  test("lifecycle events carry the full result: in_progress with output [], completed with items, usage and completed_at", () => {
+    const { sse } = run([[text("Hi")], [usage, finishWith("stop")]])
+    const list = payloads(parseSse(sse))
+    const created = decodeResult(list[0].response)
+    expect(created.status).toBe("in_progress")
+    expect(created.output).toEqual([])
+    expect(created.completed_at).toBeNull()
+    const part = list.find((e) => e.type === "response.content_part.added")
+    expect(part?.part).toEqual({ type: "output_text", text: "", annotations: [], logprobs: [] })
+    const added = list.find((e) => e.type === "response.output_item.added")
+    expect(added?.item).toEqual({ type: "message", id: "msg_1", role: "assistant", status: "in_progress", content: [] })
+
+    const completed = list.at(-1) as { response: unknown }
+    const result = decodeResult(completed.response)
+    expect(result.status).toBe("completed")
+    expect(result.completed_at).toBe(1_700_000_009)
+    expect(result.error).toBeNull()
+    expect(result.incomplete_details).toBeNull()
+    expect(result.output).toEqual([
+      {
+        type: "message",
+        id: "msg_1",
+        role: "assistant",
+        status: "completed",
+        content: [{ type: "output_text", text: "Hi", annotations: [], logprobs: [] }],
+      },
+    ])
+    expect(result.usage).toEqual({
+      input_tokens: 12,
+      input_tokens_details: { cached_tokens: 4 },
+      output_tokens: 7,
+      output_tokens_details: { reasoning_tokens: 2 },
+      total_tokens: 19,
+      cost: 0.0012,
+    })
+  })
+
+  test("usage in the result is the Responses shape only (no prompt_tokens / completion_tokens)", () => {
+    const { sse } = run([[text("Hi"), usage, finishWith("stop")]])
+    expect(sse).not.toContain("prompt_tokens")
+    expect(sse).not.toContain("completion_tokens")
+  })
+})
+
+describe("Streaming: function calls", () => {
+  test("a call: output_item.added (arguments \"\", in_progress) → arguments deltas → arguments.done → output_item.done", () => {
+    const { sse, assembler } = run([
+      [callStart(0, "call_abc", "get_weather")],
+      [callDelta(0, '{"city":'), callDelta(0, '"Paris"}')],
+      [usage, finishWith("tool_calls")],
+    ])
+    expect(types(sse)).toEqual([
+      "response.created",
+      "response.in_progress",
+      "response.output_item.added",
+      "response.function_call_arguments.delta",
+      "response.function_call_arguments.delta",
+      "response.function_call_arguments.done",
+      "response.output_item.done",
+      "response.completed",
+    ])
+    const list = expectStrictStream(sse)
+    expect(list[2].item).toEqual({
+      type: "function_call",
+      id: "fc_1",
+      call_id: "call_abc",
+      name: "get_weather",
+      arguments: "",
+      status: "in_progress",
+    })
+    expect(list[3]).toEqual({
+      type: "response.function_call_arguments.delta",
+      sequence_number: 3,
+      item_id: "fc_1",
+      output_index: 0,
+      delta: '{"city":',
+    })
+    expect(list[5]).toMatchObject({ item_id: "fc_1", output_index: 0, name: "get_weather", arguments: '{"city":"Paris"}' })
+    expect(list[6].item).toEqual({
+      type: "function_call",
+      id: "fc_1",
+      call_id: "call_abc",
+      name: "get_weather",
+      arguments: '{"city":"Paris"}',
+      status: "completed",
+    })
+    expect(assembler.result().status).toBe("completed")
+  })
+
+  test("parallel calls become consecutive items; a new call closes the previous one", () => {
+    const { sse } = run([
+      [callStart(0, "call_1", "a"), callDelta(0, "{}")],
+      [callStart(1, "call_2", "b"), callDelta(1, '{"x":1}')],
+      [finishWith("tool_calls")],
+    ])
+    const list = expectStrictStream(sse)
+    const done = list.filter((e) => e.type === "response.output_item.done").map((e) => e.item)
+    expect(done).toEqual([
+      { type: "function_call", id: "fc_1", call_id: "call_1", name: "a", arguments: "{}", status: "completed" },
+      { type: "function_call", id: "fc_2", call_id: "call_2", name: "b", arguments: '{"x":1}', status: "completed" },
+    ])
+  })
+
+  test("a repeated start of the open call is ignored; a delta without a start opens a call with a generated call_id", () => {
+    const { sse } = run([[callStart(0, "call_1", "a"), callStart(0, "call_1", "a"), callDelta(0, "{}")], [callDelta(3, "[]")], [finishWith("tool_calls")]])
+    const list = expectStrictStream(sse)
+    const done = list.filter((e) => e.type === "response.output_item.done").map((e) => e.item as Record<string, unknown>)
+    expect(done.length).toBe(2)
+    expect(done[1]).toMatchObject({ call_id: "call_3", name: "", arguments: "[]" })
+  })
+
+  test("a late delta for a call whose item is already done is dropped (a strict client takes no more)", () => {
+    const { sse, assembler } = run([[callStart(0, "call_1", "a"), callDelta(0, "{")], [callStart(1, "call_2", "b")], [callDelta(0, "}")], [finishWith("tool_calls")]])
+    expectStrictStream(sse)
+    expect(assembler.result().output.map((i) => (i.type === "function_call" ? i.arguments : ""))).toEqual(["{", ""])
+  })
+})
+
+describe("Streaming: reasoning then text", () => {
+  test("a reasoning item with summary events, closed when the message starts", () => {
+    const { sse, assembler } = run([[thinking("Let me "), thinking("think.")], [text("Answer")], [finishWith("stop")]])
+    expect(types(sse)).toEqual([
+      "response.created",
+      "response.in_progress",
+      "response.output_item.added",
+      "response.reasoning_summary_part.added",
+      "response.reasoning_summary_text.delta",
+      "response.reasoning_summary_text.delta",
+      "response.reasoning_summary_text.done",
+      "response.reasoning_summary_part.done",
+      "response.output_item.done",
+      "response.output_item.added",
+      "response.content_part.added",
+      "response.output_text.delta",
+      "response.output_text.done",
+      "response.content_part.done",
+      "response.output_item.done",
+      "response.completed",
+    ])
+    const list = expectStrictStream(sse)
+    expect(list[2].item).toEqual({ type: "reasoning", id: "rs_1", summary: [] })
+    expect(list[3]).toMatchObject({ item_id: "rs_1", output_index: 0, summary_index: 0, part: { type: "summary_text", text: "" } })
+    expect(list[4]).toMatchObject({ item_id: "rs_1", output_index: 0, summary_index: 0, delta: "Let me " })
+    expect(list[6]).toMatchObject({ item_id: "rs_1", summary_index: 0, text: "Let me think." })
+    expect(list[8].item).toEqual({ type: "reasoning", id: "rs_1", summary: [{ type: "summary_text", text: "Let me think." }] })
+    expect(list[9]).toMatchObject({ output_index: 1, item: { type: "message", id: "msg_2" } })
+    expect(assembler.reasoningText).toBe("Let me think.")
+    expect(assembler.completionText).toBe("Answer")
+  })
+})
+
+describe("Streaming: mixed items", () => {
+  test("reasoning, text, two calls, text again: items in arrival order, indexes 0..4, ids consistent", () => {
+    const { sse, assembler } = run([
+      [thinking("plan")],
+      [text("I will call tools. ")],
+      [callStart(0, "call_a", "search"), callDelta(0, '{"q":"x"}')],
+      [callStart(1, "call_b", "fetch"), callDelta(1, '{"u":"y"}')],
+      [text("Done.")],
+      [usage, finishWith("stop")],
+    ])
+    const list = expectStrictStream(sse)
+    const added = list.filter((e) => e.type === "response.output_item.added").map((e) => e.item as { type: string; id: string })
+    expect(added.map((i) => i.type)).toEqual(["reasoning", "message", "function_call", "function_call", "message"])
+    expect(added.map((i) => i.id)).toEqual(["rs_1", "msg_2", "fc_3", "fc_4", "msg_5"])
+    const result = decodeResult(assembler.result())
+    expect(result.output.length).toBe(5)
+    expect(assembler.completionText).toBe("I will call tools. Done.")
+  })
+
+  test("empty deltas open nothing", () => {
+    const { sse } = run([[text(""), thinking(""), callDelta(0, "")], [finishWith("stop")]])
+    expect(types(sse)).toEqual(["response.created", "response.in_progress", "response.completed"])
+    expectStrictStream(sse)
+  })
+})
+
+describe("Streaming: a failure after the stream began", () => {
+  test("closes the open item as incomplete, then response.failed with status failed and error {code, message}, then [DONE]", () => {
+    const { sse, assembler } = run([[text("partial")]], { fail: { code: "server_error", message: "upstream reset the connection" } })
+    expect(types(sse)).toEqual([
+      "response.created",
+      "response.in_progress",
+      "response.output_item.added",
+      "response.content_part.added",
+      "response.output_text.delta",
+      "response.output_text.done",
+      "response.content_part.done",
+      "response.output_item.done",
+      "response.failed",
+    ])
+    const list = expectStrictStream(sse)
+    expect((list[7].item as { status: string }).status).toBe("incomplete")
+    const result = decodeResult(list.at(-1)?.response)
+    expect(result.status).toBe("failed")
+    expect(result.error).toEqual({ code: "server_error", message: "upstream reset the connection" })
+    expect(result.output[0]).toMatchObject({ type: "message", status: "incomplete" })
+    expect(sse.endsWith("data: [DONE]\n\n")).toBe(true)
+    expect(assembler.status).toBe("failed")
+  })
+
+  test("an upstream that finishes with reason error ends as response.failed", () => {
+    const { sse } = run([[text("x"), finishWith("error")]])
+    const list = expectStrictStream(sse)
+    expect(list.at(-1)?.type).toBe("response.failed")
+    expect(decodeResult(list.at(-1)?.response).error?.code).toBe("server_error")
+  })
+
+  test("after the terminal event nothing more is written", () => {
+    const { assembler } = run([[text("x")]])
+    expect(assembler.push([text("more")])).toBe("")
+    expect(assembler.finish()).toBe("")
+    expect(assembler.fail({ code: "x", message: "y" })).toBe("")
+  })
+})
+
+describe("Streaming: the token limit", () => {
+  test("finish reason length → status incomplete with incomplete_details {reason: max_output_tokens}", () => {
+    const { sse } = run([[text("cut sho")], [usage, finishWith("length")]])
+    const list = expectStrictStream(sse)
+    expect(list.at(-1)?.type).toBe("response.completed")
+    const result = decodeResult(list.at(-1)?.response)
+    expect(result.status).toBe("incomplete")
+    expect(result.incomplete_details).toEqual({ reason: "max_output_tokens" })
+    expect(result.output[0]).toMatchObject({ status: "incomplete" })
+  })
+
+  test("finish reason content_filter → status incomplete with reason content_filter", () => {
+    const { sse } = run([[text("x"), finishWith("content_filter")]])
+    const result = decodeResult(payloads(parseSse(sse)).at(-1)?.response)
+    expect(result.incomplete_details).toEqual({ reason: "content_filter" })
+  })
+})
+
+describe("Non-streaming", () => {
+  test("every method returns \"\" and result() is the same object a stream would complete with", () => {
+    const batches = [[thinking("r")], [text("Hello")], [callStart(0, "call_1", "f"), callDelta(0, "{}")], [usage, finishWith("tool_calls")]]
+    const quiet = new ResponseAssembler(BASE, { stream: false, newId: counterIds(), now: () => 1_700_000_009 })
+    expect(quiet.start()).toBe("")
+    for (const batch of batches) expect(quiet.push(batch)).toBe("")
+    expect(quiet.finish({ cost: 0.0012 })).toBe("")
+    const streamed = run(batches)
+    const completed = payloads(streamed.events).at(-1)?.response
+    expect(quiet.result()).toEqual(decodeResult(completed))
+    for (const key of REQUIRED_RESULT_KEYS) expect(Object.hasOwn(quiet.result(), key)).toBe(true)
+  })
+
+  test("extras: usage override, cost, is_byok and service_metadata", () => {
+    const a = new ResponseAssembler(BASE, { stream: false })
+    a.push([text("x"), usage, finishWith("stop")])
+    a.finish({ usage: { ...USAGE, outputTokens: 1 }, cost: 0.5, isByok: true, serviceMetadata: { strategy: "direct" } })
+    const result = decodeResult(a.result())
+    expect(result.usage).toMatchObject({ output_tokens: 1, total_tokens: 13, cost: 0.5, is_byok: true })
+    expect(result.service_metadata).toEqual({ strategy: "direct" })
+    expect(result.output[0].id).toMatch(/^msg_[0-9a-f]{24}$/)
+  })
+
+  test("no usage from the upstream → zero usage, still the full shape", () => {
+    const a = new ResponseAssembler(BASE, { stream: false })
+    a.push([text("x")])
+    a.finish()
+    expect(decodeResult(a.result()).usage).toEqual({
+      input_tokens: 0,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: 0,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: 0,
+    })
+  })
+})
+
+describe("The result base", () => {
+  test("defaults: parallel_tool_calls true, tool_choice auto, tools [], text format text, service_tier auto", () => {
+    const result = decodeResult(new ResponseAssembler(BASE, { stream: false }).result())
+    expect(result).toMatchObject({
+      parallel_tool_calls: true,
+      tool_choice: "auto",
+      tools: [],
+      text: { format: { type: "text" } },
+      instructions: null,
+      metadata: null,
+      temperature: null,
+      max_output_tokens: null,
+      service_tier: "auto",
+    })
+  })
+
+  test("resultBaseOf echoes the request's settings; function tools get null description/parameters/strict", () => {
+    const req = Either.getOrThrow(
+      decodeResponsesRequest({
+        input: "hi",
+        instructions: "be brief",
+        metadata: { k: "v" },
+        temperature: 0.3,
+        top_p: 0.9,
+        parallel_tool_calls: null,
+        tool_choice: { type: "function", name: "f" },
+        tools: [{ type: "function", name: "f" }, { type: "web_search", search_context_size: "low" }],
+        max_output_tokens: 100,
+        service_tier: "flex",
+        text: { format: { type: "json_object" }, verbosity: "low" },
+      }),
+    )
+    const base = resultBaseOf(req, { id: "resp_x", createdAt: 5, model: "m" })
+    const result = decodeResult(new ResponseAssembler(base, { stream: false }).result())
+    expect(result).toMatchObject({
+      id: "resp_x",
+      created_at: 5,
+      model: "m",
+      instructions: "be brief",
+      metadata: { k: "v" },
+      temperature: 0.3,
+      top_p: 0.9,
+      frequency_penalty: null,
+      parallel_tool_calls: true,
+      tool_choice: { type: "function", name: "f" },
+      max_output_tokens: 100,
+      service_tier: "flex",
+      text: { format: { type: "json_object" }, verbosity: "low" },
+    })
+    expect(result.tools).toEqual([
+      { type: "function", name: "f", description: null, parameters: null, strict: null },
+      { type: "web_search", search_context_size: "low" },
+    ])
+    expect(resultBaseOf(req, { model: "m" }).id).toMatch(/^resp_[0-9a-f]{24}$/)
+  })
+})
+
+describe("Debug chunk", () => {
+  test("carries the upstream body, names its type, and takes no sequence number", () => {
+    const chunk = debugChunk({ model: "x", messages: [] })
+    expect(chunk).toBe('event: debug\ndata: {"type":"debug","debug":{"echo_upstream_body":{"model":"x","messages":[]}}}\n\n')
+    const { sse } = run([[text("x")]])
+    expect(payloads(parseSse(sse))[0].sequence_number).toBe(0)
+  })
+})
+
+describe("The openai SDK accepts the stream", () => {
+  const sdkOver = (sse: string) =>
+    new OpenAI({
+      apiKey: "sk-test",
+      baseURL: "http://gateway.test/v1",
+      maxRetries: 0,
+      fetch: async () => new Response(sse, { headers: { "content-type": "text/event-stream" } }),
+    })
+
+  test("responses.stream() accumulates text, reasoning and calls to the same final response", async () => {
+    const { sse, assembler } = run([
+      [thinking("hmm")],
+      [text("Hello ")],
+      [text("there")],
+      [callStart(0, "call_1", "f"), callDelta(0, '{"a":1}')],
+      [usage, finishWith("tool_calls")],
+    ])
+    const stream = sdkOver(sse).responses.stream({ model: "acme/model-1", input: "hi" })
+    const deltas: Array<string> = []
+    stream.on("response.output_text.delta", (e) => deltas.push(e.delta))
+    const final = await stream.finalResponse()
+    expect(deltas).toEqual(["Hello ", "there"])
+    expect(final.output_text).toBe("Hello there")
+    expect(final.status).toBe("completed")
+    expect(final.output.map((i) => i.type)).toEqual(["reasoning", "message", "function_call"])
+    expect(final.usage?.total_tokens).toBe(19)
+    expect(final.id).toBe(assembler.result().id)
+  })
+
+  test("responses.stream() accepts an incomplete answer (token limit)", async () => {
+    const { sse } = run([[text("cut")], [finishWith("length")]])
+    const final = await sdkOver(sse).responses.stream({ model: "acme/model-1", input: "hi" }).finalResponse()
+    expect(final.status).toBe("incomplete")
+    expect(final.incomplete_details?.reason).toBe("max_output_tokens")
+    expect(final.output_text).toBe("cut")
+  })
+
+  test("responses.stream() accepts a failed stream with its terminal event", async () => {
+    const { sse } = run([[text("part")]], { fail: { code: "server_error", message: "boom" } })
+    const final = await sdkOver(sse).responses.stream({ model: "acme/model-1", input: "hi" }).finalResponse()
+    expect(final.status).toBe("failed")
+    expect(final.error).toEqual({ code: "server_error", message: "boom" } as typeof final.error)
+  })
+})
