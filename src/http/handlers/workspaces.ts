@@ -1,0 +1,101 @@
+/** Handlers of the workspaces group: they check the caller and call WorkspaceStore, nothing more. */
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Option } from "effect"
+import { Forbidden, NotFound } from "../../domain/errors.js"
+import type { UpdateWorkspacePayload } from "../../domain/workspaces.js"
+import { requireManagement } from "../../services/Auth.js"
+import { WorkspaceStore, type WorkspaceSettings } from "../../services/WorkspaceStore.js"
+import { GatewayApi } from "../Api.js"
+
+const notFound = (ref: string) => new NotFound({ message: `Workspace ${ref} not found` })
+
+/** The wire's settings fields in the store's words. */
+const settingsOf = (p: Omit<UpdateWorkspacePayload, "name" | "slug">): WorkspaceSettings => ({
+  description: p.description,
+  defaultTextModel: p.default_text_model,
+  defaultImageModel: p.default_image_model,
+  defaultProviderSort: p.default_provider_sort,
+  ioLoggingApiKeyIds: p.io_logging_api_key_ids,
+  ioLoggingSamplingRate: p.io_logging_sampling_rate,
+  isDataDiscountLoggingEnabled: p.is_data_discount_logging_enabled,
+  isObservabilityBroadcastEnabled: p.is_observability_broadcast_enabled,
+  isObservabilityIoLoggingEnabled: p.is_observability_io_logging_enabled,
+  disabledServerTools: p.disabled_server_tools,
+})
+
+export const WorkspacesLive = HttpApiBuilder.group(GatewayApi, "workspaces", (handlers) =>
+  Effect.gen(function* () {
+    const store = yield* WorkspaceStore
+
+    /** A workspace the caller owns or is a member of; anything else does not exist for it. */
+    const visible = (ref: string) =>
+      Effect.gen(function* () {
+        const p = yield* requireManagement
+        const found = yield* store.findForUser(p.userId, ref)
+        const ws = yield* Option.match(found, { onNone: () => Effect.fail(notFound(ref)), onSome: Effect.succeed })
+        return { ...ws, userId: p.userId }
+      })
+
+    /** A visible workspace the caller administers (owner or admin member). */
+    const administered = (ref: string) =>
+      Effect.flatMap(visible(ref), (ws) =>
+        ws.role === "admin"
+          ? Effect.succeed(ws)
+          : Effect.fail(
+              new Forbidden({
+                message: `Only admins of workspace '${ws.row.slug}' can change it or its members; your role is ${ws.role}`,
+              }),
+            ),
+      )
+
+    return handlers
+      .handle("list", ({ urlParams }) =>
+        Effect.gen(function* () {
+          const p = yield* requireManagement
+          const { rows, total } = yield* store.list(p.userId, { offset: urlParams.offset ?? 0, limit: urlParams.limit ?? 100 })
+          return { data: rows.map(store.view), total_count: total }
+        }),
+      )
+      .handle("create", ({ payload }) =>
+        Effect.gen(function* () {
+          const p = yield* requireManagement
+          const row = yield* store.create(p.userId, { name: payload.name, slug: payload.slug, ...settingsOf(payload) })
+          return { data: store.view(row) }
+        }),
+      )
+      .handle("get", ({ path }) => Effect.map(visible(path.id), (ws) => ({ data: store.view(ws.row) })))
+      .handle("update", ({ path, payload }) =>
+        Effect.gen(function* () {
+          const ws = yield* administered(path.id)
+          const row = yield* store.update(ws.userId, ws.row, { name: payload.name, slug: payload.slug, ...settingsOf(payload) })
+          return { data: store.view(row) }
+        }),
+      )
+      .handle("delete", ({ path }) =>
+        Effect.gen(function* () {
+          const ws = yield* administered(path.id)
+          yield* store.remove(ws.row)
+          return { deleted: true as const }
+        }),
+      )
+      .handle("listMembers", ({ path }) =>
+        Effect.gen(function* () {
+          const ws = yield* visible(path.id)
+          return { data: (yield* store.members(ws.row.id)).map(store.memberView) }
+        }),
+      )
+      .handle("addMembers", ({ path, payload }) =>
+        Effect.gen(function* () {
+          const ws = yield* administered(path.id)
+          const { added, members } = yield* store.addMembers(ws.row.id, payload.user_ids, { role: payload.role })
+          return { added_count: added, data: members.map(store.memberView) }
+        }),
+      )
+      .handle("removeMembers", ({ path, payload }) =>
+        Effect.gen(function* () {
+          const ws = yield* administered(path.id)
+          return { removed_count: yield* store.removeMembers(ws.row, payload.user_ids) }
+        }),
+      )
+  }),
+)
