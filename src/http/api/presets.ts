@@ -1,0 +1,46 @@
+/**
+ * Presets and their versions: the contract's operation 6 (list versions) plus the supporting
+ * operations of wire-compat (create a version, list and get presets, get one version).
+ */
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Errors } from "../../domain/errors.js"
+import {
+  CreatedPresetVersion,
+  ListVersionsParams,
+  PresetData,
+  PresetList,
+  PresetVersionData,
+  PresetVersionList,
+  SlugPath,
+  VersionPath,
+} from "../../domain/presets.js"
+import { Authentication } from "./security.js"
+
+/** A Responses request; decoded by the handler with the same rules as POST /v1/responses. */
+const VersionPayload = Schema.Unknown.annotations({
+  description: "A Responses request (the body of POST /v1/responses); instructions become system_prompt",
+})
+
+export class PresetsApi extends HttpApiGroup.make("presets")
+  .add(HttpApiEndpoint.get("list", "/presets").addSuccess(PresetList))
+  .add(HttpApiEndpoint.get("get", "/presets/:slug").setPath(SlugPath).addSuccess(PresetData))
+  .add(
+    HttpApiEndpoint.post("createVersion", "/presets/:slug/responses")
+      .setPath(SlugPath)
+      .setPayload(VersionPayload)
+      .addSuccess(CreatedPresetVersion)
+      .annotate(OpenApi.Description, "Creates the preset on the first call and a new immutable version on each later call"),
+  )
+  .add(
+    HttpApiEndpoint.get("listVersions", "/presets/:slug/versions")
+      .setPath(SlugPath)
+      .setUrlParams(ListVersionsParams)
+      .addSuccess(PresetVersionList),
+  )
+  .add(HttpApiEndpoint.get("getVersion", "/presets/:slug/versions/:version").setPath(VersionPath).addSuccess(PresetVersionData))
+  .addError(Errors.BadRequest)
+  .addError(Errors.Forbidden)
+  .addError(Errors.NotFound)
+  .middleware(Authentication)
+  .prefix("/v1") {}
