@@ -1,0 +1,214 @@
+/**
+ * Generations: the record the responses path appends for every model request (the usage
+ * ledger), its optional stored content, and their wire shapes (`GET /generation`,
+ * `GET /generation/content`).
+ */
+import { randomBytes } from "node:crypto"
+import { Schema } from "effect"
+
+export type GenerationStatus = "completed" | "incomplete" | "failed" | "cancelled"
+
+/** One failed attempt before the one that answered (fallbacks). */
+export interface PreviousError {
+  readonly code: number | string | null
+  readonly message: string
+  readonly providerName: string | null
+  readonly raw?: unknown
+}
+
+export interface GenerationError {
+  readonly message: string
+  /** HTTP status the caller saw (or the upstream's). */
+  readonly status: number
+  readonly providerName: string | null
+  readonly raw?: unknown
+  readonly previousErrors?: ReadonlyArray<PreviousError>
+}
+
+export interface ContentMessage {
+  readonly role: string
+  readonly content: string
+}
+
+/** What was sent and what came back; stored only when the workspace logs content. */
+export interface GenerationContent {
+  readonly input: { readonly messages: ReadonlyArray<ContentMessage> } | { readonly prompt: string }
+  readonly output: { readonly completion: string | null; readonly reasoning: string | null }
+}
+
+/** What the responses path hands to `GenerationStore.record` once per model request. */
+export interface GenerationEntry {
+  /** `gen-…`, from `newGenerationId()`; also the `X-Generation-Id` header. */
+  readonly id: string
+  readonly keyHash: string
+  readonly userId: string
+  readonly workspaceId: string
+  /** The model id the client asked for. */
+  readonly model: string
+  readonly providerName: string
+  /** The provider's own model id that served the request. */
+  readonly upstreamModel: string
+  /** The provider's id of its response, when it gave one. */
+  readonly upstreamId?: string | null
+  /** ISO 8601 UTC. */
+  readonly createdAt: string
+  readonly streamed: boolean
+  readonly cancelled: boolean
+  readonly finishReason: string | null
+  readonly sessionId: string | null
+  readonly inputTokens: number
+  readonly cachedTokens: number
+  readonly cacheWriteTokens: number
+  readonly outputTokens: number
+  readonly reasoningTokens: number
+  /** USD. Also written to the spend ledger as this generation's spend. */
+  readonly totalCost: number
+  readonly isByok: boolean
+  /** Whole request, in milliseconds. */
+  readonly generationTimeMs: number
+  /** Time to the first token, in milliseconds; null when none came. */
+  readonly latencyMs: number | null
+  readonly status: GenerationStatus
+  readonly error?: GenerationError | null
+  /** Present only when the workspace logs content (the caller decides). */
+  readonly content?: GenerationContent | null
+}
+
+/** A generation as read back from the store (its content is read separately). */
+export type StoredGeneration = Omit<GenerationEntry, "content"> & { readonly hasContent: boolean }
+
+const ID_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+/** `gen-<unix seconds>-<20 random alphanumerics>`. */
+export const newGenerationId = (nowMs: number = Date.now()): string => {
+  const bytes = randomBytes(20)
+  let tail = ""
+  for (const b of bytes) tail += ID_ALPHABET[b % ID_ALPHABET.length]
+  return `gen-${Math.floor(nowMs / 1000)}-${tail}`
+}
+
+// ---- wire shapes ----
+
+export const GenerationIdParams = Schema.Struct({
+  id: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })),
+})
+
+const Message = Schema.Struct({ role: Schema.String, content: Schema.String })
+
+const ErrorDetail = Schema.Struct({
+  message: Schema.String,
+  status: Schema.Int,
+  provider_name: Schema.NullOr(Schema.String),
+  raw: Schema.Unknown,
+  previous_errors: Schema.Array(
+    Schema.Struct({
+      code: Schema.NullOr(Schema.Union(Schema.Int, Schema.String)),
+      message: Schema.String,
+      provider_name: Schema.NullOr(Schema.String),
+      raw: Schema.Unknown,
+    }),
+  ),
+})
+
+export const GenerationContentData = Schema.Struct({
+  data: Schema.Struct({
+    input: Schema.Union(Schema.Struct({ messages: Schema.Array(Message) }), Schema.Struct({ prompt: Schema.String })),
+    output: Schema.Struct({ completion: Schema.NullOr(Schema.String), reasoning: Schema.NullOr(Schema.String) }),
+    error: Schema.NullOr(ErrorDetail),
+  }),
+})
+export type GenerationContentData = typeof GenerationContentData.Type
+
+export const Generation = Schema.Struct({
+  id: Schema.String,
+  model: Schema.String,
+  upstream_model: Schema.String,
+  provider_name: Schema.String,
+  upstream_id: Schema.NullOr(Schema.String),
+  api_key_hash: Schema.String,
+  workspace_id: Schema.String,
+  created_at: Schema.String,
+  status: Schema.Literal("completed", "incomplete", "failed", "cancelled"),
+  total_cost: Schema.Number,
+  /** Same as total_cost (clients read either). */
+  usage: Schema.Number,
+  is_byok: Schema.Boolean,
+  tokens_prompt: Schema.Int,
+  tokens_completion: Schema.Int,
+  native_tokens_prompt: Schema.Int,
+  native_tokens_completion: Schema.Int,
+  native_tokens_reasoning: Schema.Int,
+  native_tokens_cached: Schema.Int,
+  native_tokens_cache_write: Schema.Int,
+  /** Milliseconds. */
+  generation_time: Schema.Int,
+  /** Milliseconds to the first token, or null. */
+  latency: Schema.NullOr(Schema.Int),
+  finish_reason: Schema.NullOr(Schema.String),
+  native_finish_reason: Schema.NullOr(Schema.String),
+  streamed: Schema.Boolean,
+  cancelled: Schema.Boolean,
+  session_id: Schema.NullOr(Schema.String),
+  external_user: Schema.NullOr(Schema.String),
+  has_content: Schema.Boolean,
+})
+export type Generation = typeof Generation.Type
+
+export const GenerationData = Schema.Struct({ data: Generation })
+
+/** The wire object of `GET /generation`. */
+export const generationView = (g: StoredGeneration): Generation => ({
+  id: g.id,
+  model: g.model,
+  upstream_model: g.upstreamModel,
+  provider_name: g.providerName,
+  upstream_id: g.upstreamId ?? null,
+  api_key_hash: g.keyHash,
+  workspace_id: g.workspaceId,
+  created_at: g.createdAt,
+  status: g.status,
+  total_cost: g.totalCost,
+  usage: g.totalCost,
+  is_byok: g.isByok,
+  // We count no tokens of our own: the normalized counts are the provider's.
+  tokens_prompt: g.inputTokens,
+  tokens_completion: g.outputTokens,
+  native_tokens_prompt: g.inputTokens,
+  native_tokens_completion: g.outputTokens,
+  native_tokens_reasoning: g.reasoningTokens,
+  native_tokens_cached: g.cachedTokens,
+  native_tokens_cache_write: g.cacheWriteTokens,
+  generation_time: g.generationTimeMs,
+  latency: g.latencyMs,
+  finish_reason: g.finishReason,
+  native_finish_reason: g.finishReason,
+  streamed: g.streamed,
+  cancelled: g.cancelled,
+  session_id: g.sessionId,
+  external_user: null,
+  has_content: g.hasContent,
+})
+
+/** The wire object of `GET /generation/content`: input, output and error, always all three. */
+export const contentView = (content: GenerationContent, error: GenerationError | null | undefined): GenerationContentData["data"] => ({
+  input:
+    "messages" in content.input
+      ? { messages: content.input.messages.map((m) => ({ role: m.role, content: m.content })) }
+      : { prompt: content.input.prompt },
+  output: { completion: content.output.completion, reasoning: content.output.reasoning },
+  error:
+    error == null
+      ? null
+      : {
+          message: error.message,
+          status: error.status,
+          provider_name: error.providerName,
+          raw: error.raw ?? null,
+          previous_errors: (error.previousErrors ?? []).map((p) => ({
+            code: p.code,
+            message: p.message,
+            provider_name: p.providerName,
+            raw: p.raw ?? null,
+          })),
+        },
+})

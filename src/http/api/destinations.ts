@@ -1,0 +1,36 @@
+/** Observability destinations: the contract's operation 8 plus create, list, update, delete. */
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import {
+  CreateDestinationPayload,
+  DestinationData,
+  DestinationIdPath,
+  DestinationList,
+  ListDestinationsParams,
+  UpdateDestinationPayload,
+} from "../../domain/destinations.js"
+import { Errors } from "../../domain/errors.js"
+import { Deleted } from "../../domain/keys.js"
+import { Authentication } from "./security.js"
+
+export class DestinationsApi extends HttpApiGroup.make("destinations")
+  .add(
+    HttpApiEndpoint.get("list", "/observability/destinations").setUrlParams(ListDestinationsParams).addSuccess(DestinationList),
+  )
+  .add(
+    HttpApiEndpoint.post("create", "/observability/destinations")
+      .setPayload(CreateDestinationPayload)
+      .addSuccess(DestinationData, { status: 201 }),
+  )
+  .add(HttpApiEndpoint.get("get", "/observability/destinations/:id").setPath(DestinationIdPath).addSuccess(DestinationData))
+  .add(
+    HttpApiEndpoint.patch("update", "/observability/destinations/:id")
+      .setPath(DestinationIdPath)
+      .setPayload(UpdateDestinationPayload)
+      .addSuccess(DestinationData),
+  )
+  .add(HttpApiEndpoint.del("delete", "/observability/destinations/:id").setPath(DestinationIdPath).addSuccess(Deleted))
+  .addError(Errors.BadRequest)
+  .addError(Errors.Forbidden)
+  .addError(Errors.NotFound)
+  .middleware(Authentication)
+  .prefix("/v1") {}

@@ -1,0 +1,44 @@
+/** Handlers of the destinations group: management keys only; they call Destinations, nothing more. */
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { requireManagement } from "../../services/Auth.js"
+import { Destinations } from "../../services/Destinations.js"
+import { GatewayApi } from "../Api.js"
+
+export const DestinationsLive = HttpApiBuilder.group(GatewayApi, "destinations", (handlers) =>
+  Effect.gen(function* () {
+    const destinations = yield* Destinations
+    return handlers
+      .handle("list", ({ urlParams }) =>
+        Effect.gen(function* () {
+          const p = yield* requireManagement
+          return { data: yield* destinations.list(p.userId, urlParams.workspace_id) }
+        }),
+      )
+      .handle("create", ({ payload }) =>
+        Effect.gen(function* () {
+          const p = yield* requireManagement
+          return { data: yield* destinations.create(p, payload) }
+        }),
+      )
+      .handle("get", ({ path }) =>
+        Effect.gen(function* () {
+          const p = yield* requireManagement
+          return { data: yield* destinations.get(p.userId, path.id) }
+        }),
+      )
+      .handle("update", ({ path, payload }) =>
+        Effect.gen(function* () {
+          const p = yield* requireManagement
+          return { data: yield* destinations.update(p.userId, path.id, payload) }
+        }),
+      )
+      .handle("delete", ({ path }) =>
+        Effect.gen(function* () {
+          const p = yield* requireManagement
+          yield* destinations.remove(p.userId, path.id)
+          return { deleted: true as const }
+        }),
+      )
+  }),
+)

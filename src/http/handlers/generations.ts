@@ -1,0 +1,54 @@
+/**
+ * Handlers of the generations group. Who may read what: a management key reads the
+ * generations of every workspace its user can use; an inference key reads only the
+ * generations made with itself (`GET /generation`); content is for management keys only.
+ * Anything else is 404, so existence does not leak.
+ */
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Option } from "effect"
+import { NotFound } from "../../domain/errors.js"
+import { contentView, generationView, type StoredGeneration } from "../../domain/generations.js"
+import { Principal, type PrincipalShape, requireManagement } from "../../services/Auth.js"
+import { GenerationStore } from "../../services/GenerationStore.js"
+import { Users } from "../../services/Users.js"
+import { GatewayApi } from "../Api.js"
+
+const notFound = (id: string) => new NotFound({ message: `Generation ${id} not found` })
+
+export const GenerationsLive = HttpApiBuilder.group(GatewayApi, "generations", (handlers) =>
+  Effect.gen(function* () {
+    const generations = yield* GenerationStore
+    const users = yield* Users
+
+    const mayRead = (p: PrincipalShape, g: StoredGeneration) =>
+      p.isManagement ? users.canUseWorkspace(p.userId, g.workspaceId) : Effect.succeed(g.keyHash === p.hash)
+
+    const visible = (p: PrincipalShape, id: string) =>
+      Effect.gen(function* () {
+        const found = yield* generations.get(id)
+        if (Option.isNone(found) || !(yield* mayRead(p, found.value))) return yield* notFound(id)
+        return found.value
+      })
+
+    return handlers
+      .handle("get", ({ urlParams }) =>
+        Effect.gen(function* () {
+          const p = yield* Principal
+          return { data: generationView(yield* visible(p, urlParams.id)) }
+        }),
+      )
+      .handle("content", ({ urlParams }) =>
+        Effect.gen(function* () {
+          const p = yield* requireManagement
+          const generation = yield* visible(p, urlParams.id)
+          const content = yield* generations.getContent(generation.id)
+          if (Option.isNone(content)) {
+            return yield* new NotFound({
+              message: `Content of generation ${generation.id} was not stored (its workspace does not log prompts and completions)`,
+            })
+          }
+          return { data: contentView(content.value, generation.error) }
+        }),
+      )
+  }),
+)

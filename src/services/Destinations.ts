@@ -1,0 +1,277 @@
+/**
+ * Observability destinations: CRUD with tenancy (a destination belongs to a workspace; a user
+ * sees those of the workspaces it owns or is a member of), config validated per kind, secret
+ * config values sealed at rest (Secrets) and masked on the way out.
+ */
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, Either, Option } from "effect"
+import {
+  type CreateDestinationPayload,
+  type Destination,
+  type DestinationConfig,
+  type DestinationType,
+  decodeConfig,
+  type FilterRules,
+  maskConfig,
+  mergeConfig,
+  SECRET_FIELDS,
+  SECRET_MAPS,
+  type UpdateDestinationPayload,
+} from "../domain/destinations.js"
+import { BadRequest, NotFound } from "../domain/errors.js"
+import { KeyStore } from "./KeyStore.js"
+import { Secrets } from "./secrets.js"
+import { Users } from "./Users.js"
+
+interface DestinationRow {
+  readonly id: string
+  readonly workspace_id: string
+  readonly created_by: string
+  readonly name: string
+  readonly type: DestinationType
+  readonly enabled: number
+  readonly privacy_mode: number
+  readonly sampling_rate: number
+  readonly api_key_hashes: string | null
+  readonly filter_rules: string | null
+  readonly config: string
+  readonly regions: string
+  readonly broadcast_generation_cost: number
+  readonly broadcast_generation_identity: number
+  readonly broadcast_generation_request_context: number
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+/** The caller, as far as destinations care. */
+export interface DestinationCaller {
+  readonly userId: string
+  /** The calling key's workspace: the default for a new destination. */
+  readonly workspaceId: string
+}
+
+/** A destination with its config in plain text, for delivery (never for a response). */
+export type ResolvedDestination = Omit<Destination, "config"> & { readonly config: DestinationConfig }
+
+const bit = (b: boolean) => (b ? 1 : 0)
+
+const notFound = (id: string) => new NotFound({ message: `Observability destination ${id} not found` })
+
+export class Destinations extends Effect.Service<Destinations>()("Destinations", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const secrets = yield* Secrets
+    const users = yield* Users
+    const keys = yield* KeyStore
+
+    const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
+
+    /** Secret values sealed one by one (a random IV each), the rest as is. */
+    const sealConfig = (type: DestinationType, config: DestinationConfig): DestinationConfig =>
+      Object.fromEntries(
+        Object.entries(config).map(([key, value]) => {
+          if (typeof value === "string") return [key, SECRET_FIELDS[type].includes(key) ? secrets.seal(value) : value]
+          if (SECRET_MAPS[type].includes(key)) {
+            return [key, Object.fromEntries(Object.entries(value).map(([name, v]) => [name, secrets.seal(v)]))]
+          }
+          return [key, value]
+        }),
+      )
+
+    const openValue = (value: string) => (secrets.isSealed(value) ? secrets.open(value) : Either.right(value))
+
+    /** The stored config in plain text, or the first value that cannot be decrypted. */
+    const openConfig = (row: DestinationRow) => {
+      const stored = JSON.parse(row.config) as DestinationConfig
+      const out: Record<string, string | Record<string, string>> = {}
+      for (const [key, value] of Object.entries(stored)) {
+        if (typeof value === "string") {
+          const plain = openValue(value)
+          if (Either.isLeft(plain)) return Either.left(plain.left)
+          out[key] = plain.right
+        } else {
+          const map: Record<string, string> = {}
+          for (const [name, v] of Object.entries(value)) {
+            const plain = openValue(v)
+            if (Either.isLeft(plain)) return Either.left(plain.left)
+            map[name] = plain.right
+          }
+          out[key] = map
+        }
+      }
+      return Either.right(out as DestinationConfig)
+    }
+
+    const plainConfig = (row: DestinationRow) =>
+      Either.match(openConfig(row), {
+        onLeft: (e) => Effect.die(new Error(`Observability destination ${row.id}: ${e.message}`)),
+        onRight: Effect.succeed,
+      })
+
+    const base = (row: DestinationRow) => ({
+      id: row.id,
+      workspace_id: row.workspace_id,
+      name: row.name,
+      type: row.type,
+      enabled: Number(row.enabled) === 1,
+      privacy_mode: Number(row.privacy_mode) === 1,
+      sampling_rate: Number(row.sampling_rate),
+      api_key_hashes: row.api_key_hashes === null ? null : (JSON.parse(row.api_key_hashes) as Array<string>),
+      filter_rules: row.filter_rules === null ? null : (JSON.parse(row.filter_rules) as FilterRules),
+      regions: JSON.parse(row.regions) as Destination["regions"],
+      broadcast_generation_cost: Number(row.broadcast_generation_cost) === 1,
+      broadcast_generation_identity: Number(row.broadcast_generation_identity) === 1,
+      broadcast_generation_request_context: Number(row.broadcast_generation_request_context) === 1,
+      created_at: row.created_at,
+      updated_at: row.updated_at,
+    })
+
+    /** The wire object: secrets masked. A secret that cannot be decrypted shows fully masked (and is logged). */
+    const view = (row: DestinationRow): Effect.Effect<Destination> =>
+      Either.match(openConfig(row), {
+        onRight: (config) => Effect.succeed({ ...base(row), config: maskConfig(row.type, config) }),
+        onLeft: (e) =>
+          Effect.as(Effect.logWarning(`Observability destination ${row.id}: ${e.message}`), {
+            ...base(row),
+            config: maskConfig(row.type, JSON.parse(row.config) as DestinationConfig),
+          }),
+      })
+
+    const load = (id: string) =>
+      sql<DestinationRow>`SELECT * FROM observability_destinations WHERE id = ${id}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie,
+      )
+
+    /** The row, if the user may see it; otherwise 404 (existence does not leak). */
+    const visible = (userId: string, id: string) =>
+      Effect.gen(function* () {
+        const row = yield* load(id)
+        if (Option.isNone(row) || !(yield* users.canUseWorkspace(userId, row.value.workspace_id))) {
+          return yield* notFound(id)
+        }
+        return row.value
+      })
+
+    const checkKeyHashes = (userId: string, hashes: ReadonlyArray<string> | null | undefined) =>
+      Effect.forEach(
+        hashes ?? [],
+        (hash, i) =>
+          Effect.flatMap(keys.findForUser(userId, hash), (row) =>
+            Option.isSome(row)
+              ? Effect.void
+              : Effect.fail(new BadRequest({ message: `Invalid request: api_key_hashes[${i}]: ${hash} is not one of your API keys` })),
+          ),
+        { discard: true },
+      )
+
+    const create = (caller: DestinationCaller, payload: CreateDestinationPayload) =>
+      Effect.gen(function* () {
+        const workspaceId = payload.workspace_id ?? caller.workspaceId
+        if (payload.workspace_id !== undefined && !(yield* users.canUseWorkspace(caller.userId, workspaceId))) {
+          return yield* new NotFound({ message: `Workspace ${workspaceId} not found` })
+        }
+        const config = yield* decodeConfig(payload.type, payload.config)
+        yield* checkKeyHashes(caller.userId, payload.api_key_hashes)
+        const id = crypto.randomUUID()
+        const now = yield* nowIso
+        yield* sql`INSERT INTO observability_destinations ${sql.insert({
+          id,
+          workspace_id: workspaceId,
+          created_by: caller.userId,
+          name: payload.name,
+          type: payload.type,
+          enabled: bit(payload.enabled ?? true),
+          privacy_mode: bit(payload.privacy_mode ?? false),
+          sampling_rate: payload.sampling_rate ?? 1,
+          api_key_hashes: payload.api_key_hashes == null ? null : JSON.stringify(payload.api_key_hashes),
+          filter_rules: payload.filter_rules == null ? null : JSON.stringify(payload.filter_rules),
+          config: JSON.stringify(sealConfig(payload.type, config)),
+          regions: JSON.stringify(payload.regions ?? ["global"]),
+          broadcast_generation_cost: bit(payload.broadcast_generation_cost ?? true),
+          broadcast_generation_identity: bit(payload.broadcast_generation_identity ?? true),
+          broadcast_generation_request_context: bit(payload.broadcast_generation_request_context ?? true),
+          created_at: now,
+          updated_at: now,
+        })}`.pipe(Effect.orDie)
+        return yield* view(Option.getOrThrow(yield* load(id)))
+      })
+
+    /** The destinations of every workspace the user can use, or of one of them. */
+    const list = (userId: string, workspaceId?: string) =>
+      Effect.gen(function* () {
+        if (workspaceId !== undefined && !(yield* users.canUseWorkspace(userId, workspaceId))) {
+          return yield* new NotFound({ message: `Workspace ${workspaceId} not found` })
+        }
+        const rows = yield* sql<DestinationRow>`SELECT d.* FROM observability_destinations d
+          WHERE d.workspace_id IN (
+            SELECT w.id FROM workspaces w WHERE w.owner_user_id = ${userId}
+            UNION SELECT m.workspace_id FROM workspace_members m WHERE m.user_id = ${userId})
+          ${workspaceId === undefined ? sql`` : sql`AND d.workspace_id = ${workspaceId}`}
+          ORDER BY d.created_at, d.id`.pipe(Effect.orDie)
+        return yield* Effect.forEach(rows, view)
+      })
+
+    const get = (userId: string, id: string) => Effect.flatMap(visible(userId, id), view)
+
+    const update = (userId: string, id: string, payload: UpdateDestinationPayload) =>
+      Effect.gen(function* () {
+        const row = yield* visible(userId, id)
+        const type = payload.type ?? row.type
+        const sets = [sql`updated_at = ${yield* nowIso}`]
+        if (payload.config !== undefined || type !== row.type) {
+          // Another kind starts from an empty config: the old kind's keys and secrets do not carry over.
+          const stored = type === row.type ? yield* plainConfig(row) : {}
+          const config = yield* decodeConfig(type, mergeConfig(type, stored, payload.config ?? {}))
+          sets.push(sql`type = ${type}`, sql`config = ${JSON.stringify(sealConfig(type, config))}`)
+        }
+        if (payload.api_key_hashes !== undefined) {
+          yield* checkKeyHashes(userId, payload.api_key_hashes)
+          sets.push(sql`api_key_hashes = ${payload.api_key_hashes === null ? null : JSON.stringify(payload.api_key_hashes)}`)
+        }
+        if (payload.name !== undefined) sets.push(sql`name = ${payload.name}`)
+        if (payload.enabled !== undefined) sets.push(sql`enabled = ${bit(payload.enabled)}`)
+        if (payload.privacy_mode !== undefined) sets.push(sql`privacy_mode = ${bit(payload.privacy_mode)}`)
+        if (payload.sampling_rate !== undefined) sets.push(sql`sampling_rate = ${payload.sampling_rate}`)
+        if (payload.filter_rules !== undefined) {
+          sets.push(sql`filter_rules = ${payload.filter_rules === null ? null : JSON.stringify(payload.filter_rules)}`)
+        }
+        if (payload.regions !== undefined) sets.push(sql`regions = ${JSON.stringify(payload.regions)}`)
+        if (payload.broadcast_generation_cost !== undefined) {
+          sets.push(sql`broadcast_generation_cost = ${bit(payload.broadcast_generation_cost)}`)
+        }
+        if (payload.broadcast_generation_identity !== undefined) {
+          sets.push(sql`broadcast_generation_identity = ${bit(payload.broadcast_generation_identity)}`)
+        }
+        if (payload.broadcast_generation_request_context !== undefined) {
+          sets.push(sql`broadcast_generation_request_context = ${bit(payload.broadcast_generation_request_context)}`)
+        }
+        yield* sql`UPDATE observability_destinations SET ${sql.csv(sets)} WHERE id = ${row.id}`.pipe(Effect.orDie)
+        return yield* view(Option.getOrThrow(yield* load(row.id)))
+      })
+
+    const remove = (userId: string, id: string) =>
+      Effect.gen(function* () {
+        const row = yield* visible(userId, id)
+        yield* sql`DELETE FROM observability_destinations WHERE id = ${row.id}`.pipe(Effect.orDie)
+      })
+
+    const resolve = (row: DestinationRow) =>
+      Effect.map(plainConfig(row), (config): ResolvedDestination => ({ ...base(row), config }))
+
+    /** One destination with its secrets in plain text (delivery), whoever owns it. */
+    const resolved = (id: string) =>
+      Effect.flatMap(load(id), (row) => (Option.isNone(row) ? Effect.succeed(Option.none()) : Effect.asSome(resolve(row.value))))
+
+    /** The enabled destinations of a workspace, secrets in plain text (delivery). */
+    const enabledFor = (workspaceId: string) =>
+      Effect.flatMap(
+        sql<DestinationRow>`SELECT * FROM observability_destinations WHERE workspace_id = ${workspaceId} AND enabled = 1
+          ORDER BY created_at, id`.pipe(Effect.orDie),
+        (rows) => Effect.forEach(rows, resolve),
+      )
+
+    return { create, list, get, update, remove, resolved, enabledFor } as const
+  }),
+  dependencies: [Secrets.Default, Users.Default, KeyStore.Default],
+}) {}
