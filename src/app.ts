@@ -2,25 +2,45 @@
  * The service graph, composed once: main.ts runs it with live config, tests with theirs.
  * Both planes of the server share this one runtime (one Auth, one key cache, one store).
  */
-import { HttpApiBuilder, HttpServer } from "@effect/platform"
+import { HttpApiBuilder, HttpRouter, HttpServer } from "@effect/platform"
 import { Layer, RuntimeFlags } from "effect"
-import { GatewayConfig } from "./config/Config.js"
+import type { GatewayConfig } from "./config/Config.js"
 import { GatewayApi } from "./http/Api.js"
 import { AuthenticationLive } from "./http/api/security.js"
 import { ErrorMappingLive } from "./http/errors.js"
 import { HealthLive } from "./http/handlers/health.js"
 import { KeysLive } from "./http/handlers/keys.js"
+import { GenerationsLive } from "./http/handlers/generations.js"
+import { DestinationsLive } from "./http/handlers/destinations.js"
+import { WorkspacesLive } from "./http/handlers/workspaces.js"
+import { PresetsLive } from "./http/handlers/presets.js"
+import { Router } from "./routing/Router.js"
 import { Auth } from "./services/Auth.js"
+import { Catalog } from "./services/Catalog.js"
+import { ContentPolicy } from "./services/ContentPolicy.js"
+import { Spend } from "./services/Spend.js"
 import { KeyStore } from "./services/KeyStore.js"
+import { GenerationStore } from "./services/GenerationStore.js"
+import { Destinations } from "./services/Destinations.js"
+import { Secrets } from "./services/secrets.js"
+import { PresetStore } from "./services/PresetStore.js"
 import { Users } from "./services/Users.js"
+import { WorkspaceStore } from "./services/WorkspaceStore.js"
 import { StoreLive } from "./store/Store.js"
 
 /** Domain services over the store. */
-export const ServicesLayer = Layer.mergeAll(Auth.Default, KeyStore.Default, Users.Default)
+export const ServicesLayer = Layer.mergeAll(Auth.Default, KeyStore.Default, Users.Default,
+  GenerationStore.Default, Secrets.Default, Destinations.Default, WorkspaceStore.Default, PresetStore.Default,
+  // The data plane: catalog, routing, money, content policy.
+  Catalog.Live,
+  Router.Default.pipe(Layer.provide(Catalog.Live)),
+  Spend.Default,
+  ContentPolicy.Default,
+)
 
 /** The control plane's HttpApi with its handlers and middleware. */
 export const ControlPlaneLayer = HttpApiBuilder.api(GatewayApi).pipe(
-  Layer.provide([KeysLive, HealthLive]),
+  Layer.provide([KeysLive, GenerationsLive, DestinationsLive, WorkspacesLive, HealthLive, PresetsLive]),
   Layer.provide(AuthenticationLive),
 )
 
@@ -37,5 +57,8 @@ export const appLayer = (config: Layer.Layer<GatewayConfig, unknown>) => {
     // No server spans or per-fiber runtime metrics unless traces are exported (DESIGN §4).
     Layer.setTracerEnabled(false),
     RuntimeFlags.disableRuntimeMetrics,
+    // The router's default (100) would turn a long path parameter into "No such endpoint"
+    // instead of a 400 naming the parameter (e.g. a 101-character preset slug).
+    HttpRouter.setRouterConfig({ maxParamLength: 1024 }),
   ).pipe(Layer.provideMerge(services), Layer.provideMerge(config))
 }

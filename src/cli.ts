@@ -9,10 +9,11 @@ import { GatewayConfig } from "./config/Config.js"
 import { startServer } from "./http/server.js"
 import { KeyStore, type KeyRow } from "./services/KeyStore.js"
 import { newUserId, Users } from "./services/Users.js"
+import { type MemberRow, WorkspaceStore } from "./services/WorkspaceStore.js"
 import { clientLayer, migrate, StoreLive } from "./store/Store.js"
 
 /** Services over the configured store, for commands that do not serve. */
-const storeServices = Layer.mergeAll(KeyStore.Default, Users.Default).pipe(
+const storeServices = Layer.mergeAll(KeyStore.Default, Users.Default, WorkspaceStore.Default).pipe(
   Layer.provideMerge(StoreLive),
   Layer.provide(GatewayConfig.fromEnv),
 )
@@ -138,8 +139,89 @@ const credits = Command.make("credits").pipe(
   Command.withDescription("Manage account credits"),
 )
 
+/** A refusal of the members commands: one line on stderr and a non-zero exit. */
+const refuse = (message: string) =>
+  Effect.zipRight(
+    Console.error(`gateway: ${message}`),
+    Effect.sync(() => {
+      process.exitCode = 1
+    }),
+  )
+
+/** The one workspace --workspace names: its id, or a slug that only one workspace has. */
+const oneWorkspace = (ref: string) =>
+  Effect.gen(function* () {
+    const found = yield* (yield* WorkspaceStore).findAny(ref)
+    if (found.length === 1) return Option.some(found[0])
+    yield* refuse(
+      found.length === 0 ? `no workspace ${ref}` : `${found.length} workspaces have the slug '${ref}'; pass the workspace id`,
+    )
+    return Option.none()
+  })
+
+const describeMember = (m: MemberRow) =>
+  [m.user_id, m.role, m.is_scim ? "scim" : "not-scim", m.created_at].join("  ")
+
+const workspaceOption = Options.text("workspace").pipe(Options.withDescription("Workspace id (or a slug only one workspace has)"))
+const userOption = Options.text("user").pipe(Options.withDescription("User id"))
+
+const membersAdd = Command.make(
+  "add",
+  {
+    workspace: workspaceOption,
+    user: userOption,
+    scim: Options.boolean("scim").pipe(Options.withDescription("Mark the member as provisioned through SCIM")),
+    role: Options.choice("role", ["admin", "member"]).pipe(Options.withDefault("member" as const)),
+  },
+  ({ workspace, user, scim, role }) =>
+    Effect.gen(function* () {
+      const ws = yield* oneWorkspace(workspace)
+      if (Option.isNone(ws)) return
+      const store = yield* WorkspaceStore
+      const { added, members } = yield* store.addMembers(ws.value.id, [user], { role, scim })
+      if (added === 0 && scim) yield* store.setScim(ws.value.id, user, true)
+      const member = (yield* store.members(ws.value.id)).find((m) => m.user_id === user) ?? members[0]
+      yield* Console.log(`${added === 1 ? "Added" : "Already a member"}: ${describeMember(member)}`)
+    }).pipe(Effect.provide(storeServices)),
+).pipe(Command.withDescription("Add a user to a workspace (a new user is created)"))
+
+const membersSetScim = Command.make(
+  "set-scim",
+  {
+    workspace: workspaceOption,
+    user: userOption,
+    on: Options.boolean("on").pipe(Options.withDescription("Provisioned through SCIM (cannot be removed by the API)")),
+    off: Options.boolean("off").pipe(Options.withDescription("Not provisioned through SCIM")),
+  },
+  ({ workspace, user, on, off }) =>
+    Effect.gen(function* () {
+      if (on === off) return yield* refuse("pass exactly one of --on and --off")
+      const ws = yield* oneWorkspace(workspace)
+      if (Option.isNone(ws)) return
+      const store = yield* WorkspaceStore
+      if (!(yield* store.setScim(ws.value.id, user, on))) {
+        return yield* refuse(`${user} is not a member of workspace ${ws.value.id}`)
+      }
+      yield* Console.log(`${user} in ${ws.value.id}: SCIM ${on ? "on" : "off"}`)
+    }).pipe(Effect.provide(storeServices)),
+).pipe(Command.withDescription("Mark or unmark a membership as provisioned through SCIM"))
+
+const membersList = Command.make("list", { workspace: workspaceOption }, ({ workspace }) =>
+  Effect.gen(function* () {
+    const ws = yield* oneWorkspace(workspace)
+    if (Option.isNone(ws)) return
+    const rows = yield* (yield* WorkspaceStore).members(ws.value.id)
+    for (const m of rows) yield* Console.log(describeMember(m))
+  }).pipe(Effect.provide(storeServices)),
+).pipe(Command.withDescription("List a workspace's members (user, role, SCIM flag, since)"))
+
+const members = Command.make("members").pipe(
+  Command.withSubcommands([membersAdd, membersSetScim, membersList]),
+  Command.withDescription("Manage workspace members (and their SCIM flag)"),
+)
+
 export const cli = Command.make("gateway").pipe(
-  Command.withSubcommands([serve, migrateCommand, keys, credits]),
+  Command.withSubcommands([serve, migrateCommand, keys, credits, members]),
   Command.withDescription("A model-routing gateway for the Responses API"),
 )
 

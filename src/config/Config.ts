@@ -2,7 +2,7 @@
  * Settings from env plus the optional JSON config file, decoded once at start.
  * Every variable is listed in the README's configuration table.
  */
-import { Config, ConfigError, Context, Data, Effect, Either, Layer, Option, ParseResult, Redacted } from "effect"
+import { Config, ConfigError, Context, Data, Effect, Either, Layer, Option, ParseResult, type Redacted } from "effect"
 import demo from "../../config/demo.json" with { type: "json" }
 import { describeParseError } from "../domain/validation.js"
 import { checkReferences, ConfigFile } from "./file.js"
@@ -22,6 +22,8 @@ export interface Settings {
   /** Our own deadline for one model request (408 when exceeded). */
   readonly requestTimeoutMs: number
   readonly creditsEnforced: boolean
+  /** While a stream waits this long for its first token, a `: keep-alive` comment is sent. */
+  readonly streamKeepAliveMs: number
   readonly logLevel: "debug" | "info" | "warn" | "error" | "none"
 }
 
@@ -83,6 +85,7 @@ const loadSettings = Effect.gen(function* () {
   const secretKey = yield* Config.option(Config.redacted("GATEWAY_SECRET_KEY"))
   const maxBodyEnv = yield* Config.option(Config.integer("GATEWAY_MAX_BODY_BYTES"))
   const timeoutEnv = yield* Config.option(Config.integer("GATEWAY_REQUEST_TIMEOUT_MS"))
+  const keepAliveMs = yield* Config.integer("GATEWAY_STREAM_KEEPALIVE_MS").pipe(Config.withDefault(15_000))
   const logLevel = yield* Config.literal("debug", "info", "warn", "error", "none")("GATEWAY_LOG_LEVEL").pipe(
     Config.withDefault("info" as const),
   )
@@ -99,6 +102,7 @@ const loadSettings = Effect.gen(function* () {
     maxBodyBytes: Option.getOrElse(maxBodyEnv, () => catalog.server?.max_body_bytes ?? 10 * 1024 * 1024),
     requestTimeoutMs: Option.getOrElse(timeoutEnv, () => catalog.server?.request_timeout_ms ?? 600_000),
     creditsEnforced: catalog.credits?.enforce ?? false,
+    streamKeepAliveMs: keepAliveMs,
     logLevel,
   } satisfies Settings
 }).pipe(
@@ -122,6 +126,7 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   maxBodyBytes: 10 * 1024 * 1024,
   requestTimeoutMs: 600_000,
   creditsEnforced: false,
+  streamKeepAliveMs: 15_000,
   logLevel: "none",
   ...overrides,
 })

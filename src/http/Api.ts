@@ -6,10 +6,18 @@ import { HttpApi, OpenApi } from "@effect/platform"
 import { Errors } from "../domain/errors.js"
 import { HealthApi } from "./api/health.js"
 import { KeysApi } from "./api/keys.js"
+import { GenerationsApi } from "./api/generations.js"
+import { DestinationsApi } from "./api/destinations.js"
+import { WorkspacesApi } from "./api/workspaces.js"
+import { PresetsApi } from "./api/presets.js"
 
 export class GatewayApi extends HttpApi.make("gateway")
   .add(HealthApi)
   .add(KeysApi)
+  .add(GenerationsApi)
+  .add(DestinationsApi)
+  .add(WorkspacesApi)
+  .add(PresetsApi)
   // Every error class is declared once here so any of them encodes to the envelope.
   .addError(Errors.BadRequest)
   .addError(Errors.Unauthorized)

@@ -5,11 +5,12 @@
  * are refused with 413 before they are read.
  */
 import { HttpApi, HttpApiBuilder, HttpApp, OpenApi } from "@effect/platform"
-import { Context, type Layer, ManagedRuntime } from "effect"
+import { Context, Effect, type Layer, ManagedRuntime } from "effect"
 import { appLayer } from "../app.js"
 import { GatewayConfig } from "../config/Config.js"
 import { errorResponse, InternalError, NotFound } from "../domain/errors.js"
 import { bootstrap } from "../services/bootstrap.js"
+import { GenerationStore } from "../services/GenerationStore.js"
 import { GatewayApi } from "./Api.js"
 import { checkJsonContentType, hasBody, readCapped, tooLarge } from "./body.js"
 import { makeResponsesRoute } from "./responses/route.js"
@@ -68,14 +69,14 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     GET: () => new Response(openapi, { headers: { "content-type": "application/json" } }),
   }
   known.push({ pattern: patternOf("/v1/openapi.json"), methods: ["GET"] })
-  const responses = makeResponsesRoute(rt, max)
+  const responses = makeResponsesRoute(rt, { settings })
   routes["/v1/responses"] = {
     POST: async (req) => {
       if (hasBody(req)) {
         const type = checkJsonContentType(req)
         if (type !== undefined) return errorResponse(type)
       }
-      return responses(req)
+      return responses.handle(req)
     },
   }
   known.push({ pattern: patternOf("/v1/responses"), methods: ["POST"] })
@@ -111,8 +112,14 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     settings,
     runtime,
     createdSecret: booted.createdSecret,
+    /** Waits for in-flight settlements, then makes every queued generation record durable. */
+    drain: async () => {
+      await responses.drain()
+      await runtime.runPromise(Effect.flatMap(GenerationStore, (g) => g.flush))
+    },
     stop: async () => {
       await server.stop(true)
+      await responses.drain()
       await runtime.dispose()
     },
   }

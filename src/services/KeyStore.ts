@@ -165,6 +165,10 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
           sets.push(sql`include_byok_in_limit = ${bool(patch.includeByokInLimit)}`)
         if (patch.limit !== undefined) sets.push(sql`limit_usd = ${patch.limit}`)
         if (patch.limitReset !== undefined) sets.push(sql`limit_reset = ${patch.limitReset}`)
+        // A changed limit policy: the next reservation recounts the window from the ledger.
+        if (patch.limit !== undefined || patch.limitReset !== undefined || patch.includeByokInLimit !== undefined) {
+          sets.push(sql`window_start = NULL`)
+        }
         yield* sql`UPDATE api_keys SET ${sql.csv(sets)} WHERE hash = ${hash} AND deleted = 0`
         cache.delete(hash)
         return Option.getOrThrow(yield* loadByHash(hash))

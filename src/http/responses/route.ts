@@ -1,35 +1,402 @@
 /**
- * POST /v1/responses, the data plane: a native Bun route. It parses, asks the runtime once
- * for a decision, and streams. (Placeholder until the responses path lands: authenticates,
- * reads the body under the cap, then 501.)
+ * POST /v1/responses, the data plane: a native Bun route (DESIGN §4). One runtime call decides
+ * (auth, decode, route, reserve); the upstream call, failover before the first byte and the
+ * per-chunk relay are plain code (an Effect Stream step costs 15-20 µs per chunk); one more
+ * runtime call, off the response's critical path, settles the reservation and records the
+ * generation.
  */
-import { Effect, Either, type Runtime } from "effect"
-import { BadRequest, errorResponse, NotImplemented } from "../../domain/errors.js"
-import { Auth } from "../../services/Auth.js"
+import { Context, Effect, Either, Exit, Option, Runtime } from "effect"
+import type { Settings } from "../../config/Config.js"
+import { type ApiError, errorHeaders, envelopeOf, RequestTimeout } from "../../domain/errors.js"
+import { costOf, estimateTokens } from "../../domain/pricing.js"
+import { providerFor } from "../../providers/index.js"
+import { ProviderError, type UpstreamCall, type Usage } from "../../providers/types.js"
+import { Router } from "../../routing/Router.js"
+import type { Endpoint } from "../../services/Catalog.js"
+import { newGenerationId } from "../../domain/generations.js"
+import { GenerationStore } from "../../services/GenerationStore.js"
+import { Spend } from "../../services/Spend.js"
 import { readCapped, tooLarge } from "../body.js"
+import { debugChunk, KEEP_ALIVE } from "./sse.js"
+import { ResponseAssembler, resultBaseOf } from "./assembler.js"
+import { storedInput } from "./content.js"
+import { type Prepared, prepare } from "./prepare.js"
+import { toNormalizedRequest } from "./normalize.js"
+import { apiErrorOf, asProviderError, failureCodeOf, isRetryable } from "./upstream-errors.js"
 
-export const makeResponsesRoute = (runtime: Runtime.Runtime<Auth>, maxBodyBytes: number) => {
-  const authenticate = (req: Request) =>
-    Effect.runPromise(
-      Effect.either(
-        Effect.provide(
-          Effect.flatMap(Auth, (auth) => auth.authenticateHeader(req.headers.get("authorization"))),
-          runtime.context,
-        ),
-      ),
-    )
-  return async (req: Request): Promise<Response> => {
-    const declared = req.headers.get("content-length")
-    if (declared !== null && Number(declared) > maxBodyBytes) return errorResponse(tooLarge(maxBodyBytes))
-    const principal = await authenticate(req)
-    if (Either.isLeft(principal)) return errorResponse(principal.left)
-    const bytes = await readCapped(req, maxBodyBytes)
-    if (!(bytes instanceof Uint8Array)) return errorResponse(bytes)
-    try {
-      JSON.parse(new TextDecoder().decode(bytes))
-    } catch {
-      return errorResponse(new BadRequest({ message: "Malformed JSON in the request body" }))
+type Services = Effect.Effect.Context<ReturnType<typeof prepare>> | GenerationStore | Spend
+
+export interface ResponsesRouteOptions {
+  readonly settings: Settings
+}
+
+interface Attempt {
+  readonly model: string
+  readonly provider: string
+  readonly status: number
+}
+
+/** What happened to one request, for settlement and the generation record. */
+interface Outcome {
+  readonly endpoint: Endpoint | undefined
+  readonly assembler: ResponseAssembler | undefined
+  readonly status: "completed" | "incomplete" | "failed" | "cancelled"
+  readonly error?: { readonly message: string; readonly status: number }
+  readonly firstTokenAt: number | undefined
+}
+
+const encoder = new TextEncoder()
+const JSON_HEADERS = { "content-type": "application/json" }
+
+const errorResponseWith = (e: ApiError, extraHeaders: Record<string, string>) =>
+  new Response(JSON.stringify(envelopeOf(e)), {
+    status: e.status,
+    headers: { ...JSON_HEADERS, ...errorHeaders(e), ...extraHeaders },
+  })
+
+const metadataEnabled = (headers: Headers) => {
+  const v = headers.get("x-service-metadata") ?? headers.get("x-service-experimental-metadata")
+  return v !== null && v.toLowerCase() === "enabled"
+}
+
+/** The HTTP-ish status an attempt ended with, for `service_metadata.attempts`. */
+const statusOfFailure = (e: ProviderError) =>
+  e.upstreamStatus ?? (e.kind === "timeout" ? 524 : e.kind === "overloaded" ? 529 : e.kind === "rate_limited" ? 429 : 502)
+
+class DeadlineExceeded extends Error {}
+
+export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: ResponsesRouteOptions) => {
+  const { settings } = options
+  const maxBody = settings.maxBodyBytes
+  // While waiting long for the first token, a comment line keeps proxies from closing the stream.
+  const keepAliveMs = settings.streamKeepAliveMs
+  const runExit = Runtime.runPromiseExit(runtime)
+  const runPromise = Runtime.runPromise(runtime)
+  // Attempt outcomes go back to the router as plain calls (health, rolling stats, sticky sessions).
+  const router = Context.get(runtime.context, Router)
+  // Settlements and records in flight, so shutdown and tests can wait for them (drain).
+  const pending = new Set<Promise<void>>()
+
+  /** Settles the reservation with the actual cost and enqueues the generation record. Never throws. */
+  const finalize = (prepared: Prepared, generationId: string, startedAt: number, streamed: boolean, outcome: Outcome) => {
+    const { assembler, endpoint } = outcome
+    const produced = (assembler?.completionText.length ?? 0) + (assembler?.reasoningText.length ?? 0)
+    const usage: Usage = assembler?.usage ?? {
+      // No usage from upstream (aborted or failed mid-way): charge the estimate of what was produced.
+      inputTokens: endpoint === undefined ? 0 : prepared.estimatedInputTokens,
+      cachedTokens: 0,
+      cacheWriteTokens: 0,
+      outputTokens: produced === 0 ? 0 : estimateTokens(produced),
+      reasoningTokens: 0,
     }
-    return errorResponse(new NotImplemented({ message: "POST /v1/responses is not implemented yet" }))
+    const cost = endpoint === undefined ? 0 : costOf(endpoint.pricing, usage)
+    const isByok = endpoint?.isByok ?? false
+    const now = Date.now()
+    const program = Effect.gen(function* () {
+      const spend = yield* Spend
+      if (Option.isSome(prepared.reservation)) {
+        const countsForKey = !isByok || prepared.principal.key.include_byok_in_limit === 1
+        yield* spend.settle(prepared.reservation.value, countsForKey ? cost : 0)
+      }
+      if (endpoint === undefined) return
+      const generations = yield* GenerationStore
+      yield* generations.record({
+        id: generationId,
+        keyHash: prepared.principal.hash,
+        userId: prepared.principal.userId,
+        workspaceId: prepared.principal.workspaceId,
+        model: endpoint.modelId,
+        providerName: endpoint.provider.id,
+        upstreamModel: endpoint.upstreamModel,
+        createdAt: new Date(startedAt).toISOString(),
+        streamed,
+        cancelled: outcome.status === "cancelled",
+        finishReason: assembler?.finishReason ?? null,
+        sessionId: prepared.sessionId,
+        inputTokens: usage.inputTokens,
+        cachedTokens: usage.cachedTokens,
+        cacheWriteTokens: usage.cacheWriteTokens,
+        outputTokens: usage.outputTokens,
+        reasoningTokens: usage.reasoningTokens,
+        totalCost: cost,
+        isByok,
+        generationTimeMs: Math.round(now - startedAt),
+        latencyMs: outcome.firstTokenAt === undefined ? null : Math.round(outcome.firstTokenAt - startedAt),
+        status: outcome.status,
+        ...(outcome.error
+          ? { error: { message: outcome.error.message, status: outcome.error.status, providerName: endpoint.provider.id } }
+          : {}),
+        ...(prepared.storeContent
+          ? {
+              content: {
+                input: storedInput(prepared.request),
+                output: {
+                  completion: assembler?.completionText ?? null,
+                  reasoning: assembler && assembler.reasoningText !== "" ? assembler.reasoningText : null,
+                },
+              },
+            }
+          : {}),
+      })
+    })
+    const done: Promise<void> = runPromise(program).then(
+      () => {
+        pending.delete(done)
+      },
+      (e: unknown) => {
+        pending.delete(done)
+        console.error("gateway: settling a request failed", e)
+      },
+    )
+    pending.add(done)
   }
+
+  /** Resolves once every settlement and record started so far has been handed to the store. */
+  const drain = async () => {
+    while (pending.size > 0) await Promise.all([...pending])
+  }
+
+  const handle = async (req: Request): Promise<Response> => {
+    const startedAt = Date.now()
+    const declared = req.headers.get("content-length")
+    if (declared !== null && Number(declared) > maxBody) return errorResponseWith(tooLarge(maxBody), {})
+    const bytes = await readCapped(req, maxBody)
+    if (!(bytes instanceof Uint8Array)) return errorResponseWith(bytes, {})
+    const decided = await runExit(prepare(req.headers, new TextDecoder().decode(bytes)))
+    if (Exit.isFailure(decided)) {
+      const failure = decided.cause._tag === "Fail" ? decided.cause.error : undefined
+      if (failure !== undefined) return errorResponseWith(failure, {})
+      throw new Error("prepare failed unexpectedly", { cause: decided.cause })
+    }
+    const prepared = decided.value
+    const { request, plan } = prepared
+    const streaming = request.stream === true
+    const generationId = newGenerationId()
+    const idHeader = { "x-generation-id": generationId }
+    const withMetadata = metadataEnabled(req.headers)
+
+    // The upstream call is aborted when the client goes away or our deadline passes.
+    const upstreamAbort = new AbortController()
+    const onClientAbort = () => upstreamAbort.abort(new Error("client disconnected"))
+    req.signal.addEventListener("abort", onClientAbort, { once: true })
+    const deadline = setTimeout(() => upstreamAbort.abort(new DeadlineExceeded()), settings.requestTimeoutMs)
+    const cleanup = () => {
+      clearTimeout(deadline)
+      req.signal.removeEventListener("abort", onClientAbort)
+    }
+
+    const attempts: Array<Attempt> = []
+    const serviceMetadata = (selected: Endpoint | undefined) => ({
+      requested: plan.requested,
+      strategy: plan.strategy,
+      region: null,
+      summary: selected
+        ? `Routed ${plan.requested} to ${selected.provider.id} (${selected.upstreamModel}) after ${attempts.length} attempt(s)`
+        : `No endpoint of ${plan.requested} answered`,
+      attempt: Math.max(0, attempts.length - 1),
+      is_byok: selected?.isByok ?? false,
+      endpoints: {
+        total: plan.candidates.length,
+        available: plan.candidates.map((e) => ({ model: e.modelId, provider: e.provider.id, selected: e === selected })),
+      },
+      attempts,
+      generation_time: Date.now() - startedAt,
+    })
+
+    // Before the first byte: try each candidate in order while failures are retryable.
+    let call: UpstreamCall | undefined
+    let endpoint: Endpoint | undefined
+    let lastError: ProviderError | undefined
+    let attemptStartedAt = startedAt
+    for (const candidate of plan.candidates) {
+      const normalized = toNormalizedRequest(request, candidate.upstreamModel)
+      if (Either.isLeft(normalized)) {
+        cleanup()
+        finalize(prepared, generationId, startedAt, streaming, {
+          endpoint: undefined,
+          assembler: undefined,
+          status: "failed",
+          firstTokenAt: undefined,
+        })
+        return errorResponseWith(normalized.left, idHeader)
+      }
+      attemptStartedAt = Date.now()
+      try {
+        call = await providerFor(candidate.provider.kind).open(normalized.right, candidate.provider, {
+          stream: streaming,
+          signal: upstreamAbort.signal,
+          apiKey: candidate.apiKey,
+        })
+        endpoint = candidate
+        attempts.push({ model: candidate.modelId, provider: candidate.provider.id, status: 200 })
+        break
+      } catch (e) {
+        if (upstreamAbort.signal.aborted) break
+        lastError = asProviderError(e)
+        attempts.push({ model: candidate.modelId, provider: candidate.provider.id, status: statusOfFailure(lastError) })
+        router.recordFailure(candidate, lastError.kind)
+        // allow_fallbacks: false is already in the plan (only the first choice set is a candidate).
+        if (!isRetryable(lastError)) break
+      }
+    }
+
+    if (call === undefined || endpoint === undefined) {
+      cleanup()
+      finalize(prepared, generationId, startedAt, streaming, {
+        endpoint: undefined,
+        assembler: undefined,
+        status: upstreamAbort.signal.aborted ? "cancelled" : "failed",
+        firstTokenAt: undefined,
+      })
+      if (upstreamAbort.signal.reason instanceof DeadlineExceeded) {
+        return errorResponseWith(
+          new RequestTimeout({ message: `The request exceeded the gateway's deadline of ${settings.requestTimeoutMs} ms` }),
+          idHeader,
+        )
+      }
+      const failed = lastError ?? new ProviderError("connection", "no endpoint answered")
+      const last = attempts[attempts.length - 1]
+      return errorResponseWith(apiErrorOf(failed, last?.provider ?? "upstream"), idHeader)
+    }
+
+    const chosen = endpoint
+    const assembler = new ResponseAssembler(resultBaseOf(request, { model: chosen.modelId }), { stream: streaming })
+    const finishExtras = () => ({
+      cost: costOf(chosen.pricing, assembler.usage ?? { inputTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 }),
+      isByok: chosen.isByok,
+      ...(withMetadata ? { serviceMetadata: serviceMetadata(chosen) } : {}),
+    })
+
+    if (!streaming) {
+      let firstTokenAt: number | undefined
+      try {
+        for await (const batch of call.events) {
+          firstTokenAt ??= Date.now()
+          assembler.push(batch)
+        }
+      } catch (e) {
+        cleanup()
+        const error = asProviderError(e)
+        const cancelled = upstreamAbort.signal.aborted
+        if (!cancelled) router.recordFailure(chosen, error.kind)
+        finalize(prepared, generationId, startedAt, false, {
+          endpoint: chosen,
+          assembler,
+          status: cancelled ? "cancelled" : "failed",
+          error: { message: error.message, status: statusOfFailure(error) },
+          firstTokenAt,
+        })
+        if (upstreamAbort.signal.reason instanceof DeadlineExceeded) {
+          return errorResponseWith(
+            new RequestTimeout({ message: `The request exceeded the gateway's deadline of ${settings.requestTimeoutMs} ms` }),
+            idHeader,
+          )
+        }
+        return errorResponseWith(apiErrorOf(error, chosen.provider.id), idHeader)
+      }
+      cleanup()
+      assembler.finish(finishExtras())
+      router.recordSuccess(plan, chosen, {
+        ttftMs: firstTokenAt === undefined ? undefined : firstTokenAt - attemptStartedAt,
+        outputTokens: assembler.usage?.outputTokens ?? 0,
+        generationMs: Date.now() - attemptStartedAt,
+      })
+      finalize(prepared, generationId, startedAt, false, {
+        endpoint: chosen,
+        assembler,
+        status: assembler.status === "incomplete" ? "incomplete" : "completed",
+        firstTokenAt,
+      })
+      return new Response(JSON.stringify(assembler.result()), { status: 200, headers: { ...JSON_HEADERS, ...idHeader } })
+    }
+
+    // Streaming: the first byte goes out now; from here a failure is `response.failed`, never a fallback.
+    const iterator = call.events[Symbol.asyncIterator]()
+    const upstreamBody = call.upstreamBody
+    let firstTokenAt: number | undefined
+    let done = false
+    let lastWrite = Date.now()
+    let keepAlive: ReturnType<typeof setInterval> | undefined
+    const end = (status: Outcome["status"], error?: Outcome["error"]) => {
+      if (done) return
+      done = true
+      if (keepAlive !== undefined) clearInterval(keepAlive)
+      cleanup()
+      finalize(prepared, generationId, startedAt, true, { endpoint: chosen, assembler, status, error, firstTokenAt })
+    }
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        const head = (request.debug?.echo_upstream_body === true ? debugChunk(upstreamBody) : "") + assembler.start()
+        controller.enqueue(encoder.encode(head))
+        keepAlive = setInterval(() => {
+          if (done || firstTokenAt !== undefined) return clearInterval(keepAlive)
+          if (Date.now() - lastWrite >= keepAliveMs) {
+            lastWrite = Date.now()
+            controller.enqueue(encoder.encode(KEEP_ALIVE))
+          }
+        }, Math.max(10, Math.floor(keepAliveMs / 2)))
+      },
+      async pull(controller) {
+        try {
+          // A pull that enqueues nothing is never followed by another: read until there is output.
+          for (;;) {
+            const next = await iterator.next()
+            if (done) return
+            if (next.done) {
+              router.recordSuccess(plan, chosen, {
+                ttftMs: firstTokenAt === undefined ? undefined : firstTokenAt - attemptStartedAt,
+                outputTokens: assembler.usage?.outputTokens ?? 0,
+                generationMs: firstTokenAt === undefined ? undefined : Date.now() - firstTokenAt,
+              })
+              controller.enqueue(encoder.encode(assembler.finish(finishExtras())))
+              controller.close()
+              end(assembler.status === "incomplete" ? "incomplete" : "completed")
+              return
+            }
+            firstTokenAt ??= Date.now()
+            const text = assembler.push(next.value)
+            if (text !== "") {
+              lastWrite = Date.now()
+              controller.enqueue(encoder.encode(text))
+              return
+            }
+          }
+        } catch (e) {
+          if (done) return
+          if (upstreamAbort.signal.aborted && !(upstreamAbort.signal.reason instanceof DeadlineExceeded)) {
+            end("cancelled")
+            return
+          }
+          const error = asProviderError(e)
+          const deadlineHit = upstreamAbort.signal.reason instanceof DeadlineExceeded
+          if (!deadlineHit) router.recordFailure(chosen, error.kind)
+          const message = deadlineHit
+            ? `The request exceeded the gateway's deadline of ${settings.requestTimeoutMs} ms`
+            : `Provider ${chosen.provider.id} failed mid-stream: ${error.message}`
+          controller.enqueue(
+            encoder.encode(assembler.fail({ code: deadlineHit ? "timeout" : failureCodeOf(error), message }, finishExtras())),
+          )
+          controller.close()
+          end("failed", { message, status: deadlineHit ? 408 : statusOfFailure(error) })
+        }
+      },
+      cancel() {
+        // The client went away: stop the upstream at once and record what was used.
+        upstreamAbort.abort(new Error("client disconnected"))
+        void iterator.return?.()
+        end("cancelled")
+      },
+    })
+    return new Response(body, {
+      status: 200,
+      headers: {
+        "content-type": "text/event-stream",
+        "cache-control": "no-cache",
+        "x-accel-buffering": "no",
+        ...idHeader,
+      },
+    })
+  }
+
+  return { handle, drain }
 }

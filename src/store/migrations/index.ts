@@ -5,6 +5,10 @@
 import type { SqlClient, SqlError } from "@effect/sql"
 import type { Effect } from "effect"
 import foundation from "./0001_foundation.js"
+import presets from "./0003_presets.js"
+import generations from "./0004_generations.js"
+import destinations from "./0005_destinations.js"
+import reservations from "./0006_reservations.js"
 
 export interface Migration {
   readonly id: number
@@ -12,4 +16,10 @@ export interface Migration {
   readonly up: Effect.Effect<void, SqlError.SqlError, SqlClient.SqlClient>
 }
 
-export const migrations: ReadonlyArray<Migration> = [{ id: 1, name: "foundation", up: foundation }]
+export const migrations: ReadonlyArray<Migration> = [
+  { id: 1, name: "foundation", up: foundation },
+  { id: 3, name: "presets", up: presets },
+  { id: 4, name: "generations", up: generations },
+  { id: 5, name: "destinations", up: destinations },
+  { id: 6, name: "reservations", up: reservations },
+]

@@ -1,0 +1,264 @@
+/**
+ * Picks the ordered list of endpoints for a request: `model`, then each of `models`, and for
+ * each model its endpoints, filtered by the `provider` preferences and the model suffix,
+ * ordered by `order`, `sort` (request, suffix or workspace default) or the default draw
+ * weighted by 1/price², with a session's sticky endpoint first and cooled-down endpoints
+ * last. Plain data in, plain data out: the catalog, health and sticky maps are in memory, so
+ * a plan costs no I/O. The data plane reports each attempt back with plain calls.
+ */
+import { Effect, Either } from "effect"
+import { type ApiError, BadRequest, NotFound } from "../domain/errors.js"
+import type { ResponsesRequest } from "../domain/responses.js"
+import type { ProviderErrorKind } from "../providers/types.js"
+import { Catalog, type CatalogShape, type Endpoint, type Model } from "../services/Catalog.js"
+import { EndpointHealth, type HealthOptions } from "./health.js"
+import { type ModelVariant, namesPreset, parseModelRef } from "./model-id.js"
+import {
+  type EndpointFilter,
+  filtersOf,
+  type Ranked,
+  type SortBy,
+  slugMatcher,
+  sortRanked,
+  weightedRanked,
+} from "./preferences.js"
+import { sessionScopeOf, StickySessions, type StickyOptions, stickyKeyOf } from "./sticky.js"
+
+export interface RoutePlan {
+  /** The model id the caller asked for (first of `model`, `models`). */
+  readonly requested: string
+  /** How the candidates were ordered, for `service_metadata.strategy` (parts joined by "+"). */
+  readonly strategy: string
+  /** Endpoints to try, in order. */
+  readonly candidates: ReadonlyArray<Endpoint>
+  /** The user-scoped session key a success is remembered under; undefined when not sticky. */
+  readonly stickyScope: string | undefined
+}
+
+export interface RouteInput {
+  readonly request: ResponsesRequest
+  /** Model used when the request names none (the workspace's `default_text_model`). */
+  readonly defaultModel?: string | null
+  /** Sort used when neither the request nor the model suffix gives one (`default_provider_sort`). */
+  readonly defaultSort?: SortBy | null
+  /** The caller's user: scopes the session key. */
+  readonly userId?: string
+  /** `session_id` (body, else `x-session-id`), else `prompt_cache_key`. */
+  readonly sessionKey?: string | null
+  /** The slug of the preset the request was built from. */
+  readonly preset?: string
+  /** The model as the caller wrote it, when it differs from `request.model` (a preset form). */
+  readonly requested?: string
+}
+
+/** What the data plane learned from one attempt that answered. */
+export interface AttemptTiming {
+  /** From the attempt's start to its first event. */
+  readonly ttftMs: number | undefined
+  readonly outputTokens: number
+  /** The time the output took: first to last event when streamed, the whole call otherwise. */
+  readonly generationMs: number | undefined
+}
+
+export interface RouterOptions {
+  readonly random: () => number
+  readonly now: () => number
+  readonly health: Partial<HealthOptions>
+  readonly sticky: Partial<StickyOptions>
+}
+
+/** Failures that say the endpoint is unwell (not the request's fault): they count toward a cooldown. */
+const UNHEALTHY: ReadonlySet<ProviderErrorKind> = new Set(["rate_limited", "overloaded", "timeout", "server", "connection"])
+
+const VARIANT_SORT: Partial<Record<ModelVariant, SortBy>> = { nitro: "throughput", floor: "price" }
+
+interface Group {
+  readonly model: Model
+  readonly variant: ModelVariant | undefined
+  readonly field: string
+  readonly kept: Array<Ranked>
+  /** filter label → excluded endpoints with the reason. */
+  readonly removed: Map<string, Array<string>>
+}
+
+const describeRemovals = (groups: ReadonlyArray<Group>) =>
+  groups
+    .map((g) => {
+      const parts = [...g.removed].map(([label, which]) => `${label} removed ${which.join(", ")}`)
+      return `${g.model.id}${g.variant ? `:${g.variant}` : ""}: ${parts.join("; ")}`
+    })
+    .join(" | ")
+
+export const makeRouter = (catalog: CatalogShape, options: Partial<RouterOptions> = {}) => {
+  const random = options.random ?? Math.random
+  const now = options.now ?? Date.now
+  const health = new EndpointHealth(options.health)
+  const sticky = new StickySessions(options.sticky)
+
+  const plan = (input: RouteInput): Either.Either<RoutePlan, ApiError> => {
+    const { request } = input
+    const prefs = request.provider ?? undefined
+
+    // Model ids in order: `model`, each of `models`; the workspace default when none is named.
+    const ids: Array<{ id: string; field: string }> = []
+    if (request.model !== undefined && request.model !== "") ids.push({ id: request.model, field: "model" })
+    for (const [i, id] of (request.models ?? []).entries()) ids.push({ id, field: `models[${i}]` })
+    if (ids.length === 0 && input.defaultModel) ids.push({ id: input.defaultModel, field: "model" })
+    if (ids.length === 0) return Either.left(new BadRequest({ message: "Invalid request: model: is missing" }))
+
+    const at = now()
+    const cooling = (e: Endpoint) => health.isCoolingDown(e.id, at)
+    const groups: Array<Group> = []
+    const seen = new Set<string>()
+    let index = 0
+    for (const { id, field } of ids) {
+      if (namesPreset(id)) {
+        return Either.left(
+          new BadRequest({ message: `Invalid request: ${field}: "${id}": a preset can be named only in model or preset` }),
+        )
+      }
+      const ref = parseModelRef(id, (m) => catalog.model(m) !== undefined)
+      const model = catalog.model(ref.id)
+      if (model === undefined) {
+        return Either.left(new NotFound({ message: `${field}: model "${id}" does not exist in this gateway's catalog` }))
+      }
+      const group: Group = { model, variant: ref.variant, field, kept: [], removed: new Map() }
+      const filters: ReadonlyArray<EndpointFilter> = filtersOf(prefs, request, ref.variant)
+      for (const endpoint of model.endpoints) {
+        const key = `${model.id}|${endpoint.id}`
+        if (seen.has(key)) continue
+        let excluded = false
+        for (const filter of filters) {
+          const why = filter.reject(endpoint)
+          if (why === undefined) continue
+          const list = group.removed.get(filter.label) ?? []
+          list.push(`${endpoint.provider.id} (${why})`)
+          group.removed.set(filter.label, list)
+          excluded = true
+          break
+        }
+        if (excluded) continue
+        seen.add(key)
+        group.kept.push({ endpoint, index: index++ })
+      }
+      groups.push(group)
+    }
+
+    const live = groups.filter((g) => g.kept.length > 0)
+    if (live.length === 0) {
+      return Either.left(
+        new NotFound({
+          message: `No endpoint is left to serve this request after its routing preferences: ${describeRemovals(groups)}`,
+        }),
+      )
+    }
+
+    const order = prefs?.order != null && prefs.order.length > 0 ? prefs.order : undefined
+    const requestSort = prefs?.sort == null ? undefined : typeof prefs.sort === "string" ? prefs.sort : prefs.sort.by
+    const partitionNone = typeof prefs?.sort === "object" && prefs.sort?.partition === "none"
+    const allowFallbacks = prefs?.allow_fallbacks !== false
+    // Never sticky when the caller fixed the order itself.
+    const stickyScope =
+      order === undefined && input.sessionKey != null && input.sessionKey !== ""
+        ? sessionScopeOf(input.userId ?? "", input.sessionKey)
+        : undefined
+
+    let stickyApplied = false
+    let orderApplied = false
+
+    /** One set of endpoints in the order they are tried: ordered providers, then by sort or the draw. */
+    const arrange = (list: ReadonlyArray<Ranked>, by: SortBy | undefined, draw: boolean): Array<Ranked> => {
+      let rest = list
+      const front: Array<Ranked> = []
+      if (order !== undefined) {
+        for (const slug of order) {
+          const matches = slugMatcher([slug])
+          for (const r of rest) if (matches(r.endpoint)) front.push(r)
+          rest = rest.filter((r) => !matches(r.endpoint))
+        }
+        if (front.length > 0) orderApplied = true
+      }
+      const sorted = by !== undefined ? sortRanked(rest, by, health) : draw ? weightedRanked(rest, random) : sortRanked(rest, "price", health)
+      return [...front, ...sorted]
+    }
+
+    /** Healthy endpoints first, cooled-down ones after; the session's endpoint first when eligible. */
+    const arrangeSet = (list: ReadonlyArray<Ranked>, by: SortBy | undefined, stickyModel: Model | undefined) => {
+      const healthy = list.filter((r) => !cooling(r.endpoint))
+      const cooled = list.filter((r) => cooling(r.endpoint))
+      const ordered = [...arrange(healthy, by, true), ...arrange(cooled, by, false)]
+      if (stickyScope !== undefined && stickyModel !== undefined) {
+        const endpointId = sticky.get(stickyKeyOf(stickyScope, stickyModel.id), at)
+        const i = ordered.findIndex((r) => r.endpoint.id === endpointId && r.endpoint.modelId === stickyModel.id)
+        if (i >= 0 && !cooling(ordered[i].endpoint)) {
+          if (i > 0) ordered.unshift(...ordered.splice(i, 1))
+          stickyApplied = true
+        }
+      }
+      // allow_fallbacks: false without an order: only the first choice.
+      return !allowFallbacks && order === undefined ? ordered.slice(0, 1) : ordered
+    }
+
+    let ranked: Array<Ranked>
+    let firstSort: SortBy | undefined
+    if (partitionNone && requestSort !== undefined) {
+      // One sort over every model's endpoints together.
+      firstSort = requestSort
+      ranked = arrangeSet(
+        live.flatMap((g) => g.kept),
+        requestSort,
+        live[0].model,
+      )
+    } else {
+      ranked = []
+      for (const [i, g] of live.entries()) {
+        const suffixSort = g.variant === undefined ? undefined : VARIANT_SORT[g.variant]
+        const by = suffixSort ?? requestSort ?? input.defaultSort ?? undefined
+        if (i === 0) firstSort = by
+        ranked.push(...arrangeSet(g.kept, by, g.model))
+      }
+    }
+    // A cooled-down endpoint is the last resort of the whole request, not of its model.
+    const candidates = [
+      ...ranked.filter((r) => !cooling(r.endpoint)),
+      ...ranked.filter((r) => cooling(r.endpoint)),
+    ].map((r) => r.endpoint)
+
+    const parts: Array<string> = []
+    if (input.preset !== undefined) parts.push("preset")
+    if (stickyApplied) parts.push("sticky")
+    if (orderApplied) parts.push("order")
+    if (firstSort !== undefined) parts.push(`sort:${firstSort}`)
+    if (live[0].variant === "free") parts.push("free")
+    if (ids.length > 1) parts.push("fallback")
+    if (parts.length === 0) parts.push("direct")
+
+    return Either.right({
+      requested: input.requested ?? ids[0].id,
+      strategy: parts.join("+"),
+      candidates,
+      stickyScope,
+    })
+  }
+
+  /** An attempt that failed before answering; only failures that say the endpoint is unwell count. */
+  const recordFailure = (endpoint: Endpoint, kind: ProviderErrorKind) => {
+    if (UNHEALTHY.has(kind)) health.recordFailure(endpoint.id, now())
+  }
+
+  /** An attempt that answered: health, rolling stats, and the session's endpoint. */
+  const recordSuccess = (plan: RoutePlan, endpoint: Endpoint, timing: AttemptTiming) => {
+    health.recordSuccess(endpoint.id)
+    if (timing.ttftMs !== undefined) health.recordLatency(endpoint.id, timing.ttftMs)
+    if (timing.generationMs !== undefined && timing.generationMs > 0 && timing.outputTokens > 0) {
+      health.recordThroughput(endpoint.id, (timing.outputTokens * 1000) / timing.generationMs)
+    }
+    if (plan.stickyScope !== undefined) sticky.set(stickyKeyOf(plan.stickyScope, endpoint.modelId), endpoint.id, now())
+  }
+
+  return { plan, recordFailure, recordSuccess, health, sticky } as const
+}
+
+export class Router extends Effect.Service<Router>()("Router", {
+  effect: Effect.map(Catalog, (catalog) => makeRouter(catalog)),
+}) {}

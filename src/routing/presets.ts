@@ -1,0 +1,56 @@
+/**
+ * A request built from a preset: `@preset/slug` as the model, `vendor/model@preset/slug`, or
+ * the request field `preset`. The caller's preset's designated (latest) version is the base;
+ * the request's own fields override its config key by key (shallowly), and the version's
+ * `system_prompt` becomes `instructions` when the request has none. The lookup is the preset
+ * store's cached read; the merge is one more decode, paid only by preset requests.
+ */
+import { Effect, Option } from "effect"
+import { BadRequest, NotFound } from "../domain/errors.js"
+import { decodeResponsesRequest, type ResponsesRequest } from "../domain/responses.js"
+import { PresetStore } from "../services/PresetStore.js"
+import { splitPreset } from "./model-id.js"
+
+export interface WithPreset {
+  readonly request: ResponsesRequest
+  /** The slug of the preset applied, if any. */
+  readonly preset: string | undefined
+  /** The model as the caller wrote it (e.g. `@preset/slug`), for `service_metadata.requested`. */
+  readonly requested: string | undefined
+}
+
+/** Which preset a request names, or an error for a contradiction. */
+export const presetOf = (request: ResponsesRequest): { readonly slug: string | undefined; readonly model: string | undefined } | BadRequest => {
+  const split = request.model === undefined ? { model: undefined, preset: undefined } : splitPreset(request.model)
+  if (split.preset === "") {
+    return new BadRequest({ message: `Invalid request: model: "${request.model}" names no preset after @preset/` })
+  }
+  if (split.preset !== undefined && request.preset !== undefined && split.preset !== request.preset) {
+    return new BadRequest({
+      message: `Invalid request: preset: "${request.preset}" contradicts the preset "${split.preset}" named in model`,
+    })
+  }
+  return { slug: request.preset ?? split.preset, model: split.model }
+}
+
+/** The request with its preset applied; a request without one comes back as it is. */
+export const applyPreset = (body: Record<string, unknown>, request: ResponsesRequest, userId: string) =>
+  Effect.gen(function* () {
+    const named = presetOf(request)
+    if (named instanceof BadRequest) return yield* named
+    const slug = named.slug
+    if (slug === undefined) return { request, preset: undefined, requested: undefined } satisfies WithPreset
+    const presets = yield* PresetStore
+    const found = yield* presets.resolve(userId, slug)
+    if (Option.isNone(found)) {
+      return yield* new NotFound({ message: `Preset "${slug}" does not exist (named by ${request.preset === undefined ? "model" : "preset"})` })
+    }
+    const { version } = found.value
+    const { model: _model, preset: _preset, ...own } = body
+    const merged: Record<string, unknown> = { ...version.config, ...own }
+    // `vendor/model@preset/slug` (or `model` beside `preset`) names the model; `@preset/slug` takes the preset's.
+    if (named.model !== undefined) merged["model"] = named.model
+    if (merged["instructions"] == null && version.system_prompt !== null) merged["instructions"] = version.system_prompt
+    const decoded = yield* decodeResponsesRequest(merged)
+    return { request: decoded, preset: slug, requested: request.model ?? decoded.model } satisfies WithPreset
+  })

@@ -1,0 +1,73 @@
+/**
+ * Models, their endpoints, prices and capabilities, from the config file. Built once at
+ * start into lookup maps (no work at request time that could be done here).
+ */
+import { Context, Effect, Layer } from "effect"
+import { GatewayConfig } from "../config/Config.js"
+import type { EndpointEntry, ModelEntry, Pricing, ProviderEntry } from "../config/file.js"
+import type { ProviderConfig } from "../providers/types.js"
+
+export interface Endpoint {
+  /** `provider-id/upstream-model`, unique per model. */
+  readonly id: string
+  readonly modelId: string
+  readonly provider: ProviderConfig
+  readonly upstreamModel: string
+  readonly pricing: Pricing
+  readonly maxOutputTokens: number | undefined
+  readonly contextLength: number
+  readonly supports: ReadonlySet<string>
+  readonly dataCollection: "allow" | "deny"
+  readonly zdr: boolean
+  readonly quantization: string | undefined
+  readonly isByok: boolean
+  /** The upstream API key, read from `api_key_env` at start. */
+  readonly apiKey: string | undefined
+}
+
+export interface Model {
+  readonly id: string
+  readonly name: string
+  readonly contextLength: number
+  readonly endpoints: ReadonlyArray<Endpoint>
+}
+
+export interface CatalogShape {
+  readonly model: (id: string) => Model | undefined
+  readonly models: ReadonlyArray<Model>
+}
+
+const endpointOf = (model: ModelEntry, entry: EndpointEntry, provider: ProviderEntry): Endpoint => ({
+  id: `${provider.id}/${entry.upstream_model}`,
+  modelId: model.id,
+  provider,
+  upstreamModel: entry.upstream_model,
+  pricing: entry.pricing,
+  maxOutputTokens: entry.max_output_tokens,
+  contextLength: entry.context_length ?? model.context_length,
+  supports: new Set(entry.supports ?? []),
+  dataCollection: entry.data_collection ?? "deny",
+  zdr: entry.zdr ?? false,
+  quantization: entry.quantization,
+  isByok: provider.byok ?? false,
+  apiKey: provider.api_key_env === undefined ? undefined : process.env[provider.api_key_env],
+})
+
+export const buildCatalog = (providers: ReadonlyArray<ProviderEntry>, models: ReadonlyArray<ModelEntry>): CatalogShape => {
+  const byProvider = new Map(providers.map((p) => [p.id, p]))
+  const list: Array<Model> = models.map((m) => ({
+    id: m.id,
+    name: m.name ?? m.id,
+    contextLength: m.context_length,
+    endpoints: m.endpoints.map((e) => endpointOf(m, e, byProvider.get(e.provider)!)),
+  }))
+  const byId = new Map(list.map((m) => [m.id, m]))
+  return { model: (id) => byId.get(id), models: list }
+}
+
+export class Catalog extends Context.Tag("Catalog")<Catalog, CatalogShape>() {
+  static readonly Live = Layer.effect(
+    Catalog,
+    Effect.map(GatewayConfig, (config) => buildCatalog(config.catalog.providers, config.catalog.models)),
+  )
+}

@@ -1,0 +1,89 @@
+/**
+ * Whether a generation's content (input messages, completion, reasoning) is stored: when the
+ * workspace's `is_observability_io_logging_enabled` is on, sampled by `io_logging_sampling_rate`,
+ * and restricted to `io_logging_api_key_ids` when set. It is also the data plane's reader of the
+ * workspace's routing defaults (`default_provider_sort`, `default_text_model`). Workspace
+ * settings are cached in memory for a short while so the hot path does no I/O on a hit.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+interface LoggingSettings {
+  readonly enabled: boolean
+  readonly samplingRate: number
+  readonly keyIds: ReadonlySet<number> | null
+}
+
+/** What the router takes from the workspace when the request does not say. */
+export interface RoutingDefaults {
+  readonly defaultTextModel: string | null
+  readonly defaultProviderSort: "price" | "throughput" | "latency" | "exacto" | null
+}
+
+interface WorkspaceSettings extends LoggingSettings, RoutingDefaults {}
+
+const NO_DEFAULTS: RoutingDefaults = { defaultTextModel: null, defaultProviderSort: null }
+const SORTS: ReadonlySet<string> = new Set(["price", "throughput", "latency", "exacto"])
+
+const CACHE_TTL_MS = 2_000
+
+export class ContentPolicy extends Effect.Service<ContentPolicy>()("ContentPolicy", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const cache = new Map<string, { readonly settings: WorkspaceSettings; readonly at: number }>()
+
+    const load = (workspaceId: string) =>
+      sql<{
+        is_observability_io_logging_enabled: number
+        io_logging_sampling_rate: number
+        io_logging_api_key_ids: string | null
+        default_text_model: string | null
+        default_provider_sort: string | null
+      }>`SELECT is_observability_io_logging_enabled, io_logging_sampling_rate, io_logging_api_key_ids,
+           default_text_model, default_provider_sort
+         FROM workspaces WHERE id = ${workspaceId}`.pipe(
+        Effect.map((rows): WorkspaceSettings => {
+          const row = rows[0]
+          if (row === undefined) return { enabled: false, samplingRate: 0, keyIds: null, ...NO_DEFAULTS }
+          const sort = row.default_provider_sort
+          const ids = row.io_logging_api_key_ids === null ? null : (JSON.parse(row.io_logging_api_key_ids) as Array<number>)
+          return {
+            enabled: Number(row.is_observability_io_logging_enabled) === 1,
+            samplingRate: Number(row.io_logging_sampling_rate),
+            keyIds: ids === null ? null : new Set(ids.map(Number)),
+            defaultTextModel: row.default_text_model === "" ? null : row.default_text_model,
+            defaultProviderSort: sort !== null && SORTS.has(sort) ? (sort as RoutingDefaults["defaultProviderSort"]) : null,
+          }
+        }),
+        Effect.orDie,
+      )
+
+    const settingsOf = (workspaceId: string) =>
+      Effect.suspend(() => {
+        const hit = cache.get(workspaceId)
+        const now = Date.now()
+        if (hit !== undefined && now - hit.at < CACHE_TTL_MS) return Effect.succeed(hit.settings)
+        return Effect.tap(load(workspaceId), (settings) => Effect.sync(() => cache.set(workspaceId, { settings, at: now })))
+      })
+
+    /** Decides, for one request, whether its content is stored. `random` is injectable for tests. */
+    const shouldStore = (workspaceId: string, keyId: number, random: () => number = Math.random) =>
+      Effect.map(settingsOf(workspaceId), (s) => {
+        if (!s.enabled) return false
+        if (s.keyIds !== null && !s.keyIds.has(keyId)) return false
+        return s.samplingRate >= 1 || random() < s.samplingRate
+      })
+
+    /** The workspace's default model and provider sort, for requests that name neither. */
+    const routingDefaults = (workspaceId: string): Effect.Effect<RoutingDefaults> =>
+      Effect.map(settingsOf(workspaceId), (s) => ({
+        defaultTextModel: s.defaultTextModel,
+        defaultProviderSort: s.defaultProviderSort,
+      }))
+
+    /** Forget cached settings (after a workspace PATCH). */
+    const invalidate = (workspaceId: string) => Effect.sync(() => cache.delete(workspaceId))
+
+    return { shouldStore, routingDefaults, invalidate } as const
+  }),
+}) {}

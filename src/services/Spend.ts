@@ -1,0 +1,177 @@
+/**
+ * Spending limits and credits (DESIGN §6): reserve the worst case before the call, settle the
+ * actual after, on every path. The check and the reservation are one conditional UPDATE of the
+ * key's row, atomic on SQLite and Postgres alike, so concurrent requests (and processes sharing
+ * one database) can never together pass the limit by more than one request's reservation.
+ * Keys without a limit cost no I/O here when credits are not enforced.
+ */
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, Option } from "effect"
+import { GatewayConfig } from "../config/Config.js"
+import { PaymentRequired } from "../domain/errors.js"
+import { limitWindowStart, nextReset } from "../domain/windows.js"
+import type { KeyRow } from "./KeyStore.js"
+
+/** What a request holds between reserve and settle. */
+export interface Reservation {
+  readonly id: string
+  readonly keyHash: string
+  readonly userId: string
+  /** Held against the key's limit (0 when the key has none). */
+  readonly amountUsd: number
+  /** Held against the user's credits (0 when credits are not enforced or the call is BYOK). */
+  readonly creditsUsd: number
+  /** The window the reservation was taken in, to settle into. */
+  readonly windowStart: string
+}
+
+const ALL_TIME = "all"
+
+export class Spend extends Effect.Service<Spend>()("Spend", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* GatewayConfig
+
+    /** Spend in the key's current limit window according to the ledger (used when the window changed). */
+    const ledgerWindowSpend = (key: KeyRow, since: string | undefined) =>
+      sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend WHERE key_hash = ${key.hash}
+        ${key.include_byok_in_limit ? sql`` : sql`AND is_byok = 0`}
+        ${since === undefined ? sql`` : sql`AND created_at >= ${since}`}`.pipe(Effect.map((r) => Number(r[0]?.total ?? 0)))
+
+    const refuseKey = (key: KeyRow, nowMs: number) => {
+      const reset = nextReset(key.limit_reset, nowMs)
+      return new PaymentRequired({
+        message:
+          `This API key's spending limit of $${key.limit_usd} ${key.limit_reset ? `per ${key.limit_reset.replace("ly", "").replace("dai", "day")} ` : ""}is used up` +
+          (reset ? `; it resets at ${reset.toISOString()}.` : "; it does not reset. Raise the key's limit to continue.") +
+          " (This is the key's limit, not your account's credits.)",
+      })
+    }
+
+    /**
+     * Holds `worstCaseUsd` against the key's limit (and the user's credits when enforced).
+     * Fails with 402 when the key's window is used up or credits cannot cover the reservation.
+     */
+    const reserve = (key: KeyRow, worstCaseUsd: number, options: { readonly isByok: boolean }) =>
+      Effect.gen(function* () {
+        const chargesKey = key.limit_usd !== null && (!options.isByok || key.include_byok_in_limit === 1)
+        const chargesCredits = config.creditsEnforced && !options.isByok
+        if (!chargesKey && !chargesCredits) return Option.none<Reservation>()
+        const nowMs = yield* Clock.currentTimeMillis
+        const since = limitWindowStart(key.limit_reset, nowMs)
+        const windowStart = since ?? ALL_TIME
+        const id = crypto.randomUUID()
+        const amount = chargesKey ? worstCaseUsd : 0
+        const credits = chargesCredits ? worstCaseUsd : 0
+        const now = new Date(nowMs).toISOString()
+        const ok = yield* sql.withTransaction(
+          Effect.gen(function* () {
+            if (chargesKey) {
+              const fresh = yield* sql<{ window_start: string | null }>`SELECT window_start FROM api_keys WHERE hash = ${key.hash}`
+              const rolled = fresh[0]?.window_start !== windowStart
+              const carried = rolled ? yield* ledgerWindowSpend(key, since) : 0
+              // One conditional UPDATE: admitted only while the window has room left.
+              const updated = yield* sql<{ hash: string }>`UPDATE api_keys SET
+                  window_spend_usd = CASE WHEN window_start = ${windowStart} THEN window_spend_usd ELSE ${carried} END,
+                  window_start = ${windowStart},
+                  reserved_usd = reserved_usd + ${amount}
+                WHERE hash = ${key.hash} AND limit_usd IS NOT NULL
+                  AND (CASE WHEN window_start = ${windowStart} THEN window_spend_usd ELSE ${carried} END) + reserved_usd < limit_usd
+                RETURNING hash`
+              if (updated.length === 0) return "key" as const
+            }
+            if (chargesCredits) {
+              const updated = yield* sql<{ id: string }>`UPDATE users SET credits_reserved_usd = credits_reserved_usd + ${credits}
+                WHERE id = ${key.user_id}
+                  AND (SELECT COALESCE(SUM(amount_usd), 0) FROM credit_grants WHERE user_id = ${key.user_id})
+                    - (SELECT COALESCE(SUM(amount_usd), 0) FROM spend WHERE user_id = ${key.user_id} AND is_byok = 0)
+                    - credits_reserved_usd >= ${credits}
+                RETURNING id`
+              if (updated.length === 0) return "credits" as const
+            }
+            yield* sql`INSERT INTO reservations (id, key_hash, user_id, amount_usd, credits_usd, created_at)
+              VALUES (${id}, ${key.hash}, ${key.user_id}, ${amount}, ${credits}, ${now})`
+            return "ok" as const
+          }).pipe(
+            // A refusal rolls the transaction back so nothing stays held.
+            Effect.flatMap((r) => (r === "ok" ? Effect.succeed(r) : Effect.fail(r))),
+          ),
+        ).pipe(
+          Effect.catchIf(
+            (e): e is "key" | "credits" => e === "key" || e === "credits",
+            (e) => Effect.succeed(e),
+          ),
+        )
+        if (ok === "key") return yield* refuseKey(key, nowMs)
+        if (ok === "credits") {
+          return yield* new PaymentRequired({
+            message: `Insufficient credits: this request may cost up to $${worstCaseUsd.toFixed(6)}; add credits to continue.`,
+          })
+        }
+        return Option.some({
+          id,
+          keyHash: key.hash,
+          userId: key.user_id,
+          amountUsd: amount,
+          creditsUsd: credits,
+          windowStart,
+        } satisfies Reservation)
+      }).pipe(Effect.catchTag("SqlError", Effect.die))
+
+    /** Releases the reservation and counts the actual spend into the key's window. Idempotent. */
+    const settle = (reservation: Reservation, actualUsd: number) =>
+      sql
+        .withTransaction(
+          Effect.gen(function* () {
+            const gone = yield* sql<{ id: string }>`DELETE FROM reservations WHERE id = ${reservation.id} RETURNING id`
+            if (gone.length === 0) return
+            if (reservation.amountUsd > 0) {
+              yield* sql`UPDATE api_keys SET
+                reserved_usd = CASE WHEN reserved_usd > ${reservation.amountUsd} THEN reserved_usd - ${reservation.amountUsd} ELSE 0 END,
+                window_spend_usd = CASE WHEN window_start = ${reservation.windowStart} THEN window_spend_usd + ${actualUsd} ELSE window_spend_usd END
+                WHERE hash = ${reservation.keyHash}`
+            }
+            if (reservation.creditsUsd > 0) {
+              yield* sql`UPDATE users SET credits_reserved_usd = CASE WHEN credits_reserved_usd > ${reservation.creditsUsd}
+                THEN credits_reserved_usd - ${reservation.creditsUsd} ELSE 0 END WHERE id = ${reservation.userId}`
+            }
+          }),
+        )
+        .pipe(Effect.orDie)
+
+    /** At start: releases reservations older than the longest request deadline (a crash left them). */
+    const releaseStale = (olderThanMs: number) =>
+      Effect.gen(function* () {
+        const cutoff = new Date((yield* Clock.currentTimeMillis) - olderThanMs).toISOString()
+        const stale = yield* sql<{
+          id: string
+          key_hash: string
+          user_id: string
+          amount_usd: number
+          credits_usd: number
+        }>`SELECT id, key_hash, user_id, amount_usd, credits_usd FROM reservations WHERE created_at < ${cutoff}`
+        for (const r of stale) {
+          yield* settle(
+            {
+              id: r.id,
+              keyHash: r.key_hash,
+              userId: r.user_id,
+              amountUsd: Number(r.amount_usd),
+              creditsUsd: Number(r.credits_usd),
+              windowStart: "",
+            },
+            0,
+          )
+        }
+        return stale.length
+      }).pipe(Effect.orDie)
+
+    /** Open reservations (for tests and metrics). */
+    const openReservations = sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM reservations`.pipe(
+      Effect.map((r) => Number(r[0]?.n ?? 0)),
+      Effect.orDie,
+    )
+
+    return { reserve, settle, releaseStale, openReservations } as const
+  }),
+}) {}
