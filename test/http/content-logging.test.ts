@@ -86,4 +86,18 @@ describe("content logging", () => {
     expect((await content(logged)).status).toBe(200)
     await expectError(await content(unlogged), 404)
   })
+
+  test("a workspace PATCH turning logging on applies to the very next request", async () => {
+    await setLogging(false, 1, null)
+    const workspaceId = await workspaceOf()
+    const off = await ask("before the switch")
+    await expectError(await content(off), 404)
+    const patched = await gw().fetch(`/v1/workspaces/${workspaceId}`, {
+      method: "PATCH",
+      json: { is_observability_io_logging_enabled: true, io_logging_sampling_rate: 1, io_logging_api_key_ids: null },
+    })
+    expect(patched.status).toBe(200)
+    const on = await ask("after the switch")
+    expect((await content(on)).status).toBe(200)
+  })
 })

@@ -4,6 +4,7 @@ import { Effect, Option } from "effect"
 import { Forbidden, NotFound } from "../../domain/errors.js"
 import type { UpdateWorkspacePayload } from "../../domain/workspaces.js"
 import { requireManagement } from "../../services/Auth.js"
+import { ContentPolicy } from "../../services/ContentPolicy.js"
 import { WorkspaceStore, type WorkspaceSettings } from "../../services/WorkspaceStore.js"
 import { GatewayApi } from "../Api.js"
 
@@ -26,6 +27,7 @@ const settingsOf = (p: Omit<UpdateWorkspacePayload, "name" | "slug">): Workspace
 export const WorkspacesLive = HttpApiBuilder.group(GatewayApi, "workspaces", (handlers) =>
   Effect.gen(function* () {
     const store = yield* WorkspaceStore
+    const policy = yield* ContentPolicy
 
     /** A workspace the caller owns or is a member of; anything else does not exist for it. */
     const visible = (ref: string) =>
@@ -68,6 +70,8 @@ export const WorkspacesLive = HttpApiBuilder.group(GatewayApi, "workspaces", (ha
         Effect.gen(function* () {
           const ws = yield* administered(path.id)
           const row = yield* store.update(ws.userId, ws.row, { name: payload.name, slug: payload.slug, ...settingsOf(payload) })
+          // The data plane caches logging settings; the next request must see the change.
+          yield* policy.invalidate(row.id)
           return { data: store.view(row) }
         }),
       )
