@@ -21,6 +21,18 @@ export const KeyName = Schema.String.pipe(
   Schema.maxLength(256, { message: () => "at most 256 characters" }),
 )
 
+/** Spend in USD: all time, the UTC day, the Monday-start week, the calendar month; BYOK apart. */
+const usageFields = {
+  usage: Schema.Number,
+  usage_daily: Schema.Number,
+  usage_weekly: Schema.Number,
+  usage_monthly: Schema.Number,
+  byok_usage: Schema.Number,
+  byok_usage_daily: Schema.Number,
+  byok_usage_weekly: Schema.Number,
+  byok_usage_monthly: Schema.Number,
+}
+
 export const ApiKey = Schema.Struct({
   hash: Schema.String,
   name: Schema.String,
@@ -30,14 +42,7 @@ export const ApiKey = Schema.Struct({
   limit_remaining: Schema.NullOr(Schema.Number),
   limit_reset: Schema.NullOr(LimitReset),
   include_byok_in_limit: Schema.Boolean,
-  usage: Schema.Number,
-  usage_daily: Schema.Number,
-  usage_weekly: Schema.Number,
-  usage_monthly: Schema.Number,
-  byok_usage: Schema.Number,
-  byok_usage_daily: Schema.Number,
-  byok_usage_weekly: Schema.Number,
-  byok_usage_monthly: Schema.Number,
+  ...usageFields,
   created_at: Schema.String,
   updated_at: Schema.NullOr(Schema.String),
   expires_at: Schema.NullOr(Schema.String),
@@ -96,14 +101,7 @@ export const CurrentKey = Schema.Struct({
     limit_remaining: Schema.NullOr(Schema.Number),
     limit_reset: Schema.NullOr(LimitReset),
     include_byok_in_limit: Schema.Boolean,
-    usage: Schema.Number,
-    usage_daily: Schema.Number,
-    usage_weekly: Schema.Number,
-    usage_monthly: Schema.Number,
-    byok_usage: Schema.Number,
-    byok_usage_daily: Schema.Number,
-    byok_usage_weekly: Schema.Number,
-    byok_usage_monthly: Schema.Number,
+    ...usageFields,
     is_management_key: Schema.Boolean,
     is_provisioning_key: Schema.Boolean,
     is_free_tier: Schema.Boolean,
