@@ -18,6 +18,7 @@ import { Router } from "./routing/Router.js"
 import { Auth } from "./services/Auth.js"
 import { Catalog } from "./services/Catalog.js"
 import { ContentPolicy } from "./services/ContentPolicy.js"
+import { Guardrails } from "./services/Guardrails.js"
 import { Spend } from "./services/Spend.js"
 import { KeyStore } from "./services/KeyStore.js"
 import { GenerationStore } from "./services/GenerationStore.js"
@@ -36,6 +37,7 @@ export const ServicesLayer = Layer.mergeAll(Auth.Default, KeyStore.Default, User
   Router.Default.pipe(Layer.provide(Catalog.Live)),
   Spend.Default,
   ContentPolicy.Default,
+  Guardrails.Live,
 )
 
 /** The control plane's HttpApi with its handlers and middleware. */

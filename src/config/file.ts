@@ -58,10 +58,22 @@ export const ModelEntry = Schema.Struct({
 })
 export type ModelEntry = typeof ModelEntry.Type
 
+/** A content check on requests: a match blocks the request with 403 before any spend. */
+export const GuardrailEntry = Schema.Struct({
+  id: nonEmpty,
+  name: nonEmpty,
+  /** Regular expressions (case-insensitive) matched against the request's text. */
+  patterns: Schema.NonEmptyArray(nonEmpty).annotations({ message: () => "needs at least one pattern" }),
+  /** Only these workspaces; all when absent. */
+  workspace_ids: Schema.optional(Schema.Array(Schema.String)),
+})
+export type GuardrailEntry = typeof GuardrailEntry.Type
+
 export const ConfigFile = Schema.Struct({
   providers: Schema.Array(ProviderEntry),
   models: Schema.Array(ModelEntry),
   credits: Schema.optional(Schema.Struct({ enforce: Schema.Boolean })),
+  guardrails: Schema.optional(Schema.Array(GuardrailEntry)),
   server: Schema.optional(
     Schema.Struct({
       max_body_bytes: Schema.optional(positiveInt),
@@ -78,6 +90,15 @@ export const checkReferences = (file: ConfigFile): string | undefined => {
     if (providers.has(p.id)) return `providers[${i}].id: duplicate provider id "${p.id}"`
     if (p.kind !== "fake" && p.base_url === undefined) return `providers[${i}].base_url: is required for kind "${p.kind}"`
     providers.add(p.id)
+  }
+  for (const [i, g] of (file.guardrails ?? []).entries()) {
+    for (const [j, pattern] of g.patterns.entries()) {
+      try {
+        new RegExp(pattern, "i")
+      } catch (e) {
+        return `guardrails[${i}].patterns[${j}]: not a valid regular expression (${(e as Error).message})`
+      }
+    }
   }
   const models = new Set<string>()
   for (const [i, m] of file.models.entries()) {

@@ -10,6 +10,7 @@ import { applyPreset } from "../../routing/presets.js"
 import { Router, type RoutePlan } from "../../routing/Router.js"
 import { Auth, type PrincipalShape } from "../../services/Auth.js"
 import { ContentPolicy } from "../../services/ContentPolicy.js"
+import { Guardrails } from "../../services/Guardrails.js"
 import { type Reservation, Spend } from "../../services/Spend.js"
 
 /** Output tokens assumed for the worst case when neither the request nor the endpoint bounds them. */
@@ -40,6 +41,12 @@ const sessionIdOf = (request: ResponsesRequest, header: string | null) => {
     return Either.left(new BadRequest({ message: "Invalid request: x-session-id: at most 256 characters" }))
   }
   return Either.right(header)
+}
+
+/** `X-Service-Metadata: enabled` (or the legacy header) asks for routing metadata. */
+export const metadataEnabled = (headers: Headers) => {
+  const v = headers.get("x-service-metadata") ?? headers.get("x-service-experimental-metadata")
+  return v !== null && v.toLowerCase() === "enabled"
 }
 
 export const prepare = (headers: Headers, bodyText: string) =>
@@ -79,6 +86,16 @@ export const prepare = (headers: Headers, bodyText: string) =>
         ),
       0,
     )
+    // Guardrails run before any spend is held: a block costs nothing.
+    const guardrails = yield* Guardrails
+    yield* guardrails.check({
+      request,
+      workspaceId: principal.workspaceId,
+      requested: plan.requested,
+      strategy: plan.strategy,
+      candidates: plan.candidates,
+      withMetadata: metadataEnabled(headers),
+    })
     const spend = yield* Spend
     const reservation = yield* spend.reserve(principal.key, worstCase, { isByok: plan.candidates[0]?.isByok ?? false })
     const storeContent = yield* policy.shouldStore(principal.workspaceId, Number(principal.key.id))

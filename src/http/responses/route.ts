@@ -20,7 +20,7 @@ import { readCapped, tooLarge } from "../body.js"
 import { debugChunk, KEEP_ALIVE } from "./sse.js"
 import { ResponseAssembler, resultBaseOf } from "./assembler.js"
 import { storedInput } from "./content.js"
-import { type Prepared, prepare } from "./prepare.js"
+import { metadataEnabled, type Prepared, prepare } from "./prepare.js"
 import { toNormalizedRequest } from "./normalize.js"
 import { apiErrorOf, asProviderError, failureCodeOf, isRetryable } from "./upstream-errors.js"
 
@@ -53,11 +53,6 @@ const errorResponseWith = (e: ApiError, extraHeaders: Record<string, string>) =>
     status: e.status,
     headers: { ...JSON_HEADERS, ...errorHeaders(e), ...extraHeaders },
   })
-
-const metadataEnabled = (headers: Headers) => {
-  const v = headers.get("x-service-metadata") ?? headers.get("x-service-experimental-metadata")
-  return v !== null && v.toLowerCase() === "enabled"
-}
 
 /** The HTTP-ish status an attempt ended with, for `service_metadata.attempts`. */
 const statusOfFailure = (e: ProviderError) =>
