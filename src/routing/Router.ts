@@ -18,6 +18,7 @@ import {
   filtersOf,
   type Ranked,
   type SortBy,
+  type StatsSource,
   slugMatcher,
   sortRanked,
   weightedRanked,
@@ -94,6 +95,10 @@ export const makeRouter = (catalog: CatalogShape, options: Partial<RouterOptions
   const now = options.now ?? Date.now
   const health = new EndpointHealth(options.health)
   const sticky = new StickySessions(options.sticky)
+  const stats: StatsSource = {
+    latencyOf: (id) => health.latencyOf(id),
+    throughputOf: (id) => health.throughputOf(id),
+  }
 
   const plan = (input: RouteInput): Either.Either<RoutePlan, ApiError> => {
     const { request } = input
@@ -178,7 +183,7 @@ export const makeRouter = (catalog: CatalogShape, options: Partial<RouterOptions
         }
         if (front.length > 0) orderApplied = true
       }
-      const sorted = by !== undefined ? sortRanked(rest, by, health) : draw ? weightedRanked(rest, random) : sortRanked(rest, "price", health)
+      const sorted = by !== undefined ? sortRanked(rest, by, stats) : draw ? weightedRanked(rest, random) : sortRanked(rest, "price", stats)
       return [...front, ...sorted]
     }
 

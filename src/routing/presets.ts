@@ -9,7 +9,7 @@ import { Effect, Option } from "effect"
 import { BadRequest, NotFound } from "../domain/errors.js"
 import { decodeResponsesRequest, type ResponsesRequest } from "../domain/responses.js"
 import { PresetStore } from "../services/PresetStore.js"
-import { splitPreset } from "./model-id.js"
+import { namesPreset, splitPreset } from "./model-id.js"
 
 export interface WithPreset {
   readonly request: ResponsesRequest
@@ -33,13 +33,24 @@ export const presetOf = (request: ResponsesRequest): { readonly slug: string | u
   return { slug: request.preset ?? split.preset, model: split.model }
 }
 
-/** The request with its preset applied; a request without one comes back as it is. */
-export const applyPreset = (body: Record<string, unknown>, request: ResponsesRequest, userId: string) =>
+const NO_PRESET = (request: ResponsesRequest): WithPreset => ({ request, preset: undefined, requested: undefined })
+
+/** The request with its preset applied; a request without one comes back as it is, at no cost. */
+export const applyPreset = (
+  body: Record<string, unknown>,
+  request: ResponsesRequest,
+  userId: string,
+): Effect.Effect<WithPreset, BadRequest | NotFound, PresetStore> =>
+  request.preset === undefined && (request.model === undefined || !namesPreset(request.model))
+    ? Effect.succeed(NO_PRESET(request))
+    : resolveAndMerge(body, request, userId)
+
+const resolveAndMerge = (body: Record<string, unknown>, request: ResponsesRequest, userId: string) =>
   Effect.gen(function* () {
     const named = presetOf(request)
     if (named instanceof BadRequest) return yield* named
     const slug = named.slug
-    if (slug === undefined) return { request, preset: undefined, requested: undefined } satisfies WithPreset
+    if (slug === undefined) return NO_PRESET(request)
     const presets = yield* PresetStore
     const found = yield* presets.resolve(userId, slug)
     if (Option.isNone(found)) {
