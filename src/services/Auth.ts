@@ -47,6 +47,9 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
         if (Option.isNone(found)) return yield* new Unauthorized({ message: "Invalid API key" })
         const key = found.value
         if (key.disabled === 1) return yield* new Unauthorized({ message: "API key is disabled" })
+        if (key.in_workspace === 0) {
+          return yield* new Unauthorized({ message: "API key's user is no longer a member of the key's workspace" })
+        }
         if (key.expires_at !== null && Date.parse(key.expires_at) <= Date.now()) {
           return yield* new Unauthorized({ message: `API key expired at ${key.expires_at}` })
         }

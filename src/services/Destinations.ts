@@ -168,7 +168,7 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
     const create = (caller: DestinationCaller, payload: CreateDestinationPayload) =>
       Effect.gen(function* () {
         const workspaceId = payload.workspace_id ?? caller.workspaceId
-        if (payload.workspace_id !== undefined && !(yield* users.canUseWorkspace(caller.userId, workspaceId))) {
+        if (!(yield* users.canUseWorkspace(caller.userId, workspaceId))) {
           return yield* new NotFound({ message: `Workspace ${workspaceId} not found` })
         }
         const config = yield* decodeConfig(payload.type, payload.config)

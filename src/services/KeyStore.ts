@@ -28,6 +28,8 @@ export interface KeyRow {
   readonly deleted: number
   readonly created_at: string
   readonly updated_at: string
+  /** 1 while the key's user owns or is a member of the key's workspace (read on the auth path). */
+  readonly in_workspace?: number
 }
 
 export interface UsageSummary {
@@ -117,20 +119,41 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
       )
 
     /** The hot-path lookup: memory first, the store on a miss or an expired entry. */
+    /** The row with whether its user still belongs to its workspace (a removed member's key stops working). */
+    const loadForAuth = (hash: string) =>
+      sql<KeyRow>`SELECT k.*, CASE WHEN EXISTS (
+          SELECT 1 FROM workspaces w WHERE w.id = k.workspace_id AND (w.owner_user_id = k.user_id
+            OR EXISTS (SELECT 1 FROM workspace_members m WHERE m.workspace_id = w.id AND m.user_id = k.user_id))
+        ) THEN 1 ELSE 0 END AS in_workspace
+        FROM api_keys k WHERE k.hash = ${hash} AND k.deleted = 0`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie,
+      )
+
+    // Bumped by every write: a load that started before a write must not refill the cache with
+    // the row as it was (a disabled key would otherwise authenticate until the entry expired).
+    let epoch = 0
+
     const cachedByHash = (hash: string) =>
       Effect.suspend(() => {
         const hit = cache.get(hash)
         const now = Date.now()
         if (hit !== undefined && now - hit.at < CACHE_TTL_MS) return Effect.succeed(Option.some(hit.row))
-        return Effect.tap(loadByHash(hash), (row) =>
+        const seen = epoch
+        return Effect.tap(loadForAuth(hash), (row) =>
           Effect.sync(() => {
+            if (epoch !== seen) return
             if (Option.isSome(row)) cache.set(hash, { row: row.value, at: now })
             else cache.delete(hash)
           }),
         )
       })
 
-    const invalidate = (hash: string) => Effect.sync(() => cache.delete(hash))
+    const invalidate = (hash: string) =>
+      Effect.sync(() => {
+        epoch++
+        cache.delete(hash)
+      })
 
     const create = (input: NewKey) =>
       Effect.gen(function* () {
@@ -170,6 +193,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
           sets.push(sql`window_start = NULL`)
         }
         yield* sql`UPDATE api_keys SET ${sql.csv(sets)} WHERE hash = ${hash} AND deleted = 0`
+        epoch++
         cache.delete(hash)
         return Option.getOrThrow(yield* loadByHash(hash))
       }).pipe(Effect.orDie)
@@ -179,6 +203,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
       Effect.gen(function* () {
         const now = yield* nowIso
         yield* sql`UPDATE api_keys SET deleted = 1, disabled = 1, updated_at = ${now} WHERE hash = ${hash}`
+        epoch++
         cache.delete(hash)
       }).pipe(Effect.orDie)
 

@@ -67,7 +67,12 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
         const ok = yield* sql.withTransaction(
           Effect.gen(function* () {
             if (chargesKey) {
-              const fresh = yield* sql<{ window_start: string | null }>`SELECT window_start FROM api_keys WHERE hash = ${key.hash}`
+              // Lock the key's row first (Postgres): a PATCH resetting the window between this read
+              // and the UPDATE below would otherwise erase the window's spend.
+              const fresh = yield* sql.onDialectOrElse({
+                pg: () => sql<{ window_start: string | null }>`SELECT window_start FROM api_keys WHERE hash = ${key.hash} FOR UPDATE`,
+                orElse: () => sql<{ window_start: string | null }>`SELECT window_start FROM api_keys WHERE hash = ${key.hash}`,
+              })
               const rolled = fresh[0]?.window_start !== windowStart
               const carried = rolled ? yield* ledgerWindowSpend(key, since) : 0
               // One conditional UPDATE: admitted only while the window has room left.

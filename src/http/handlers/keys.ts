@@ -1,7 +1,7 @@
 /** Handlers of the keys group: they check the caller and call KeyStore, nothing more. */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
-import { BadRequest, NotFound } from "../../domain/errors.js"
+import { BadRequest, Forbidden, NotFound } from "../../domain/errors.js"
 import { Principal, requireManagement } from "../../services/Auth.js"
 import { KeyStore } from "../../services/KeyStore.js"
 import { Users } from "../../services/Users.js"
@@ -59,6 +59,11 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
       .handle("update", ({ path, payload }) =>
         Effect.gen(function* () {
           const row = yield* ownKey(path.hash)
+          if (payload.disabled === false && !(yield* users.canUseWorkspace(row.user_id, row.workspace_id))) {
+            return yield* new Forbidden({
+              message: `The key's user is no longer a member of workspace ${row.workspace_id}; the key cannot be re-enabled`,
+            })
+          }
           const updated = yield* keys.update(row.hash, {
             name: payload.name,
             disabled: payload.disabled,

@@ -136,7 +136,7 @@ const responseFormat = (format: NonNullable<NonNullable<ResponsesRequest["text"]
   }
 }
 
-const reasoningConfig = (reasoning: NonNullable<ResponsesRequest["reasoning"]>): ReasoningConfig | undefined => {
+export const reasoningConfig = (reasoning: NonNullable<ResponsesRequest["reasoning"]>): ReasoningConfig | undefined => {
   const out: Mutable<ReasoningConfig> = {}
   if (reasoning.effort != null) out.effort = reasoning.effort
   if (reasoning.summary != null) out.summary = reasoning.summary

@@ -11,10 +11,9 @@ import { Router, type RoutePlan } from "../../routing/Router.js"
 import { Auth, type PrincipalShape } from "../../services/Auth.js"
 import { ContentPolicy } from "../../services/ContentPolicy.js"
 import { Guardrails } from "../../services/Guardrails.js"
+import { outputBound } from "./bounds.js"
 import { type Reservation, Spend } from "../../services/Spend.js"
 
-/** Output tokens assumed for the worst case when neither the request nor the endpoint bounds them. */
-export const DEFAULT_MAX_OUTPUT_TOKENS = 4096
 
 export interface Prepared {
   readonly principal: PrincipalShape
@@ -27,11 +26,34 @@ export interface Prepared {
   readonly estimatedInputTokens: number
 }
 
+/** Deeper bodies are refused: every later JSON.stringify of them would overflow the stack. */
+export const MAX_JSON_DEPTH = 128
+
+/** Whether `value` nests objects/arrays deeper than `max` (iterative: no recursion on caller input). */
+const tooDeep = (value: unknown, max: number): boolean => {
+  const stack: Array<[unknown, number]> = [[value, 0]]
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!
+    if (typeof v !== "object" || v === null) continue
+    if (depth >= max) return true
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (typeof child === "object" && child !== null) stack.push([child, depth + 1])
+    }
+  }
+  return false
+}
+
 const parseJson = (text: string) =>
-  Effect.try({
-    try: () => JSON.parse(text) as unknown,
-    catch: () => new BadRequest({ message: "Malformed JSON in the request body" }),
-  })
+  Effect.flatMap(
+    Effect.try({
+      try: () => JSON.parse(text) as unknown,
+      catch: () => new BadRequest({ message: "Malformed JSON in the request body" }),
+    }),
+    (json) =>
+      tooDeep(json, MAX_JSON_DEPTH)
+        ? Effect.fail(new BadRequest({ message: `Invalid request: the body nests deeper than ${MAX_JSON_DEPTH} levels` }))
+        : Effect.succeed(json),
+  )
 
 const sessionIdOf = (request: ResponsesRequest, header: string | null) => {
   // The body's session_id wins over the x-session-id header (contract rule 2).
@@ -81,7 +103,7 @@ export const prepare = (headers: Headers, bodyText: string) =>
           worstCaseCost(
             e.pricing,
             estimatedInputTokens,
-            request.max_output_tokens ?? e.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
+            outputBound(request, e).total,
           ),
         ),
       0,
@@ -97,7 +119,9 @@ export const prepare = (headers: Headers, bodyText: string) =>
       withMetadata: metadataEnabled(headers),
     })
     const spend = yield* Spend
-    const reservation = yield* spend.reserve(principal.key, worstCase, { isByok: plan.candidates[0]?.isByok ?? false })
+    // BYOK only when every candidate is: a failover may land on one that is not.
+    const allByok = plan.candidates.length > 0 && plan.candidates.every((e) => e.isByok)
+    const reservation = yield* spend.reserve(principal.key, worstCase, { isByok: allByok })
     const storeContent = yield* policy.shouldStore(principal.workspaceId, Number(principal.key.id))
     return { principal, request, plan, reservation, sessionId, storeContent, estimatedInputTokens } satisfies Prepared
   })

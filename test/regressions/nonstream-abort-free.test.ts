@@ -1,0 +1,70 @@
+/**
+ * Regression (found in review): a non-streamed upstream answer is read INSIDE `provider.open` (http.ts reads the whole
+ * JSON body there; the fake sleeps there). A client abort or our deadline during that time makes
+ * `open` reject, route.ts breaks out of the candidate loop with `endpoint === undefined`, and
+ * `finalize` settles the reservation at $0 and writes NO generation record. The upstream has
+ * consumed (and billed us for) the prompt and whatever it generated; the streaming path in the
+ * same situation records a "cancelled" generation charged at the input estimate.
+ */
+import { describe, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { useGateway } from "../support/gateway.js"
+
+const gw = useGateway({ requestTimeoutMs: 300 })
+
+const ledgerOf = (hash: string) =>
+  gw().server.runtime.runPromise(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const gens = yield* sql<{ status: string }>`SELECT status FROM generations WHERE key_hash = ${hash}`
+      const spend = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend WHERE key_hash = ${hash}`
+      return { generations: gens.map((g) => g.status), spend: Number(spend[0]!.total) }
+    }),
+  )
+
+const newKey = async (name: string) =>
+  (await (await gw().fetch("/v1/keys", { method: "POST", json: { name, limit: 5 } })).json()) as { key: string; data: { hash: string } }
+
+const BODY = { model: "demo/echo", provider: { order: ["fake"] }, input: `${"word ".repeat(40)}[slow:20]` }
+
+describe("a non-streamed call that ends before its answer arrives", () => {
+  test("client abort: recorded and charged like the streamed one", async () => {
+    const streamed = await newKey("abort-stream")
+    const plain = await newKey("abort-json")
+    for (const [k, stream] of [
+      [streamed, true],
+      [plain, false],
+    ] as const) {
+      const controller = new AbortController()
+      const pending = gw()
+        .fetch("/v1/responses", { method: "POST", key: k.key, json: { ...BODY, stream }, signal: controller.signal })
+        .then((r) => r.text())
+        .catch(() => "")
+      await Bun.sleep(150)
+      controller.abort()
+      await pending
+    }
+    await Bun.sleep(100)
+    await gw().server.drain()
+    const s = await ledgerOf(streamed.data.hash)
+    const p = await ledgerOf(plain.data.hash)
+    expect(s.generations).toEqual(["cancelled"])
+    expect(s.spend).toBeGreaterThan(0)
+    // The same abort on a non-streamed request leaves no trace and costs nothing.
+    expect(p.generations).toEqual(["cancelled"])
+    expect(p.spend).toBeGreaterThan(0)
+  })
+
+  test("our deadline (408): the generation is recorded", async () => {
+    const k = await newKey("deadline-json")
+    const res = await gw().fetch("/v1/responses", { method: "POST", key: k.key, json: { ...BODY, stream: false } })
+    expect(res.status).toBe(408)
+    await gw().server.drain()
+    // Charged for the input it sent upstream.
+    expect((await ledgerOf(k.data.hash)).spend).toBeGreaterThan(0)
+    // The 408 hands out an x-generation-id that GET /generation does not know.
+    const lookup = await gw().fetch(`/v1/generation?id=${res.headers.get("x-generation-id")}`)
+    expect(lookup.status).toBe(200)
+  })
+})
