@@ -149,43 +149,43 @@ describe("no reservation is left behind", () => {
   })
 })
 
+/**
+ * A key with `limitReset` and spend `spentUsd` recorded at `spentAt`: whether a reservation is
+ * refused just before the window ends and admitted when the next one starts (injected clock).
+ */
+const rollsOver = (
+  limitReset: "daily" | "weekly",
+  spend: { readonly usd: number; readonly at: string },
+  lastInstant: string,
+  firstInstant: string,
+) =>
+  Effect.gen(function* () {
+    const { data } = yield* Effect.promise(() => makeKey(gw(), { name: limitReset, limit: 0.001, limit_reset: limitReset }))
+    const keys = yield* KeyStore
+    const spendService = yield* Spend
+    const row = Option.getOrThrow(yield* keys.cachedByHash(data.hash))
+    yield* keys.recordSpend([
+      { keyHash: row.hash, userId: row.user_id, workspaceId: row.workspace_id, amountUsd: spend.usd, isByok: false, createdAt: spend.at },
+    ])
+    const before = yield* Effect.either(at(lastInstant, spendService.reserve(row, 0.0001, { isByok: false })))
+    const after = yield* Effect.either(at(firstInstant, spendService.reserve(row, 0.0001, { isByok: false })))
+    if (after._tag === "Right" && Option.isSome(after.right)) yield* spendService.settle(after.right.value, 0)
+    return { before: before._tag, after: after._tag }
+  })
+
 describe("limit windows roll at 00:00 UTC and on Mondays (injected clock)", () => {
   test("a weekly key spent out on Sunday 23:59:59Z is admitted again on Monday 00:00:00Z", async () => {
-    const { data } = await makeKey(gw(), { name: "weekly", limit: 0.001, limit_reset: "weekly" })
     const outcome = await run(
       gw(),
-      Effect.gen(function* () {
-        const keys = yield* KeyStore
-        const spend = yield* Spend
-        const row = Option.getOrThrow(yield* keys.cachedByHash(data.hash))
-        yield* keys.recordSpend([
-          { keyHash: row.hash, userId: row.user_id, workspaceId: row.workspace_id, amountUsd: 0.001, isByok: false, createdAt: "2026-11-22T12:00:00.000Z" },
-        ])
-        const sunday = yield* Effect.either(at("2026-11-22T23:59:59.000Z", spend.reserve(row, 0.0001, { isByok: false })))
-        const monday = yield* Effect.either(at("2026-11-23T00:00:00.000Z", spend.reserve(row, 0.0001, { isByok: false })))
-        if (monday._tag === "Right" && Option.isSome(monday.right)) yield* spend.settle(monday.right.value, 0)
-        return { sunday: sunday._tag, monday: monday._tag }
-      }),
+      rollsOver("weekly", { usd: 0.001, at: "2026-11-22T12:00:00.000Z" }, "2026-11-22T23:59:59.000Z", "2026-11-23T00:00:00.000Z"),
     )
-    expect(outcome).toEqual({ sunday: "Left", monday: "Right" })
+    expect(outcome).toEqual({ before: "Left", after: "Right" })
   })
 
   test("a daily key rolls at midnight UTC", async () => {
-    const { data } = await makeKey(gw(), { name: "daily", limit: 0.001, limit_reset: "daily" })
     const outcome = await run(
       gw(),
-      Effect.gen(function* () {
-        const keys = yield* KeyStore
-        const spend = yield* Spend
-        const row = Option.getOrThrow(yield* keys.cachedByHash(data.hash))
-        yield* keys.recordSpend([
-          { keyHash: row.hash, userId: row.user_id, workspaceId: row.workspace_id, amountUsd: 0.002, isByok: false, createdAt: "2026-11-25T08:00:00.000Z" },
-        ])
-        const before = yield* Effect.either(at("2026-11-25T23:59:59.999Z", spend.reserve(row, 0.0001, { isByok: false })))
-        const after = yield* Effect.either(at("2026-11-26T00:00:00.000Z", spend.reserve(row, 0.0001, { isByok: false })))
-        if (after._tag === "Right" && Option.isSome(after.right)) yield* spend.settle(after.right.value, 0)
-        return { before: before._tag, after: after._tag }
-      }),
+      rollsOver("daily", { usd: 0.002, at: "2026-11-25T08:00:00.000Z" }, "2026-11-25T23:59:59.999Z", "2026-11-26T00:00:00.000Z"),
     )
     expect(outcome).toEqual({ before: "Left", after: "Right" })
   })
