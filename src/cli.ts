@@ -38,13 +38,20 @@ const serve = Command.make("serve", {}, () =>
         ].join("\n"),
       )
     }
-    yield* Effect.async<void>((resume) => {
-      const stop = () => {
-        void running.stop().then(() => resume(Effect.void))
-      }
-      process.once("SIGTERM", stop)
-      process.once("SIGINT", stop)
-    })
+    // SIGTERM/SIGINT interrupt the main fiber (runMain): stop accepting, let open streams finish
+    // (GATEWAY_SHUTDOWN_GRACE_MS), flush the ledger, exit 0. A second signal cuts the streams at once.
+    yield* Effect.never.pipe(
+      Effect.onInterrupt(() =>
+        Effect.promise(async () => {
+          console.log(`gateway: draining (up to ${settings.shutdownGraceMs} ms for open streams)`)
+          const cutNow = () => void running.server.stop(true)
+          process.once("SIGTERM", cutNow)
+          process.once("SIGINT", cutNow)
+          const { cut } = await running.shutdown()
+          console.log(`gateway: stopped${cut > 0 ? ` (${cut} request(s) cut at the deadline)` : ""}`)
+        }),
+      ),
+    )
   }),
 ).pipe(Command.withDescription("Start the gateway (HTTP on PORT, default 8080)"))
 

@@ -25,6 +25,10 @@ export interface Settings {
   /** While a stream waits this long for its first token, a `: keep-alive` comment is sent. */
   readonly streamKeepAliveMs: number
   readonly logLevel: "debug" | "info" | "warn" | "error" | "none"
+  /** `GET /metrics` and the per-request counters behind it. */
+  readonly metrics: boolean
+  /** On SIGTERM, how long open streams may take to finish before they are cut. */
+  readonly shutdownGraceMs: number
 }
 
 export class ConfigFileError extends Data.TaggedError("ConfigFileError")<{ readonly message: string }> {}
@@ -89,6 +93,8 @@ const loadSettings = Effect.gen(function* () {
   const logLevel = yield* Config.literal("debug", "info", "warn", "error", "none")("GATEWAY_LOG_LEVEL").pipe(
     Config.withDefault("info" as const),
   )
+  const metrics = yield* Config.literal("on", "off")("GATEWAY_METRICS").pipe(Config.withDefault("on" as const))
+  const shutdownGraceMs = yield* Config.integer("GATEWAY_SHUTDOWN_GRACE_MS").pipe(Config.withDefault(30_000))
   const { source, catalog } = yield* readCatalog(configPath)
   return {
     port,
@@ -104,6 +110,8 @@ const loadSettings = Effect.gen(function* () {
     creditsEnforced: catalog.credits?.enforce ?? false,
     streamKeepAliveMs: keepAliveMs,
     logLevel,
+    metrics: metrics === "on",
+    shutdownGraceMs,
   } satisfies Settings
 }).pipe(
   Effect.mapError((e) =>
@@ -128,6 +136,8 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   creditsEnforced: false,
   streamKeepAliveMs: 15_000,
   logLevel: "none",
+  metrics: true,
+  shutdownGraceMs: 30_000,
   ...overrides,
 })
 

@@ -5,17 +5,20 @@
  * are refused with 413 before they are read.
  */
 import { HttpApi, HttpApiBuilder, HttpApp, OpenApi } from "@effect/platform"
-import { Context, Effect, type Layer, ManagedRuntime } from "effect"
+import { Context, Effect, Layer, ManagedRuntime } from "effect"
 import { appLayer } from "../app.js"
 import { GatewayConfig } from "../config/Config.js"
-import { errorResponse, InternalError, NotFound } from "../domain/errors.js"
+import { errorResponse, InternalError, NotFound, ServiceUnavailable } from "../domain/errors.js"
 import { bootstrap } from "../services/bootstrap.js"
 import { GenerationStore } from "../services/GenerationStore.js"
 import { GatewayApi } from "./Api.js"
 import { checkJsonContentType, hasBody, readCapped, tooLarge } from "./body.js"
+import { loggerLayer, logWriter, makeRequestLogger } from "./log.js"
+import { GatewayMetrics, RequestTrace, requestIdOf, type TraceEnd } from "./metrics.js"
 import { makeResponsesRoute } from "./responses/route.js"
 
 type Handler = (req: Request) => Response | Promise<Response>
+type TracedHandler = (req: Request, trace: RequestTrace) => Response | Promise<Response>
 type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
 
 /** Every (path, method) the control plane serves, read from the HttpApi itself. */
@@ -35,13 +38,79 @@ const controlRoutes = (): Map<string, Set<Method>> => {
 const patternOf = (path: string) => new RegExp(`^${path.replace(/:[^/]+/g, "[^/]+")}/?$`)
 
 export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, options: { port?: number } = {}) => {
-  const runtime = ManagedRuntime.make(appLayer(config))
+  // The services' own logs: JSON lines at the configured level, like the request lines.
+  const logging = Layer.unwrapEffect(Effect.map(GatewayConfig, (s) => loggerLayer(s.logLevel))).pipe(Layer.provide(config))
+  const runtime = ManagedRuntime.make(appLayer(config).pipe(Layer.provide(logging)))
   const rt = await runtime.runtime()
   const settings = Context.get(rt.context, GatewayConfig)
   const booted = await runtime.runPromise(bootstrap)
   const controlApp = await runtime.runPromise(HttpApiBuilder.httpApp)
   const control = HttpApp.toWebHandlerRuntime(rt)(controlApp)
   const max = settings.maxBodyBytes
+  const generations = Context.get(rt.context, GenerationStore)
+
+  // Operations: plain counters per route, one log line per request, Server-Timing on every answer.
+  const metrics = settings.metrics ? new GatewayMetrics() : undefined
+  metrics?.scrape({
+    ledgerQueueDepth: () => Effect.runSync(generations.queueDepth),
+    ledgerStats: () => Effect.runSync(generations.stats),
+  })
+  const logRequest = makeRequestLogger(settings.logLevel)
+  const keepBodies = settings.logLevel === "debug"
+  // Requests in progress (streams until their last event), for a graceful shutdown.
+  let inflight = 0
+  let draining = false
+  let onIdle: (() => void) | undefined
+
+  /** A handler measured and logged as `route`: the trace ends with the response, or with the stream's last event. */
+  const observed = (route: string, method: string, handler: TracedHandler): Handler => {
+    const routeMetrics = metrics?.route(route, method)
+    const finish: TraceEnd = (trace, status) => {
+      const totalMs = performance.now() - trace.startedAt
+      if (metrics !== undefined && routeMetrics !== undefined) {
+        routeMetrics.record(status, totalMs / 1000)
+        if (trace.streaming) metrics.streamsEnded++
+        if (trace.provider !== undefined) {
+          metrics.upstream.of(trace.provider).observe(trace.upstreamMs / 1000)
+          metrics.overhead.observe(((trace.streaming ? trace.headMs : totalMs) - trace.upstreamMs) / 1000)
+          if (trace.firstTokenMs !== undefined) metrics.timeToFirstToken.of(trace.provider).observe(trace.firstTokenMs / 1000)
+        }
+      }
+      logRequest?.(trace, status, totalMs)
+      if (--inflight === 0) onIdle?.()
+    }
+    return async (req) => {
+      if (draining) return shuttingDown()
+      inflight++
+      const trace = new RequestTrace(requestIdOf(req.headers), method, route, keepBodies, finish)
+      let res: Response
+      try {
+        res = await handler(req, trace)
+      } catch (e) {
+        trace.streaming = false
+        if (settings.logLevel !== "none") {
+          logWriter.write(JSON.stringify({ time: new Date().toISOString(), level: "error", msg: "unhandled failure", request_id: trace.id, error: String(e) }))
+        }
+        res = errorResponse(new InternalError({ message: "Internal server error" }))
+      }
+      const headMs = performance.now() - trace.startedAt
+      trace.headMs = headMs
+      try {
+        res.headers.set("x-request-id", trace.id)
+        res.headers.set(
+          "server-timing",
+          trace.provider === undefined
+            ? `gw;dur=${headMs.toFixed(2)}`
+            : `gw;dur=${(headMs - trace.upstreamMs).toFixed(2)}, upstream;dur=${trace.upstreamMs.toFixed(2)}`,
+        )
+      } catch {
+        // A response with immutable headers goes out without them.
+      }
+      if (!trace.streaming) trace.end(res.status)
+      else if (metrics !== undefined) metrics.streamsStarted++
+      return res
+    }
+  }
 
   /** The control plane behind the body and content-type checks. */
   const guardedControl: Handler = async (req) => {
@@ -61,25 +130,54 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   const routes: Record<string, Partial<Record<Method, Handler>>> = {}
   const known: Array<{ pattern: RegExp; methods: Array<string> }> = []
   for (const [path, methods] of controlRoutes()) {
-    routes[path] = Object.fromEntries([...methods].map((m) => [m, guardedControl]))
+    routes[path] = Object.fromEntries([...methods].map((m) => [m, observed(path, m, guardedControl)]))
     known.push({ pattern: patternOf(path), methods: [...methods] })
   }
   const openapi = JSON.stringify(OpenApi.fromApi(GatewayApi))
   routes["/v1/openapi.json"] = {
-    GET: () => new Response(openapi, { headers: { "content-type": "application/json" } }),
+    GET: observed("/v1/openapi.json", "GET", () => new Response(openapi, { headers: { "content-type": "application/json" } })),
   }
   known.push({ pattern: patternOf("/v1/openapi.json"), methods: ["GET"] })
   const responses = makeResponsesRoute(rt, { settings })
   routes["/v1/responses"] = {
-    POST: async (req) => {
+    POST: observed("/v1/responses", "POST", async (req, trace) => {
       if (hasBody(req)) {
         const type = checkJsonContentType(req)
         if (type !== undefined) return errorResponse(type)
       }
-      return responses.handle(req)
-    },
+      return responses.handle(req, trace)
+    }),
   }
   known.push({ pattern: patternOf("/v1/responses"), methods: ["POST"] })
+  if (metrics !== undefined) {
+    // Prometheus text, no auth: expose the port to the scraper only (README, Operations).
+    const exposition = { "content-type": "text/plain; version=0.0.4; charset=utf-8" }
+    routes["/metrics"] = { GET: observed("/metrics", "GET", () => new Response(metrics.render(), { headers: exposition })) }
+    known.push({ pattern: patternOf("/metrics"), methods: ["GET"] })
+  }
+
+  /** During a graceful shutdown, a request on a kept-alive connection is refused and the connection closed. */
+  const shuttingDown = () => {
+    const res = errorResponse(new ServiceUnavailable({ message: "The gateway is shutting down; retry on another instance" }))
+    res.headers.set("connection", "close")
+    return res
+  }
+
+  /** Anything no route takes: 405 on a known path, else 404, both in the envelope. */
+  const unmatched = observed("unmatched", "ANY", (req) => {
+    const path = new URL(req.url).pathname
+    const match = known.find((k) => k.pattern.test(path))
+    if (match !== undefined) {
+      return new Response(
+        JSON.stringify({
+          error: { code: 405, message: `Method ${req.method} is not allowed on ${path}; allowed: ${match.methods.join(", ")}` },
+          user_id: null,
+        }),
+        { status: 405, headers: { "content-type": "application/json", allow: match.methods.join(", ") } },
+      )
+    }
+    return errorResponse(new NotFound({ message: `No such endpoint: ${req.method} ${path}` }))
+  })
 
   const server = Bun.serve({
     port: options.port ?? settings.port,
@@ -88,20 +186,7 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     maxRequestBodySize: max * 2 + 1024,
     idleTimeout: 0,
     routes,
-    fetch: (req) => {
-      const path = new URL(req.url).pathname
-      const match = known.find((k) => k.pattern.test(path))
-      if (match !== undefined) {
-        return new Response(
-          JSON.stringify({
-            error: { code: 405, message: `Method ${req.method} is not allowed on ${path}; allowed: ${match.methods.join(", ")}` },
-            user_id: null,
-          }),
-          { status: 405, headers: { "content-type": "application/json", allow: match.methods.join(", ") } },
-        )
-      }
-      return errorResponse(new NotFound({ message: `No such endpoint: ${req.method} ${path}` }))
-    },
+    fetch: unmatched,
     error: () => errorResponse(new InternalError({ message: "Internal server error" })),
   })
 
@@ -121,7 +206,39 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
       await server.stop(true)
       await responses.drain()
       await runtime.dispose()
+      logWriter.flush()
     },
+    /**
+     * Graceful shutdown (SIGTERM): stop accepting connections, let requests and open streams
+     * finish for up to `graceMs`, cut what is still open (recorded as cancelled), make every
+     * generation record durable, close the store. Resolves with how many requests were cut.
+     */
+    shutdown: async (graceMs: number = settings.shutdownGraceMs): Promise<{ readonly cut: number }> => {
+      draining = true
+      void server.stop(false)
+      const idle = (ms: number) =>
+        inflight === 0
+          ? Promise.resolve()
+          : new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, ms)
+              onIdle = () => {
+                clearTimeout(timer)
+                resolve()
+              }
+            })
+      await idle(graceMs)
+      const cut = inflight
+      await server.stop(true)
+      // Streams cut just now end (and settle) on their cancel callbacks.
+      await idle(1_000)
+      await responses.drain()
+      await runtime.runPromise(generations.flush)
+      await runtime.dispose()
+      logWriter.flush()
+      return { cut }
+    },
+    /** The counters behind GET /metrics (undefined when GATEWAY_METRICS=off). */
+    metrics,
   }
 }
 

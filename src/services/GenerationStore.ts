@@ -282,6 +282,12 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     const record = (entry: GenerationEntry) =>
       Effect.suspend(() => (enqueue({ entry }) ? Effect.void : lostAfterShutdown(entry)))
 
+    /**
+     * `record` as a plain call, for the request path (a fiber per request costs more than the push).
+     * False when the store has shut down.
+     */
+    const recordSync = (entry: GenerationEntry): boolean => enqueue({ entry })
+
     /** Appends a generation and resolves when its batch has committed (readable by `get`). */
     const recordDurable = (entry: GenerationEntry) =>
       Effect.flatMap(Deferred.make<void>(), (done) =>
@@ -318,6 +324,7 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
 
     return {
       record,
+      recordSync,
       recordDurable,
       flush,
       queueDepth,

@@ -1,0 +1,636 @@
+#!/usr/bin/env bun
+/**
+ * The benchmark (`npm run bench`, `scripts/bench`): on loopback, in one run, the gateway binary
+ * against the floor (a bare Bun proxy, scripts/bench-proxy.ts) and, when it installs, a peer
+ * gateway (Portkey), all in front of the same mock upstream (scripts/mock-upstream.ts,
+ * openai-chat wire). Servers are pinned to core 0, the mock and the load generator
+ * (scripts/bench-load.ts) to core 1. Runs are interleaved (A B C A B C …) and medians reported;
+ * server CPU comes from /proc/<pid>/stat (utime + stime) around each run.
+ *
+ *   bun scripts/bench-run.ts [--rounds 5] [--duration-ms 5000] [--held 2000] [--held-seconds 60]
+ *                            [--no-peer] [--no-held] [--no-held-proxy] [--log-level info] [--quick]
+ *                            [--gateway path/to/binary]   (another build to measure; default dist/gateway, rebuilt if stale)
+ *
+ * Writes bench/results/latest.md and prints it.
+ */
+import { execSync } from "node:child_process"
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { cpus } from "node:os"
+import { join } from "node:path"
+import type { LoadResult, LoadSpec } from "./bench-load.js"
+
+// ------------------------------------------------------------------ options
+
+const argv = Bun.argv.slice(2)
+const has = (name: string) => argv.includes(`--${name}`)
+const value = (name: string, fallback: number): number => {
+  const at = argv.indexOf(`--${name}`)
+  if (at === -1) return fallback
+  const n = Number(argv[at + 1])
+  if (!Number.isFinite(n)) throw new Error(`--${name} needs a number`)
+  return n
+}
+const text = (name: string, fallback: string): string => {
+  const at = argv.indexOf(`--${name}`)
+  return at === -1 ? fallback : (argv[at + 1] ?? fallback)
+}
+const quick = has("quick")
+const options = {
+  rounds: value("rounds", quick ? 3 : 5),
+  durationMs: value("duration-ms", quick ? 2000 : 5000),
+  warmupMs: value("warmup-ms", quick ? 1000 : 1500),
+  heldStreams: value("held", quick ? 500 : 2000),
+  heldSeconds: value("held-seconds", quick ? 10 : 60),
+  peer: !has("no-peer"),
+  heldProxy: !has("no-held-proxy"),
+  held: !has("no-held"),
+  gateway: text("gateway", ""),
+  logLevel: text("log-level", "info"),
+}
+
+const root = join(import.meta.dir, "..")
+const bun = process.execPath
+const runId = new Date().toISOString().replace(/[:.]/g, "-")
+const runDir = join(root, "bench", "scratch", `run-${runId}`)
+mkdirSync(runDir, { recursive: true })
+const say = (line: string) => console.error(`[bench] ${line}`)
+
+// ------------------------------------------------------------------ machine
+
+const coreCount = cpus().length
+const hasTaskset = (() => {
+  try {
+    execSync("command -v taskset", { stdio: "ignore" })
+    return coreCount >= 2
+  } catch {
+    return false
+  }
+})()
+/** Servers on core 0; the mock and the load generator on core 1. */
+const pin = (core: number): Array<string> => (hasTaskset ? ["taskset", "-c", String(core)] : [])
+const SERVER_CORE = 0
+const CLIENT_CORE = 1
+const clockTicks = Number(execSync("getconf CLK_TCK").toString().trim()) || 100
+
+/** utime + stime of a process, in µs. */
+const cpuMicros = (pid: number): number => {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / clockTicks
+}
+/** Resident set size in bytes. */
+const rssBytes = (pid: number): number => {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))
+  return match === null ? 0 : Number(match[1]) * 1024
+}
+
+const freePort = (): number => {
+  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() })
+  const port = probe.port ?? 0
+  probe.stop(true)
+  return port
+}
+
+// ------------------------------------------------------------------ processes
+
+interface Proc {
+  readonly name: string
+  readonly proc: ReturnType<typeof Bun.spawn>
+}
+const started: Array<Proc> = []
+
+const start = (name: string, cmd: Array<string>, env: Record<string, string> = {}, cwd = root, quiet = false): Proc => {
+  const log = join(runDir, `${name}.log`)
+  const proc = Bun.spawn(cmd, {
+    cwd,
+    env: { ...process.env, ...env },
+    stdout: quiet ? "ignore" : Bun.file(log),
+    stderr: Bun.file(`${log}.err`),
+  })
+  const p = { name, proc }
+  started.push(p)
+  return p
+}
+
+const stopAll = async () => {
+  for (const p of started) {
+    try {
+      p.proc.kill("SIGTERM")
+    } catch {}
+  }
+  await Promise.race([Promise.all(started.map((p) => p.proc.exited)), Bun.sleep(5000)])
+  for (const p of started) {
+    try {
+      p.proc.kill("SIGKILL")
+    } catch {}
+  }
+}
+process.on("SIGINT", () => {
+  void stopAll().then(() => process.exit(130))
+})
+
+const waitReady = async (name: string, url: string, init?: RequestInit) => {
+  const until = Date.now() + 30_000
+  while (Date.now() < until) {
+    try {
+      await fetch(url, init)
+      return
+    } catch {
+      await Bun.sleep(100)
+    }
+  }
+  throw new Error(`${name} did not start (see ${runDir}/${name}.log.err)`)
+}
+
+/** One run of the load generator on the client core; `onEvent` sees its progress lines. */
+const load = async (spec: LoadSpec, onEvent: (event: { event: string }) => void = () => {}): Promise<LoadResult> => {
+  const proc = Bun.spawn([...pin(CLIENT_CORE), bun, join(root, "scripts", "bench-load.ts"), JSON.stringify(spec)], {
+    cwd: root,
+    stdout: "pipe",
+    stderr: "inherit",
+  })
+  let last = ""
+  let pending = ""
+  const decoder = new TextDecoder()
+  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader()
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    pending += decoder.decode(value, { stream: true })
+    let nl = pending.indexOf("\n")
+    while (nl !== -1) {
+      const line = pending.slice(0, nl)
+      pending = pending.slice(nl + 1)
+      if (line.startsWith('{"event"')) onEvent(JSON.parse(line) as { event: string })
+      else if (line.trim() !== "") last = line
+      nl = pending.indexOf("\n")
+    }
+  }
+  await proc.exited
+  if (pending.trim() !== "") last = pending
+  return JSON.parse(last) as LoadResult
+}
+
+// ------------------------------------------------------------------ the servers
+
+const mockPort = freePort()
+const proxyPort = freePort()
+const gatewayPort = freePort()
+const peerPort = freePort()
+const mockBase = `http://127.0.0.1:${mockPort}/v1`
+const managementKey = process.env["GATEWAY_MANAGEMENT_KEY"] ?? `sk-bench-${crypto.randomUUID().replaceAll("-", "")}`
+// Bun's fetch keeps at most 256 requests in flight unless told otherwise (read once at start).
+const fetchLimit = { BUN_CONFIG_MAX_HTTP_REQUESTS: String(Math.max(4096, options.heldStreams * 2)) }
+const STREAM_TOKENS = 200
+const heldTokens = options.heldSeconds * 10
+
+const provider = (id: string, headers: Record<string, string>) => ({ id, kind: "openai-chat", base_url: mockBase, headers })
+const model = (id: string, providerId: string) => ({
+  id,
+  context_length: 128000,
+  endpoints: [{ provider: providerId, upstream_model: "bench-model", pricing: { prompt: 0.15, completion: 0.6 } }],
+})
+const benchConfig = {
+  providers: [
+    provider("mock", {}),
+    provider("mock-stream", { "x-mock-tokens": String(STREAM_TOKENS) }),
+    provider("mock-paced", { "x-mock-tokens": String(STREAM_TOKENS), "x-mock-interval-ms": "1" }),
+    provider("mock-held", { "x-mock-tokens": String(heldTokens), "x-mock-interval-ms": "100" }),
+  ],
+  models: [
+    model("bench/json", "mock"),
+    model("bench/stream", "mock-stream"),
+    model("bench/paced", "mock-paced"),
+    model("bench/held", "mock-held"),
+  ],
+}
+writeFileSync(join(runDir, "config.json"), JSON.stringify(benchConfig, null, 2))
+
+const ensurePeer = (): string | undefined => {
+  const dir = join(root, "bench", "scratch", "peer")
+  const entry = join(dir, "node_modules", "@portkey-ai", "gateway", "build", "start-server.js")
+  if (existsSync(entry)) return dir
+  mkdirSync(dir, { recursive: true })
+  // Newer @hono/node-server versions break its streaming (TypeError: immutable): pinned, also where nested.
+  writeFileSync(
+    join(dir, "package.json"),
+    JSON.stringify({ name: "bench-peer", private: true, overrides: { "@hono/node-server": "1.13.5" } }, null, 2),
+  )
+  say("installing the peer gateway (@portkey-ai/gateway@1.15.2) into bench/scratch/peer …")
+  try {
+    execSync("npm install --ignore-scripts --no-audit --no-fund @portkey-ai/gateway@1.15.2 @hono/node-server@1.13.5", {
+      cwd: dir,
+      stdio: ["ignore", "ignore", "pipe"],
+      timeout: 240_000,
+    })
+    return existsSync(entry) ? dir : undefined
+  } catch (e) {
+    say(`peer install failed: ${(e as Error).message.split("\n")[0]}`)
+    return undefined
+  }
+}
+
+const gatewayBinary = options.gateway === "" ? join(root, "dist", "gateway") : options.gateway
+if (options.gateway === "") {
+  say(`building dist/gateway if stale …`)
+  execSync("bash scripts/build --if-stale", { cwd: root, stdio: ["ignore", "ignore", "inherit"] })
+}
+
+start("mock", [...pin(CLIENT_CORE), bun, "scripts/mock-upstream.ts", "--port", String(mockPort), "--log", "0"])
+const proxy = start(
+  "proxy",
+  [...pin(SERVER_CORE), bun, "scripts/bench-proxy.ts", "--port", String(proxyPort), "--upstream", `http://127.0.0.1:${mockPort}`],
+  fetchLimit,
+)
+const gateway = start(
+  "gateway",
+  [...pin(SERVER_CORE), gatewayBinary, "serve"],
+  {
+    ...fetchLimit,
+    PORT: String(gatewayPort),
+    HOST: "127.0.0.1",
+    GATEWAY_DATA_DIR: runDir,
+    DATABASE_URL: join(runDir, "gateway.db"),
+    GATEWAY_CONFIG: join(runDir, "config.json"),
+    GATEWAY_MANAGEMENT_KEY: managementKey,
+    GATEWAY_LOG_LEVEL: options.logLevel,
+  },
+  root,
+  // One JSON line per request: written (the cost is measured), not kept.
+  true,
+)
+let peerNote = "not run (--no-peer)"
+let peer: Proc | undefined
+if (options.peer) {
+  const dir = ensurePeer()
+  if (dir === undefined) peerNote = "skipped: the npm install of @portkey-ai/gateway@1.15.2 failed"
+  else {
+    peer = start("peer", [...pin(SERVER_CORE), "node", "node_modules/@portkey-ai/gateway/build/start-server.js", `--port=${peerPort}`, "--headless"], {}, dir)
+    peerNote = `@portkey-ai/gateway 1.15.2 on Node ${execSync("node --version").toString().trim()}`
+  }
+}
+
+try {
+  await waitReady("mock", `${mockBase.replace("/v1", "")}/__mock/stats`)
+  await waitReady("proxy", `http://127.0.0.1:${proxyPort}/`)
+  await waitReady("gateway", `http://127.0.0.1:${gatewayPort}/v1/health`)
+  if (peer !== undefined) {
+    try {
+      await waitReady("peer", `http://127.0.0.1:${peerPort}/`)
+    } catch (e) {
+      peerNote = `skipped: ${(e as Error).message}`
+      peer = undefined
+    }
+  }
+} catch (e) {
+  await stopAll()
+  throw e
+}
+
+// ------------------------------------------------------------------ scenarios
+
+type Kind = "proxy" | "gateway" | "peer"
+interface Target {
+  readonly kind: Kind
+  readonly label: string
+  readonly port: number
+  readonly pid: number
+}
+const targets: Array<Target> = [
+  { kind: "proxy", label: "bare Bun proxy", port: proxyPort, pid: proxy.proc.pid },
+  { kind: "gateway", label: "gateway (dist/gateway)", port: gatewayPort, pid: gateway.proc.pid },
+]
+if (peer !== undefined) targets.push({ kind: "peer", label: "peer (Portkey, Node)", port: peerPort, pid: peer.proc.pid })
+
+interface Shape {
+  readonly stream: boolean
+  /** Extra upstream behaviour, as x-mock-* headers (the gateway has them in its provider config). */
+  readonly mock: Record<string, string>
+  readonly gatewayModel: string
+}
+
+const PROMPT = "Say hello to the benchmark."
+const chatBody = (stream: boolean) =>
+  JSON.stringify({
+    model: "bench-model",
+    messages: [{ role: "user", content: PROMPT }],
+    ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+  })
+const DONE_TAIL = "data: [DONE]\n\n"
+
+const requestFor = (target: Target, shape: Shape): Pick<LoadSpec, "path" | "headers" | "body" | "expectTail"> => {
+  const tail = shape.stream ? { expectTail: DONE_TAIL } : {}
+  if (target.kind === "gateway") {
+    return {
+      path: "/v1/responses",
+      headers: { authorization: `Bearer ${managementKey}` },
+      body: JSON.stringify({ model: shape.gatewayModel, input: PROMPT, ...(shape.stream ? { stream: true } : {}) }),
+      ...tail,
+    }
+  }
+  const headers: Record<string, string> = { authorization: "Bearer sk-bench-upstream", ...shape.mock }
+  if (target.kind === "peer") {
+    headers["x-portkey-provider"] = "openai"
+    headers["x-portkey-custom-host"] = mockBase
+    if (Object.keys(shape.mock).length > 0) headers["x-portkey-forward-headers"] = Object.keys(shape.mock).join(",")
+  }
+  return { path: "/v1/chat/completions", headers, body: chatBody(shape.stream), ...tail }
+}
+
+interface Scenario {
+  readonly id: string
+  readonly connections: number
+  readonly shape: Shape
+  /** Upstream text deltas per request (streams), for CPU per relayed event. */
+  readonly events: number
+}
+const JSON_SHAPE: Shape = { stream: false, mock: {}, gatewayModel: "bench/json" }
+const BURST_SHAPE: Shape = { stream: true, mock: { "x-mock-tokens": String(STREAM_TOKENS) }, gatewayModel: "bench/stream" }
+const PACED_SHAPE: Shape = {
+  stream: true,
+  mock: { "x-mock-tokens": String(STREAM_TOKENS), "x-mock-interval-ms": "1" },
+  gatewayModel: "bench/paced",
+}
+const scenarios: Array<Scenario> = [
+  { id: "json-c1", connections: 1, shape: JSON_SHAPE, events: 0 },
+  { id: "json-c32", connections: 32, shape: JSON_SHAPE, events: 0 },
+  { id: "stream-c1", connections: 1, shape: BURST_SHAPE, events: STREAM_TOKENS },
+  { id: "paced-c16", connections: 16, shape: PACED_SHAPE, events: STREAM_TOKENS },
+]
+
+interface Sample {
+  readonly result: LoadResult
+  readonly cpuUs: number
+}
+const samples = new Map<string, Array<Sample>>()
+const key = (scenario: string, kind: Kind) => `${scenario}/${kind}`
+
+const median = (values: Array<number>): number => {
+  if (values.length === 0) return Number.NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}
+
+const specOf = (target: Target, scenario: Scenario, durationMs: number): LoadSpec => ({
+  host: "127.0.0.1",
+  port: target.port,
+  connections: scenario.connections,
+  mode: "loop",
+  durationMs,
+  ...requestFor(target, scenario.shape),
+})
+
+const t0 = Date.now()
+for (const scenario of scenarios) {
+  say(`${scenario.id}: warm-up`)
+  for (const target of targets) await load(specOf(target, scenario, options.warmupMs))
+  for (let round = 1; round <= options.rounds; round++) {
+    for (const target of targets) {
+      const before = cpuMicros(target.pid)
+      const result = await load(specOf(target, scenario, options.durationMs))
+      const cpuUs = cpuMicros(target.pid) - before
+      const list = samples.get(key(scenario.id, target.kind)) ?? []
+      list.push({ result, cpuUs })
+      samples.set(key(scenario.id, target.kind), list)
+      const perReq = result.requests > 0 ? cpuUs / result.requests : Number.NaN
+      say(
+        `${scenario.id} round ${round} ${target.kind}: ${result.requests} req, ${result.rps.toFixed(0)}/s, ` +
+          `p50 ${result.latency.p50.toFixed(3)} ms, CPU ${perReq.toFixed(1)} µs/req` +
+          (result.errors > 0 ? `, ${result.errors} errors (${result.errorSamples[0]})` : ""),
+      )
+    }
+  }
+}
+
+// ------------------------------------------------------------------ held streams
+
+interface Held {
+  readonly target: Target
+  readonly idle: number
+  readonly allOpen: number
+  readonly peak: number
+  readonly after: number
+  readonly result: LoadResult
+  readonly settleSeconds: number
+  /** [ms since the first stream, RSS bytes] every 500 ms. */
+  readonly timeline: Array<[number, number]>
+}
+const heldRuns: Array<Held> = []
+const heldTargets = options.held ? targets.filter((t) => t.kind === "gateway" || (t.kind === "proxy" && options.heldProxy)) : []
+for (const target of heldTargets) {
+  say(`held streams on ${target.kind}: ${options.heldStreams} streams, a token every 100 ms for ${options.heldSeconds} s`)
+  await Bun.sleep(2000)
+  const idle = rssBytes(target.pid)
+  let allOpen = 0
+  let peak = idle
+  const heldStart = Date.now()
+  const timeline: Array<[number, number]> = []
+  const sampler = setInterval(() => {
+    const rss = rssBytes(target.pid)
+    timeline.push([Date.now() - heldStart, rss])
+    peak = Math.max(peak, rss)
+  }, 500)
+  const shape: Shape = {
+    stream: true,
+    mock: { "x-mock-tokens": String(heldTokens), "x-mock-interval-ms": "100" },
+    gatewayModel: "bench/held",
+  }
+  const result = await load(
+    {
+      host: "127.0.0.1",
+      port: target.port,
+      connections: options.heldStreams,
+      mode: "hold",
+      rampPerSec: 500,
+      deadlineMs: options.heldSeconds * 1000 + 120_000,
+      ...requestFor(target, shape),
+    },
+    (event) => {
+      if (event.event === "all-open") {
+        allOpen = rssBytes(target.pid)
+        say(`all ${options.heldStreams} streams open: RSS ${(allOpen / 1048576).toFixed(1)} MB`)
+      }
+    },
+  )
+  clearInterval(sampler)
+  peak = Math.max(peak, rssBytes(target.pid))
+  // Memory goes back lazily: give it up to 20 s to come within 10 % of idle.
+  const settleStart = Date.now()
+  let after = rssBytes(target.pid)
+  while (after > idle * 1.1 && Date.now() - settleStart < 20_000) {
+    await Bun.sleep(1000)
+    after = rssBytes(target.pid)
+  }
+  heldRuns.push({ target, idle, allOpen, peak, after, result, settleSeconds: (Date.now() - settleStart) / 1000, timeline })
+  say(
+    `held on ${target.kind}: idle ${(idle / 1048576).toFixed(1)} MB, all open ${(allOpen / 1048576).toFixed(1)} MB, ` +
+      `peak ${(peak / 1048576).toFixed(1)} MB, after ${(after / 1048576).toFixed(1)} MB; ${result.requests} ok, ${result.errors} errors`,
+  )
+}
+const elapsed = (Date.now() - t0) / 1000
+
+// ------------------------------------------------------------------ figures
+
+interface Figures {
+  readonly runs: number
+  readonly rps: number
+  readonly p50: number
+  readonly p99: number
+  readonly ttfb50: number
+  readonly cpuPerReq: number
+  readonly cpuPerEvent: number
+  readonly errors: number
+}
+const figures = (scenario: Scenario, kind: Kind): Figures | undefined => {
+  const list = samples.get(key(scenario.id, kind))
+  if (list === undefined || list.length === 0) return undefined
+  const ok = list.filter((s) => s.result.requests > 0)
+  return {
+    runs: list.length,
+    rps: median(ok.map((s) => s.result.rps)),
+    p50: median(ok.map((s) => s.result.latency.p50)),
+    p99: median(ok.map((s) => s.result.latency.p99)),
+    ttfb50: median(ok.map((s) => s.result.ttfb.p50)),
+    cpuPerReq: median(ok.map((s) => s.cpuUs / s.result.requests)),
+    cpuPerEvent: scenario.events === 0 ? Number.NaN : median(ok.map((s) => s.cpuUs / (s.result.requests * scenario.events))),
+    errors: list.reduce((n, s) => n + s.result.errors, 0),
+  }
+}
+
+const f1 = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : "–")
+const f2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : "–")
+const f3 = (n: number) => (Number.isFinite(n) ? n.toFixed(3) : "–")
+const f0 = (n: number) => (Number.isFinite(n) ? n.toFixed(0) : "–")
+const ratio = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${(a / b).toFixed(2)}×` : "–")
+const mb = (bytes: number) => (bytes / 1048576).toFixed(1)
+const signed = (n: number, digits: number) => (Number.isFinite(n) ? `${n >= 0 ? "+" : ""}${n.toFixed(digits)}` : "–")
+
+const byId = (id: string) => scenarios.find((s) => s.id === id)!
+const lines: Array<string> = []
+const out = (line = "") => lines.push(line)
+
+const bunVersion = Bun.version
+const cpuModel = cpus()[0]?.model ?? "unknown CPU"
+out(`# Benchmark: gateway vs a bare Bun proxy${peer !== undefined ? " and a peer gateway" : ""}`)
+out()
+out(`Run ${new Date().toISOString()} on ${cpuModel}, ${coreCount} cores, Bun ${bunVersion}; ${elapsed.toFixed(0)} s of load.`)
+out(
+  `Loopback; ${hasTaskset ? "servers pinned to core 0, mock upstream and load generator to core 1 (taskset)" : "no pinning (taskset or a second core missing)"}; ` +
+    `${options.rounds} interleaved rounds of ${options.durationMs / 1000} s per server and scenario, medians. ` +
+    `Server CPU = utime + stime of the server process (/proc/<pid>/stat) over the run.`,
+)
+out(
+  `Gateway: \`${options.gateway === "" ? "dist/gateway" : options.gateway}\` (bun build --compile), openai-chat provider to the mock, SQLite ledger in a temp file, ` +
+    `management key from GATEWAY_MANAGEMENT_KEY, GATEWAY_LOG_LEVEL=${options.logLevel} (lines written to /dev/null), metrics on. ` +
+    `Peer: ${peerNote}.`,
+)
+out(`Load: scripts/bench-load.ts (closed loop, keep-alive HTTP/1.1 over raw sockets). Upstream: scripts/mock-upstream.ts, zero delay unless stated.`)
+out()
+
+const jsonTable = (id: string, title: string) => {
+  const scenario = byId(id)
+  const base = figures(scenario, "proxy")
+  out(`## ${title}`)
+  out()
+  out("| server | req/s | p50 ms | p99 ms | CPU µs/req | CPU vs proxy | req per CPU-second | added p50 ms | errors |")
+  out("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+  for (const target of targets) {
+    const f = figures(scenario, target.kind)
+    if (f === undefined) continue
+    const added = base === undefined || target.kind === "proxy" ? "–" : signed(f.p50 - base.p50, 3)
+    out(
+      `| ${target.label} | ${f0(f.rps)} | ${f3(f.p50)} | ${f3(f.p99)} | ${f1(f.cpuPerReq)} | ${base === undefined ? "–" : ratio(f.cpuPerReq, base.cpuPerReq)} | ${f0(1e6 / f.cpuPerReq)} | ${added} | ${f.errors} |`,
+    )
+  }
+  out()
+}
+jsonTable("json-c1", "JSON answers, zero-delay upstream, 1 connection")
+jsonTable("json-c32", "JSON answers, zero-delay upstream, 32 connections")
+
+const streamTable = (id: string, title: string) => {
+  const scenario = byId(id)
+  const base = figures(scenario, "proxy")
+  out(`## ${title}`)
+  out()
+  out("| server | streams/s | TTFB p50 ms | added TTFB ms | end p50 ms | CPU µs/stream | CPU µs/event | CPU vs proxy | errors |")
+  out("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+  for (const target of targets) {
+    const f = figures(scenario, target.kind)
+    if (f === undefined) continue
+    const added = base === undefined || target.kind === "proxy" ? "–" : signed(f.ttfb50 - base.ttfb50, 3)
+    out(
+      `| ${target.label} | ${f0(f.rps)} | ${f3(f.ttfb50)} | ${added} | ${f2(f.p50)} | ${f0(f.cpuPerReq)} | ${f2(f.cpuPerEvent)} | ${base === undefined ? "–" : ratio(f.cpuPerEvent, base.cpuPerEvent)} | ${f.errors} |`,
+    )
+  }
+  out()
+}
+streamTable("stream-c1", `Streams of ${STREAM_TOKENS} text deltas sent at once, 1 connection`)
+streamTable("paced-c16", `Streams of ${STREAM_TOKENS} text deltas 1 ms apart (one upstream chunk per delta), 16 connections`)
+
+if (heldRuns.length > 0) {
+  out(`## Held streams: ${options.heldStreams} concurrent, a token every 100 ms for ${options.heldSeconds} s`)
+  out()
+  out("| server | idle RSS MB | all open MB | peak MB | after MB | after vs idle | streams ok | errors |")
+  out("|---|---:|---:|---:|---:|---:|---:|---:|")
+  for (const h of heldRuns) {
+    out(
+      `| ${h.target.label} | ${mb(h.idle)} | ${mb(h.allOpen)} | ${mb(h.peak)} | ${mb(h.after)} | ${signed(((h.after - h.idle) / h.idle) * 100, 1)} % | ${h.result.requests} | ${h.result.errors} |`,
+    )
+  }
+  out()
+}
+
+// ------------------------------------------------------------------ targets
+
+const verdict = (ok: boolean) => (ok ? "holds" : "**missed**")
+const jc1 = { gw: figures(byId("json-c1"), "gateway"), px: figures(byId("json-c1"), "proxy") }
+const jc32 = { gw: figures(byId("json-c32"), "gateway"), px: figures(byId("json-c32"), "proxy"), peer: figures(byId("json-c32"), "peer") }
+const sc1 = { gw: figures(byId("stream-c1"), "gateway"), px: figures(byId("stream-c1"), "proxy") }
+const pc16 = { gw: figures(byId("paced-c16"), "gateway"), px: figures(byId("paced-c16"), "proxy") }
+const heldGateway = heldRuns.find((h) => h.target.kind === "gateway")
+out("## Targets")
+out()
+out("| target | measured | verdict |")
+out("|---|---|---|")
+if (jc1.gw && jc1.px && jc32.gw && jc32.px) {
+  const r1 = jc1.gw.cpuPerReq / jc1.px.cpuPerReq
+  const r32 = jc32.gw.cpuPerReq / jc32.px.cpuPerReq
+  out(`| JSON: gateway CPU per request ≤ 2.0× the proxy's | c=1: ${r1.toFixed(2)}×; c=32: ${r32.toFixed(2)}× | ${verdict(r1 <= 2 && r32 <= 2)} |`)
+  const added = jc1.gw.p50 - jc1.px.p50
+  out(`| JSON: added p50 latency at c=1 ≤ 0.5 ms | ${added.toFixed(3)} ms | ${verdict(added <= 0.5)} |`)
+}
+if (sc1.gw && sc1.px && pc16.gw && pc16.px) {
+  const rb = sc1.gw.cpuPerEvent / sc1.px.cpuPerEvent
+  const rp = pc16.gw.cpuPerEvent / pc16.px.cpuPerEvent
+  out(`| Streams: CPU per relayed event ≤ 2.0× the proxy's | at once: ${rb.toFixed(2)}×; 1 ms apart: ${rp.toFixed(2)}× | ${verdict(rb <= 2 && rp <= 2)} |`)
+  const added = sc1.gw.ttfb50 - sc1.px.ttfb50
+  out(`| Streams: added TTFB ≤ 1 ms | ${added.toFixed(3)} ms | ${verdict(added <= 1)} |`)
+}
+if (heldGateway !== undefined) {
+  const peakOk = heldGateway.peak <= 200 * 1048576
+  const backOk = heldGateway.after <= heldGateway.idle * 1.1
+  out(`| ${options.heldStreams} held streams in ≤ 200 MB RSS | peak ${mb(heldGateway.peak)} MB | ${verdict(peakOk)} |`)
+  out(`| RSS back within 10 % of idle after | ${mb(heldGateway.idle)} → ${mb(heldGateway.after)} MB | ${verdict(backOk)} |`)
+}
+if (jc32.gw && jc32.peer) {
+  const r = jc32.peer.cpuPerReq / jc32.gw.cpuPerReq
+  out(`| ≥ 10× the peer's requests per CPU-second (JSON, c=32) | ${r.toFixed(1)}× (${f0(1e6 / jc32.gw.cpuPerReq)} vs ${f0(1e6 / jc32.peer.cpuPerReq)}) | ${verdict(r >= 10)} |`)
+} else {
+  out(`| ≥ 10× the peer's requests per CPU-second | peer ${peerNote} | – |`)
+}
+out()
+out(`Raw samples: bench/scratch/run-${runId}/raw.json (not committed).`)
+
+const report = lines.join("\n") + "\n"
+writeFileSync(
+  join(runDir, "raw.json"),
+  JSON.stringify({ options, samples: Object.fromEntries(samples), held: heldRuns.map((h) => ({ ...h, target: h.target.kind })) }, null, 2),
+)
+mkdirSync(join(root, "bench", "results"), { recursive: true })
+writeFileSync(join(root, "bench", "results", "latest.md"), report)
+await stopAll()
+// The ledger of a full run is ~100 MB of rows nobody reads: keep the logs and raw.json only.
+for (const suffix of ["", "-wal", "-shm"]) rmSync(join(runDir, `gateway.db${suffix}`), { force: true })
+console.log(report)
+process.exit(0)

@@ -1,0 +1,106 @@
+/**
+ * Structured logs: one JSON line per request on stdout (`GATEWAY_LOG_LEVEL`, default info), and the
+ * services' own `Effect.log*` lines in the same shape. No body content unless the level is debug;
+ * `none` writes nothing. Lines are written in batches (one write per run of ready work, on a
+ * microtask: no extra turn of the event loop, which costs Bun ~70 µs of CPU when idle).
+ */
+import { Cause, HashMap, Layer, Logger, LogLevel } from "effect"
+import type { Settings } from "../config/Config.js"
+import type { RequestTrace } from "./metrics.js"
+
+export type LogLevelName = Settings["logLevel"]
+
+const RANK: Record<LogLevelName, number> = { debug: 0, info: 1, warn: 2, error: 3, none: 4 }
+
+/** Buffered stdout: lines go out at the end of the current run of work, or when 64 KiB are waiting. */
+class LineWriter {
+  private buffer = ""
+  private scheduled = false
+
+  write(line: string): void {
+    this.buffer += line
+    this.buffer += "\n"
+    if (this.buffer.length > 65_536) this.flush()
+    else if (!this.scheduled) {
+      this.scheduled = true
+      queueMicrotask(this.flush)
+    }
+  }
+
+  readonly flush = (): void => {
+    this.scheduled = false
+    if (this.buffer === "") return
+    const out = this.buffer
+    this.buffer = ""
+    process.stdout.write(out)
+  }
+}
+
+export const logWriter = new LineWriter()
+
+const round2 = (ms: number) => Math.round(ms * 100) / 100
+
+/** Writes one line per finished request; `undefined` when the level leaves request lines out. */
+export const makeRequestLogger = (level: LogLevelName) => {
+  const rank = RANK[level]
+  if (rank >= RANK.none) return undefined
+  const debug = rank === RANK.debug
+  return (trace: RequestTrace, status: number, totalMs: number): void => {
+    // A request line is info, a server error is an error.
+    const lineLevel = status >= 500 ? "error" : "info"
+    if (RANK[lineLevel] < rank) return
+    const line: Record<string, unknown> = {
+      time: new Date().toISOString(),
+      level: lineLevel,
+      msg: "request",
+      request_id: trace.id,
+      method: trace.method,
+      route: trace.route,
+      status,
+      duration_ms: round2(totalMs),
+    }
+    if (trace.provider !== undefined) {
+      line["model"] = trace.model
+      line["provider"] = trace.provider
+      line["upstream_ms"] = round2(trace.upstreamMs)
+      line["gateway_ms"] = round2((trace.streaming ? trace.headMs : totalMs) - trace.upstreamMs)
+      if (trace.firstTokenMs !== undefined) line["ttft_ms"] = round2(trace.firstTokenMs)
+    }
+    if (trace.generationId !== undefined) line["generation_id"] = trace.generationId
+    if (trace.streaming) {
+      line["stream"] = true
+      line["outcome"] = trace.outcome
+    }
+    if (debug && trace.body !== undefined) line["request_body"] = trace.body
+    logWriter.write(JSON.stringify(line))
+  }
+}
+
+const effectLevel: Record<LogLevelName, LogLevel.LogLevel> = {
+  debug: LogLevel.Debug,
+  info: LogLevel.Info,
+  warn: LogLevel.Warning,
+  error: LogLevel.Error,
+  none: LogLevel.None,
+}
+
+const levelName = (level: LogLevel.LogLevel) =>
+  level._tag === "Warning" ? "warn" : level._tag === "Fatal" ? "error" : level.label.toLowerCase()
+
+/** `Effect.log*` of the services as JSON lines in the request lines' shape, from the configured level. */
+const jsonLogger = Logger.make(({ logLevel, message, cause, annotations, date }) => {
+  const messages = Array.isArray(message) ? message : [message]
+  const line: Record<string, unknown> = {
+    time: date.toISOString(),
+    level: levelName(logLevel),
+    msg: messages.map((m) => (typeof m === "string" ? m : JSON.stringify(m))).join(" "),
+  }
+  for (const [key, value] of HashMap.toEntries(annotations)) line[key] = value
+  if (!Cause.isEmpty(cause)) line["cause"] = Cause.pretty(cause, { renderErrorCause: true })
+  logWriter.write(JSON.stringify(line))
+})
+
+/** The runtime's logger: JSON lines on stdout, nothing below `level`. */
+export const loggerLayer = (level: LogLevelName) =>
+  Layer.merge(Logger.replace(Logger.defaultLogger, jsonLogger), Logger.minimumLogLevel(effectLevel[level]))
+

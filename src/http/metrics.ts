@@ -1,0 +1,273 @@
+/**
+ * Operations telemetry of the HTTP server as plain JS counters and histograms, rendered in the
+ * Prometheus text format at `GET /metrics`. Recording is a few array increments per request: no
+ * Effect, no allocation on the hot path (an Effect step costs more than the whole recording).
+ *
+ * `RequestTrace` is what one request carries from the server's front door through the data-plane
+ * route: its request id, the time spent waiting on the upstream, the provider, and for a stream the
+ * call that ends it. The server turns a finished trace into metrics, a `Server-Timing` header and
+ * one log line.
+ */
+
+/** Seconds; from half a millisecond (gateway overhead) to five minutes (long streams). */
+const BUCKETS: ReadonlyArray<number> = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
+]
+const BUCKET_LABELS = BUCKETS.map((b) => String(b))
+
+/** Escapes a label value for the text format. */
+const escapeLabel = (value: string) => value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")
+
+const labelText = (labels: Readonly<Record<string, string>>) => {
+  const parts = Object.entries(labels).map(([k, v]) => `${k}="${escapeLabel(v)}"`)
+  return parts.join(",")
+}
+
+const formatNumber = (n: number) => (Number.isInteger(n) ? String(n) : n.toPrecision(9).replace(/\.?0+$/, ""))
+
+export class Histogram {
+  /** One count per bucket plus +Inf, not cumulative (summed when rendered). */
+  private readonly counts = new Float64Array(BUCKETS.length + 1)
+  private sum = 0
+  private count = 0
+
+  observe(seconds: number): void {
+    let i = 0
+    while (i < BUCKETS.length && seconds > BUCKETS[i]) i++
+    this.counts[i]++
+    this.sum += seconds
+    this.count++
+  }
+
+  get total(): number {
+    return this.count
+  }
+
+  render(name: string, labels: string, out: Array<string>): void {
+    const sep = labels === "" ? "" : ","
+    let cumulative = 0
+    for (let i = 0; i < BUCKETS.length; i++) {
+      cumulative += this.counts[i]
+      out.push(`${name}_bucket{${labels}${sep}le="${BUCKET_LABELS[i]}"} ${cumulative}`)
+    }
+    cumulative += this.counts[BUCKETS.length]
+    out.push(`${name}_bucket{${labels}${sep}le="+Inf"} ${cumulative}`)
+    const braces = labels === "" ? "" : `{${labels}}`
+    out.push(`${name}_sum${braces} ${formatNumber(this.sum)}`)
+    out.push(`${name}_count${braces} ${this.count}`)
+  }
+}
+
+/** A family of histograms keyed by one label value (e.g. the provider). */
+class HistogramFamily {
+  private readonly byValue = new Map<string, Histogram>()
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly label: string,
+  ) {}
+
+  of(value: string): Histogram {
+    let h = this.byValue.get(value)
+    if (h === undefined) {
+      h = new Histogram()
+      this.byValue.set(value, h)
+    }
+    return h
+  }
+
+  render(out: Array<string>): void {
+    out.push(`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`)
+    for (const [value, h] of this.byValue) h.render(this.name, labelText({ [this.label]: value }), out)
+  }
+}
+
+/** Requests and latency of one (route, method): the server creates one per registered handler. */
+export class RouteMetrics {
+  readonly latency = new Histogram()
+  /** Count per HTTP status. */
+  readonly statuses = new Map<number, number>()
+  constructor(
+    readonly route: string,
+    readonly method: string,
+  ) {}
+
+  record(status: number, seconds: number): void {
+    this.statuses.set(status, (this.statuses.get(status) ?? 0) + 1)
+    this.latency.observe(seconds)
+  }
+}
+
+/** Numbers read only when scraped (queue depth, writer stats): no cost between scrapes. */
+export interface ScrapedGauges {
+  readonly ledgerQueueDepth: () => number
+  readonly ledgerStats: () => { readonly flushes: number; readonly rowsWritten: number; readonly failedRows: number }
+}
+
+export class GatewayMetrics {
+  private readonly routes: Array<RouteMetrics> = []
+  /** Gateway time of data-plane requests: total (JSON) or time to the response head (streams), minus upstream time. */
+  readonly overhead = new Histogram()
+  readonly upstream = new HistogramFamily(
+    "gateway_upstream_duration_seconds",
+    "Time waiting on the upstream per request, by provider (JSON: until the body is read; streams: until the head)",
+    "provider",
+  )
+  readonly timeToFirstToken = new HistogramFamily(
+    "gateway_upstream_ttft_seconds",
+    "Time from the upstream call to its first token, by provider",
+    "provider",
+  )
+  /** Streamed responses begun and ended: the difference is the streams open now. */
+  streamsStarted = 0
+  streamsEnded = 0
+  private gauges: ScrapedGauges | undefined
+
+  route(route: string, method: string): RouteMetrics {
+    const m = new RouteMetrics(route, method)
+    this.routes.push(m)
+    return m
+  }
+
+  scrape(gauges: ScrapedGauges): void {
+    this.gauges = gauges
+  }
+
+  /** The Prometheus text exposition (version 0.0.4). */
+  render(): string {
+    const out: Array<string> = []
+    out.push(
+      "# HELP gateway_http_requests_total HTTP requests by route, method and status",
+      "# TYPE gateway_http_requests_total counter",
+    )
+    for (const r of this.routes) {
+      for (const [status, n] of r.statuses) {
+        out.push(`gateway_http_requests_total{${labelText({ route: r.route, method: r.method, status: String(status) })}} ${n}`)
+      }
+    }
+    out.push(
+      "# HELP gateway_http_request_duration_seconds Time from the request to the end of its response (streams: to the last event)",
+      "# TYPE gateway_http_request_duration_seconds histogram",
+    )
+    for (const r of this.routes) {
+      if (r.latency.total > 0) r.latency.render("gateway_http_request_duration_seconds", labelText({ route: r.route, method: r.method }), out)
+    }
+    out.push(
+      "# HELP gateway_overhead_seconds Gateway time of model requests: total minus upstream time (streams: to the response head)",
+      "# TYPE gateway_overhead_seconds histogram",
+    )
+    this.overhead.render("gateway_overhead_seconds", "", out)
+    this.upstream.render(out)
+    this.timeToFirstToken.render(out)
+    out.push(
+      "# HELP gateway_open_streams Streamed responses being relayed now",
+      "# TYPE gateway_open_streams gauge",
+      `gateway_open_streams ${Math.max(0, this.streamsStarted - this.streamsEnded)}`,
+      "# HELP gateway_streams_total Streamed responses started",
+      "# TYPE gateway_streams_total counter",
+      `gateway_streams_total ${this.streamsStarted}`,
+    )
+    if (this.gauges !== undefined) {
+      const stats = this.gauges.ledgerStats()
+      out.push(
+        "# HELP gateway_ledger_queue_depth Generation records waiting for the group commit",
+        "# TYPE gateway_ledger_queue_depth gauge",
+        `gateway_ledger_queue_depth ${this.gauges.ledgerQueueDepth()}`,
+        "# HELP gateway_ledger_flushes_total Group-commit transactions of generation records",
+        "# TYPE gateway_ledger_flushes_total counter",
+        `gateway_ledger_flushes_total ${stats.flushes}`,
+        "# HELP gateway_ledger_rows_written_total Generation records committed",
+        "# TYPE gateway_ledger_rows_written_total counter",
+        `gateway_ledger_rows_written_total ${stats.rowsWritten}`,
+        "# HELP gateway_ledger_failed_rows_total Generation records that could not be written",
+        "# TYPE gateway_ledger_failed_rows_total counter",
+        `gateway_ledger_failed_rows_total ${stats.failedRows}`,
+      )
+    }
+    const cpu = process.cpuUsage()
+    out.push(
+      "# HELP process_cpu_seconds_total User and system CPU time of the process",
+      "# TYPE process_cpu_seconds_total counter",
+      `process_cpu_seconds_total ${formatNumber((cpu.user + cpu.system) / 1e6)}`,
+      "# HELP process_resident_memory_bytes Resident set size",
+      "# TYPE process_resident_memory_bytes gauge",
+      `process_resident_memory_bytes ${process.memoryUsage.rss()}`,
+    )
+    return `${out.join("\n")}\n`
+  }
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/
+/** A random prefix per process and a counter: unique, and far cheaper than a UUID per request. */
+const idPrefix = Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, "0")).join("")
+let idCounter = 0
+
+/** The caller's `x-request-id` when it is a sane token, else a new id. */
+export const requestIdOf = (headers: Headers): string => {
+  const given = headers.get("x-request-id")
+  if (given !== null && REQUEST_ID.test(given)) return given
+  return `req_${idPrefix}${(++idCounter).toString(36)}`
+}
+
+/** Ends a trace: the server records it (metrics, log line) once the response is complete. */
+export type TraceEnd = (trace: RequestTrace, status: number) => void
+
+/** What one request carries through the server and the data-plane route. */
+export class RequestTrace {
+  /** performance.now() when the request arrived. */
+  readonly startedAt = performance.now()
+  /** Milliseconds spent waiting on the upstream (its head, and a JSON body). */
+  upstreamMs = 0
+  /** Milliseconds from the start of the upstream call to its first token, when one came. */
+  firstTokenMs: number | undefined = undefined
+  /** performance.now() when the last upstream attempt began. */
+  upstreamStartedAt = 0
+  provider: string | undefined = undefined
+  model: string | undefined = undefined
+  generationId: string | undefined = undefined
+  /** The response is a stream: the route calls `endStream` when its last byte is queued. */
+  streaming = false
+  /** The request body, kept only when debug logging is on. */
+  body: string | undefined = undefined
+  /** Milliseconds to the response head (set when the head is handed to Bun). */
+  headMs = 0
+  /** How a stream ended: completed, incomplete, failed, cancelled. */
+  outcome: string | undefined = undefined
+  private ended = false
+
+  constructor(
+    readonly id: string,
+    readonly method: string,
+    readonly route: string,
+    readonly keepBody: boolean,
+    private readonly onEnd: TraceEnd,
+  ) {}
+
+  /** An upstream attempt begins: the provider and model it is for. */
+  attempt(provider: string, model: string): void {
+    this.provider = provider
+    this.model = model
+    this.upstreamStartedAt = performance.now()
+  }
+
+  /** The attempt's upstream answered (or failed): its wait counts as upstream time. */
+  answered(): void {
+    this.upstreamMs += performance.now() - this.upstreamStartedAt
+  }
+
+  markFirstToken(): void {
+    this.firstTokenMs ??= performance.now() - this.upstreamStartedAt
+  }
+
+  /** Called once by the route when a streamed response has ended (any way). */
+  endStream(outcome: string): void {
+    this.outcome = outcome
+    this.end(200)
+  }
+
+  end(status: number): void {
+    if (this.ended) return
+    this.ended = true
+    this.onEnd(this, status)
+  }
+}

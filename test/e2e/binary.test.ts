@@ -1,0 +1,100 @@
+/**
+ * The compiled binary (`scripts/build` → dist/gateway, built here when missing or older than the
+ * sources) end to end: it starts from a folder without the project (the demo catalog and the
+ * migrations are embedded), serves the openai client in front of the mock upstream, exposes
+ * /metrics, and exits 0 on SIGTERM.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { execSync } from "node:child_process"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import OpenAI from "openai"
+import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
+
+const root = join(import.meta.dir, "..", "..")
+const binary = join(root, "dist", "gateway")
+const KEY = `sk-test-binary-${crypto.randomUUID().replaceAll("-", "")}`
+
+let mock: MockUpstream
+let dir: string
+const running: Array<ReturnType<typeof Bun.spawn>> = []
+
+beforeAll(() => {
+  execSync("bash scripts/build --if-stale", { cwd: root, stdio: ["ignore", "ignore", "inherit"], timeout: 50_000 })
+  dir = mkdtempSync(join(tmpdir(), "gw-binary-"))
+}, 60_000)
+
+afterAll(async () => {
+  for (const proc of running) proc.kill("SIGKILL")
+  await mock?.stop()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+/** Starts the binary in `dir` (not the project) on a free port; resolves with its base URL. */
+const start = async (env: Record<string, string>) => {
+  const proc = Bun.spawn([binary, "serve"], {
+    cwd: dir,
+    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", GATEWAY_DATA_DIR: dir, GATEWAY_MANAGEMENT_KEY: KEY, GATEWAY_LOG_LEVEL: "none", ...env },
+    stdout: "pipe",
+    stderr: "inherit",
+  })
+  running.push(proc)
+  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader()
+  const decoder = new TextDecoder()
+  let out = ""
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) throw new Error(`the binary exited before listening: ${out}`)
+    out += decoder.decode(value, { stream: true })
+    const match = /listening on (http:\/\/[\d.]+:\d+)\/v1/.exec(out)
+    if (match !== null) {
+      // Keep draining stdout so the process never blocks on a full pipe.
+      void (async () => {
+        while (!(await reader.read()).done) {}
+      })()
+      return { proc, url: match[1] }
+    }
+  }
+}
+
+describe("dist/gateway", () => {
+  test("runs outside the project on its embedded demo catalog and migrations", async () => {
+    const { proc, url } = await start({ DATABASE_URL: join(dir, "demo.db") })
+    const client = new OpenAI({ apiKey: KEY, baseURL: `${url}/v1`, maxRetries: 0 })
+    const response = await client.responses.create({ model: "demo/echo", input: "hello binary" })
+    expect(response.output_text).toBe("Echo: hello binary")
+    proc.kill("SIGTERM")
+    expect(await proc.exited).toBe(0)
+  }, 20_000)
+
+  test("relays the mock upstream (openai-chat) as JSON and as a stream, and counts both in /metrics", async () => {
+    mock = await startMockUpstream({ port: 0, tokens: 4, chunk: "hi ", maxLoggedRequests: 0 })
+    const config = join(dir, "config.json")
+    writeFileSync(
+      config,
+      JSON.stringify({
+        providers: [{ id: "mock", kind: "openai-chat", base_url: mock.url }],
+        models: [{ id: "bench/json", context_length: 128000, endpoints: [{ provider: "mock", upstream_model: "m", pricing: { prompt: 1, completion: 2 } }] }],
+      }),
+    )
+    const { proc, url } = await start({ DATABASE_URL: join(dir, "mock.db"), GATEWAY_CONFIG: config })
+    const client = new OpenAI({ apiKey: KEY, baseURL: `${url}/v1`, maxRetries: 0 })
+
+    const response = await client.responses.create({ model: "bench/json", input: "say hi" })
+    expect(response.output_text).toBe("hi hi hi hi ")
+    expect(response.usage?.output_tokens).toBe(4)
+
+    const stream = await client.responses.create({ model: "bench/json", input: "say hi", stream: true })
+    let text = ""
+    for await (const event of stream) if (event.type === "response.output_text.delta") text += event.delta
+    expect(text).toBe("hi hi hi hi ")
+
+    const metrics = await (await fetch(`${url}/metrics`)).text()
+    expect(metrics).toContain('gateway_http_requests_total{route="/v1/responses",method="POST",status="200"} 2')
+    expect(metrics).toContain('gateway_upstream_duration_seconds_count{provider="mock"} 2')
+    expect(metrics).toContain("gateway_streams_total 1")
+    proc.kill("SIGTERM")
+    expect(await proc.exited).toBe(0)
+  }, 20_000)
+})

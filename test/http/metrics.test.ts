@@ -1,0 +1,109 @@
+import { describe, expect, test } from "bun:test"
+import { startTestGateway, useGateway } from "../support/gateway.js"
+
+const gw = useGateway()
+
+/** Pins demo/echo to one endpoint, so the provider label is known. */
+const PINNED = { provider: { order: ["fake"] } }
+
+const scrape = async () => {
+  const res = await fetch(`${gw().url}/metrics`)
+  expect(res.status).toBe(200)
+  expect(res.headers.get("content-type")).toContain("text/plain; version=0.0.4")
+  return res.text()
+}
+
+/** The value of one sample line, e.g. `gateway_open_streams` or `name{labels}`. */
+const sample = (text: string, series: string): number | undefined => {
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `))
+  return line === undefined ? undefined : Number(line.slice(series.length + 1))
+}
+
+const RESPONSES_200 = 'gateway_http_requests_total{route="/v1/responses",method="POST",status="200"}'
+
+describe("GET /metrics", () => {
+  test("counts a JSON request and a stream, with upstream and overhead histograms", async () => {
+    const before = (await scrape()).split("\n")
+    expect(before).toContain("# TYPE gateway_http_requests_total counter")
+    const json = await gw().fetch("/v1/responses", { method: "POST", json: { model: "demo/echo", input: "count me", ...PINNED } })
+    expect(json.status).toBe(200)
+    await json.text()
+    const stream = await gw().fetch("/v1/responses", {
+      method: "POST",
+      json: { model: "demo/echo", input: "stream me please", stream: true, ...PINNED },
+    })
+    expect(stream.status).toBe(200)
+    expect(await stream.text()).toEndWith("data: [DONE]\n\n")
+
+    const text = await scrape()
+    expect(sample(text, RESPONSES_200)).toBe(2)
+    expect(sample(text, "gateway_streams_total")).toBe(1)
+    expect(sample(text, "gateway_open_streams")).toBe(0)
+    expect(sample(text, 'gateway_http_request_duration_seconds_count{route="/v1/responses",method="POST"}')).toBe(2)
+    expect(sample(text, 'gateway_upstream_duration_seconds_count{provider="fake"}')).toBe(2)
+    expect(sample(text, 'gateway_upstream_ttft_seconds_count{provider="fake"}')).toBe(2)
+    expect(sample(text, "gateway_overhead_seconds_count")).toBe(2)
+    expect(sample(text, 'gateway_overhead_seconds_bucket{le="+Inf"}')).toBe(2)
+    expect(sample(text, "gateway_ledger_queue_depth")).toBeGreaterThanOrEqual(0)
+    expect(sample(text, "process_resident_memory_bytes")).toBeGreaterThan(0)
+    // Every sample line is `name{labels} value` or `name value` with a number.
+    for (const line of text.trim().split("\n")) {
+      if (line.startsWith("#")) continue
+      expect(line).toMatch(/^[a-z_]+(\{[^}]*\})? -?[0-9.e+-]+$/)
+    }
+  })
+
+  test("an open stream is counted while it is relayed, and not after", async () => {
+    const res = await gw().fetch("/v1/responses", {
+      method: "POST",
+      json: { model: "demo/echo", input: "one two three four [slow:60]", stream: true, ...PINNED },
+    })
+    const reader = res.body!.getReader()
+    await reader.read()
+    expect(sample(await scrape(), "gateway_open_streams")).toBe(1)
+    while (!(await reader.read()).done) {}
+    expect(sample(await scrape(), "gateway_open_streams")).toBe(0)
+  })
+
+  test("control-plane requests are counted by route pattern and status", async () => {
+    await gw().fetch("/v1/keys/nope")
+    const text = await scrape()
+    expect(sample(text, 'gateway_http_requests_total{route="/v1/keys/:hash",method="GET",status="404"}')).toBeGreaterThanOrEqual(1)
+  })
+
+  test("GATEWAY_METRICS=off: no /metrics endpoint", async () => {
+    const off = await startTestGateway({ metrics: false })
+    try {
+      const res = await fetch(`${off.url}/metrics`)
+      expect(res.status).toBe(404)
+      expect(off.server.metrics).toBeUndefined()
+    } finally {
+      await off.stop()
+    }
+  })
+})
+
+describe("Server-Timing and request ids", () => {
+  test("a model answer carries gateway and upstream durations and a request id", async () => {
+    const res = await gw().fetch("/v1/responses", { method: "POST", json: { model: "demo/echo", input: "timing", ...PINNED } })
+    await res.text()
+    const timing = res.headers.get("server-timing") ?? ""
+    expect(timing).toMatch(/^gw;dur=\d+\.\d\d, upstream;dur=\d+\.\d\d$/)
+    expect(res.headers.get("x-request-id")).toMatch(/^req_[0-9a-f]{12}[0-9a-z]+$/)
+  })
+
+  test("the caller's x-request-id is kept when it is a sane token, replaced otherwise", async () => {
+    const kept = await gw().fetch("/v1/health", { headers: { "x-request-id": "trace-abc.123" } })
+    expect(kept.headers.get("x-request-id")).toBe("trace-abc.123")
+    expect(kept.headers.get("server-timing")).toMatch(/^gw;dur=\d+\.\d\d$/)
+    const replaced = await gw().fetch("/v1/health", { headers: { "x-request-id": "bad id with spaces" } })
+    expect(replaced.headers.get("x-request-id")).toMatch(/^req_/)
+  })
+
+  test("errors carry them too", async () => {
+    const res = await gw().fetch("/v1/responses", { method: "POST", json: { model: "demo/echo" }, key: null })
+    expect(res.status).toBe(401)
+    expect(res.headers.get("x-request-id")).toMatch(/^req_/)
+    expect(res.headers.get("server-timing")).toMatch(/^gw;dur=/)
+  })
+})
