@@ -102,6 +102,7 @@ export class RouteMetrics {
 export interface ScrapedGauges {
   readonly ledgerQueueDepth: () => number
   readonly ledgerStats: () => { readonly flushes: number; readonly rowsWritten: number; readonly failedRows: number }
+  readonly keyCache: () => { readonly hits: number; readonly misses: number }
 }
 
 export class GatewayMetrics {
@@ -182,6 +183,13 @@ export class GatewayMetrics {
         "# HELP gateway_ledger_failed_rows_total Generation records that could not be written",
         "# TYPE gateway_ledger_failed_rows_total counter",
         `gateway_ledger_failed_rows_total ${stats.failedRows}`,
+      )
+      const keys = this.gauges.keyCache()
+      out.push(
+        "# HELP gateway_key_cache_lookups_total API-key lookups on the request path, by result (hit: from memory)",
+        "# TYPE gateway_key_cache_lookups_total counter",
+        `gateway_key_cache_lookups_total{result="hit"} ${keys.hits}`,
+        `gateway_key_cache_lookups_total{result="miss"} ${keys.misses}`,
       )
     }
     const cpu = process.cpuUsage()

@@ -11,6 +11,7 @@ import { GatewayConfig } from "../config/Config.js"
 import { errorResponse, InternalError, NotFound, ServiceUnavailable } from "../domain/errors.js"
 import { bootstrap } from "../services/bootstrap.js"
 import { GenerationStore } from "../services/GenerationStore.js"
+import { KeyStore } from "../services/KeyStore.js"
 import { GatewayApi } from "./Api.js"
 import { checkJsonContentType, hasBody, readCapped, tooLarge } from "./body.js"
 import { loggerLayer, logWriter, makeRequestLogger } from "./log.js"
@@ -48,12 +49,14 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   const control = HttpApp.toWebHandlerRuntime(rt)(controlApp)
   const max = settings.maxBodyBytes
   const generations = Context.get(rt.context, GenerationStore)
+  const keyStore = Context.get(rt.context, KeyStore)
 
   // Operations: plain counters per route, one log line per request, Server-Timing on every answer.
   const metrics = settings.metrics ? new GatewayMetrics() : undefined
   metrics?.scrape({
     ledgerQueueDepth: () => Effect.runSync(generations.queueDepth),
     ledgerStats: () => Effect.runSync(generations.stats),
+    keyCache: () => keyStore.cacheStats(),
   })
   const logRequest = makeRequestLogger(settings.logLevel)
   const keepBodies = settings.logLevel === "debug"

@@ -133,12 +133,18 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
     // Bumped by every write: a load that started before a write must not refill the cache with
     // the row as it was (a disabled key would otherwise authenticate until the entry expired).
     let epoch = 0
+    // Hot-path lookups answered from memory vs loaded from the store (GET /metrics).
+    const cacheStats = { hits: 0, misses: 0 }
 
     const cachedByHash = (hash: string) =>
       Effect.suspend(() => {
         const hit = cache.get(hash)
         const now = Date.now()
-        if (hit !== undefined && now - hit.at < CACHE_TTL_MS) return Effect.succeed(Option.some(hit.row))
+        if (hit !== undefined && now - hit.at < CACHE_TTL_MS) {
+          cacheStats.hits++
+          return Effect.succeed(Option.some(hit.row))
+        }
+        cacheStats.misses++
         const seen = epoch
         return Effect.tap(loadForAuth(hash), (row) =>
           Effect.sync(() => {
@@ -354,6 +360,8 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
     return {
       create,
       cachedByHash,
+      /** Key-cache lookups so far: answered from memory, or loaded. */
+      cacheStats: (): { readonly hits: number; readonly misses: number } => ({ ...cacheStats }),
       findForUser,
       list,
       update,

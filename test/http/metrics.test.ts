@@ -45,6 +45,10 @@ describe("GET /metrics", () => {
     expect(sample(text, "gateway_overhead_seconds_count")).toBe(2)
     expect(sample(text, 'gateway_overhead_seconds_bucket{le="+Inf"}')).toBe(2)
     expect(sample(text, "gateway_ledger_queue_depth")).toBeGreaterThanOrEqual(0)
+    // The two requests' key lookups: the second (at least) answered from the cache.
+    const hitsBefore = sample(before.join("\n"), 'gateway_key_cache_lookups_total{result="hit"}') ?? 0
+    expect(sample(text, 'gateway_key_cache_lookups_total{result="hit"}')).toBeGreaterThanOrEqual(hitsBefore + 1)
+    expect(sample(text, 'gateway_key_cache_lookups_total{result="miss"}')).toBeGreaterThanOrEqual(0)
     expect(sample(text, "process_resident_memory_bytes")).toBeGreaterThan(0)
     // Every sample line is `name{labels} value` or `name value` with a number.
     for (const line of text.trim().split("\n")) {
