@@ -12,15 +12,22 @@ const pathOf = (path: ReadonlyArray<PropertyKey>): string =>
     return acc === "" ? String(key) : `${acc}.${String(key)}`
   }, "")
 
-/** The first issue of a parse error as `path: message` (path omitted for the root). */
-export const describeParseError = (error: ParseResult.ParseError): string => {
-  const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
-  const first = issues[0]
-  if (first === undefined) return "invalid value"
-  const path = pathOf(first.path)
-  const message = first._tag === "Missing" ? "is missing" : first.message
+/** One decode issue (ParseResult's ArrayFormatter shape, also HttpApi's) as `path: rule`. */
+export const describeIssue = (issue: {
+  readonly _tag: string
+  readonly path: ReadonlyArray<PropertyKey>
+  readonly message: string
+}): string => {
+  const path = pathOf(issue.path)
+  const message = issue._tag === "Missing" ? "is missing" : issue.message
   if (path === "") return message.startsWith("Expected {") ? "the body must be a JSON object" : message
   return `${path}: ${message}`
+}
+
+/** The first issue of a parse error as `path: message` (path omitted for the root). */
+export const describeParseError = (error: ParseResult.ParseError): string => {
+  const first = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
+  return first === undefined ? "invalid value" : describeIssue(first)
 }
 
 export const badRequestFromParseError = (error: ParseResult.ParseError, prefix = "Invalid request"): BadRequest =>

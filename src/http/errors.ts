@@ -6,6 +6,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Cause, Effect } from "effect"
 import { type ApiError, BadRequest, InternalError, NotFound, PayloadTooLarge } from "../domain/errors.js"
+import { describeIssue } from "../domain/validation.js"
 import { GatewayApi } from "./Api.js"
 
 const API_ERROR_TAGS = new Set([
@@ -38,21 +39,10 @@ interface DecodeIssue {
   readonly message: string
 }
 
-const pathOf = (path: ReadonlyArray<PropertyKey>) =>
-  path.reduce<string>((acc, k) => (typeof k === "number" ? `${acc}[${k}]` : acc === "" ? String(k) : `${acc}.${String(k)}`), "")
-
-/** A message naming the field and the rule from HttpApi's decode error. */
+/** A message naming the field and the rule from HttpApi's decode error (the same words as the data plane's). */
 const fromDecodeError = (issues: ReadonlyArray<DecodeIssue>): BadRequest => {
   const first = issues[0]
-  if (first === undefined) return new BadRequest({ message: "Invalid request" })
-  const path = pathOf(first.path)
-  const rule = first._tag === "Missing" ? "is missing" : first.message
-  if (path === "") {
-    return new BadRequest({
-      message: `Invalid request: ${rule.startsWith("Expected {") ? "the body must be a JSON object" : rule}`,
-    })
-  }
-  return new BadRequest({ message: `Invalid request: ${path}: ${rule}` })
+  return new BadRequest({ message: first === undefined ? "Invalid request" : `Invalid request: ${describeIssue(first)}` })
 }
 
 /** Maps any failure or defect to an ApiError; logs what the caller must not see. */

@@ -67,6 +67,7 @@ class DeadlineExceeded extends Error {}
 export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: ResponsesRouteOptions) => {
   const { settings } = options
   const maxBody = settings.maxBodyBytes
+  const deadlineMessage = `The request exceeded the gateway's deadline of ${settings.requestTimeoutMs} ms`
   // While waiting long for the first token, a comment line keeps proxies from closing the stream.
   const keepAliveMs = settings.streamKeepAliveMs
   const runExit = Runtime.runPromiseExit(runtime)
@@ -298,12 +299,12 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
         endpoint: inFlight,
         assembler: undefined,
         status: deadlineHit ? "failed" : upstreamAbort.signal.aborted ? "cancelled" : "failed",
-        ...(deadlineHit ? { error: { message: `The gateway's deadline of ${settings.requestTimeoutMs} ms passed`, status: 408 } } : {}),
+        ...(deadlineHit ? { error: { message: deadlineMessage, status: 408 } } : {}),
         firstTokenAt: undefined,
       })
       if (upstreamAbort.signal.reason instanceof DeadlineExceeded) {
         return errorResponseWith(
-          new RequestTimeout({ message: `The request exceeded the gateway's deadline of ${settings.requestTimeoutMs} ms` }),
+          new RequestTimeout({ message: deadlineMessage }),
           idHeader,
         )
       }
@@ -344,7 +345,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
         })
         if (upstreamAbort.signal.reason instanceof DeadlineExceeded) {
           return errorResponseWith(
-            new RequestTimeout({ message: `The request exceeded the gateway's deadline of ${settings.requestTimeoutMs} ms` }),
+            new RequestTimeout({ message: deadlineMessage }),
             idHeader,
           )
         }
@@ -463,7 +464,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
           const deadlineHit = upstreamAbort.signal.reason instanceof DeadlineExceeded
           if (!deadlineHit) router.recordFailure(chosen, error.kind)
           const message = deadlineHit
-            ? `The request exceeded the gateway's deadline of ${settings.requestTimeoutMs} ms`
+            ? deadlineMessage
             : `Provider ${chosen.provider.id} failed mid-stream: ${error.message}`
           write(assembler.fail({ code: deadlineHit ? "timeout" : failureCodeOf(error), message }, finishExtras()))
           end("failed", { message, status: deadlineHit ? 408 : statusOfFailure(error) })
