@@ -5,10 +5,10 @@
  * `system_prompt` becomes `instructions` when the request has none. The lookup is the preset
  * store's cached read; the merge is one more decode, paid only by preset requests.
  */
-import { Effect, Option } from "effect"
+import { Either } from "effect"
 import { BadRequest, NotFound } from "../domain/errors.js"
 import { decodeResponsesRequest, type ResponsesRequest } from "../domain/responses.js"
-import { PresetStore } from "../services/PresetStore.js"
+import type { ResolvedPreset } from "../services/PresetStore.js"
 import { namesPreset, splitPreset } from "./model-id.js"
 
 export interface WithPreset {
@@ -33,35 +33,38 @@ export const presetOf = (request: ResponsesRequest): { readonly slug: string | u
   return { slug: request.preset ?? split.preset, model: split.model }
 }
 
-const NO_PRESET = (request: ResponsesRequest): WithPreset => ({ request, preset: undefined, requested: undefined })
+/** The slug of the preset a request names (undefined: none), or an error for a contradiction. */
+export const presetSlugOf = (request: ResponsesRequest): string | undefined | BadRequest => {
+  if (request.preset === undefined && (request.model === undefined || !namesPreset(request.model))) return undefined
+  const named = presetOf(request)
+  return named instanceof BadRequest ? named : named.slug
+}
 
-/** The request with its preset applied; a request without one comes back as it is, at no cost. */
+/**
+ * The request with its preset applied (`found`: the caller's preset named by `slug`, or
+ * undefined when it does not exist); a request naming none comes back as it is, at no cost.
+ */
 export const applyPreset = (
   body: Record<string, unknown>,
   request: ResponsesRequest,
-  userId: string,
-): Effect.Effect<WithPreset, BadRequest | NotFound, PresetStore> =>
-  request.preset === undefined && (request.model === undefined || !namesPreset(request.model))
-    ? Effect.succeed(NO_PRESET(request))
-    : resolveAndMerge(body, request, userId)
-
-const resolveAndMerge = (body: Record<string, unknown>, request: ResponsesRequest, userId: string) =>
-  Effect.gen(function* () {
-    const named = presetOf(request)
-    if (named instanceof BadRequest) return yield* named
-    const slug = named.slug
-    if (slug === undefined) return NO_PRESET(request)
-    const presets = yield* PresetStore
-    const found = yield* presets.resolve(userId, slug)
-    if (Option.isNone(found)) {
-      return yield* new NotFound({ message: `Preset "${slug}" does not exist (named by ${request.preset === undefined ? "model" : "preset"})` })
-    }
-    const { version } = found.value
-    const { model: _model, preset: _preset, ...own } = body
-    const merged: Record<string, unknown> = { ...version.config, ...own }
-    // `vendor/model@preset/slug` (or `model` beside `preset`) names the model; `@preset/slug` takes the preset's.
-    if (named.model !== undefined) merged["model"] = named.model
-    if (merged["instructions"] == null && version.system_prompt !== null) merged["instructions"] = version.system_prompt
-    const decoded = yield* decodeResponsesRequest(merged)
-    return { request: decoded, preset: slug, requested: request.model ?? decoded.model } satisfies WithPreset
-  })
+  slug: string | undefined,
+  found: ResolvedPreset | undefined,
+): Either.Either<WithPreset, BadRequest | NotFound> => {
+  if (slug === undefined) return Either.right({ request, preset: undefined, requested: undefined })
+  if (found === undefined) {
+    return Either.left(
+      new NotFound({ message: `Preset "${slug}" does not exist (named by ${request.preset === undefined ? "model" : "preset"})` }),
+    )
+  }
+  const { model: _model, preset: _preset, ...own } = body
+  const merged: Record<string, unknown> = { ...found.version.config, ...own }
+  // `vendor/model@preset/slug` (or `model` beside `preset`) names the model; `@preset/slug` takes the preset's.
+  const named = presetOf(request)
+  if (!(named instanceof BadRequest) && named.model !== undefined) merged["model"] = named.model
+  if (merged["instructions"] == null && found.version.system_prompt !== null) merged["instructions"] = found.version.system_prompt
+  return Either.map(decodeResponsesRequest(merged), (decoded) => ({
+    request: decoded,
+    preset: slug,
+    requested: request.model ?? decoded.model,
+  }))
+}

@@ -2,7 +2,7 @@
  * Bearer key → principal. One Auth serves both planes. A cache hit does no I/O
  * (KeyStore.cachedByHash); a disabled, deleted or expired key is refused.
  */
-import { Context, Effect, Option } from "effect"
+import { Context, Effect, Either, Option } from "effect"
 import { Forbidden, Unauthorized } from "../domain/errors.js"
 import { hashSecret, type KeyRow, KeyStore } from "./KeyStore.js"
 
@@ -31,35 +31,37 @@ export const bearerSecret = (header: string | null | undefined): string | undefi
   return match?.[1]
 }
 
+export const MISSING_CREDENTIALS = "Missing credentials: send your API key as 'Authorization: Bearer <key>'"
+
+/** The principal of a key row found by its hash, or why the key may not be used now. */
+export const principalOf = (hash: string, key: KeyRow | undefined, nowMs: number): Either.Either<PrincipalShape, Unauthorized> => {
+  if (key === undefined) return Either.left(new Unauthorized({ message: "Invalid API key" }))
+  if (key.disabled === 1) return Either.left(new Unauthorized({ message: "API key is disabled" }))
+  if (key.in_workspace === 0) {
+    return Either.left(new Unauthorized({ message: "API key's user is no longer a member of the key's workspace" }))
+  }
+  if (key.expires_at !== null && Date.parse(key.expires_at) <= nowMs) {
+    return Either.left(new Unauthorized({ message: `API key expired at ${key.expires_at}` }))
+  }
+  return Either.right({
+    key,
+    hash,
+    userId: key.user_id,
+    workspaceId: key.workspace_id,
+    isManagement: key.is_management === 1,
+  })
+}
+
 export class Auth extends Effect.Service<Auth>()("Auth", {
   effect: Effect.gen(function* () {
     const keys = yield* KeyStore
 
     const authenticateSecret = (secret: string | undefined) =>
       Effect.gen(function* () {
-        if (secret === undefined || secret === "") {
-          return yield* new Unauthorized({
-            message: "Missing credentials: send your API key as 'Authorization: Bearer <key>'",
-          })
-        }
+        if (secret === undefined || secret === "") return yield* new Unauthorized({ message: MISSING_CREDENTIALS })
         const hash = hashSecret(secret)
         const found = yield* keys.cachedByHash(hash)
-        if (Option.isNone(found)) return yield* new Unauthorized({ message: "Invalid API key" })
-        const key = found.value
-        if (key.disabled === 1) return yield* new Unauthorized({ message: "API key is disabled" })
-        if (key.in_workspace === 0) {
-          return yield* new Unauthorized({ message: "API key's user is no longer a member of the key's workspace" })
-        }
-        if (key.expires_at !== null && Date.parse(key.expires_at) <= Date.now()) {
-          return yield* new Unauthorized({ message: `API key expired at ${key.expires_at}` })
-        }
-        return {
-          key,
-          hash,
-          userId: key.user_id,
-          workspaceId: key.workspace_id,
-          isManagement: key.is_management === 1,
-        } satisfies PrincipalShape
+        return yield* principalOf(hash, Option.getOrUndefined(found), Date.now())
       })
 
     return {

@@ -20,7 +20,14 @@ export interface RoutingDefaults {
   readonly defaultProviderSort: "price" | "throughput" | "latency" | "exacto" | null
 }
 
-interface WorkspaceSettings extends LoggingSettings, RoutingDefaults {}
+export interface WorkspaceSettings extends LoggingSettings, RoutingDefaults {}
+
+/** Whether one request's content is stored under these settings. `random` is injectable for tests. */
+export const storesContent = (s: WorkspaceSettings, keyId: number, random: () => number = Math.random): boolean => {
+  if (!s.enabled) return false
+  if (s.keyIds !== null && !s.keyIds.has(keyId)) return false
+  return s.samplingRate >= 1 || random() < s.samplingRate
+}
 
 const NO_DEFAULTS: RoutingDefaults = { defaultTextModel: null, defaultProviderSort: null }
 const SORTS: ReadonlySet<string> = new Set(["price", "throughput", "latency", "exacto"])
@@ -58,32 +65,24 @@ export class ContentPolicy extends Effect.Service<ContentPolicy>()("ContentPolic
         Effect.orDie,
       )
 
-    const settingsOf = (workspaceId: string) =>
+    /** The workspace's settings from memory while fresh, else undefined (plain code, no I/O). */
+    const peek = (workspaceId: string): WorkspaceSettings | undefined => {
+      const hit = cache.get(workspaceId)
+      return hit !== undefined && Date.now() - hit.at < CACHE_TTL_MS ? hit.settings : undefined
+    }
+
+    /** The workspace's settings: from memory, or loaded (and kept) on a miss. */
+    const settingsOf = (workspaceId: string): Effect.Effect<WorkspaceSettings> =>
       Effect.suspend(() => {
-        const hit = cache.get(workspaceId)
+        const hit = peek(workspaceId)
+        if (hit !== undefined) return Effect.succeed(hit)
         const now = Date.now()
-        if (hit !== undefined && now - hit.at < CACHE_TTL_MS) return Effect.succeed(hit.settings)
         return Effect.tap(load(workspaceId), (settings) => Effect.sync(() => cache.set(workspaceId, { settings, at: now })))
       })
-
-    /** Decides, for one request, whether its content is stored. `random` is injectable for tests. */
-    const shouldStore = (workspaceId: string, keyId: number, random: () => number = Math.random) =>
-      Effect.map(settingsOf(workspaceId), (s) => {
-        if (!s.enabled) return false
-        if (s.keyIds !== null && !s.keyIds.has(keyId)) return false
-        return s.samplingRate >= 1 || random() < s.samplingRate
-      })
-
-    /** The workspace's default model and provider sort, for requests that name neither. */
-    const routingDefaults = (workspaceId: string): Effect.Effect<RoutingDefaults> =>
-      Effect.map(settingsOf(workspaceId), (s) => ({
-        defaultTextModel: s.defaultTextModel,
-        defaultProviderSort: s.defaultProviderSort,
-      }))
 
     /** Forget cached settings (after a workspace PATCH). */
     const invalidate = (workspaceId: string) => Effect.sync(() => cache.delete(workspaceId))
 
-    return { shouldStore, routingDefaults, invalidate } as const
+    return { peek, settingsOf, invalidate } as const
   }),
 }) {}

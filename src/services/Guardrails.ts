@@ -27,8 +27,8 @@ export interface GuardrailContext {
 }
 
 export interface GuardrailsShape {
-  /** Fails with 403 when a guardrail of the workspace matches the request's text. */
-  readonly check: (context: GuardrailContext) => Effect.Effect<void, Forbidden>
+  /** The 403 when a guardrail of the workspace matches the request's text, else undefined. */
+  readonly blocked: (context: GuardrailContext) => Forbidden | undefined
 }
 
 /** The text a guardrail reads: instructions and every text part of the input. */
@@ -59,52 +59,49 @@ export const makeGuardrails = (entries: ReadonlyArray<GuardrailEntry>): Guardrai
     patterns: entry.patterns.map((source) => ({ source, regex: new RegExp(source, "i") })),
     workspaces: entry.workspace_ids === undefined ? undefined : new Set(entry.workspace_ids),
   }))
-  if (compiled.length === 0) return { check: () => Effect.void }
+  if (compiled.length === 0) return { blocked: () => undefined }
   return {
-    check: (context) =>
-      Effect.suspend(() => {
-        let text: string | undefined
-        for (const g of compiled) {
-          if (g.workspaces !== undefined && !g.workspaces.has(context.workspaceId)) continue
-          text ??= requestText(context.request)
-          const matched = g.patterns.filter((p) => p.regex.test(text!)).map((p) => p.source)
-          if (matched.length === 0) continue
-          const summary = `Guardrail "${g.entry.name}" blocked the request: ${matched.length} pattern(s) matched`
-          return Effect.fail(
-            new Forbidden({
-              message: `Request blocked: ${summary}`,
-              metadata: { patterns: matched },
-              ...(context.withMetadata
-                ? {
-                    service_metadata: {
-                      requested: context.requested,
-                      strategy: context.strategy,
-                      region: null,
+    blocked: (context) => {
+      let text: string | undefined
+      for (const g of compiled) {
+        if (g.workspaces !== undefined && !g.workspaces.has(context.workspaceId)) continue
+        text ??= requestText(context.request)
+        const matched = g.patterns.filter((p) => p.regex.test(text!)).map((p) => p.source)
+        if (matched.length === 0) continue
+        const summary = `Guardrail "${g.entry.name}" blocked the request: ${matched.length} pattern(s) matched`
+        return new Forbidden({
+          message: `Request blocked: ${summary}`,
+          metadata: { patterns: matched },
+          ...(context.withMetadata
+            ? {
+                service_metadata: {
+                  requested: context.requested,
+                  strategy: context.strategy,
+                  region: null,
+                  summary,
+                  attempt: 0,
+                  is_byok: false,
+                  endpoints: {
+                    total: context.candidates.length,
+                    available: context.candidates.map((e) => ({ model: e.modelId, provider: e.provider.id, selected: false })),
+                  },
+                  pipeline: [
+                    {
+                      type: "guardrail",
+                      name: g.entry.name,
+                      guardrail_id: g.entry.id,
+                      guardrail_scope: g.workspaces === undefined ? "global" : "workspace",
                       summary,
-                      attempt: 0,
-                      is_byok: false,
-                      endpoints: {
-                        total: context.candidates.length,
-                        available: context.candidates.map((e) => ({ model: e.modelId, provider: e.provider.id, selected: false })),
-                      },
-                      pipeline: [
-                        {
-                          type: "guardrail",
-                          name: g.entry.name,
-                          guardrail_id: g.entry.id,
-                          guardrail_scope: g.workspaces === undefined ? "global" : "workspace",
-                          summary,
-                          data: { action: "blocked", detected: true, engines: ["regex"], patterns: matched },
-                        },
-                      ],
+                      data: { action: "blocked", detected: true, engines: ["regex"], patterns: matched },
                     },
-                  }
-                : {}),
-            }),
-          )
-        }
-        return Effect.void
-      }),
+                  ],
+                },
+              }
+            : {}),
+        })
+      }
+      return undefined
+    },
   }
 }
 

@@ -136,14 +136,19 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
     // Hot-path lookups answered from memory vs loaded from the store (GET /metrics).
     const cacheStats = { hits: 0, misses: 0 }
 
+    /** The row from memory while its entry is fresh, else undefined (plain code, no I/O). */
+    const peekByHash = (hash: string): KeyRow | undefined => {
+      const hit = cache.get(hash)
+      if (hit === undefined || Date.now() - hit.at >= CACHE_TTL_MS) return undefined
+      cacheStats.hits++
+      return hit.row
+    }
+
     const cachedByHash = (hash: string) =>
       Effect.suspend(() => {
-        const hit = cache.get(hash)
+        const row = peekByHash(hash)
+        if (row !== undefined) return Effect.succeed(Option.some(row))
         const now = Date.now()
-        if (hit !== undefined && now - hit.at < CACHE_TTL_MS) {
-          cacheStats.hits++
-          return Effect.succeed(Option.some(hit.row))
-        }
         cacheStats.misses++
         const seen = epoch
         return Effect.tap(loadForAuth(hash), (row) =>
@@ -360,6 +365,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
     return {
       create,
       cachedByHash,
+      peekByHash,
       /** Key-cache lookups so far: answered from memory, or loaded. */
       cacheStats: (): { readonly hits: number; readonly misses: number } => ({ ...cacheStats }),
       findForUser,

@@ -175,12 +175,18 @@ export class PresetStore extends Effect.Service<PresetStore>()("PresetStore", {
      * The request path's lookup: the user's preset and its designated (latest) version, from
      * memory when fresh. Only found presets are cached, so unknown slugs cannot fill memory.
      */
+    /** A found preset from memory while fresh, else undefined (plain code, no I/O). */
+    const peek = (userId: string, slug: string): ResolvedPreset | undefined => {
+      const hit = cache.get(cacheKey(userId, slug))
+      return hit !== undefined && Date.now() - hit.at < CACHE_TTL_MS ? hit.value : undefined
+    }
+
     const resolve = (userId: string, slug: string): Effect.Effect<Option.Option<ResolvedPreset>> =>
       Effect.suspend(() => {
         const key = cacheKey(userId, slug)
-        const hit = cache.get(key)
+        const hit = peek(userId, slug)
         const now = Date.now()
-        if (hit !== undefined && now - hit.at < CACHE_TTL_MS) return Effect.succeed(Option.some(hit.value))
+        if (hit !== undefined) return Effect.succeed(Option.some(hit))
         return Effect.tap(loadResolved(userId, slug), (found) =>
           Effect.sync(() => {
             if (Option.isNone(found)) {
@@ -193,6 +199,6 @@ export class PresetStore extends Effect.Service<PresetStore>()("PresetStore", {
         )
       })
 
-    return { createVersion, find, list, versions, version, resolve } as const
+    return { createVersion, find, list, versions, version, resolve, peek } as const
   }),
 }) {}

@@ -52,10 +52,17 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
      * Holds `worstCaseUsd` against the key's limit (and the user's credits when enforced).
      * Fails with 402 when the key's window is used up or credits cannot cover the reservation.
      */
+    /** Whether a request on `key` holds anything: the key has a limit it counts toward, or credits are enforced. */
+    const holds = (key: KeyRow, options: { readonly isByok: boolean }) =>
+      chargesKeyOf(key, options) || chargesCreditsOf(options)
+    const chargesKeyOf = (key: KeyRow, options: { readonly isByok: boolean }) =>
+      key.limit_usd !== null && (!options.isByok || key.include_byok_in_limit === 1)
+    const chargesCreditsOf = (options: { readonly isByok: boolean }) => config.creditsEnforced && !options.isByok
+
     const reserve = (key: KeyRow, worstCaseUsd: number, options: { readonly isByok: boolean }) =>
       Effect.gen(function* () {
-        const chargesKey = key.limit_usd !== null && (!options.isByok || key.include_byok_in_limit === 1)
-        const chargesCredits = config.creditsEnforced && !options.isByok
+        const chargesKey = chargesKeyOf(key, options)
+        const chargesCredits = chargesCreditsOf(options)
         if (!chargesKey && !chargesCredits) return Option.none<Reservation>()
         const nowMs = yield* Clock.currentTimeMillis
         const since = limitWindowStart(key.limit_reset, nowMs)
@@ -177,6 +184,6 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
       Effect.orDie,
     )
 
-    return { reserve, settle, releaseStale, openReservations } as const
+    return { holds, reserve, settle, releaseStale, openReservations } as const
   }),
 }) {}

@@ -114,8 +114,7 @@ describe("no reservation is left behind", () => {
 
   test("a reservation left by a crash is released at the next start", async () => {
     const db = await freshDatabase()
-    const dir = `${import.meta.dir}/../../data/test-${crypto.randomUUID().slice(0, 8)}`
-    const url = db.url === ":memory:" ? join(dir, "crash.db") : db.url
+    const url = db.url
     const first = await startTestGateway({ databaseUrl: url, requestTimeoutMs: 1000 })
     const { data } = await makeKey(first, { name: "crashy", limit: 1 })
     // A reservation as a crashed process would leave it: an hour old and still held.

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Database } from "bun:sqlite"
 import { rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -210,6 +211,36 @@ describe("failed flushes", () => {
     expect(after.failedRows - before.failedRows).toBe(1)
     expect(Option.isSome(await rt.runPromise(Effect.flatMap(GenerationStore, (s) => s.get(good.id))))).toBe(true)
     expect(await rt.runPromise(countWhere([first.id], "spend"))).toBe(1)
+  })
+})
+
+describe("a busy SQLite database", () => {
+  // Another connection holding the write lock (another process, or this process's own connection
+  // in the middle of a transaction) makes the writer wait, without blocking the event loop and
+  // without counting the batch as failed.
+  test.skipIf(pgBaseUrl !== undefined)("is waited out: the rows are written once the lock is released, no failure counted", async () => {
+    const other = new Database(db.url)
+    other.run("BEGIN IMMEDIATE")
+    const e = entry()
+    const before = await rt.runPromise(Effect.flatMap(GenerationStore, (s) => s.stats))
+    const durable = rt.runPromise(Effect.flatMap(GenerationStore, (s) => s.recordDurable(e)))
+    let settled = false
+    void durable.then(() => {
+      settled = true
+    })
+    // The event loop keeps turning while the writer waits.
+    const started = performance.now()
+    await Bun.sleep(100)
+    expect(performance.now() - started).toBeLessThan(1_000)
+    expect(settled).toBe(false)
+    other.run("COMMIT")
+    other.close()
+    await durable
+    const after = await rt.runPromise(Effect.flatMap(GenerationStore, (s) => s.stats))
+    expect(after.failedBatches - before.failedBatches).toBe(0)
+    expect(after.failedRows - before.failedRows).toBe(0)
+    expect(await rt.runPromise(countWhere([e.id], "generations"))).toBe(1)
+    expect(await rt.runPromise(countWhere([e.id], "spend"))).toBe(1)
   })
 })
 

@@ -1,8 +1,12 @@
 /**
- * A fresh database per test file: SQLite in memory by default; a new Postgres database when
- * GATEWAY_TEST_PG_URL is set (e.g. postgres://postgres@127.0.0.1:5432/postgres), dropped after.
+ * A fresh database per test file: a SQLite file in the temp directory by default (a file, as the
+ * gateway runs: the ledger writer has a connection of its own); a new Postgres database when
+ * GATEWAY_TEST_PG_URL is set (e.g. postgres://postgres@127.0.0.1:5432/postgres). Dropped after.
  */
 import { SQL } from "bun"
+import { rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 
 export const pgBaseUrl = process.env.GATEWAY_TEST_PG_URL || undefined
 export const engine: "postgres" | "sqlite" = pgBaseUrl ? "postgres" : "sqlite"
@@ -19,7 +23,15 @@ const withDatabase = (base: string, name: string) => {
 }
 
 export const freshDatabase = async (): Promise<TestDatabase> => {
-  if (pgBaseUrl === undefined) return { url: ":memory:", drop: async () => {} }
+  if (pgBaseUrl === undefined) {
+    const file = join(tmpdir(), `gw-test-${crypto.randomUUID()}.db`)
+    return {
+      url: file,
+      drop: async () => {
+        for (const suffix of ["", "-wal", "-shm"]) rmSync(file + suffix, { force: true })
+      },
+    }
+  }
   const name = `gw_test_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`
   const admin = new SQL(pgBaseUrl)
   await admin.unsafe(`CREATE DATABASE ${name}`)

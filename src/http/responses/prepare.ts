@@ -1,29 +1,41 @@
 /**
- * The one runtime call a model request makes before going upstream: authenticate, decode,
- * apply a preset, route, reserve spend, decide content logging. Everything after it, per chunk, is plain code.
+ * What a model request decides before going upstream: authenticate, decode, apply a preset,
+ * route, check guardrails, decide content logging, and reserve spend. The decision is plain
+ * code over reads the services keep in memory; only a read that misses memory, and a
+ * reservation, run on the runtime (a request on a cached, unlimited key makes no runtime call:
+ * ~60 µs less CPU per request than one `Effect.gen` per step, DESIGN §4).
  */
-import { Effect, Either, type Option } from "effect"
-import { BadRequest } from "../../domain/errors.js"
+import { Effect, Either, Option } from "effect"
+import { type ApiError, BadRequest, Unauthorized } from "../../domain/errors.js"
 import { estimateTokens, worstCaseCost } from "../../domain/pricing.js"
 import { decodeResponsesRequest, type ResponsesRequest } from "../../domain/responses.js"
-import { applyPreset } from "../../routing/presets.js"
-import { Router, type RoutePlan } from "../../routing/Router.js"
-import { Auth, type PrincipalShape } from "../../services/Auth.js"
-import { ContentPolicy } from "../../services/ContentPolicy.js"
-import { Guardrails } from "../../services/Guardrails.js"
+import { applyPreset, presetSlugOf } from "../../routing/presets.js"
+import type { RoutePlan, Router } from "../../routing/Router.js"
+import { bearerSecret, MISSING_CREDENTIALS, type PrincipalShape, principalOf } from "../../services/Auth.js"
+import { type ContentPolicy, storesContent, type WorkspaceSettings } from "../../services/ContentPolicy.js"
+import type { GuardrailsShape } from "../../services/Guardrails.js"
+import { hashSecret, type KeyRow, type KeyStore } from "../../services/KeyStore.js"
+import type { PresetStore, ResolvedPreset } from "../../services/PresetStore.js"
+import type { Reservation, Spend } from "../../services/Spend.js"
 import { outputBound } from "./bounds.js"
-import { type Reservation, Spend } from "../../services/Spend.js"
 
-
-export interface Prepared {
+/** Everything decided before the upstream call but the reservation. */
+export interface Decision {
   readonly principal: PrincipalShape
   readonly request: ResponsesRequest
   readonly plan: RoutePlan
-  readonly reservation: Option.Option<Reservation>
   readonly sessionId: string | null
   readonly storeContent: boolean
   /** Prompt tokens estimated from the body, for the reservation and for aborted calls without usage. */
   readonly estimatedInputTokens: number
+  /** The most the request can cost: the estimate plus the output bound at the dearest candidate's price. */
+  readonly worstCase: number
+  /** Every candidate is BYOK (a failover may land on one that is not, so only then). */
+  readonly allByok: boolean
+}
+
+export interface Prepared extends Decision {
+  readonly reservation: Option.Option<Reservation>
 }
 
 /** Deeper bodies are refused: every later JSON.stringify of them would overflow the stack. */
@@ -43,19 +55,19 @@ const tooDeep = (value: unknown, max: number): boolean => {
   return false
 }
 
-const parseJson = (text: string) =>
-  Effect.flatMap(
-    Effect.try({
-      try: () => JSON.parse(text) as unknown,
-      catch: () => new BadRequest({ message: "Malformed JSON in the request body" }),
-    }),
-    (json) =>
-      tooDeep(json, MAX_JSON_DEPTH)
-        ? Effect.fail(new BadRequest({ message: `Invalid request: the body nests deeper than ${MAX_JSON_DEPTH} levels` }))
-        : Effect.succeed(json),
-  )
+const parseJson = (text: string): Either.Either<unknown, BadRequest> => {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch {
+    return Either.left(new BadRequest({ message: "Malformed JSON in the request body" }))
+  }
+  return tooDeep(json, MAX_JSON_DEPTH)
+    ? Either.left(new BadRequest({ message: `Invalid request: the body nests deeper than ${MAX_JSON_DEPTH} levels` }))
+    : Either.right(json)
+}
 
-const sessionIdOf = (request: ResponsesRequest, header: string | null) => {
+const sessionIdOf = (request: ResponsesRequest, header: string | null): Either.Either<string | null, BadRequest> => {
   // The body's session_id wins over the x-session-id header (contract rule 2).
   if (request.session_id !== undefined) return Either.right(request.session_id)
   if (header === null || header === "") return Either.right(null)
@@ -71,57 +83,157 @@ export const metadataEnabled = (headers: Headers) => {
   return v !== null && v.toLowerCase() === "enabled"
 }
 
-export const prepare = (headers: Headers, bodyText: string) =>
-  Effect.gen(function* () {
-    const auth = yield* Auth
-    const principal = yield* auth.authenticateHeader(headers.get("authorization"))
-    const body = yield* parseJson(bodyText)
-    const decoded = yield* decodeResponsesRequest(body)
+/** The services prepare reads, as plain objects. */
+export interface PrepareServices {
+  readonly keys: KeyStore
+  readonly policy: ContentPolicy
+  readonly presets: PresetStore
+  readonly router: Router
+  readonly guardrails: GuardrailsShape
+  readonly spend: Spend
+}
+
+/** Reads that missed memory, loaded from the store for this one request. */
+export interface Loaded {
+  key?: { readonly hash: string; readonly row: KeyRow | undefined }
+  settings?: { readonly workspaceId: string; readonly value: WorkspaceSettings }
+  preset?: { readonly userId: string; readonly slug: string; readonly value: ResolvedPreset | undefined }
+}
+
+/** A read that is not in memory: `load` fetches it into the request's `Loaded`. */
+export class Missing {
+  readonly _tag = "Missing"
+  constructor(readonly load: Effect.Effect<void>) {}
+}
+
+export type Preparation =
+  | { readonly ready: Prepared; readonly refused?: never; readonly pending?: never }
+  | { readonly refused: ApiError; readonly ready?: never; readonly pending?: never }
+  | { readonly pending: Effect.Effect<Prepared, ApiError>; readonly ready?: never; readonly refused?: never }
+
+export const makePreparer = (services: PrepareServices) => {
+  const { keys, policy, presets, router, guardrails, spend } = services
+
+  /**
+   * The decision, in plain code: an ApiError for the caller, or `Missing` when a read is not in
+   * memory (load it and decide again).
+   */
+  const decide = (headers: Headers, bodyText: string, loaded: Loaded): Decision | ApiError | Missing => {
+    const secret = bearerSecret(headers.get("authorization"))
+    if (secret === undefined || secret === "") return new Unauthorized({ message: MISSING_CREDENTIALS })
+    const hash = hashSecret(secret)
+    const key = loaded.key?.hash === hash ? loaded.key : { row: keys.peekByHash(hash) }
+    if (key.row === undefined && loaded.key === undefined) {
+      return new Missing(
+        Effect.map(keys.cachedByHash(hash), (row) => {
+          loaded.key = { hash, row: Option.getOrUndefined(row) }
+        }),
+      )
+    }
+    const principal = principalOf(hash, key.row, Date.now())
+    if (Either.isLeft(principal)) return principal.left
+    const { userId, workspaceId } = principal.right
+
+    const body = parseJson(bodyText)
+    if (Either.isLeft(body)) return body.left
+    const decoded = decodeResponsesRequest(body.right)
+    if (Either.isLeft(decoded)) return decoded.left
+
     // `@preset/slug`, `vendor/model@preset/slug` or `preset`: the preset's config under the request's fields.
-    const withPreset = yield* applyPreset(body as Record<string, unknown>, decoded, principal.userId)
-    const request = withPreset.request
-    const sessionId = yield* sessionIdOf(request, headers.get("x-session-id"))
-    const policy = yield* ContentPolicy
-    const defaults = yield* policy.routingDefaults(principal.workspaceId)
-    const router = yield* Router
-    const plan = yield* router.plan({
+    const slug = presetSlugOf(decoded.right)
+    if (slug instanceof BadRequest) return slug
+    let preset: ResolvedPreset | undefined
+    if (slug !== undefined) {
+      const had = loaded.preset
+      preset = had !== undefined && had.userId === userId && had.slug === slug ? had.value : presets.peek(userId, slug)
+      if (preset === undefined && had === undefined) {
+        return new Missing(
+          Effect.map(presets.resolve(userId, slug), (found) => {
+            loaded.preset = { userId, slug, value: Option.getOrUndefined(found) }
+          }),
+        )
+      }
+    }
+    const withPreset = applyPreset(body.right as Record<string, unknown>, decoded.right, slug, preset)
+    if (Either.isLeft(withPreset)) return withPreset.left
+    const request = withPreset.right.request
+    const sessionId = sessionIdOf(request, headers.get("x-session-id"))
+    if (Either.isLeft(sessionId)) return sessionId.left
+
+    const settings = loaded.settings?.workspaceId === workspaceId ? loaded.settings.value : policy.peek(workspaceId)
+    if (settings === undefined) {
+      return new Missing(
+        Effect.map(policy.settingsOf(workspaceId), (value) => {
+          loaded.settings = { workspaceId, value }
+        }),
+      )
+    }
+    const plan = router.plan({
       request,
-      defaultModel: defaults.defaultTextModel,
-      defaultSort: defaults.defaultProviderSort,
-      userId: principal.userId,
-      sessionKey: sessionId ?? request.prompt_cache_key ?? null,
-      preset: withPreset.preset,
-      requested: withPreset.requested,
+      defaultModel: settings.defaultTextModel,
+      defaultSort: settings.defaultProviderSort,
+      userId,
+      sessionKey: sessionId.right ?? request.prompt_cache_key ?? null,
+      preset: withPreset.right.preset,
+      requested: withPreset.right.requested,
     })
+    if (Either.isLeft(plan)) return plan.left
+
     // A preset's system prompt is input the body did not carry.
-    const presetChars = withPreset.preset === undefined ? 0 : (request.instructions?.length ?? 0)
+    const presetChars = withPreset.right.preset === undefined ? 0 : (request.instructions?.length ?? 0)
     const estimatedInputTokens = estimateTokens(bodyText.length + presetChars)
-    const worstCase = plan.candidates.reduce(
-      (max, e) =>
-        Math.max(
-          max,
-          worstCaseCost(
-            e.pricing,
-            estimatedInputTokens,
-            outputBound(request, e).total,
-          ),
-        ),
-      0,
-    )
+    let worstCase = 0
+    for (const e of plan.right.candidates) {
+      worstCase = Math.max(worstCase, worstCaseCost(e.pricing, estimatedInputTokens, outputBound(request, e).total))
+    }
     // Guardrails run before any spend is held: a block costs nothing.
-    const guardrails = yield* Guardrails
-    yield* guardrails.check({
+    const blocked = guardrails.blocked({
       request,
-      workspaceId: principal.workspaceId,
-      requested: plan.requested,
-      strategy: plan.strategy,
-      candidates: plan.candidates,
+      workspaceId,
+      requested: plan.right.requested,
+      strategy: plan.right.strategy,
+      candidates: plan.right.candidates,
       withMetadata: metadataEnabled(headers),
     })
-    const spend = yield* Spend
-    // BYOK only when every candidate is: a failover may land on one that is not.
-    const allByok = plan.candidates.length > 0 && plan.candidates.every((e) => e.isByok)
-    const reservation = yield* spend.reserve(principal.key, worstCase, { isByok: allByok })
-    const storeContent = yield* policy.shouldStore(principal.workspaceId, Number(principal.key.id))
-    return { principal, request, plan, reservation, sessionId, storeContent, estimatedInputTokens } satisfies Prepared
-  })
+    if (blocked !== undefined) return blocked
+    const candidates = plan.right.candidates
+    return {
+      principal: principal.right,
+      request,
+      plan: plan.right,
+      sessionId: sessionId.right,
+      storeContent: storesContent(settings, Number(principal.right.key.id)),
+      estimatedInputTokens,
+      worstCase,
+      allByok: candidates.length > 0 && candidates.every((e) => e.isByok),
+    }
+  }
+
+  /** Loads what `decide` missed until it decides, then holds the worst case against the key and credits. */
+  const settleDecision = (headers: Headers, bodyText: string, loaded: Loaded, first: Decision | Missing) =>
+    Effect.gen(function* () {
+      let step: Decision | ApiError | Missing = first
+      while (step instanceof Missing) {
+        yield* step.load
+        step = decide(headers, bodyText, loaded)
+      }
+      if ("_tag" in step) return yield* Effect.fail(step)
+      const reservation = yield* spend.reserve(step.principal.key, step.worstCase, { isByok: step.allByok })
+      return { ...step, reservation } satisfies Prepared
+    })
+
+  /**
+   * The request's preparation: ready at once when memory had every read and nothing is held
+   * (the common case: no runtime call), refused, or pending on the program that completes it.
+   */
+  const prepare = (headers: Headers, bodyText: string): Preparation => {
+    const loaded: Loaded = {}
+    const step = decide(headers, bodyText, loaded)
+    if (step instanceof Missing) return { pending: settleDecision(headers, bodyText, loaded, step) }
+    if ("_tag" in step) return { refused: step }
+    if (!spend.holds(step.principal.key, { isByok: step.allByok })) return { ready: { ...step, reservation: Option.none() } }
+    return { pending: settleDecision(headers, bodyText, loaded, step) }
+  }
+
+  return { decide, prepare } as const
+}

@@ -16,17 +16,21 @@ import type { Endpoint } from "../../services/Catalog.js"
 import { type GenerationEntry, newGenerationId } from "../../domain/generations.js"
 import { GenerationStore } from "../../services/GenerationStore.js"
 import { Spend } from "../../services/Spend.js"
+import { ContentPolicy } from "../../services/ContentPolicy.js"
+import { Guardrails } from "../../services/Guardrails.js"
+import { KeyStore } from "../../services/KeyStore.js"
+import { PresetStore } from "../../services/PresetStore.js"
 import { readCapped, tooLarge } from "../body.js"
 import { debugChunk, KEEP_ALIVE } from "./sse.js"
 import { ResponseAssembler, resultBaseOf } from "./assembler.js"
 import { storedInput } from "./content.js"
-import { metadataEnabled, type Prepared, prepare } from "./prepare.js"
+import { makePreparer, metadataEnabled, type Prepared } from "./prepare.js"
 import { toNormalizedRequest } from "./normalize.js"
 import { apiErrorOf, asProviderError, failureCodeOf, isRetryable } from "./upstream-errors.js"
 import { outputBound } from "./bounds.js"
 import type { RequestTrace } from "../metrics.js"
 
-type Services = Effect.Effect.Context<ReturnType<typeof prepare>> | GenerationStore | Spend
+type Services = KeyStore | ContentPolicy | PresetStore | Router | Guardrails | GenerationStore | Spend
 
 export interface ResponsesRouteOptions {
   readonly settings: Settings
@@ -75,6 +79,14 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
   const generationStore = Runtime.runSync(runtime)(GenerationStore)
   // Attempt outcomes go back to the router as plain calls (health, rolling stats, sticky sessions).
   const router = Context.get(runtime.context, Router)
+  const preparer = makePreparer({
+    keys: Context.get(runtime.context, KeyStore),
+    policy: Context.get(runtime.context, ContentPolicy),
+    presets: Context.get(runtime.context, PresetStore),
+    router,
+    guardrails: Context.get(runtime.context, Guardrails),
+    spend: Context.get(runtime.context, Spend),
+  })
   // Settlements and records in flight, so shutdown and tests can wait for them (drain).
   const pending = new Set<Promise<void>>()
 
@@ -182,13 +194,19 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     if (!(bytes instanceof Uint8Array)) return errorResponseWith(bytes, {})
     const bodyText = utf8.decode(bytes)
     if (trace?.keepBody) trace.body = bodyText
-    const decided = await runExit(prepare(req.headers, bodyText))
-    if (Exit.isFailure(decided)) {
-      const failure = decided.cause._tag === "Fail" ? decided.cause.error : undefined
-      if (failure !== undefined) return errorResponseWith(failure, {})
-      throw new Error("prepare failed unexpectedly", { cause: decided.cause })
+    const preparation = preparer.prepare(req.headers, bodyText)
+    if (preparation.refused !== undefined) return errorResponseWith(preparation.refused, {})
+    let prepared: Prepared
+    if (preparation.ready !== undefined) prepared = preparation.ready
+    else {
+      const decided = await runExit(preparation.pending)
+      if (Exit.isFailure(decided)) {
+        const failure = decided.cause._tag === "Fail" ? decided.cause.error : undefined
+        if (failure !== undefined) return errorResponseWith(failure, {})
+        throw new Error("prepare failed unexpectedly", { cause: decided.cause })
+      }
+      prepared = decided.value
     }
-    const prepared = decided.value
     try {
       return await respond(req, prepared, startedAt, trace)
     } catch (e) {

@@ -9,6 +9,7 @@ import presets from "./0003_presets.js"
 import generations from "./0004_generations.js"
 import destinations from "./0005_destinations.js"
 import reservations from "./0006_reservations.js"
+import ledgerIndexes from "./0007_ledger_indexes.js"
 
 export interface Migration {
   readonly id: number
@@ -22,4 +23,5 @@ export const migrations: ReadonlyArray<Migration> = [
   { id: 4, name: "generations", up: generations },
   { id: 5, name: "destinations", up: destinations },
   { id: 6, name: "reservations", up: reservations },
+  { id: 7, name: "ledger_indexes", up: ledgerIndexes },
 ]
