@@ -1,6 +1,7 @@
 /**
- * Bearer key → principal. One Auth serves both planes. A cache hit does no I/O
- * (KeyStore.cachedByHash); a disabled, deleted or expired key is refused.
+ * Bearer key → principal. `principalOf` is the one rule for both planes: a disabled, deleted,
+ * expired or orphaned key is refused. The control plane authenticates through `Auth` (a cache
+ * hit does no I/O, KeyStore.cachedByHash); the data plane calls `principalOf` from plain code.
  */
 import { Context, Effect, Either, Option } from "effect"
 import { Forbidden, Unauthorized } from "../domain/errors.js"
@@ -64,10 +65,7 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
         return yield* principalOf(hash, Option.getOrUndefined(found), Date.now())
       })
 
-    return {
-      authenticateSecret,
-      authenticateHeader: (header: string | null | undefined) => authenticateSecret(bearerSecret(header)),
-    } as const
+    return { authenticateSecret } as const
   }),
   dependencies: [KeyStore.Default],
 }) {}
