@@ -4,7 +4,7 @@
  * the writer commits the queue in ONE transaction every `windowMs` or every `maxBatch` rows,
  * whichever comes first. The writer is plain code on a timer (a fiber woken per window cost
  * more than the rows it wrote); on a SQLite file it writes with prepared statements on its own
- * connection (src/store/ledger.ts). The layer's finalizer flushes what is queued, so a clean
+ * connection (src/store/ledger.ts), inside the main connection's transaction permit. The layer's finalizer flushes what is queued, so a clean
  * shutdown loses nothing. A failed flush is retried once; if it fails again the rows are
  * written one by one, so one bad row cannot take its batch down, and a row that still fails
  * is logged with its id. A busy SQLite database (another connection holds the write lock) is
@@ -81,12 +81,17 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     const url = config.databaseUrl
     const sqlite = isPostgresUrl(url) || url === ":memory:" ? undefined : openSqliteBatchWriter(url)
     const viaSql = sqlBatchWriter(sql)
-    const writeBatch = (entries: ReadonlyArray<GenerationEntry>): void | Promise<void> => {
-      if (sqlite !== undefined) return sqlite.write(entries)
-      return runPromiseExit(viaSql(entries)).then((exit) => {
+    // The SQLite commit runs while holding the main connection's transaction permit: a
+    // transaction there that read, then yielded to the event loop, would otherwise find the
+    // database changed under it at its first write (SQLITE_BUSY_SNAPSHOT, no busy wait).
+    const program =
+      sqlite === undefined
+        ? viaSql
+        : (entries: ReadonlyArray<GenerationEntry>) => sql.withTransaction(Effect.sync(() => sqlite.write(entries)))
+    const writeBatch = (entries: ReadonlyArray<GenerationEntry>): Promise<void> =>
+      runPromiseExit(program(entries)).then((exit) => {
         if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
       })
-    }
 
     // The queue is a plain array: `record` is one push, no fiber, no I/O.
     const pending: Array<Pending> = []

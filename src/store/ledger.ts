@@ -155,6 +155,15 @@ export interface SqliteBatchWriter {
  */
 export const openSqliteBatchWriter = (filename: string): SqliteBatchWriter => {
   const db = new Database(filename, { readwrite: true, create: true })
+  try {
+    return prepareWriter(db)
+  } catch (e) {
+    db.close()
+    throw e
+  }
+}
+
+const prepareWriter = (db: Database): SqliteBatchWriter => {
   db.run("PRAGMA busy_timeout = 0")
   db.run("PRAGMA foreign_keys = ON")
   db.run("PRAGMA synchronous = NORMAL")

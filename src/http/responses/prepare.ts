@@ -130,6 +130,8 @@ export const makePreparer = (services: PrepareServices) => {
         }),
       )
     }
+    // Decided again after a load: the key read now is the key of this request (one cache lookup each).
+    loaded.key ??= { hash, row: key.row }
     const principal = principalOf(hash, key.row, Date.now())
     if (Either.isLeft(principal)) return principal.left
     const { userId, workspaceId } = principal.right

@@ -1,0 +1,57 @@
+/**
+ * Regression (found in review): `decide` runs again after loading a missed read (workspace
+ * settings, preset) and counted the key-cache hit twice; one request is one lookup
+ * (GET /metrics gateway_key_cache_lookups_total).
+ */
+import { describe, expect, test } from "bun:test"
+import { Context, Effect, Exit } from "effect"
+import { makePreparer, type Preparation } from "../../src/http/responses/prepare.js"
+import { Router } from "../../src/routing/Router.js"
+import { ContentPolicy } from "../../src/services/ContentPolicy.js"
+import { Guardrails } from "../../src/services/Guardrails.js"
+import { KeyStore } from "../../src/services/KeyStore.js"
+import { PresetStore } from "../../src/services/PresetStore.js"
+import { Spend } from "../../src/services/Spend.js"
+import { Users } from "../../src/services/Users.js"
+import { useServices } from "../support/services.js"
+
+const services = useServices()
+
+const complete = async (p: Preparation) => {
+  if (p.ready !== undefined) return p.ready
+  if (p.refused !== undefined) return p.refused._tag
+  const exit = await services().runPromiseExit(p.pending)
+  return Exit.isSuccess(exit) ? exit.value : "failed"
+}
+
+describe("key cache statistics", () => {
+  test("a request whose workspace settings missed memory counts one key lookup, not two", async () => {
+    const rt = await services().runtime()
+    const keys = Context.get(rt.context, KeyStore)
+    const policy = Context.get(rt.context, ContentPolicy)
+    const preparer = makePreparer({
+      keys,
+      policy,
+      presets: Context.get(rt.context, PresetStore),
+      router: Context.get(rt.context, Router),
+      guardrails: Context.get(rt.context, Guardrails),
+      spend: Context.get(rt.context, Spend),
+    })
+    const { secret, row } = await services().runPromise(
+      Effect.gen(function* () {
+        const users = yield* Users
+        const userId = `user_${crypto.randomUUID().slice(0, 8)}`
+        const workspaceId = yield* users.ensure(userId)
+        return yield* (yield* KeyStore).create({ userId, workspaceId, name: "m" })
+      }),
+    )
+    const headers = new Headers({ authorization: `Bearer ${secret}` })
+    const body = JSON.stringify({ model: "demo/echo", input: "hi" })
+    await complete(preparer.prepare(headers, body)) // loads key and settings
+    await services().runPromise(policy.invalidate(row.workspace_id))
+    const before = keys.cacheStats()
+    await complete(preparer.prepare(headers, body))
+    const after = keys.cacheStats()
+    expect(after.hits + after.misses - before.hits - before.misses).toBe(1)
+  })
+})

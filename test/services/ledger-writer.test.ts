@@ -1,0 +1,121 @@
+/** The timer-driven ledger writer: flush, recordDurable, shutdown, a busy database, failed rows. */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Database } from "bun:sqlite"
+import { SqlClient } from "@effect/sql"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { GatewayConfig, testSettings } from "../../src/config/Config.js"
+import type { GenerationEntry } from "../../src/domain/generations.js"
+import {
+  GenerationStore,
+  type GenerationWriterSettings,
+  GenerationWriterOptions,
+  newGenerationId,
+} from "../../src/services/GenerationStore.js"
+import { StoreLive } from "../../src/store/Store.js"
+import { engine, freshDatabase, type TestDatabase } from "../support/db.js"
+
+let db: TestDatabase
+const open: Array<ManagedRuntime.ManagedRuntime<GenerationStore | SqlClient.SqlClient, unknown>> = []
+beforeAll(async () => {
+  db = await freshDatabase()
+})
+afterAll(async () => {
+  for (const rt of open) await rt.dispose()
+  await db.drop()
+})
+
+const runtimeWith = async (writer: Partial<GenerationWriterSettings> = {}) => {
+  const config = GatewayConfig.layer(testSettings({ databaseUrl: db.url }))
+  const options = Layer.succeed(GenerationWriterOptions, { windowMs: 5, maxBatch: 200, retryDelayMs: 1, ...writer })
+  const rt = ManagedRuntime.make(
+    GenerationStore.Default.pipe(Layer.provide(options), Layer.provideMerge(StoreLive), Layer.provide(config)),
+  )
+  await rt.runtime()
+  open.push(rt)
+  return rt
+}
+
+const entry = (overrides: Partial<GenerationEntry> = {}): GenerationEntry => ({
+  id: newGenerationId(),
+  keyHash: "k".repeat(64),
+  userId: "user_gen",
+  workspaceId: "ws_gen",
+  model: "demo/echo",
+  providerName: "fake",
+  upstreamModel: "echo-1",
+  createdAt: new Date().toISOString(),
+  streamed: false,
+  cancelled: false,
+  finishReason: "stop",
+  sessionId: null,
+  inputTokens: 10,
+  cachedTokens: 2,
+  cacheWriteTokens: 1,
+  outputTokens: 5,
+  reasoningTokens: 3,
+  totalCost: 0.001,
+  isByok: false,
+  generationTimeMs: 120,
+  latencyMs: 40,
+  status: "completed",
+  ...overrides,
+})
+
+const counts = (rt: ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown>, ids: ReadonlyArray<string>) =>
+  rt.runPromise(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const g = yield* sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM generations WHERE ${sql.in("id", ids)}`
+      const s = yield* sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM spend WHERE ${sql.in("generation_id", ids)}`
+      const c = yield* sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM generation_content WHERE ${sql.in("generation_id", ids)}`
+      return { generations: Number(g[0]!.n), spend: Number(s[0]!.n), content: Number(c[0]!.n) }
+    }),
+  )
+
+describe("writer", () => {
+  test("many recordDurable over several small batches all resolve, each row once", async () => {
+    const rt = await runtimeWith({ maxBatch: 7, windowMs: 2 })
+    const entries = Array.from({ length: 100 }, (_, i) =>
+      entry(i % 3 === 0 ? { content: { input: { messages: [{ role: "user", content: "x" }] }, output: { completion: "y", reasoning: null } } } as Partial<GenerationEntry> : {}),
+    )
+    await rt.runPromise(
+      Effect.flatMap(GenerationStore, (s) => Effect.forEach(entries, (e) => s.recordDurable(e), { concurrency: "unbounded", discard: true })),
+    )
+    const c = await counts(rt, entries.map((e) => e.id))
+    expect(c).toEqual({ generations: 100, spend: 100, content: 34 })
+  })
+
+  test.skipIf(engine !== "sqlite")("shutdown while another connection holds the write lock: the final flush waits, nothing lost", async () => {
+    const rt = await runtimeWith({ windowMs: 60_000 })
+    const reader = await runtimeWith()
+    const entries = Array.from({ length: 30 }, () => entry())
+    await rt.runPromise(Effect.flatMap(GenerationStore, (s) => Effect.forEach(entries, s.record, { discard: true })))
+    const other = new Database(db.url)
+    other.run("BEGIN IMMEDIATE")
+    setTimeout(() => {
+      other.run("COMMIT")
+      other.close()
+    }, 300)
+    await rt.dispose()
+    open.splice(open.indexOf(rt), 1)
+    expect(await counts(reader, entries.map((e) => e.id))).toEqual({ generations: 30, spend: 30, content: 0 })
+  })
+
+  test("a duplicate among a batch: the others written exactly once with their spend rows", async () => {
+    const rt = await runtimeWith({ windowMs: 50 })
+    const first = entry()
+    await rt.runPromise(Effect.flatMap(GenerationStore, (s) => s.recordDurable(first)))
+    const others = Array.from({ length: 5 }, () => entry())
+    await rt.runPromise(
+      Effect.gen(function* () {
+        const s = yield* GenerationStore
+        yield* s.record(others[0]!)
+        yield* s.record(entry({ id: first.id, totalCost: 5 }))
+        for (const e of others.slice(1)) yield* s.record(e)
+        yield* s.flush
+      }),
+    )
+    expect(await counts(rt, others.map((e) => e.id))).toEqual({ generations: 5, spend: 5, content: 0 })
+    expect(await counts(rt, [first.id])).toEqual({ generations: 1, spend: 1, content: 0 })
+  })
+})
