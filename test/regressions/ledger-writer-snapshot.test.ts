@@ -7,37 +7,14 @@
 import { describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect, Exit } from "effect"
-import { GenerationStore, newGenerationId } from "../../src/services/GenerationStore.js"
-import type { GenerationEntry } from "../../src/domain/generations.js"
+import { GenerationStore } from "../../src/services/GenerationStore.js"
 import { engine } from "../support/db.js"
 import { useServices } from "../support/services.js"
+import { generationEntry } from "../support/generations.js"
 
 const services = useServices()
 
-const entry = (): GenerationEntry => ({
-  id: newGenerationId(),
-  keyHash: "k".repeat(64),
-  userId: "user_gen",
-  workspaceId: "ws_gen",
-  model: "demo/echo",
-  providerName: "fake",
-  upstreamModel: "echo-1",
-  createdAt: new Date().toISOString(),
-  streamed: false,
-  cancelled: false,
-  finishReason: "stop",
-  sessionId: null,
-  inputTokens: 10,
-  cachedTokens: 2,
-  cacheWriteTokens: 1,
-  outputTokens: 5,
-  reasoningTokens: 3,
-  totalCost: 0.001,
-  isByok: false,
-  generationTimeMs: 120,
-  latencyMs: 40,
-  status: "completed",
-})
+const entry = generationEntry
 
 describe("main-connection transaction vs the ledger writer's connection", () => {
   test.skipIf(engine !== "sqlite")("a read-then-write transaction that yields while a batch is queued still commits", async () => {

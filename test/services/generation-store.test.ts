@@ -6,7 +6,6 @@ import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Effect, Fiber, Layer, ManagedRuntime, Option } from "effect"
 import { GatewayConfig, testSettings } from "../../src/config/Config.js"
-import type { GenerationEntry } from "../../src/domain/generations.js"
 import {
   GenerationStore,
   type GenerationWriterSettings,
@@ -17,6 +16,7 @@ import { KeyStore } from "../../src/services/KeyStore.js"
 import { Users } from "../../src/services/Users.js"
 import { StoreLive } from "../../src/store/Store.js"
 import { freshDatabase, pgBaseUrl, type TestDatabase } from "../support/db.js"
+import { generationEntry } from "../support/generations.js"
 
 /** One database that outlives a runtime (a file for SQLite), so a restart can read what was written. */
 let db: TestDatabase
@@ -54,31 +54,7 @@ beforeAll(async () => {
   rt = await runtimeWith()
 })
 
-const entry = (overrides: Partial<GenerationEntry> = {}): GenerationEntry => ({
-  id: newGenerationId(),
-  keyHash: "k".repeat(64),
-  userId: "user_gen",
-  workspaceId: "ws_gen",
-  model: "demo/echo",
-  providerName: "fake",
-  upstreamModel: "echo-1",
-  createdAt: new Date().toISOString(),
-  streamed: false,
-  cancelled: false,
-  finishReason: "stop",
-  sessionId: null,
-  inputTokens: 10,
-  cachedTokens: 2,
-  cacheWriteTokens: 1,
-  outputTokens: 5,
-  reasoningTokens: 3,
-  totalCost: 0.001,
-  isByok: false,
-  generationTimeMs: 120,
-  latencyMs: 40,
-  status: "completed",
-  ...overrides,
-})
+const entry = generationEntry
 
 const countWhere = (ids: ReadonlyArray<string>, table: "generations" | "spend") =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>

@@ -9,10 +9,10 @@ import {
   GenerationStore,
   type GenerationWriterSettings,
   GenerationWriterOptions,
-  newGenerationId,
 } from "../../src/services/GenerationStore.js"
 import { StoreLive } from "../../src/store/Store.js"
 import { engine, freshDatabase, type TestDatabase } from "../support/db.js"
+import { generationEntry } from "../support/generations.js"
 
 let db: TestDatabase
 const open: Array<ManagedRuntime.ManagedRuntime<GenerationStore | SqlClient.SqlClient, unknown>> = []
@@ -35,31 +35,7 @@ const runtimeWith = async (writer: Partial<GenerationWriterSettings> = {}) => {
   return rt
 }
 
-const entry = (overrides: Partial<GenerationEntry> = {}): GenerationEntry => ({
-  id: newGenerationId(),
-  keyHash: "k".repeat(64),
-  userId: "user_gen",
-  workspaceId: "ws_gen",
-  model: "demo/echo",
-  providerName: "fake",
-  upstreamModel: "echo-1",
-  createdAt: new Date().toISOString(),
-  streamed: false,
-  cancelled: false,
-  finishReason: "stop",
-  sessionId: null,
-  inputTokens: 10,
-  cachedTokens: 2,
-  cacheWriteTokens: 1,
-  outputTokens: 5,
-  reasoningTokens: 3,
-  totalCost: 0.001,
-  isByok: false,
-  generationTimeMs: 120,
-  latencyMs: 40,
-  status: "completed",
-  ...overrides,
-})
+const entry = generationEntry
 
 const counts = (rt: ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown>, ids: ReadonlyArray<string>) =>
   rt.runPromise(
