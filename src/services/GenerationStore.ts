@@ -4,10 +4,10 @@
  * the writer commits the queue in ONE transaction every `windowMs` or every `maxBatch` rows,
  * whichever comes first. The writer is plain code on a timer (a fiber woken per window cost
  * more than the rows it wrote); on a SQLite file it writes with prepared statements on its own
- * connection (src/store/ledger.ts), inside the main connection's transaction permit. The layer's finalizer flushes what is queued, so a clean
- * shutdown loses nothing. A failed flush is retried once; if it fails again the rows are
+ * connection (src/store/ledger.ts), inside the main connection's transaction permit. The
+ * layer's finalizer flushes what is queued, so a clean shutdown loses nothing. A failed flush is retried once; if it fails again the rows are
  * written one by one, so one bad row cannot take its batch down, and a row that still fails
- * is logged with its id. A busy SQLite database (another connection holds the write lock) is
+ * is logged with its id. A busy SQLite database (another process holds the write lock) is
  * waited out, not counted as a failure.
  */
 import { SqlClient } from "@effect/sql"
@@ -80,13 +80,12 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     // connection is the whole database) write through @effect/sql.
     const url = config.databaseUrl
     const sqlite = isPostgresUrl(url) || url === ":memory:" ? undefined : openSqliteBatchWriter(url)
-    const viaSql = sqlBatchWriter(sql)
     // The SQLite commit runs while holding the main connection's transaction permit: a
     // transaction there that read, then yielded to the event loop, would otherwise find the
     // database changed under it at its first write (SQLITE_BUSY_SNAPSHOT, no busy wait).
     const program =
       sqlite === undefined
-        ? viaSql
+        ? sqlBatchWriter(sql)
         : (entries: ReadonlyArray<GenerationEntry>) => sql.withTransaction(Effect.sync(() => sqlite.write(entries)))
     const writeBatch = (entries: ReadonlyArray<GenerationEntry>): Promise<void> =>
       runPromiseExit(program(entries)).then((exit) => {

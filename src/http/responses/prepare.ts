@@ -237,5 +237,5 @@ export const makePreparer = (services: PrepareServices) => {
     return { pending: settleDecision(headers, bodyText, loaded, step) }
   }
 
-  return { decide, prepare } as const
+  return { prepare } as const
 }
