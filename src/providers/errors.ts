@@ -1,7 +1,8 @@
 /**
  * How an upstream failure becomes a `ProviderError`: from the HTTP status and error body before
- * the first byte, from an error event's code inside a stream, and from a failed `fetch`.
+ * the first byte, from an error event's code inside a stream, and from a failed connection.
  */
+import type { HeaderReader } from "./http1"
 import { ProviderError, type ProviderErrorKind } from "./types"
 
 /** What the OpenAI and Anthropic error bodies have in common: `{error: {message, type, code}}`. */
@@ -41,7 +42,7 @@ export const errorDetailOf = (bodyText: string, fallback: string): UpstreamError
 }
 
 /** Seconds from a `Retry-After` header (delta-seconds or an HTTP date), or `retry-after-ms`. */
-export const retryAfterSeconds = (headers: Headers): number | undefined => {
+export const retryAfterSeconds = (headers: HeaderReader): number | undefined => {
   const value = headers.get("retry-after")
   if (value !== null) {
     const seconds = Number(value)
@@ -56,7 +57,7 @@ export const retryAfterSeconds = (headers: Headers): number | undefined => {
 const BAD_REQUEST_STATUSES = new Set([400, 404, 409, 413, 422])
 
 /** The error for a non-2xx upstream answer. */
-export const errorFromStatus = (status: number, detail: UpstreamErrorDetail, headers: Headers): ProviderError => {
+export const errorFromStatus = (status: number, detail: UpstreamErrorDetail, headers: HeaderReader): ProviderError => {
   const message = detail.message
   if (status === 529 || detail.code === "overloaded_error") return new ProviderError("overloaded", message, status)
   if (BAD_REQUEST_STATUSES.has(status)) {

@@ -1,15 +1,20 @@
 /**
- * The upstream call every HTTP adapter shares: keep-alive `fetch` with the caller's abort signal
- * and a deadline, status → `ProviderError` before the first byte, then the body read as JSON or
+ * The upstream call every HTTP adapter shares: a keep-alive request (`http1.ts`) with the
+ * caller's abort signal and a deadline, status → `ProviderError` before the first byte, then the body read as JSON or
  * as SSE translated chunk by chunk. Per-chunk work is plain code (DESIGN §4: an Effect Stream
  * step costs 15-20 µs per chunk).
  */
 import { errorDetailOf, errorFromStatus } from "./errors"
+import { type BodySink, defaultTransport, type Transport, type UpstreamResponse } from "./http1"
 import { createSseParser, endSse, feedSse } from "./sse"
 import { ProviderError, type NormalizedRequest, type Provider, type ProviderConfig, type ProviderEvent, type CallOptions, type UpstreamCall } from "./types"
 import type { WireFormat } from "./wire"
 
 export const DEFAULT_TIMEOUT_MS = 120_000
+
+let shared: Transport | undefined
+/** One client (one connection pool) for every adapter, chosen from the environment on first use. */
+const sharedTransport = (): Transport => (shared ??= defaultTransport())
 
 /**
  * Ties the fetch to the caller's signal and to a deadline of `timeoutMs` that bounds the wait
@@ -85,70 +90,141 @@ const eventsOfJson = (wire: WireFormat, text: string): Array<ProviderEvent> => {
 /** How long the rest of a body may take after its terminal event before the connection is dropped. */
 const DRAIN_GRACE_MS = 1000
 
-/**
- * Reads what follows the terminal event (usually just the end of the chunked body) off the
- * caller's path, so the keep-alive connection goes back to the pool instead of being dropped.
- */
-const drain = async (reader: ReadableStreamDefaultReader<Uint8Array>, link: UpstreamLink): Promise<void> => {
-  const grace = setTimeout(() => reader.cancel().catch(() => undefined), DRAIN_GRACE_MS)
-  try {
-    for (;;) if ((await reader.read()).done) return
-  } catch {
-    // The answer is already complete: a failure after it changes nothing.
-  } finally {
-    clearTimeout(grace)
-    link.close()
-  }
-}
+type Step = IteratorResult<ReadonlyArray<ProviderEvent>, void>
+const DONE: Step = { done: true, value: undefined }
 
-async function* streamEvents(
-  wire: WireFormat,
-  body: ReadableStream<Uint8Array>,
-  link: UpstreamLink,
-): AsyncGenerator<ReadonlyArray<ProviderEvent>, void, undefined> {
-  const reader = body.getReader()
-  const decoder = new TextDecoder()
-  const parser = createSseParser()
-  const translator = wire.translator()
-  let bodyDone = false
-  try {
-    for (;;) {
-      let chunk: Awaited<ReturnType<typeof reader.read>>
-      try {
-        chunk = await reader.read()
-      } catch (cause) {
-        throw link.failure(cause)
-      }
-      if (chunk.done) break
-      link.touch()
-      const sse = feedSse(parser, decoder.decode(chunk.value, { stream: true }))
-      if (sse.length === 0) continue
-      const out: Array<ProviderEvent> = []
-      for (let i = 0; i < sse.length && !translator.done; i++) translator.push(sse[i], out)
-      if (out.length > 0) yield out
-      if (translator.done) return
-    }
-    bodyDone = true
+/**
+ * An upstream SSE body as event batches: each network chunk is decoded, parsed and translated
+ * in the transport's callback, and waits in a queue for the consumer (one promise per batch at
+ * most; none when the consumer is behind). After the terminal event the rest of the body (the
+ * end of the chunked encoding) is still read, so the connection goes back to the pool.
+ */
+class StreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>>, BodySink {
+  private readonly decoder = new TextDecoder()
+  private readonly parser = createSseParser()
+  private readonly translator: ReturnType<WireFormat["translator"]>
+  private readonly queue: Array<ReadonlyArray<ProviderEvent>> = []
+  /** Set once no more batches come: DONE, or the error to throw. */
+  private last: Step | ProviderError | undefined
+  private waiting: { resolve: (step: Step) => void; reject: (e: unknown) => void } | undefined
+  private bodyOver = false
+  /** Text of the current network read, handled once the read is over. */
+  private text = ""
+  private grace: ReturnType<typeof setTimeout> | undefined
+
+  constructor(
+    private readonly wire: WireFormat,
+    private readonly response: UpstreamResponse,
+    private readonly link: UpstreamLink,
+  ) {
+    this.translator = wire.translator()
+    response.pipe(this)
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this
+  }
+
+  next(): Promise<Step> {
+    const batch = this.queue.shift()
+    if (batch !== undefined) return Promise.resolve({ done: false, value: batch })
+    const last = this.last
+    if (last instanceof ProviderError) return Promise.reject(last)
+    if (last !== undefined) return Promise.resolve(last)
+    return new Promise((resolve, reject) => {
+      this.waiting = { resolve, reject }
+    })
+  }
+
+  /** The consumer stopped early: drop the upstream at once. */
+  return(): Promise<Step> {
+    if (!this.bodyOver) this.closeBody(true)
+    this.queue.length = 0
+    this.last ??= DONE
+    return Promise.resolve(DONE)
+  }
+
+  data(chunk: Uint8Array): void {
+    if (this.last === undefined) this.text += this.decoder.decode(chunk, { stream: true })
+  }
+
+  read(): void {
+    this.link.touch()
+    const text = this.text
+    if (this.last !== undefined || text === "") return
+    this.text = ""
+    const translator = this.translator
+    const sse = feedSse(this.parser, text)
+    if (sse.length === 0) return
     const out: Array<ProviderEvent> = []
-    const rest = feedSse(parser, decoder.decode()).concat(endSse(parser))
-    for (let i = 0; i < rest.length && !translator.done; i++) translator.push(rest[i], out)
-    const complete = translator.done || translator.end(out)
-    if (out.length > 0) yield out
-    if (!complete) throw new ProviderError("connection", `${wire.name} upstream stream ended before its terminal event`)
-  } finally {
-    if (translator.done && !bodyDone) {
-      void drain(reader, link)
-    } else {
-      link.close()
-      // A no-op when the body is done; otherwise it drops the upstream stream at once.
-      if (!bodyDone) reader.cancel().catch(() => undefined)
+    try {
+      for (let i = 0; i < sse.length && !translator.done; i++) translator.push(sse[i], out)
+    } catch (cause) {
+      this.closeBody(true)
+      this.settle(cause instanceof ProviderError ? cause : this.link.failure(cause))
+      return
     }
+    if (out.length > 0) this.push(out)
+    if (translator.done) {
+      this.settle(DONE)
+      // The rest of the body is read off the caller's path, for a while.
+      this.grace = setTimeout(() => this.closeBody(true), DRAIN_GRACE_MS)
+    }
+  }
+
+  end(): void {
+    this.closeBody(false)
+    if (this.last !== undefined) return
+    const translator = this.translator
+    const out: Array<ProviderEvent> = []
+    let complete: boolean
+    try {
+      const rest = feedSse(this.parser, this.text + this.decoder.decode()).concat(endSse(this.parser))
+      for (let i = 0; i < rest.length && !translator.done; i++) translator.push(rest[i], out)
+      complete = translator.done || translator.end(out)
+    } catch (cause) {
+      this.settle(cause instanceof ProviderError ? cause : this.link.failure(cause))
+      return
+    }
+    if (out.length > 0) this.push(out)
+    this.settle(complete ? DONE : new ProviderError("connection", `${this.wire.name} upstream stream ended before its terminal event`))
+  }
+
+  error(cause: Error): void {
+    const failure = this.link.failure(cause)
+    this.closeBody(false)
+    if (this.last === undefined) this.settle(failure)
+  }
+
+  private push(batch: ReadonlyArray<ProviderEvent>): void {
+    const waiting = this.waiting
+    if (waiting === undefined) return void this.queue.push(batch)
+    this.waiting = undefined
+    waiting.resolve({ done: false, value: batch })
+  }
+
+  private settle(last: Step | ProviderError): void {
+    this.last = last
+    const waiting = this.waiting
+    if (waiting === undefined || this.queue.length > 0) return
+    this.waiting = undefined
+    if (last instanceof ProviderError) waiting.reject(last)
+    else waiting.resolve(last)
+  }
+
+  private closeBody(drop: boolean): void {
+    if (this.bodyOver) return
+    this.bodyOver = true
+    if (this.grace !== undefined) clearTimeout(this.grace)
+    this.link.close()
+    if (drop) this.response.cancel()
   }
 }
 
 const trimSlash = (url: string): string => (url.endsWith("/") ? url.slice(0, -1) : url)
 
 const openUpstream = async (
+  transport: Transport,
   wire: WireFormat,
   request: NormalizedRequest,
   config: ProviderConfig,
@@ -164,16 +240,15 @@ const openUpstream = async (
     ...config.headers,
   }
   const link = new UpstreamLink(options.signal, config.timeout_ms ?? DEFAULT_TIMEOUT_MS)
-  let response: Response
+  let response: UpstreamResponse
   try {
-    // keepalive: reuse upstream connections across calls (Bun pools them per host).
-    response = await fetch(url, { method: "POST", headers, body: JSON.stringify(upstreamBody), signal: link.controller.signal, keepalive: true })
+    response = await transport({ url, headers, body: JSON.stringify(upstreamBody), signal: link.controller.signal })
   } catch (cause) {
     link.close()
     throw link.failure(cause)
   }
   link.touch()
-  if (!response.ok) {
+  if (response.status < 200 || response.status > 299) {
     let text = ""
     try {
       text = await response.text()
@@ -189,7 +264,7 @@ const openUpstream = async (
   }
   const contentType = response.headers.get("content-type") ?? ""
   // Some OpenAI-compatible servers ignore `stream: true` and answer JSON: read it as JSON.
-  if (!options.stream || response.body === null || contentType.startsWith("application/json")) {
+  if (!options.stream || contentType.startsWith("application/json")) {
     let text: string
     try {
       text = await response.text()
@@ -200,10 +275,10 @@ const openUpstream = async (
     }
     return { upstreamBody, events: oneBatch(eventsOfJson(wire, text)) }
   }
-  return { upstreamBody, events: streamEvents(wire, response.body, link) }
+  return { upstreamBody, events: new StreamEvents(wire, response, link) }
 }
 
 /** A `Provider` for an HTTP wire format. */
-export const httpProvider = (wire: WireFormat): Provider => ({
-  open: (request, config, options) => openUpstream(wire, request, config, options),
+export const httpProvider = (wire: WireFormat, transport: Transport = sharedTransport()): Provider => ({
+  open: (request, config, options) => openUpstream(transport, wire, request, config, options),
 })
