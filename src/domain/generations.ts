@@ -3,7 +3,7 @@
  * ledger), its optional stored content, and their wire shapes (`GET /generation`,
  * `GET /generation/content`).
  */
-import { randomBytes } from "node:crypto"
+import { randomPool, takeRandom } from "./random"
 import { Schema } from "effect"
 
 export type GenerationStatus = "completed" | "incomplete" | "failed" | "cancelled"
@@ -81,9 +81,9 @@ const ID_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456
 
 /** `gen-<unix seconds>-<20 random alphanumerics>`. */
 export const newGenerationId = (nowMs: number = Date.now()): string => {
-  const bytes = randomBytes(20)
+  const at = takeRandom(20)
   let tail = ""
-  for (const b of bytes) tail += ID_ALPHABET[b % ID_ALPHABET.length]
+  for (let i = at; i < at + 20; i++) tail += ID_ALPHABET[(randomPool[i] as number) % ID_ALPHABET.length]
   return `gen-${Math.floor(nowMs / 1000)}-${tail}`
 }
 

@@ -23,6 +23,7 @@ import {
   type ResultToolChoice,
 } from "../../domain/responses.js"
 import type { FinishReason, ProviderEvent, Usage } from "../../providers/types.js"
+import { randomPool, takeRandom } from "../../domain/random.js"
 import { DONE, sseEvent } from "./sse.js"
 
 export { debugChunk } from "./sse.js"
@@ -35,9 +36,9 @@ const HEX: ReadonlyArray<string> = Array.from({ length: 256 }, (_, i) => i.toStr
 
 /** `<prefix>_` and 24 random hex characters (96 bits). */
 export const newId = (prefix: string): string => {
-  const bytes = crypto.getRandomValues(new Uint8Array(12))
+  const at = takeRandom(12)
   let id = `${prefix}_`
-  for (let i = 0; i < bytes.length; i++) id += HEX[bytes[i]]
+  for (let i = at; i < at + 12; i++) id += HEX[randomPool[i] as number]
   return id
 }
 
