@@ -463,6 +463,7 @@ for (const target of heldTargets) {
     after = rssBytes(target.pid)
   }
   heldRuns.push({ target, idle, allOpen, peak, after, result, settleSeconds: (Date.now() - settleStart) / 1000, timeline })
+  writeFileSync(join(runDir, `held-${target.kind}.json`), JSON.stringify({ idle, allOpen, peak, after, timeline }))
   say(
     `held on ${target.kind}: idle ${(idle / 1048576).toFixed(1)} MB, all open ${(allOpen / 1048576).toFixed(1)} MB, ` +
       `peak ${(peak / 1048576).toFixed(1)} MB, after ${(after / 1048576).toFixed(1)} MB; ${result.requests} ok, ${result.errors} errors`,
