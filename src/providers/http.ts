@@ -7,7 +7,7 @@
 import { errorDetailOf, errorFromStatus } from "./errors"
 import { type BodySink, defaultTransport, type Transport, type UpstreamResponse } from "./http1"
 import { createSseParser, endSse, feedSse } from "./sse"
-import { ProviderError, type NormalizedRequest, type Provider, type ProviderConfig, type ProviderEvent, type CallOptions, type UpstreamCall } from "./types"
+import { type EventConsumer, ProviderError, type NormalizedRequest, type Provider, type ProviderConfig, type ProviderEvent, type CallOptions, type UpstreamCall } from "./types"
 import type { WireFormat } from "./wire"
 
 export const DEFAULT_TIMEOUT_MS = 120_000
@@ -107,6 +107,8 @@ class StreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>
   /** Set once no more batches come: DONE, or the error to throw. */
   private last: Step | ProviderError | undefined
   private waiting: { resolve: (step: Step) => void; reject: (e: unknown) => void } | undefined
+  /** Set by `subscribe`: batches go to it as they are translated, and nothing is queued. */
+  private consumer: EventConsumer | undefined
   private bodyOver = false
   /** Text of the current network read, handled once the read is over. */
   private text = ""
@@ -134,6 +136,17 @@ class StreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>
     return new Promise((resolve, reject) => {
       this.waiting = { resolve, reject }
     })
+  }
+
+  subscribe(consumer: EventConsumer): () => void {
+    this.consumer = consumer
+    const queued = this.queue.splice(0)
+    for (const batch of queued) this.push(batch)
+    if (this.last !== undefined && this.consumer !== undefined) this.settle(this.last)
+    return () => {
+      this.consumer = undefined
+      void this.return()
+    }
   }
 
   /** The consumer stopped early: drop the upstream at once. */
@@ -197,6 +210,19 @@ class StreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>
   }
 
   private push(batch: ReadonlyArray<ProviderEvent>): void {
+    const consumer = this.consumer
+    if (consumer !== undefined) {
+      try {
+        consumer.batch(batch)
+      } catch (cause) {
+        // The consumer failed on this batch: the answer cannot go on.
+        this.consumer = undefined
+        this.last = DONE
+        this.closeBody(true)
+        consumer.error(cause)
+      }
+      return
+    }
     const waiting = this.waiting
     if (waiting === undefined) return void this.queue.push(batch)
     this.waiting = undefined
@@ -205,6 +231,13 @@ class StreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>
 
   private settle(last: Step | ProviderError): void {
     this.last = last
+    const consumer = this.consumer
+    if (consumer !== undefined) {
+      this.consumer = undefined
+      if (last instanceof ProviderError) consumer.error(last)
+      else consumer.end()
+      return
+    }
     const waiting = this.waiting
     if (waiting === undefined || this.queue.length > 0) return
     this.waiting = undefined
@@ -275,7 +308,8 @@ const openUpstream = async (
     }
     return { upstreamBody, events: oneBatch(eventsOfJson(wire, text)) }
   }
-  return { upstreamBody, events: new StreamEvents(wire, response, link) }
+  const events = new StreamEvents(wire, response, link)
+  return { upstreamBody, events, subscribe: (consumer) => events.subscribe(consumer) }
 }
 
 /** A `Provider` for an HTTP wire format. */

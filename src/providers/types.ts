@@ -145,11 +145,25 @@ export interface CallOptions {
   readonly apiKey?: string
 }
 
+/** Takes an upstream call's event batches as they are translated (`consumeEvents`). */
+export interface EventConsumer {
+  batch(events: ReadonlyArray<ProviderEvent>): void
+  /** The answer is complete. */
+  end(): void
+  /** The answer failed after its first byte (usually a `ProviderError`). */
+  error(cause: unknown): void
+}
+
 /** An opened upstream call: events arrive in batches, one batch per upstream chunk. */
 export interface UpstreamCall {
   /** The body sent upstream, for `debug.echo_upstream_body`. */
   readonly upstreamBody: unknown
   readonly events: AsyncIterable<ReadonlyArray<ProviderEvent>>
+  /**
+   * The same batches pushed to `consumer` from the upstream's read callback, with no promise per
+   * batch; instead of iterating `events`, not both. Returns a function that drops the upstream.
+   */
+  readonly subscribe?: (consumer: EventConsumer) => () => void
 }
 
 /**
