@@ -163,20 +163,15 @@ class Exchange implements UpstreamResponse {
         case Body.ChunkEnd:
           pos = this.readLine(bytes, pos)
           break
-        case Body.ChunkData: {
-          const n = Math.min(this.remaining, bytes.length - pos)
-          this.deliver(bytes.subarray(pos, pos + n))
-          pos += n
-          this.remaining -= n
-          if (this.remaining === 0) this.body = Body.ChunkEnd
-          break
-        }
+        case Body.ChunkData:
         case Body.Length: {
           const n = Math.min(this.remaining, bytes.length - pos)
           this.deliver(bytes.subarray(pos, pos + n))
           pos += n
           this.remaining -= n
-          if (this.remaining === 0) this.finish()
+          if (this.remaining > 0) break
+          if (this.body === Body.ChunkData) this.body = Body.ChunkEnd
+          else this.finish()
           break
         }
         case Body.UntilClose:

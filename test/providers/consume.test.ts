@@ -3,13 +3,12 @@
  * adapters (`UpstreamCall.subscribe`), by iteration for a call without it (the fake provider).
  * The same order, one terminal callback, failures after the first byte, and stopping early.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test"
-import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream"
+import { describe, expect, test } from "bun:test"
 import { consumeEvents } from "../../src/providers/consume"
 import { fakeProvider } from "../../src/providers/fake"
 import { openAiChatProvider } from "../../src/providers/openai-chat/adapter"
 import { ProviderError, type ProviderEvent, type UpstreamCall } from "../../src/providers/types"
-import { configFor, eventsOf, eventually, textRequest } from "./helpers"
+import { configFor, eventsOf, eventually, textRequest, useMockUpstream } from "./helpers"
 
 interface Seen {
   readonly events: Array<ProviderEvent>
@@ -41,17 +40,10 @@ const consume = (call: UpstreamCall, onBatch?: (events: ReadonlyArray<ProviderEv
   return { ...seen, get ends() { return seen.ends }, stop }
 }
 
-let mock: MockUpstream
-beforeAll(async () => {
-  mock = await startMockUpstream({ port: 0, tokens: 3 })
-})
-afterAll(async () => {
-  await mock.stop()
-})
-beforeEach(() => mock.reset())
+const mocked = useMockUpstream()
 
 const open = (headers: Record<string, string>, signal = new AbortController().signal) =>
-  openAiChatProvider.open(textRequest("hello"), configFor("openai-chat", mock.url, headers), { stream: true, signal, apiKey: "sk-test" })
+  openAiChatProvider.open(textRequest("hello"), configFor("openai-chat", mocked.current.url, headers), { stream: true, signal, apiKey: "sk-test" })
 
 describe("an HTTP adapter's stream, pushed", () => {
   test("the call offers subscribe, and pushes the same events iteration yields, then one end", async () => {
@@ -95,7 +87,7 @@ describe("an HTTP adapter's stream, pushed", () => {
     await seen.settled
     expect(seen.errors.map((e) => (e instanceof Error ? e.message : String(e)))).toEqual(["assembler broke"])
     expect(seen.ends).toBe(0)
-    expect(await eventually(() => mock.stats.aborted === 1 && mock.stats.open === 0, 1000)).toBe(true)
+    expect(await eventually(() => mocked.current.stats.aborted === 1 && mocked.current.stats.open === 0, 1000)).toBe(true)
   })
 
   test("stop drops the upstream at once and nothing more is pushed", async () => {
@@ -104,7 +96,7 @@ describe("an HTTP adapter's stream, pushed", () => {
     expect(await eventually(() => seen.events.length > 0, 1000)).toBe(true)
     seen.stop()
     const count = seen.events.length
-    expect(await eventually(() => mock.stats.aborted === 1 && mock.stats.open === 0, 1000)).toBe(true)
+    expect(await eventually(() => mocked.current.stats.aborted === 1 && mocked.current.stats.open === 0, 1000)).toBe(true)
     await Bun.sleep(50)
     expect(seen.events.length).toBe(count)
     expect(seen.ends).toBe(0)

@@ -1,4 +1,6 @@
 /** Shared helpers for the provider tests: requests, configs and draining an upstream call. */
+import { afterAll, beforeAll, beforeEach } from "bun:test"
+import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream"
 import { ProviderError, type NormalizedRequest, type ProviderConfig, type ProviderEvent, type UpstreamCall } from "../../src/providers/types"
 
 export const textRequest = (text: string, overrides: Partial<NormalizedRequest> = {}): NormalizedRequest => ({
@@ -63,3 +65,16 @@ export const usage = (inputTokens: number, outputTokens: number, more: { cachedT
     reasoningTokens: more.reasoningTokens ?? 0,
   },
 })
+
+/** A mock upstream for the whole file (3 deltas per answer unless a request says otherwise), reset before each test. */
+export const useMockUpstream = (): { readonly current: MockUpstream } => {
+  const holder = {} as { current: MockUpstream }
+  beforeAll(async () => {
+    holder.current = await startMockUpstream({ port: 0, tokens: 3 })
+  })
+  afterAll(async () => {
+    await holder.current.stop()
+  })
+  beforeEach(() => holder.current.reset())
+  return holder
+}
