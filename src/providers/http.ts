@@ -181,7 +181,7 @@ class StreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>
     if (translator.done) {
       this.settle(DONE)
       // The rest of the body is read off the caller's path, for a while.
-      this.grace = setTimeout(() => this.closeBody(true), DRAIN_GRACE_MS)
+      if (!this.bodyOver) this.grace = setTimeout(() => this.closeBody(true), DRAIN_GRACE_MS)
     }
   }
 

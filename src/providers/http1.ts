@@ -189,7 +189,7 @@ class Exchange implements UpstreamResponse {
   /** The connection closed (or failed) while this exchange was on it. */
   closed(cause: Error | undefined): void {
     if (this.outcome !== "open") return
-    if (!this.inHead && this.body === Body.UntilClose) {
+    if (!this.inHead && this.body === Body.UntilClose && cause === undefined) {
       this.finish()
       return
     }
@@ -290,12 +290,17 @@ class Exchange implements UpstreamResponse {
       this.fail(new UpstreamProtocolError(`the upstream sent a ${encoding}-encoded body although identity was asked for`))
       return -1
     }
+    const transferEncoding = values.get("transfer-encoding")
+    if (transferEncoding !== undefined && transferEncoding.toLowerCase() !== "chunked") {
+      this.fail(new UpstreamProtocolError(`the upstream sent transfer-encoding ${transferEncoding}; only chunked is read`))
+      return -1
+    }
     this.inHead = false
     const length = values.get("content-length")
     if (code === 204 || code === 304) {
       this.body = Body.Length
       this.remaining = 0
-    } else if ((values.get("transfer-encoding") ?? "").toLowerCase().includes("chunked")) {
+    } else if (transferEncoding !== undefined) {
       this.body = Body.ChunkSize
     } else if (length !== undefined && /^\d+$/.test(length)) {
       this.body = Body.Length
@@ -413,7 +418,8 @@ class Connection {
     if (this.dead) return
     this.dead = true
     this.pool.forget(this)
-    this.socket.terminate()
+    // Undefined only while connecting, if the connect itself fails.
+    if (this.socket !== undefined) this.socket.terminate()
   }
 
   closed(cause: Error | undefined): void {
@@ -443,8 +449,8 @@ const handlers: Bun.SocketHandler<Connection> = {
     socket.data?.destroy()
   },
   handshake(socket, success, authorizationError) {
-    if (success && authorizationError === null) return
     const connection = socket.data
+    if (success && (authorizationError === null || !connection.pool.verifies)) return
     connection.tlsError = new Error(`TLS handshake with ${connection.origin.authority} failed: ${authorizationError?.message ?? "no detail"}`)
     socket.terminate()
   },
@@ -457,7 +463,12 @@ const handlers: Bun.SocketHandler<Connection> = {
 class Pool {
   private readonly idleByOrigin = new Map<string, Array<Connection>>()
 
-  constructor(private readonly tlsOptions: Bun.TLSOptions | undefined) {}
+  /** Whether certificates are verified (`rejectUnauthorized: false` turns it off, for tests and private setups). */
+  readonly verifies: boolean
+
+  constructor(private readonly tlsOptions: Bun.TLSOptions | undefined) {
+    this.verifies = tlsOptions?.rejectUnauthorized !== false
+  }
 
   async acquire(origin: Origin): Promise<Connection> {
     const idle = this.idleByOrigin.get(origin.key)
@@ -519,6 +530,7 @@ const target = (url: string): { origin: Origin; path: string } => {
 }
 
 /** Headers the client writes itself. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
 const OWN_HEADERS = new Set(["host", "content-length", "transfer-encoding", "connection", "keep-alive", "accept-encoding"])
 const encoder = new TextEncoder()
 
@@ -527,10 +539,43 @@ const requestBytes = (origin: Origin, path: string, headers: Readonly<Record<str
   for (const name in headers) {
     const value = headers[name] as string
     if (OWN_HEADERS.has(name.toLowerCase())) continue
-    if (/[\r\n]/.test(name) || /[\r\n]/.test(value)) throw new UpstreamProtocolError(`header ${name} has a line break`)
+    if (!TOKEN.test(name)) throw new UpstreamProtocolError(`header name ${JSON.stringify(name)} is not an HTTP token`)
+    if (/[\r\n\0]/.test(value)) throw new UpstreamProtocolError(`header ${name} has a line break`)
     head += `${name}: ${value}\r\n`
   }
   return encoder.encode(`${head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+}
+
+/**
+ * How soon after sending a close with no byte of answer counts as the idle connection's own close
+ * crossing our request (about one round trip), which is retried; later, the upstream may have
+ * worked on the request, and the caller gets the failure (the router's failover decides).
+ */
+const STALE_WINDOW_MS = 250
+
+/** A pooled or new connection, unless the signal aborts first (a connect can hang for minutes). */
+const acquireUnlessAborted = (pool: Pool, origin: Origin, signal: AbortSignal): Promise<Connection> => {
+  if (signal.aborted) return Promise.reject(abortError(signal))
+  return new Promise((resolve, reject) => {
+    let settled = false
+    const onAbort = () => {
+      settled = true
+      reject(abortError(signal))
+    }
+    signal.addEventListener("abort", onAbort, { once: true })
+    pool.acquire(origin).then(
+      (connection) => {
+        signal.removeEventListener("abort", onAbort)
+        // Connected after the caller gave up: the connection is still good for the next call.
+        if (settled) connection.release(true)
+        else resolve(connection)
+      },
+      (cause: unknown) => {
+        signal.removeEventListener("abort", onAbort)
+        if (!settled) reject(cause)
+      },
+    )
+  })
 }
 
 const abortError = (signal: AbortSignal): Error => (signal.reason instanceof Error ? signal.reason : new Error("the upstream call was aborted"))
@@ -541,12 +586,9 @@ export const http1Transport = (tls?: Bun.TLSOptions): Transport => {
   const attempt = async (request: UpstreamRequest, retried: boolean): Promise<UpstreamResponse> => {
     const { origin, path } = target(request.url)
     const bytes = requestBytes(origin, path, request.headers, request.body)
-    const connection = await pool.acquire(origin)
-    if (request.signal.aborted) {
-      connection.release(true)
-      throw abortError(request.signal)
-    }
+    const connection = await acquireUnlessAborted(pool, origin, request.signal)
     const reused = connection.reused
+    const sentAt = performance.now()
     return new Promise<UpstreamResponse>((resolve, reject) => {
       const onAbort = () => {
         exchange.fail(abortError(request.signal))
@@ -556,8 +598,10 @@ export const http1Transport = (tls?: Bun.TLSOptions): Transport => {
         connection,
         resolve,
         (cause, retryable) => {
-          // A kept-alive connection the server had already closed: send again on a new one.
-          if (retryable && reused && !retried && !request.signal.aborted) resolve(attempt(request, true))
+          // A kept-alive connection the server closed as it went idle (its close crossed our request):
+          // send again on a new one. Only then: a request the upstream may have worked on is not resent.
+          const stale = retryable && reused && performance.now() - sentAt < STALE_WINDOW_MS
+          if (stale && !retried && !request.signal.aborted) resolve(attempt(request, true))
           else reject(cause)
         },
         () => request.signal.removeEventListener("abort", onAbort),

@@ -666,6 +666,22 @@ describe("protocol errors and refused connections", () => {
     await expect(call(http1Transport(), server.url())).rejects.toBeInstanceOf(UpstreamProtocolError)
   })
 
+  test("a transfer-encoding other than plain chunked (e.g. gzip, chunked) rejects with UpstreamProtocolError", async () => {
+    for (const encoding of ["gzip, chunked", "identity"]) {
+      const server = upstream(always(`HTTP/1.1 200 OK\r\nTransfer-Encoding: ${encoding}\r\n\r\n5\r\nhello\r\n0\r\n\r\n`))
+      await expect(call(http1Transport(), server.url())).rejects.toBeInstanceOf(UpstreamProtocolError)
+    }
+  })
+
+  test("a header name that is not an HTTP token (a colon, a space, a NUL) rejects and nothing is sent", async () => {
+    const server = upstream(always(ok("fine")))
+    for (const name of ["x-a:b", "x a", "x-\0"]) {
+      await expect(call(http1Transport(), server.url(), { headers: { [name]: "v" } })).rejects.toBeInstanceOf(UpstreamProtocolError)
+    }
+    await Bun.sleep(20)
+    expect(server.peers.length).toBe(0)
+  })
+
   test("a malformed chunk size fails the body with UpstreamProtocolError", async () => {
     for (const size of ["zz", "5g"]) {
       const server = upstream(always(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${size}\r\nhello\r\n0\r\n\r\n`))
@@ -750,6 +766,11 @@ describe("TLS", () => {
     expect(response.status).toBe(200)
     expect(response.headers.get("content-type")).toContain("application/json")
     expect(JSON.parse(await response.text())).toEqual({ path: "/x", method: "POST", body: "hello" })
+  })
+
+  test("rejectUnauthorized: false accepts the untrusted certificate", async () => {
+    const response = await within(call(http1Transport({ rejectUnauthorized: false }), `https://localhost:${server?.port}/x`, { body: "hi" }), "the unverified TLS answer")
+    expect(JSON.parse(await response.text())).toEqual({ path: "/x", method: "POST", body: "hi" })
   })
 
   test("without it, the untrusted certificate makes the call reject, saying the handshake failed", async () => {

@@ -426,8 +426,10 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
       pull(controller: ReadableStreamDirectController) {
         const write = (text: string) => {
           lastWrite = Date.now()
-          // A slow client's socket buffers in Bun's sink: an answer is bounded by its reserved output.
-          controller.write(text)
+          // A slow client's socket buffers in Bun's sink (the chunk is accepted even when the write
+          // reports backpressure): an answer is bounded by its reserved output.
+          const written = controller.write(text)
+          if (typeof written !== "number") written.catch(() => undefined)
         }
         write((request.debug?.echo_upstream_body === true ? debugChunk(upstreamBody) : "") + assembler.start())
         keepAlive = setInterval(() => {
