@@ -1,7 +1,7 @@
 /**
  * The upstream call every HTTP adapter shares: a keep-alive request (`http1.ts`) with the
- * caller's abort signal and a deadline, status → `ProviderError` before the first byte, then the body read as JSON or
- * as SSE translated chunk by chunk. Per-chunk work is plain code (DESIGN §4: an Effect Stream
+ * caller's abort signal and a deadline, status → `ProviderError` before the first byte, then the
+ * body read as JSON or as SSE translated read by read. Per-chunk work is plain code (DESIGN §4: an Effect Stream
  * step costs 15-20 µs per chunk).
  */
 import { errorDetailOf, errorFromStatus } from "./errors"
@@ -17,7 +17,7 @@ let shared: Transport | undefined
 const sharedTransport = (): Transport => (shared ??= defaultTransport())
 
 /**
- * Ties the fetch to the caller's signal and to a deadline of `timeoutMs` that bounds the wait
+ * Ties the upstream request to the caller's signal and to a deadline of `timeoutMs` that bounds the wait
  * for the response head, for a JSON body, and for each gap between stream chunks.
  */
 class UpstreamLink {
@@ -45,7 +45,7 @@ class UpstreamLink {
     this.caller.removeEventListener("abort", this.onCallerAbort)
   }
 
-  /** The error to report for a rejected fetch or read, knowing why it may have been aborted. */
+  /** The error to report for a failed request or read, knowing why it may have been aborted. */
   failure(cause: unknown): ProviderError {
     if (this.timedOut) return new ProviderError("timeout", `the upstream did not answer within ${this.timeoutMs} ms`)
     if (this.caller.aborted) return new ProviderError("connection", "the upstream call was aborted by the caller")
@@ -94,10 +94,10 @@ type Step = IteratorResult<ReadonlyArray<ProviderEvent>, void>
 const DONE: Step = { done: true, value: undefined }
 
 /**
- * An upstream SSE body as event batches: each network chunk is decoded, parsed and translated
- * in the transport's callback, and waits in a queue for the consumer (one promise per batch at
- * most; none when the consumer is behind). After the terminal event the rest of the body (the
- * end of the chunked encoding) is still read, so the connection goes back to the pool.
+ * An upstream SSE body as event batches: each network read is decoded, parsed and translated in
+ * the transport's callback, then pushed to a subscribed consumer (no promise), or queued for an
+ * iterating one (one promise per batch at most). After the terminal event the rest of the body
+ * (the end of the chunked encoding) is still read, so the connection goes back to the pool.
  */
 class StreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>>, BodySink {
   private readonly decoder = new TextDecoder()
