@@ -470,13 +470,14 @@ class Pool {
     this.verifies = tlsOptions?.rejectUnauthorized !== false
   }
 
-  async acquire(origin: Origin): Promise<Connection> {
-    const idle = this.idleByOrigin.get(origin.key)
-    const connection = idle?.pop()
-    if (connection !== undefined) {
-      connection.socket.timeout(0)
-      return connection
-    }
+  /** An idle connection to `origin`, taken out of the pool; synchronous, for the common case. */
+  takeIdle(origin: Origin): Connection | undefined {
+    const connection = this.idleByOrigin.get(origin.key)?.pop()
+    if (connection !== undefined) connection.socket.timeout(0)
+    return connection
+  }
+
+  async connect(origin: Origin): Promise<Connection> {
     const fresh = new Connection(this, origin)
     fresh.socket = await Bun.connect<Connection>({
       hostname: origin.hostname,
@@ -553,8 +554,8 @@ const requestBytes = (origin: Origin, path: string, headers: Readonly<Record<str
  */
 const STALE_WINDOW_MS = 250
 
-/** A pooled or new connection, unless the signal aborts first (a connect can hang for minutes). */
-const acquireUnlessAborted = (pool: Pool, origin: Origin, signal: AbortSignal): Promise<Connection> => {
+/** A new connection, unless the signal aborts first (a connect can hang for minutes). */
+const connectUnlessAborted = (pool: Pool, origin: Origin, signal: AbortSignal): Promise<Connection> => {
   if (signal.aborted) return Promise.reject(abortError(signal))
   return new Promise((resolve, reject) => {
     let settled = false
@@ -563,7 +564,7 @@ const acquireUnlessAborted = (pool: Pool, origin: Origin, signal: AbortSignal): 
       reject(abortError(signal))
     }
     signal.addEventListener("abort", onAbort, { once: true })
-    pool.acquire(origin).then(
+    pool.connect(origin).then(
       (connection) => {
         signal.removeEventListener("abort", onAbort)
         // Connected after the caller gave up: the connection is still good for the next call.
@@ -583,10 +584,8 @@ const abortError = (signal: AbortSignal): Error => (signal.reason instanceof Err
 /** A client with its own connection pool; `tls` adds options such as a private `ca` (tests). */
 export const http1Transport = (tls?: Bun.TLSOptions): Transport => {
   const pool = new Pool(tls)
-  const attempt = async (request: UpstreamRequest, retried: boolean): Promise<UpstreamResponse> => {
-    const { origin, path } = target(request.url)
-    const bytes = requestBytes(origin, path, request.headers, request.body)
-    const connection = await acquireUnlessAborted(pool, origin, request.signal)
+  /** Sends on `connection` and resolves with the answer's head. */
+  const exchangeOn = (connection: Connection, bytes: Uint8Array, request: UpstreamRequest, retried: boolean): Promise<UpstreamResponse> => {
     const reused = connection.reused
     const sentAt = performance.now()
     return new Promise<UpstreamResponse>((resolve, reject) => {
@@ -610,6 +609,23 @@ export const http1Transport = (tls?: Bun.TLSOptions): Transport => {
       request.signal.addEventListener("abort", onAbort, { once: true })
       connection.send(bytes)
     })
+  }
+  // Not async: with a pooled connection the request is written before this returns, and the
+  // answer's promise is the only one made.
+  const attempt = (request: UpstreamRequest, retried: boolean): Promise<UpstreamResponse> => {
+    let origin: Origin
+    let bytes: Uint8Array
+    try {
+      const parsed = target(request.url)
+      origin = parsed.origin
+      bytes = requestBytes(origin, parsed.path, request.headers, request.body)
+    } catch (cause) {
+      return Promise.reject(cause)
+    }
+    if (request.signal.aborted) return Promise.reject(abortError(request.signal))
+    const pooled = pool.takeIdle(origin)
+    if (pooled !== undefined) return exchangeOn(pooled, bytes, request, retried)
+    return connectUnlessAborted(pool, origin, request.signal).then((connection) => exchangeOn(connection, bytes, request, retried))
   }
   return (request) => attempt(request, false)
 }
