@@ -24,6 +24,7 @@ import { PresetStore } from "../../services/PresetStore.js"
 import { readCapped, tooLarge } from "../body.js"
 import { debugChunk, KEEP_ALIVE } from "./sse.js"
 import { ResponseAssembler, resultBaseOf } from "./assembler.js"
+import { streamGcPacer } from "./gc-pacer.js"
 import { storedInput } from "./content.js"
 import { makePreparer, metadataEnabled, type Prepared } from "./prepare.js"
 import { toNormalizedRequest } from "./normalize.js"
@@ -411,6 +412,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     const end = (status: Outcome["status"], error?: Outcome["error"]) => {
       if (done) return
       done = true
+      streamGcPacer.closed()
       if (keepAlive !== undefined) clearInterval(keepAlive)
       cleanup()
       finalize(prepared, generationId, startedAt, true, { endpoint: chosen, assembler, status, error, firstTokenAt })
@@ -421,6 +423,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     // Events are pushed to it as each upstream read is translated: no promise per event, so nothing
     // of a waiting stream outlives a young-generation collection (2,000 held streams each kept a
     // promise, its functions and scope per token until the next full collection).
+    streamGcPacer.opened()
     const relay: Bun.DirectUnderlyingSource<string> = {
       type: "direct",
       pull(controller: ReadableStreamDirectController) {
