@@ -47,3 +47,23 @@ test("more closes than opens never count below zero, and the pacer starts again 
   // The one trailing collection, and no interval left running.
   expect(collections).toBe(stopped + 1)
 })
+
+test("streams still ending after the fall put the trailing collection off until they have ended", async () => {
+  let collections = 0
+  const pacer = makeGcPacer(2, 20, () => {
+    collections++
+  })
+  pacer.opened()
+  pacer.opened()
+  pacer.opened()
+  pacer.closed()
+  pacer.closed()
+  // Below the threshold now: the trailing collection would come in 80 ms, but another stream ends at 50 ms.
+  const atFall = collections
+  await Bun.sleep(50)
+  pacer.closed()
+  await Bun.sleep(50)
+  expect(collections).toBe(atFall)
+  await Bun.sleep(150)
+  expect(collections).toBe(atFall + 1)
+})

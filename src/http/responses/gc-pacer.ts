@@ -5,8 +5,9 @@
  * held streams: ~150 MB steady, spikes to 190-217 MB). While at least `threshold` streams are
  * open, `Bun.gc(false)` is asked for every `intervalMs`: it returns in well under a millisecond
  * here and never blocks for a full collection. When the count falls below the threshold, one
- * more is asked for `4 × intervalMs` later, so what the streams' ends left (their records, the
- * last events) is reclaimed and RSS goes back down instead of waiting for the engine's own timing.
+ * more is asked for once closes have stopped for `4 × intervalMs` (at most `40 × intervalMs`
+ * after it fell), so what the streams' ends left (their records, the last events) is reclaimed
+ * and RSS goes back down instead of waiting for the engine's own timing.
  */
 export interface GcPacer {
   opened(): void
@@ -18,10 +19,23 @@ export interface GcPacer {
 export const makeGcPacer = (threshold: number, intervalMs: number, collect: () => void = () => Bun.gc(false)): GcPacer => {
   let open = 0
   let timer: ReturnType<typeof setInterval> | undefined
+  let tail: ReturnType<typeof setTimeout> | undefined
+  /** When the count fell below the threshold: the trailing collection is put off by closes for at most 40 intervals. */
+  let fellAt = 0
+  const armTail = () => {
+    if (tail !== undefined) clearTimeout(tail)
+    tail = setTimeout(() => {
+      tail = undefined
+      collect()
+    }, intervalMs * 4)
+    tail.unref?.()
+  }
   return {
     opened() {
       open++
       if (open >= threshold && timer === undefined) {
+        if (tail !== undefined) clearTimeout(tail)
+        tail = undefined
         timer = setInterval(collect, intervalMs)
         // Never what keeps the process alive.
         timer.unref?.()
@@ -32,7 +46,11 @@ export const makeGcPacer = (threshold: number, intervalMs: number, collect: () =
       if (open < threshold && timer !== undefined) {
         clearInterval(timer)
         timer = undefined
-        setTimeout(collect, intervalMs * 4).unref?.()
+        fellAt = performance.now()
+        armTail()
+      } else if (tail !== undefined && performance.now() - fellAt < intervalMs * 40) {
+        // Streams are still ending: collect once they have.
+        armTail()
       }
     },
     get open() {
