@@ -193,22 +193,19 @@ class Exchange implements UpstreamResponse {
       this.finish()
       return
     }
-    const error = new Error(
-      this.inHead ? `the upstream closed the connection before answering${cause ? `: ${cause.message}` : ""}` : "the upstream closed the connection in the middle of the body",
-    )
-    if (this.inHead) {
-      this.outcome = error
-      this.onSettled()
-      this.onFail(cause ?? error, this.received === 0)
-    } else this.fail(error)
+    if (this.inHead) this.fail(cause ?? new Error("the upstream closed the connection before answering"), this.received === 0)
+    else this.fail(new Error("the upstream closed the connection in the middle of the body"))
   }
 
-  /** Ends the exchange with `cause`; its connection cannot be trusted again and is closed. */
-  fail(cause: Error): void {
+  /**
+   * Ends the exchange with `cause`; its connection cannot be trusted again and is closed.
+   * `retryable` (head only): not one byte of the answer came.
+   */
+  fail(cause: Error, retryable = false): void {
     if (this.outcome !== "open") return
     this.outcome = cause
     this.onSettled()
-    if (this.inHead) this.onFail(cause, false)
+    if (this.inHead) this.onFail(cause, retryable)
     else if (this.sink !== undefined) this.sink.error(cause)
     this.connection.destroy()
   }
