@@ -1,69 +1,98 @@
-/** Young-generation collections are asked for only while enough streams are open, and stop after. */
+/**
+ * Paced collections are asked for only while enough streams are open; once the count
+ * falls below the threshold and closes stop, one full collection, and nothing after.
+ */
 import { expect, test } from "bun:test"
 import { makeGcPacer } from "../../src/http/responses/gc-pacer"
 
+/** A pacer whose collections are counted, young and full apart. */
+const counted = (threshold: number, intervalMs: number) => {
+  const counts = { young: 0, full: 0 }
+  const pacer = makeGcPacer(
+    threshold,
+    intervalMs,
+    () => {
+      counts.young++
+    },
+    () => {
+      counts.full++
+    },
+  )
+  return { pacer, counts }
+}
+
 // Interval 20 ms: the trailing collection comes 80 ms after the pacer stops. Waits leave wide margins.
-test("below the threshold nothing is collected; at it, every interval; below it again, one trailing collection", async () => {
-  let collections = 0
-  const pacer = makeGcPacer(3, 20, () => {
-    collections++
-  })
+test("below the threshold nothing is collected; at it, a paced collection every interval; below it again, one full collection", async () => {
+  const { pacer, counts } = counted(3, 20)
   pacer.opened()
   pacer.opened()
   await Bun.sleep(60)
-  expect(collections).toBe(0)
+  expect(counts).toEqual({ young: 0, full: 0 })
   pacer.opened()
   expect(pacer.open).toBe(3)
   await Bun.sleep(110)
-  expect(collections).toBeGreaterThanOrEqual(2)
+  expect(counts.young).toBeGreaterThanOrEqual(2)
+  expect(counts.full).toBe(0)
   pacer.closed()
-  const atStop = collections
+  const atStop = counts.young
   await Bun.sleep(40)
-  expect(collections).toBe(atStop)
+  expect(counts).toEqual({ young: atStop, full: 0 })
   expect(pacer.open).toBe(2)
   await Bun.sleep(120)
-  expect(collections).toBe(atStop + 1)
+  expect(counts).toEqual({ young: atStop, full: 1 })
   await Bun.sleep(120)
-  expect(collections).toBe(atStop + 1)
+  expect(counts).toEqual({ young: atStop, full: 1 })
 })
 
 test("more closes than opens never count below zero, and the pacer starts again when streams come back", async () => {
-  let collections = 0
-  const pacer = makeGcPacer(1, 20, () => {
-    collections++
-  })
+  const { pacer, counts } = counted(1, 20)
   pacer.closed()
   expect(pacer.open).toBe(0)
   await Bun.sleep(60)
-  expect(collections).toBe(0)
+  expect(counts).toEqual({ young: 0, full: 0 })
   pacer.opened()
   await Bun.sleep(90)
-  expect(collections).toBeGreaterThanOrEqual(2)
+  expect(counts.young).toBeGreaterThanOrEqual(2)
   pacer.closed()
   pacer.closed()
   expect(pacer.open).toBe(0)
-  const stopped = collections
+  const stopped = counts.young
   await Bun.sleep(200)
-  // The one trailing collection, and no interval left running.
-  expect(collections).toBe(stopped + 1)
+  // The one full collection, and no interval left running.
+  expect(counts).toEqual({ young: stopped, full: 1 })
+  // Back over the threshold: paced collections again, and one more full one after.
+  pacer.opened()
+  await Bun.sleep(90)
+  expect(counts.young).toBeGreaterThanOrEqual(stopped + 2)
+  pacer.closed()
+  await Bun.sleep(200)
+  expect(counts.full).toBe(2)
 })
 
-test("streams still ending after the fall put the trailing collection off until they have ended", async () => {
-  let collections = 0
-  const pacer = makeGcPacer(2, 20, () => {
-    collections++
-  })
+test("streams still ending after the fall put the full collection off until they have ended", async () => {
+  const { pacer, counts } = counted(2, 20)
   pacer.opened()
   pacer.opened()
   pacer.opened()
   pacer.closed()
   pacer.closed()
-  // Below the threshold now: the trailing collection would come in 80 ms, but another stream ends at 50 ms.
-  const atFall = collections
+  // Below the threshold now: the full collection would come in 80 ms, but another stream ends at 50 ms.
   await Bun.sleep(50)
   pacer.closed()
   await Bun.sleep(50)
-  expect(collections).toBe(atFall)
+  expect(counts.full).toBe(0)
   await Bun.sleep(150)
-  expect(collections).toBe(atFall + 1)
+  expect(counts.full).toBe(1)
+})
+
+test("a pacer that never reached the threshold never collects, however streams open and close", async () => {
+  const { pacer, counts } = counted(4, 20)
+  for (let i = 0; i < 10; i++) {
+    pacer.opened()
+    pacer.opened()
+    pacer.closed()
+    pacer.closed()
+  }
+  await Bun.sleep(150)
+  expect(counts).toEqual({ young: 0, full: 0 })
 })
