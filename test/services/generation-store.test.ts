@@ -69,6 +69,22 @@ describe("newGenerationId", () => {
     expect(ids.size).toBe(1000)
     for (const id of ids) expect(id).toMatch(/^gen-1795341600-[A-Za-z0-9]{20}$/)
   })
+
+  test("sorts by the millisecond it was made in (the ledger's inserts stay at the index's right edge)", () => {
+    const start = Date.parse("2026-11-22T10:00:00.990Z")
+    // Across a second's end, and from a millisecond with one digit to ones with two and three.
+    const times = [start, start + 1, start + 9, start + 10, start + 15, start + 109, start + 110, start + 1005]
+    const ids = times.map((t) => newGenerationId(t))
+    expect([...ids].sort()).toEqual(ids)
+    expect(ids[0]).toMatch(/^gen-1795341600-990[A-Za-z0-9]{17}$/)
+    expect(ids[2]).toMatch(/^gen-1795341600-999[A-Za-z0-9]{17}$/)
+    expect(ids[3]).toMatch(/^gen-1795341601-000[A-Za-z0-9]{17}$/)
+    expect(ids[4]).toMatch(/^gen-1795341601-005[A-Za-z0-9]{17}$/)
+    expect(ids[6]).toMatch(/^gen-1795341601-100[A-Za-z0-9]{17}$/)
+    expect(ids[7]).toMatch(/^gen-1795341601-995[A-Za-z0-9]{17}$/)
+    // Within one millisecond the random part keeps them distinct.
+    expect(new Set(Array.from({ length: 1000 }, () => newGenerationId(start))).size).toBe(1000)
+  })
 })
 
 describe("record (group commit)", () => {
