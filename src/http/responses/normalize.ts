@@ -151,26 +151,34 @@ const inputOf = (input: ResponsesRequest["input"]): Result<ReadonlyArray<Normali
   return Either.all(input.map(inputItem))
 }
 
-/** The request as the adapters take it, for one endpoint's `upstreamModel`; or a 400 naming the field. */
-export const toNormalizedRequest = (req: ResponsesRequest, upstreamModel: string): Result<NormalizedRequest> =>
-  Either.gen(function* () {
-    const input = yield* inputOf(req.input)
-    const tools = yield* Either.all((req.tools ?? []).map(functionTool))
-    const out: Mutable<NormalizedRequest> = { model: upstreamModel, input, tools }
-    if (req.tool_choice !== undefined) out.toolChoice = yield* toolChoice(req.tool_choice)
-    if (req.instructions != null) out.instructions = req.instructions
-    if (req.parallel_tool_calls != null) out.parallelToolCalls = req.parallel_tool_calls
-    if (req.temperature != null) out.temperature = req.temperature
-    if (req.top_p != null) out.topP = req.top_p
-    if (req.top_k != null) out.topK = req.top_k
-    if (req.max_output_tokens != null) out.maxOutputTokens = req.max_output_tokens
-    if (req.frequency_penalty != null) out.frequencyPenalty = req.frequency_penalty
-    if (req.presence_penalty != null) out.presencePenalty = req.presence_penalty
-    if (req.text?.format !== undefined) out.responseFormat = responseFormat(req.text.format)
-    const reasoning = req.reasoning == null ? undefined : reasoningConfig(req.reasoning)
-    if (reasoning !== undefined) out.reasoning = reasoning
-    if (req.cache_control !== undefined) out.cacheControl = req.cache_control
-    if (req.user !== undefined) out.user = req.user
-    if (req.metadata != null) out.metadata = req.metadata
-    return out
-  })
+/**
+ * The request as the adapters take it, for one endpoint's `upstreamModel`; or a 400 naming the
+ * field. Plain code, not `Either.gen`: it runs once per attempt on every request.
+ */
+export const toNormalizedRequest = (req: ResponsesRequest, upstreamModel: string): Result<NormalizedRequest> => {
+  const input = inputOf(req.input)
+  if (Either.isLeft(input)) return Either.left(input.left)
+  const tools = req.tools === undefined ? Either.right([]) : Either.all(req.tools.map(functionTool))
+  if (Either.isLeft(tools)) return Either.left(tools.left)
+  const out: Mutable<NormalizedRequest> = { model: upstreamModel, input: input.right, tools: tools.right }
+  if (req.tool_choice !== undefined) {
+    const choice = toolChoice(req.tool_choice)
+    if (Either.isLeft(choice)) return Either.left(choice.left)
+    out.toolChoice = choice.right
+  }
+  if (req.instructions != null) out.instructions = req.instructions
+  if (req.parallel_tool_calls != null) out.parallelToolCalls = req.parallel_tool_calls
+  if (req.temperature != null) out.temperature = req.temperature
+  if (req.top_p != null) out.topP = req.top_p
+  if (req.top_k != null) out.topK = req.top_k
+  if (req.max_output_tokens != null) out.maxOutputTokens = req.max_output_tokens
+  if (req.frequency_penalty != null) out.frequencyPenalty = req.frequency_penalty
+  if (req.presence_penalty != null) out.presencePenalty = req.presence_penalty
+  if (req.text?.format !== undefined) out.responseFormat = responseFormat(req.text.format)
+  const reasoning = req.reasoning == null ? undefined : reasoningConfig(req.reasoning)
+  if (reasoning !== undefined) out.reasoning = reasoning
+  if (req.cache_control !== undefined) out.cacheControl = req.cache_control
+  if (req.user !== undefined) out.user = req.user
+  if (req.metadata != null) out.metadata = req.metadata
+  return Either.right(out)
+}
