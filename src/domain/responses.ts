@@ -483,10 +483,54 @@ export const ResponsesRequest = Schema.Struct({
 })
 export type ResponsesRequest = typeof ResponsesRequest.Type
 
+const BodyObject = AnyRecord.annotations(rule("the body must be a JSON object"))
 /** A body that is not a JSON object gets one plain message instead of the Struct's type dump. */
-const decodeShape = makeDecoder(
-  Schema.compose(AnyRecord.annotations(rule("the body must be a JSON object")), ResponsesRequest, { strict: false }),
-)
+const decodeWhole = makeDecoder(Schema.compose(BodyObject, ResponsesRequest, { strict: false }))
+
+type Field = keyof typeof ResponsesRequest.fields
+const FIELDS = Object.keys(ResponsesRequest.fields) as Array<Field>
+const FIELD_INDEX = new Map<string, number>(FIELDS.map((name, i) => [name, i]))
+/** Fields with a default: always in a subset, so the default applies when the body leaves them out. */
+const DEFAULTED = [FIELD_INDEX.get("stream"), FIELD_INDEX.get("store")] as Array<number>
+/** Decoders of the Struct cut to one set of fields, by the set (field indexes in schema order). */
+const bySubset = new Map<string, (input: unknown) => Either.Either<ResponsesRequest, BadRequest>>()
+/** Distinct sets of fields seen beyond this many are decoded whole: the cache cannot be grown by callers. */
+const MAX_SUBSETS = 256
+
+/**
+ * The body decoded by the Struct cut to the fields it has. Every field of `ResponsesRequest` is
+ * optional and the Struct has no rule across fields, so a field the body leaves out adds nothing
+ * to the result and cannot fail it: the cut Struct succeeds with the same value exactly when the
+ * whole one does. The whole Struct visits all 45 fields per body (~3.4 µs for a two-field body);
+ * the cut one only those given (~1 µs). A failure is decoded again whole, so the message is the
+ * whole Struct's whatever path found it.
+ */
+const decodeShape = (input: unknown): Either.Either<ResponsesRequest, BadRequest> => {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return decodeWhole(input)
+  const present = [...DEFAULTED]
+  for (const name of Object.keys(input)) {
+    const at = FIELD_INDEX.get(name)
+    if (at !== undefined && !DEFAULTED.includes(at)) present.push(at)
+  }
+  present.sort((a, b) => a - b)
+  const key = present.join(",")
+  let decode = bySubset.get(key)
+  if (decode === undefined) {
+    if (bySubset.size >= MAX_SUBSETS) return decodeWhole(input)
+    const fields = Object.fromEntries(present.map((at) => [FIELDS[at], ResponsesRequest.fields[FIELDS[at] as Field]]))
+    // The cut Struct's type is ResponsesRequest without the fields the body does not have (all optional).
+    // The body is known to be an object here: no record stage before the Struct.
+    decode = makeDecoder(Schema.Struct(fields)) as unknown as (
+      input: unknown,
+    ) => Either.Either<ResponsesRequest, BadRequest>
+    bySubset.set(key, decode)
+  }
+  const decoded = decode(input)
+  return Either.isRight(decoded) ? decoded : decodeWhole(input)
+}
+
+/** The whole Struct's decoder and the cut one, for the test that holds them equal. */
+export const decodersForTest = { whole: decodeWhole, cut: decodeShape, subsets: () => bySubset.size } as const
 
 /** Decodes a request body and applies the rules that make the service stateless. */
 export const decodeResponsesRequest = (input: unknown): Either.Either<ResponsesRequest, BadRequest> =>
