@@ -7,7 +7,7 @@ import { expect, test } from "bun:test"
 import { Either } from "effect"
 import { decodersForTest, decodeResponsesRequest, ResponsesRequest } from "../../src/domain/responses.js"
 
-const { whole, cut, subsets } = decodersForTest
+const { whole, cut, subsets, cuttable } = decodersForTest
 
 /** The same result: equal values, or the same 400 message. */
 const expectSame = (body: unknown) => {
@@ -63,6 +63,10 @@ const rng = (seed: number) => () => {
   seed = (seed * 1103515245 + 12345) & 0x7fffffff
   return seed / 0x7fffffff
 }
+
+test("the cut is in use: no field of the Struct is required (else every body is decoded whole)", () => {
+  expect(cuttable).toBe(true)
+})
 
 test("every sampled field exists in the Struct (the samples cover real fields)", () => {
   for (const name of names) expect(Object.keys(ResponsesRequest.fields)).toContain(name)
