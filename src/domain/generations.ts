@@ -88,7 +88,7 @@ const ID_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456
  */
 export const newGenerationId = (nowMs: number = Date.now()): string => {
   const at = takeRandom(17)
-  const ms = nowMs % 1000
+  const ms = Math.floor(nowMs) % 1000
   let tail = ms < 10 ? `00${ms}` : ms < 100 ? `0${ms}` : `${ms}`
   for (let i = at; i < at + 17; i++) tail += ID_ALPHABET[(randomPool[i] as number) % ID_ALPHABET.length]
   return `gen-${Math.floor(nowMs / 1000)}-${tail}`

@@ -5,8 +5,8 @@
 import { expect, test } from "bun:test"
 import { makeGcPacer } from "../../src/http/responses/gc-pacer"
 
-/** A pacer whose collections are counted, young and full apart. */
-const counted = (threshold: number, intervalMs: number) => {
+/** A pacer whose collections are counted, paced and full apart; full ones at least `gapMs` apart. */
+const counted = (threshold: number, intervalMs: number, gapMs = 0) => {
   const counts = { young: 0, full: 0 }
   const pacer = makeGcPacer(
     threshold,
@@ -17,6 +17,7 @@ const counted = (threshold: number, intervalMs: number) => {
     () => {
       counts.full++
     },
+    gapMs,
   )
   return { pacer, counts }
 }
@@ -95,4 +96,28 @@ test("a pacer that never reached the threshold never collects, however streams o
   }
   await Bun.sleep(150)
   expect(counts).toEqual({ young: 0, full: 0 })
+})
+
+test("a count that dips below the threshold again and again gets one full collection per gap, the deferred one after it", async () => {
+  const { pacer, counts } = counted(2, 20, 400)
+  const burst = () => {
+    pacer.opened()
+    pacer.opened()
+    pacer.closed()
+    pacer.closed()
+  }
+  burst()
+  await Bun.sleep(120)
+  expect(counts.full).toBe(1)
+  // Two more dips within the gap: nothing at once (each would be a pause with streams open).
+  burst()
+  await Bun.sleep(120)
+  burst()
+  await Bun.sleep(120)
+  expect(counts.full).toBe(1)
+  // Once the gap has passed since the first, the deferred collection runs, once.
+  await Bun.sleep(250)
+  expect(counts.full).toBe(2)
+  await Bun.sleep(200)
+  expect(counts.full).toBe(2)
 })

@@ -82,6 +82,8 @@ describe("newGenerationId", () => {
     expect(ids[4]).toMatch(/^gen-1795341601-005[A-Za-z0-9]{17}$/)
     expect(ids[6]).toMatch(/^gen-1795341601-100[A-Za-z0-9]{17}$/)
     expect(ids[7]).toMatch(/^gen-1795341601-995[A-Za-z0-9]{17}$/)
+    // A clock with fractions of a millisecond still gives three digits.
+    expect(newGenerationId(start + 0.5)).toMatch(/^gen-1795341600-990[A-Za-z0-9]{17}$/)
     // Within one millisecond the random part keeps them distinct.
     expect(new Set(Array.from({ length: 1000 }, () => newGenerationId(start))).size).toBe(1000)
   })

@@ -11,8 +11,10 @@
  * generation after they end, and RSS at its peak, until allocation picks up again (2,000 held
  * streams: 157 MB after vs 99 MB idle). So when the count falls below the threshold, one full,
  * synchronous collection (`Bun.gc(true)`) is made once closes have stopped for `4 × intervalMs`
- * (at most `40 × intervalMs` after it fell): one pause after the burst (~30-90 ms after 2,000
- * streams here), and RSS back within a few % of idle in about a second.
+ * (closes put it off for at most `40 × intervalMs` after the fall): one pause after the burst
+ * (~30-90 ms after 2,000 streams here, more with a larger heap), and RSS back within a few % of idle in about a second.
+ * Full collections are at least `fullGapMs` apart (30 s): a count hovering at the threshold
+ * would otherwise pause the process at every dip; a deferred one runs when the gap has passed.
  */
 export interface GcPacer {
   opened(): void
@@ -26,19 +28,30 @@ export const makeGcPacer = (
   intervalMs: number,
   collect: () => void = () => Bun.gc(false),
   collectFully: () => void = () => Bun.gc(true),
+  /** Full collections are at least this far apart: a count that hovers at the threshold does not pause the process each time it dips. */
+  fullGapMs: number = intervalMs * 120,
 ): GcPacer => {
   let open = 0
   let timer: ReturnType<typeof setInterval> | undefined
   let tail: ReturnType<typeof setTimeout> | undefined
-  /** When the count fell below the threshold: the trailing collection is put off by closes for at most 40 intervals. */
+  /** When the count fell below the threshold: closes put the full collection off for at most 40 intervals more. */
   let fellAt = 0
+  let lastFullAt = Number.NEGATIVE_INFINITY
+  const later = (ms: number) => {
+    tail = setTimeout(runTail, ms)
+    // Never what keeps the process alive.
+    tail.unref?.()
+  }
+  function runTail() {
+    tail = undefined
+    const wait = lastFullAt + fullGapMs - performance.now()
+    if (wait > 0) return later(wait)
+    lastFullAt = performance.now()
+    collectFully()
+  }
   const armTail = () => {
     if (tail !== undefined) clearTimeout(tail)
-    tail = setTimeout(() => {
-      tail = undefined
-      collectFully()
-    }, intervalMs * 4)
-    tail.unref?.()
+    later(intervalMs * 4)
   }
   return {
     opened() {
@@ -47,7 +60,6 @@ export const makeGcPacer = (
         if (tail !== undefined) clearTimeout(tail)
         tail = undefined
         timer = setInterval(collect, intervalMs)
-        // Never what keeps the process alive.
         timer.unref?.()
       }
     },
@@ -69,5 +81,5 @@ export const makeGcPacer = (
   }
 }
 
-/** The process's pacer for relayed streams: from 256 open, a collection every 250 ms; a full one after. */
+/** The process's pacer for relayed streams: from 256 open, a collection every 250 ms; a full one after, at most every 30 s. */
 export const streamGcPacer: GcPacer = makeGcPacer(256, 250)

@@ -158,7 +158,7 @@ const inputOf = (input: ResponsesRequest["input"]): Result<ReadonlyArray<Normali
 export const toNormalizedRequest = (req: ResponsesRequest, upstreamModel: string): Result<NormalizedRequest> => {
   const input = inputOf(req.input)
   if (Either.isLeft(input)) return Either.left(input.left)
-  const tools = req.tools === undefined ? Either.right([]) : Either.all(req.tools.map(functionTool))
+  const tools = req.tools == null ? Either.right([]) : Either.all(req.tools.map(functionTool))
   if (Either.isLeft(tools)) return Either.left(tools.left)
   const out: Mutable<NormalizedRequest> = { model: upstreamModel, input: input.right, tools: tools.right }
   if (req.tool_choice !== undefined) {
