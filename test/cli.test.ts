@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { engine, freshDatabase, type TestDatabase } from "./support/db.js"
@@ -14,6 +14,7 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await db.drop()
+  rmSync(dir, { recursive: true, force: true })
 })
 
 const env = (extra: Record<string, string> = {}) => ({

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
@@ -308,6 +308,7 @@ describe("gateway members (CLI): the SCIM flag is set outside the API", () => {
   })
   afterAll(async () => {
     await g?.stop()
+    rmSync(dir, { recursive: true, force: true })
   })
 
   const cli = (args: Array<string>) => {

@@ -6,11 +6,10 @@
  */
 import { afterAll, describe, expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
-import { rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SQL } from "bun"
-import { freshDatabase, pgBaseUrl, type TestDatabase } from "../support/db.js"
+import { freshDatabase, pgBaseUrl, sqliteFileDatabase, type TestDatabase } from "../support/db.js"
 
 const root = join(import.meta.dir, "..", "..")
 const KEY = `sk-test-shutdown-${crypto.randomUUID().replaceAll("-", "")}`
@@ -21,13 +20,7 @@ afterAll(async () => {
 
 /** A database that outlives the server process. */
 const database = async (): Promise<TestDatabase> => {
-  const db =
-    pgBaseUrl !== undefined
-      ? await freshDatabase()
-      : (() => {
-          const file = join(tmpdir(), `gw-shutdown-${crypto.randomUUID()}.db`)
-          return { url: file, drop: async () => rmSync(file, { force: true }) }
-        })()
+  const db = pgBaseUrl !== undefined ? await freshDatabase() : sqliteFileDatabase("gw-shutdown")
   dbs.push(db)
   return db
 }

@@ -1,8 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
-import { rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Effect, Fiber, Layer, ManagedRuntime, Option } from "effect"
 import { GatewayConfig, testSettings } from "../../src/config/Config.js"
@@ -15,17 +12,13 @@ import {
 import { KeyStore } from "../../src/services/KeyStore.js"
 import { Users } from "../../src/services/Users.js"
 import { StoreLive } from "../../src/store/Store.js"
-import { freshDatabase, pgBaseUrl, type TestDatabase } from "../support/db.js"
+import { freshDatabase, pgBaseUrl, sqliteFileDatabase, type TestDatabase } from "../support/db.js"
 import { generationEntry } from "../support/generations.js"
 
 /** One database that outlives a runtime (a file for SQLite), so a restart can read what was written. */
 let db: TestDatabase
 beforeAll(async () => {
-  if (pgBaseUrl !== undefined) db = await freshDatabase()
-  else {
-    const file = join(tmpdir(), `gw-generations-${crypto.randomUUID()}.db`)
-    db = { url: file, drop: async () => rmSync(file, { force: true }) }
-  }
+  db = pgBaseUrl !== undefined ? await freshDatabase() : sqliteFileDatabase("gw-generations")
 })
 afterAll(async () => {
   for (const rt of open) await rt.dispose()

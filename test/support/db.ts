@@ -22,16 +22,19 @@ const withDatabase = (base: string, name: string) => {
   return u.toString()
 }
 
-export const freshDatabase = async (): Promise<TestDatabase> => {
-  if (pgBaseUrl === undefined) {
-    const file = join(tmpdir(), `gw-test-${crypto.randomUUID()}.db`)
-    return {
-      url: file,
-      drop: async () => {
-        for (const suffix of ["", "-wal", "-shm"]) rmSync(file + suffix, { force: true })
-      },
-    }
+/** A new SQLite file in the temp directory; dropping it removes its WAL and shared-memory files too. */
+export const sqliteFileDatabase = (prefix = "gw-test"): TestDatabase => {
+  const file = join(tmpdir(), `${prefix}-${crypto.randomUUID()}.db`)
+  return {
+    url: file,
+    drop: async () => {
+      for (const suffix of ["", "-wal", "-shm"]) rmSync(file + suffix, { force: true })
+    },
   }
+}
+
+export const freshDatabase = async (): Promise<TestDatabase> => {
+  if (pgBaseUrl === undefined) return sqliteFileDatabase()
   const name = `gw_test_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`
   const admin = new SQL(pgBaseUrl)
   await admin.unsafe(`CREATE DATABASE ${name}`)
