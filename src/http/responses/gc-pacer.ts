@@ -12,9 +12,10 @@
  * streams: 157 MB after vs 99 MB idle). So when the count falls below the threshold, one full,
  * synchronous collection (`Bun.gc(true)`) is made once closes have stopped for `4 × intervalMs`
  * (closes put it off for at most `40 × intervalMs` after the fall): one pause after the burst
- * (~30-90 ms after 2,000 streams here, more with a larger heap), and RSS back within a few % of idle in about a second.
- * Full collections are at least `fullGapMs` apart (30 s): a count hovering at the threshold
- * would otherwise pause the process at every dip; a deferred one runs when the gap has passed.
+ * (~30-90 ms after 2,000 streams here, more with a larger heap), and RSS back within a few % of
+ * idle in about a second. Full collections are at least `fullGapMs` apart (30 s): a count
+ * hovering at the threshold would otherwise pause the process at every dip; a deferred one runs
+ * when the gap has passed.
  */
 export interface GcPacer {
   opened(): void
