@@ -3,13 +3,15 @@
  * actual after, on every path. The check and the reservation are one conditional UPDATE of the
  * key's row, atomic on SQLite and Postgres alike, so concurrent requests (and processes sharing
  * one database) can never together pass the limit by more than one request's reservation.
- * Keys without a limit cost no I/O here when credits are not enforced.
+ * Keys without a limit cost no I/O here when credits are not enforced. On a SQLite file the
+ * same statements run as prepared statements on a connection of their own (src/store/spend-sqlite.ts).
  */
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Option } from "effect"
-import { GatewayConfig } from "../config/Config.js"
+import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
 import { PaymentRequired } from "../domain/errors.js"
 import { limitWindowStart, nextReset } from "../domain/windows.js"
+import { openSqliteSpend } from "../store/spend-sqlite.js"
 import type { KeyRow } from "./KeyStore.js"
 
 /** What a request holds between reserve and settle. */
@@ -28,9 +30,19 @@ export interface Reservation {
 const ALL_TIME = "all"
 
 export class Spend extends Effect.Service<Spend>()("Spend", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const config = yield* GatewayConfig
+    // A SQLite file: prepared statements, run inside the main connection's transaction permit.
+    // Postgres and an in-memory SQLite (one connection is the whole database): @effect/sql.
+    const url = config.databaseUrl
+    const direct =
+      isPostgresUrl(url) || url === ":memory:"
+        ? undefined
+        : yield* Effect.acquireRelease(
+            Effect.sync(() => openSqliteSpend(url)),
+            (s) => Effect.sync(() => s.close()),
+          )
 
     /** Spend in the key's current limit window according to the ledger (used when the window changed). */
     const ledgerWindowSpend = (key: KeyRow, since: string | undefined) =>
@@ -59,6 +71,65 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
       key.limit_usd !== null && (!options.isByok || key.include_byok_in_limit === 1)
     const chargesCreditsOf = (options: { readonly isByok: boolean }) => config.creditsEnforced && !options.isByok
 
+    interface Hold {
+      readonly id: string
+      readonly amount: number
+      readonly credits: number
+      readonly chargesKey: boolean
+      readonly chargesCredits: boolean
+      readonly windowStart: string
+      readonly since: string | undefined
+      readonly now: string
+    }
+
+    /** The reservation through @effect/sql (Postgres, in-memory SQLite): "ok", or what refused it (rolled back). */
+    const reserveThroughSql = (key: KeyRow, hold: Hold) => {
+      const { id, amount, credits, chargesKey, chargesCredits, windowStart, since, now } = hold
+      return sql.withTransaction(
+        Effect.gen(function* () {
+          if (chargesKey) {
+            // Lock the key's row first (Postgres): a PATCH resetting the window between this read
+            // and the UPDATE below would otherwise erase the window's spend.
+            const fresh = yield* sql.onDialectOrElse({
+              pg: () => sql<{ window_start: string | null }>`SELECT window_start FROM api_keys WHERE hash = ${key.hash} FOR UPDATE`,
+              orElse: () => sql<{ window_start: string | null }>`SELECT window_start FROM api_keys WHERE hash = ${key.hash}`,
+            })
+            const rolled = fresh[0]?.window_start !== windowStart
+            const carried = rolled ? yield* ledgerWindowSpend(key, since) : 0
+            // One conditional UPDATE: admitted only while the window has room left.
+            const updated = yield* sql<{ hash: string }>`UPDATE api_keys SET
+                window_spend_usd = CASE WHEN window_start = ${windowStart} THEN window_spend_usd ELSE ${carried} END,
+                window_start = ${windowStart},
+                reserved_usd = reserved_usd + ${amount}
+              WHERE hash = ${key.hash} AND limit_usd IS NOT NULL
+                AND (CASE WHEN window_start = ${windowStart} THEN window_spend_usd ELSE ${carried} END) + reserved_usd < limit_usd
+              RETURNING hash`
+            if (updated.length === 0) return "key" as const
+          }
+          if (chargesCredits) {
+            const updated = yield* sql<{ id: string }>`UPDATE users SET credits_reserved_usd = credits_reserved_usd + ${credits}
+              WHERE id = ${key.user_id}
+                AND (SELECT COALESCE(SUM(amount_usd), 0) FROM credit_grants WHERE user_id = ${key.user_id})
+                  - (SELECT COALESCE(SUM(amount_usd), 0) FROM spend WHERE user_id = ${key.user_id} AND is_byok = 0)
+                  - credits_reserved_usd >= ${credits}
+              RETURNING id`
+            if (updated.length === 0) return "credits" as const
+          }
+          yield* sql`INSERT INTO reservations (id, key_hash, user_id, amount_usd, credits_usd, created_at)
+            VALUES (${id}, ${key.hash}, ${key.user_id}, ${amount}, ${credits}, ${now})`
+          return "ok" as const
+        }).pipe(
+          // A refusal rolls the transaction back so nothing stays held.
+          Effect.flatMap((r) => (r === "ok" ? Effect.succeed(r) : Effect.fail(r))),
+        ),
+      ).pipe(
+        Effect.catchIf(
+          (e): e is "key" | "credits" => e === "key" || e === "credits",
+          (e) => Effect.succeed(e),
+        ),
+      )
+    }
+
     const reserve = (key: KeyRow, worstCaseUsd: number, options: { readonly isByok: boolean }) =>
       Effect.gen(function* () {
         const chargesKey = chargesKeyOf(key, options)
@@ -71,49 +142,26 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
         const amount = chargesKey ? worstCaseUsd : 0
         const credits = chargesCredits ? worstCaseUsd : 0
         const now = new Date(nowMs).toISOString()
-        const ok = yield* sql.withTransaction(
-          Effect.gen(function* () {
-            if (chargesKey) {
-              // Lock the key's row first (Postgres): a PATCH resetting the window between this read
-              // and the UPDATE below would otherwise erase the window's spend.
-              const fresh = yield* sql.onDialectOrElse({
-                pg: () => sql<{ window_start: string | null }>`SELECT window_start FROM api_keys WHERE hash = ${key.hash} FOR UPDATE`,
-                orElse: () => sql<{ window_start: string | null }>`SELECT window_start FROM api_keys WHERE hash = ${key.hash}`,
-              })
-              const rolled = fresh[0]?.window_start !== windowStart
-              const carried = rolled ? yield* ledgerWindowSpend(key, since) : 0
-              // One conditional UPDATE: admitted only while the window has room left.
-              const updated = yield* sql<{ hash: string }>`UPDATE api_keys SET
-                  window_spend_usd = CASE WHEN window_start = ${windowStart} THEN window_spend_usd ELSE ${carried} END,
-                  window_start = ${windowStart},
-                  reserved_usd = reserved_usd + ${amount}
-                WHERE hash = ${key.hash} AND limit_usd IS NOT NULL
-                  AND (CASE WHEN window_start = ${windowStart} THEN window_spend_usd ELSE ${carried} END) + reserved_usd < limit_usd
-                RETURNING hash`
-              if (updated.length === 0) return "key" as const
-            }
-            if (chargesCredits) {
-              const updated = yield* sql<{ id: string }>`UPDATE users SET credits_reserved_usd = credits_reserved_usd + ${credits}
-                WHERE id = ${key.user_id}
-                  AND (SELECT COALESCE(SUM(amount_usd), 0) FROM credit_grants WHERE user_id = ${key.user_id})
-                    - (SELECT COALESCE(SUM(amount_usd), 0) FROM spend WHERE user_id = ${key.user_id} AND is_byok = 0)
-                    - credits_reserved_usd >= ${credits}
-                RETURNING id`
-              if (updated.length === 0) return "credits" as const
-            }
-            yield* sql`INSERT INTO reservations (id, key_hash, user_id, amount_usd, credits_usd, created_at)
-              VALUES (${id}, ${key.hash}, ${key.user_id}, ${amount}, ${credits}, ${now})`
-            return "ok" as const
-          }).pipe(
-            // A refusal rolls the transaction back so nothing stays held.
-            Effect.flatMap((r) => (r === "ok" ? Effect.succeed(r) : Effect.fail(r))),
-          ),
-        ).pipe(
-          Effect.catchIf(
-            (e): e is "key" | "credits" => e === "key" || e === "credits",
-            (e) => Effect.succeed(e),
-          ),
-        )
+        const ok =
+          direct !== undefined
+            ? yield* sql.withTransaction(
+                Effect.sync(() =>
+                  direct.reserve({
+                    id,
+                    keyHash: key.hash,
+                    userId: key.user_id,
+                    amount,
+                    credits,
+                    chargesKey,
+                    chargesCredits,
+                    windowStart,
+                    since,
+                    includeByok: Boolean(key.include_byok_in_limit),
+                    now,
+                  }),
+                ),
+              )
+            : yield* reserveThroughSql(key, { id, amount, credits, chargesKey, chargesCredits, windowStart, since, now })
         if (ok === "key") return yield* refuseKey(key, nowMs)
         if (ok === "credits") {
           return yield* new PaymentRequired({
@@ -132,6 +180,11 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
 
     /** Releases the reservation and counts the actual spend into the key's window. Idempotent. */
     const settle = (reservation: Reservation, actualUsd: number) =>
+      direct !== undefined
+        ? sql.withTransaction(Effect.sync(() => direct.settle({ ...reservation, actualUsd }))).pipe(Effect.orDie)
+        : settleThroughSql(reservation, actualUsd)
+
+    const settleThroughSql = (reservation: Reservation, actualUsd: number) =>
       sql
         .withTransaction(
           Effect.gen(function* () {
