@@ -14,7 +14,8 @@ import { SqlClient } from "@effect/sql"
 import { Cause, Context, Effect, Exit, Option, Runtime } from "effect"
 import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
 import type { GenerationContent, GenerationEntry } from "../domain/generations.js"
-import { fromRow, type GenerationRow, isBusy, openSqliteBatchWriter, sqlBatchWriter } from "../store/ledger.js"
+import { fromRow, type GenerationRow, isBusy, type LedgerItem, openSqliteBatchWriter, sqlBatchWriter } from "../store/ledger.js"
+import type { SettleArgs } from "../store/spend-sqlite.js"
 
 export type { GenerationContent, GenerationEntry, StoredGeneration } from "../domain/generations.js"
 export { newGenerationId } from "../domain/generations.js"
@@ -47,6 +48,8 @@ export interface WriterStats {
 
 interface Pending {
   readonly entry?: GenerationEntry
+  /** Settled in the transaction that writes `entry` (only where `settlesInBatch`). */
+  readonly settlement?: SettleArgs
   /** Called once the batch holding this item is committed (or given up on). */
   readonly done?: () => void
   /** A flush request: do not wait for the window. */
@@ -83,14 +86,22 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     // The SQLite commit runs while holding the main connection's transaction permit: a
     // transaction there that read, then yielded to the event loop, would otherwise find the
     // database changed under it at its first write (SQLITE_BUSY_SNAPSHOT, no busy wait).
+    const writeRows = sqlBatchWriter(sql)
     const program =
       sqlite === undefined
-        ? sqlBatchWriter(sql)
-        : (entries: ReadonlyArray<GenerationEntry>) => sql.withTransaction(Effect.sync(() => sqlite.write(entries)))
-    const writeBatch = (entries: ReadonlyArray<GenerationEntry>): Promise<void> =>
-      runPromiseExit(program(entries)).then((exit) => {
+        ? (items: ReadonlyArray<LedgerItem>) => writeRows(items.map((i) => i.entry))
+        : (items: ReadonlyArray<LedgerItem>) => sql.withTransaction(Effect.sync(() => sqlite.write(items)))
+    const writeBatch = (items: ReadonlyArray<LedgerItem>): Promise<void> =>
+      runPromiseExit(program(items)).then((exit) => {
         if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
       })
+    /** A settlement whose row could not be written, alone: the hold is released all the same. */
+    const settleAlone = (settlement: SettleArgs): Promise<void> =>
+      sqlite === undefined
+        ? Promise.resolve()
+        : runPromiseExit(sql.withTransaction(Effect.sync(() => sqlite.settle(settlement)))).then((exit) => {
+            if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
+          })
 
     // The queue is a plain array: `record` is one push, no fiber, no I/O.
     const pending: Array<Pending> = []
@@ -126,13 +137,13 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     }
 
     /** One transaction; a busy database is waited out. Returns the failure, or undefined once committed. */
-    const attempt = async (entries: ReadonlyArray<GenerationEntry>): Promise<unknown> => {
+    const attempt = async (items: ReadonlyArray<LedgerItem>): Promise<unknown> => {
       const giveUpAt = Date.now() + BUSY_GIVE_UP_MS
       for (;;) {
         try {
-          await writeBatch(entries)
+          await writeBatch(items)
           stats.flushes++
-          stats.rowsWritten += entries.length
+          stats.rowsWritten += items.length
           return undefined
         } catch (e) {
           if (!isBusy(e) || Date.now() >= giveUpAt) return e ?? new Error("the batch failed")
@@ -142,22 +153,23 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     }
 
     /** Writes a batch: once, again after a pause, then row by row; never throws. */
-    const commit = async (entries: ReadonlyArray<GenerationEntry>) => {
-      if (entries.length === 0) return
-      if ((await attempt(entries)) === undefined) return
+    const commit = async (items: ReadonlyArray<LedgerItem>) => {
+      if (items.length === 0) return
+      if ((await attempt(items)) === undefined) return
       await sleep(options.retryDelayMs)
-      const failure = await attempt(entries)
+      const failure = await attempt(items)
       if (failure === undefined) return
       stats.failedBatches++
       log(
         Effect.logWarning(
-          `A batch of ${entries.length} generation rows failed twice; writing them one by one`,
+          `A batch of ${items.length} generation rows failed twice; writing them one by one`,
           describeFailure(failure),
         ),
       )
-      for (const entry of entries) {
-        const rowFailure = await attempt([entry])
+      for (const item of items) {
+        const rowFailure = await attempt([item])
         if (rowFailure === undefined) continue
+        const entry = item.entry
         stats.failedRows++
         log(
           Effect.logError(
@@ -165,6 +177,11 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
             describeFailure(rowFailure),
           ),
         )
+        if (item.settlement !== undefined) {
+          await settleAlone(item.settlement).catch((e: unknown) =>
+            log(Effect.logError(`The reservation of generation ${entry.id} could not be settled`, describeFailure(e))),
+          )
+        }
       }
     }
 
@@ -174,13 +191,13 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
       if (committing) return
       committing = true
       const batch = pending.splice(0, maxBatch)
-      const entries: Array<GenerationEntry> = []
+      const items: Array<LedgerItem> = []
       for (const item of batch) {
-        if (item.entry !== undefined) entries.push(item.entry)
+        if (item.entry !== undefined) items.push(item.settlement === undefined ? { entry: item.entry } : { entry: item.entry, settlement: item.settlement })
         if (item.urgent) urgentQueued--
       }
-      queuedEntries -= entries.length
-      void commit(entries).finally(() => {
+      queuedEntries -= items.length
+      void commit(items).finally(() => {
         committing = false
         for (const item of batch) item.done?.()
         wake()
@@ -199,6 +216,21 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
      * False when the store has shut down.
      */
     const recordSync = (entry: GenerationEntry): boolean => enqueue({ entry })
+
+    /**
+     * Whether `recordSettled` is available: on a SQLite file the ledger writer settles a
+     * reservation in the transaction that records its generation.
+     */
+    const settlesInBatch = sqlite !== undefined
+
+    /**
+     * `recordSync` with the reservation to settle in the same transaction: the hold is released
+     * exactly when the row that replaces it is written (or, if the row cannot be, alone after it).
+     * `done` runs once that transaction has committed or been given up on. False when the store
+     * has shut down or cannot settle in its batches (`settlesInBatch`): settle another way.
+     */
+    const recordSettled = (entry: GenerationEntry, settlement: SettleArgs, done: () => void): boolean =>
+      settlesInBatch && enqueue({ entry, settlement, done })
 
     /** Appends a generation and resolves when its batch has committed (readable by `get`). */
     const recordDurable = (entry: GenerationEntry) =>
@@ -249,6 +281,8 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
       record,
       recordSync,
       recordDurable,
+      recordSettled,
+      settlesInBatch,
       flush,
       queueDepth,
       stats: Effect.sync((): WriterStats => ({ ...stats })),

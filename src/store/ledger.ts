@@ -10,6 +10,7 @@ import type { SqlClient } from "@effect/sql"
 import { Database, type SQLQueryBindings } from "bun:sqlite"
 import { Effect } from "effect"
 import type { GenerationEntry, GenerationError, GenerationStatus, StoredGeneration } from "../domain/generations.js"
+import { type SettleArgs, settlementOn } from "./spend-sqlite.js"
 
 /** A row of `generations` (a type alias, so it is a record `sql.insert` takes). */
 export type GenerationRow = {
@@ -141,9 +142,17 @@ export const isBusy = (e: unknown): boolean => {
   return typeof code === "string" && code.startsWith("SQLITE_BUSY")
 }
 
+/** A generation to record, and the reservation to settle in the same transaction (a key with a limit, credits). */
+export interface LedgerItem {
+  readonly entry: GenerationEntry
+  readonly settlement?: SettleArgs
+}
+
 export interface SqliteBatchWriter {
   /** One transaction (BEGIN IMMEDIATE); throws, having rolled back, when it fails. */
-  readonly write: (entries: ReadonlyArray<GenerationEntry>) => void
+  readonly write: (items: ReadonlyArray<LedgerItem>) => void
+  /** A settlement alone, in a transaction of its own (its generation row could not be written). */
+  readonly settle: (settlement: SettleArgs) => void
   readonly close: () => void
 }
 
@@ -154,7 +163,7 @@ export interface SqliteBatchWriter {
  * event loop), a busy database throws SQLITE_BUSY and the caller tries again.
  */
 export const openSqliteBatchWriter = (filename: string): SqliteBatchWriter => {
-  const db = new Database(filename, { readwrite: true, create: true })
+  const db = new Database(filename, { readwrite: true, create: true, strict: true })
   try {
     return prepareWriter(db)
   } catch (e) {
@@ -176,18 +185,23 @@ const prepareWriter = (db: Database): SqliteBatchWriter => {
   const insertSpend = db.prepare<unknown, [string, string, string, string, number, number, string]>(
     "INSERT INTO spend (key_hash, user_id, workspace_id, generation_id, amount_usd, is_byok, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
   )
-  const batch = db.transaction((entries: ReadonlyArray<GenerationEntry>) => {
-    for (const e of entries) {
+  const settleOne = settlementOn(db)
+  const batch = db.transaction((items: ReadonlyArray<LedgerItem>) => {
+    for (const { entry: e, settlement } of items) {
       const row = toRow(e)
       insertGeneration.run(...GENERATION_COLUMNS.map((c) => row[c]))
       const content = contentRowOf(e)
       if (content !== undefined) insertContent.run(content.generation_id, content.input, content.output)
       const spend = spendRowOf(e)
       insertSpend.run(spend.key_hash, spend.user_id, spend.workspace_id, spend.generation_id, spend.amount_usd, spend.is_byok, spend.created_at)
+      // The hold is released in the transaction that writes the row replacing it: never both, never neither.
+      if (settlement !== undefined) settleOne(settlement)
     }
   })
+  const settleAlone = db.transaction(settleOne)
   return {
-    write: (entries) => batch.immediate(entries),
+    write: (items) => batch.immediate(items),
+    settle: (settlement) => settleAlone.immediate(settlement),
     close: () => db.close(),
   }
 }

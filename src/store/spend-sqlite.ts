@@ -50,6 +50,33 @@ class Refused {
   constructor(readonly reason: "key" | "credits") {}
 }
 
+/**
+ * The settlement's statements prepared on `db`, run in the caller's transaction: the reservation
+ * row deleted, and only when it was still there, the key's hold released with the actual spend
+ * counted into its window, and the user's credit hold released. The spend connection runs it in
+ * a transaction of its own; the ledger writer in the batch that records the generation.
+ */
+export const settlementOn = (db: Database): ((args: SettleArgs) => void) => {
+  const dropReservation = db.query<{ id: string }, [string]>("DELETE FROM reservations WHERE id = ? RETURNING id")
+  const releaseKey = db.query<unknown, Record<string, string | number>>(
+    `UPDATE api_keys SET
+       reserved_usd = CASE WHEN reserved_usd > $amount THEN reserved_usd - $amount ELSE 0 END,
+       window_spend_usd = CASE WHEN window_start = $windowStart THEN window_spend_usd + $actual ELSE window_spend_usd END
+     WHERE hash = $hash`,
+  )
+  const releaseCredits = db.query<unknown, Record<string, string | number>>(
+    `UPDATE users SET credits_reserved_usd = CASE WHEN credits_reserved_usd > $credits
+       THEN credits_reserved_usd - $credits ELSE 0 END WHERE id = $userId`,
+  )
+  return (args) => {
+    if (dropReservation.all(args.id).length === 0) return
+    if (args.amountUsd > 0) {
+      releaseKey.run({ amount: args.amountUsd, windowStart: args.windowStart, actual: args.actualUsd, hash: args.keyHash })
+    }
+    if (args.creditsUsd > 0) releaseCredits.run({ credits: args.creditsUsd, userId: args.userId })
+  }
+}
+
 export const openSqliteSpend = (filename: string): SqliteSpend => {
   const db = new Database(filename, { readwrite: true, create: true, strict: true })
   try {
@@ -102,18 +129,6 @@ const prepare = (db: Database): SqliteSpend => {
     `INSERT INTO reservations (id, key_hash, user_id, amount_usd, credits_usd, created_at)
      VALUES ($id, $hash, $userId, $amount, $credits, $now)`,
   )
-  const dropReservation = db.query<{ id: string }, [string]>("DELETE FROM reservations WHERE id = ? RETURNING id")
-  const releaseKey = db.query<unknown, Record<string, string | number>>(
-    `UPDATE api_keys SET
-       reserved_usd = CASE WHEN reserved_usd > $amount THEN reserved_usd - $amount ELSE 0 END,
-       window_spend_usd = CASE WHEN window_start = $windowStart THEN window_spend_usd + $actual ELSE window_spend_usd END
-     WHERE hash = $hash`,
-  )
-  const releaseCredits = db.query<unknown, Record<string, string | number>>(
-    `UPDATE users SET credits_reserved_usd = CASE WHEN credits_reserved_usd > $credits
-       THEN credits_reserved_usd - $credits ELSE 0 END WHERE id = $userId`,
-  )
-
   const reserveIn = db.transaction((args: ReserveArgs) => {
     if (args.chargesKey) {
       const rolled = windowOf.get(args.keyHash)?.window_start !== args.windowStart
@@ -134,13 +149,7 @@ const prepare = (db: Database): SqliteSpend => {
       now: args.now,
     })
   })
-  const settleIn = db.transaction((args: SettleArgs) => {
-    if (dropReservation.all(args.id).length === 0) return
-    if (args.amountUsd > 0) {
-      releaseKey.run({ amount: args.amountUsd, windowStart: args.windowStart, actual: args.actualUsd, hash: args.keyHash })
-    }
-    if (args.creditsUsd > 0) releaseCredits.run({ credits: args.creditsUsd, userId: args.userId })
-  })
+  const settleIn = db.transaction(settlementOn(db))
 
   return {
     reserve: (args) => {

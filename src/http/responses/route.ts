@@ -159,12 +159,23 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
       if (!generationStore.recordSync(entry)) console.error(`gateway: generation ${entry.id} recorded after shutdown`)
       return
     }
+    const countsForKey = !isByok || prepared.principal.key.include_byok_in_limit === 1
+    const actualUsd = countsForKey ? cost : 0
+    if (entry !== undefined && Option.isSome(prepared.reservation)) {
+      // On a SQLite file the ledger settles the hold in the transaction that writes the row: no fiber.
+      let settled: () => void = () => undefined
+      const done = new Promise<void>((resolve) => {
+        settled = resolve
+      })
+      if (generationStore.recordSettled(entry, { ...prepared.reservation.value, actualUsd }, settled)) {
+        pending.add(done)
+        void done.then(() => pending.delete(done))
+        return
+      }
+    }
     const program = Effect.gen(function* () {
       const spend = yield* Spend
-      const countsForKey = !isByok || prepared.principal.key.include_byok_in_limit === 1
-      const settle = Option.isSome(prepared.reservation)
-        ? spend.settle(prepared.reservation.value, countsForKey ? cost : 0)
-        : Effect.void
+      const settle = Option.isSome(prepared.reservation) ? spend.settle(prepared.reservation.value, actualUsd) : Effect.void
       if (entry === undefined) return yield* settle
       // Release the hold only once the ledger row that replaces it is durable: credits are
       // computed from the ledger, and in between the spend would be counted nowhere.

@@ -1,0 +1,99 @@
+/**
+ * On a SQLite file, a reservation is settled by the ledger writer in the transaction that writes
+ * the generation replacing it (`recordSettled`): the hold is released exactly when the row is
+ * written, and when the row cannot be written, alone after it: never both, never neither.
+ * Postgres keeps the separate settlement (`settlesInBatch` is false there).
+ */
+import { describe, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import { GenerationStore } from "../../src/services/GenerationStore.js"
+import { KeyStore } from "../../src/services/KeyStore.js"
+import { Spend } from "../../src/services/Spend.js"
+import { Users } from "../../src/services/Users.js"
+import { engine } from "../support/db.js"
+import { generationEntry } from "../support/generations.js"
+import { useServices } from "../support/services.js"
+
+const services = useServices()
+
+/** A user, a key with a limit of $1, and a reservation of $0.5 on it. */
+const reserved = Effect.gen(function* () {
+  const users = yield* Users
+  const keys = yield* KeyStore
+  const spend = yield* Spend
+  const userId = `user_${crypto.randomUUID().slice(0, 8)}`
+  const workspaceId = yield* users.ensure(userId)
+  const { row } = yield* keys.create({ userId, workspaceId, name: "limited", limit: 1 })
+  const reservation = Option.getOrThrow(yield* spend.reserve(row, 0.5, { isByok: false }))
+  return { row, reservation, base: { keyHash: row.hash, userId, workspaceId } }
+})
+
+/** The key's hold and window spend, and whether the reservation row and the generation row exist. */
+const state = (hash: string, reservationId: string, generationId: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const key = (yield* sql<{ reserved: number; spent: number }>`SELECT reserved_usd AS reserved, window_spend_usd AS spent
+      FROM api_keys WHERE hash = ${hash}`)[0]!
+    const holds = (yield* sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM reservations WHERE id = ${reservationId}`)[0]!
+    const rows = (yield* sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM generations WHERE id = ${generationId}`)[0]!
+    return { reserved: Number(key.reserved), spent: Number(key.spent), holds: Number(holds.n), rows: Number(rows.n) }
+  })
+
+describe("a reservation settled in the ledger's batch", () => {
+  test.skipIf(engine !== "sqlite")("the row and the release land together: before the batch neither, after it both", async () => {
+    const rt = services()
+    const result = await rt.runPromise(
+      Effect.gen(function* () {
+        const store = yield* GenerationStore
+        expect(store.settlesInBatch).toBe(true)
+        const { reservation, base } = yield* reserved
+        const entry = generationEntry({ ...base, totalCost: 0.125 })
+        let committed = false
+        expect(store.recordSettled(entry, { ...reservation, actualUsd: 0.125 }, () => (committed = true))).toBe(true)
+        const queued = yield* state(base.keyHash, reservation.id, entry.id)
+        yield* store.flush
+        return { queued, committed, after: yield* state(base.keyHash, reservation.id, entry.id) }
+      }),
+    )
+    expect(result.queued).toEqual({ reserved: 0.5, spent: 0, holds: 1, rows: 0 })
+    expect(result.committed).toBe(true)
+    expect(result.after).toEqual({ reserved: 0, spent: 0.125, holds: 0, rows: 1 })
+  })
+
+  test.skipIf(engine !== "sqlite")("a row that cannot be written is logged, and its hold is released all the same", async () => {
+    const rt = services()
+    const result = await rt.runPromise(
+      Effect.gen(function* () {
+        const store = yield* GenerationStore
+        const { reservation, base } = yield* reserved
+        // The same id twice: the second row breaks the primary key, in its batch and alone.
+        const first = generationEntry({ ...base, totalCost: 0 })
+        yield* store.recordDurable(first)
+        const before = yield* store.stats
+        const clash = { ...first, totalCost: 0.25 }
+        let committed = false
+        expect(store.recordSettled(clash, { ...reservation, actualUsd: 0.25 }, () => (committed = true))).toBe(true)
+        yield* store.flush
+        const after = yield* store.stats
+        return { failedRows: after.failedRows - before.failedRows, committed, state: yield* state(base.keyHash, reservation.id, first.id) }
+      }),
+    )
+    expect(result.failedRows).toBe(1)
+    expect(result.committed).toBe(true)
+    // Released, and the actual counted into the window as the separate settlement does.
+    expect(result.state).toEqual({ reserved: 0, spent: 0.25, holds: 0, rows: 1 })
+  })
+
+  test.skipIf(engine !== "postgres")("on Postgres the writer does not take settlements: the caller settles them itself", async () => {
+    const rt = services()
+    const taken = await rt.runPromise(
+      Effect.gen(function* () {
+        const store = yield* GenerationStore
+        const { reservation, base } = yield* reserved
+        return { batch: store.settlesInBatch, taken: store.recordSettled(generationEntry(base), { ...reservation, actualUsd: 0 }, () => {}) }
+      }),
+    )
+    expect(taken).toEqual({ batch: false, taken: false })
+  })
+})
