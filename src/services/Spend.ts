@@ -7,11 +7,11 @@
  * same statements run as prepared statements on a connection of their own (src/store/spend-sqlite.ts).
  */
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Option } from "effect"
+import { Cause, Clock, Effect, Exit, Option, Runtime } from "effect"
 import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
 import { PaymentRequired } from "../domain/errors.js"
 import { limitWindowStart, nextReset } from "../domain/windows.js"
-import { openSqliteSpend } from "../store/spend-sqlite.js"
+import { openSqliteSpend, type ReserveArgs, type ReserveOutcome } from "../store/spend-sqlite.js"
 import type { KeyRow } from "./KeyStore.js"
 
 /** What a request holds between reserve and settle. */
@@ -43,6 +43,47 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
             Effect.sync(() => openSqliteSpend(url)),
             (s) => Effect.sync(() => s.close()),
           )
+    const runtime = yield* Effect.runtime<never>()
+
+    /**
+     * The first reservation of a turn of the event loop is made at once; those asked for after it
+     * in the same turn go together at the end of the turn, in one transaction (each in its
+     * savepoint, in the order asked): one commit and one pass through the main connection's permit
+     * for all of them instead of one each (~45 and ~50 µs of CPU per request). A lone request
+     * (one connection) never waits a turn: that wait cost it more than the commit it would share.
+     */
+    let turnOpen = false
+    const endTurn = () => {
+      turnOpen = false
+      reserveBatch()
+    }
+    const waiting: Array<{ readonly args: ReserveArgs; readonly resume: (outcome: Effect.Effect<ReserveOutcome>) => void }> = []
+    const reserveBatch = () => {
+      const batch = waiting.splice(0)
+      if (direct === undefined || batch.length === 0) return
+      Runtime.runCallback(runtime)(
+        sql.withTransaction(Effect.sync(() => direct.reserve(batch.map((w) => w.args)))),
+        {
+          onExit: (exit) => {
+            for (let i = 0; i < batch.length; i++) {
+              batch[i]!.resume(Exit.isSuccess(exit) ? Effect.succeed(exit.value[i]!) : Effect.die(Cause.squash(exit.cause)))
+            }
+          },
+        },
+      )
+    }
+    const reserveDirect = (args: ReserveArgs): Effect.Effect<ReserveOutcome> =>
+      Effect.suspend(() => {
+        if (turnOpen || direct === undefined) {
+          return Effect.async<ReserveOutcome>((resume) => {
+            waiting.push({ args, resume })
+          })
+        }
+        // The first of the turn: made now, in the caller's fiber.
+        turnOpen = true
+        setImmediate(endTurn)
+        return sql.withTransaction(Effect.sync(() => direct.reserve([args])[0]!)).pipe(Effect.orDie)
+      })
 
     /** Spend in the key's current limit window according to the ledger (used when the window changed). */
     const ledgerWindowSpend = (key: KeyRow, since: string | undefined) =>
@@ -144,23 +185,19 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
         const now = new Date(nowMs).toISOString()
         const ok =
           direct !== undefined
-            ? yield* sql.withTransaction(
-                Effect.sync(() =>
-                  direct.reserve({
-                    id,
-                    keyHash: key.hash,
-                    userId: key.user_id,
-                    amount,
-                    credits,
-                    chargesKey,
-                    chargesCredits,
-                    windowStart,
-                    since,
-                    includeByok: Boolean(key.include_byok_in_limit),
-                    now,
-                  }),
-                ),
-              )
+            ? yield* reserveDirect({
+                id,
+                keyHash: key.hash,
+                userId: key.user_id,
+                amount,
+                credits,
+                chargesKey,
+                chargesCredits,
+                windowStart,
+                since,
+                includeByok: Boolean(key.include_byok_in_limit),
+                now,
+              })
             : yield* reserveThroughSql(key, { id, amount, credits, chargesKey, chargesCredits, windowStart, since, now })
         if (ok === "key") return yield* refuseKey(key, nowMs)
         if (ok === "credits") {

@@ -37,9 +37,15 @@ export interface SettleArgs {
   readonly actualUsd: number
 }
 
+export type ReserveOutcome = "ok" | "key" | "credits"
+
 export interface SqliteSpend {
-  /** One IMMEDIATE transaction: "ok" with the reservation written, or what refused it (rolled back). */
-  readonly reserve: (args: ReserveArgs) => "ok" | "key" | "credits"
+  /**
+   * Reservations in order, in one IMMEDIATE transaction, each in a savepoint of its own: "ok" with
+   * the reservation written, or what refused it (only that one rolled back). Each sees the holds
+   * of those before it, exactly as one transaction each would.
+   */
+  readonly reserve: (list: ReadonlyArray<ReserveArgs>) => Array<ReserveOutcome>
   /** Releases the reservation and counts the actual spend into its window; nothing when already settled. */
   readonly settle: (args: SettleArgs) => void
   readonly close: () => void
@@ -151,16 +157,20 @@ const prepare = (db: Database): SqliteSpend => {
   })
   const settleIn = db.transaction(settlementOn(db))
 
-  return {
-    reserve: (args) => {
+  // Called inside `reserveAll`, each `reserveIn` is a savepoint: a refusal undoes only its own changes.
+  const reserveAll = db.transaction((list: ReadonlyArray<ReserveArgs>) =>
+    list.map((args): ReserveOutcome => {
       try {
-        reserveIn.immediate(args)
+        reserveIn(args)
         return "ok"
       } catch (e) {
         if (e instanceof Refused) return e.reason
         throw e
       }
-    },
+    }),
+  )
+  return {
+    reserve: (list) => reserveAll.immediate(list),
     settle: (args) => settleIn.immediate(args),
     close: () => db.close(),
   }

@@ -4,7 +4,7 @@
  * written, and when the row cannot be written, alone after it: never both, never neither.
  * Postgres keeps the separate settlement (`settlesInBatch` is false there).
  */
-import { describe, expect, test } from "bun:test"
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { GenerationStore } from "../../src/services/GenerationStore.js"
@@ -13,7 +13,7 @@ import { Spend } from "../../src/services/Spend.js"
 import { Users } from "../../src/services/Users.js"
 import { engine } from "../support/db.js"
 import { generationEntry } from "../support/generations.js"
-import { useServices } from "../support/services.js"
+import { servicesRuntime, useServices } from "../support/services.js"
 
 const services = useServices()
 
@@ -95,5 +95,78 @@ describe("a reservation settled in the ledger's batch", () => {
       }),
     )
     expect(taken).toEqual({ batch: false, taken: false })
+  })
+})
+
+describe("reservations asked for together", () => {
+  test("ten at once on a $1 limit: admitted in order while the window has room, exactly as one at a time", async () => {
+    const rt = services()
+    const result = await rt.runPromise(
+      Effect.gen(function* () {
+        const users = yield* Users
+        const keys = yield* KeyStore
+        const spend = yield* Spend
+        const sql = yield* SqlClient.SqlClient
+        const userId = `user_${crypto.randomUUID().slice(0, 8)}`
+        const workspaceId = yield* users.ensure(userId)
+        const { row } = yield* keys.create({ userId, workspaceId, name: "limited", limit: 1 })
+        // All ten in the same turn of the event loop (one batch on SQLite, ten transactions on Postgres).
+        const outcomes = yield* Effect.all(
+          Array.from({ length: 10 }, () => Effect.either(spend.reserve(row, 0.3, { isByok: false }))),
+          { concurrency: "unbounded" },
+        )
+        const held = (yield* sql<{ r: number }>`SELECT reserved_usd AS r FROM api_keys WHERE hash = ${row.hash}`)[0]!
+        const rows = (yield* sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM reservations WHERE key_hash = ${row.hash}`)[0]!
+        return { admitted: outcomes.filter((o) => o._tag === "Right").length, refused: outcomes.filter((o) => o._tag === "Left").map((o) => (o._tag === "Left" ? o.left.status : 0)), reserved: Number(held.r), rows: Number(rows.n) }
+      }),
+    )
+    // Admitted while reserved < $1: 0, 0.3, 0.6, 0.9; the other six are refused with 402 and hold nothing.
+    expect(result.admitted).toBe(4)
+    expect(result.refused).toEqual([402, 402, 402, 402, 402, 402])
+    expect(result.reserved).toBeCloseTo(1.2, 10)
+    expect(result.rows).toBe(4)
+  })
+})
+
+describe("reservations asked for together, with credits enforced", () => {
+  let credits: Awaited<ReturnType<typeof servicesRuntime>>
+  beforeAll(async () => {
+    credits = await servicesRuntime({ creditsEnforced: true })
+  })
+  afterAll(async () => {
+    await credits?.dispose()
+  })
+
+  test("one refused for credits after its key's hold: only its own hold is undone, the other's stays", async () => {
+    const result = await credits.runtime.runPromise(
+      Effect.gen(function* () {
+        const users = yield* Users
+        const keys = yield* KeyStore
+        const spend = yield* Spend
+        const sql = yield* SqlClient.SqlClient
+        const keyOf = (credit: number) =>
+          Effect.gen(function* () {
+            const userId = `user_${crypto.randomUUID().slice(0, 8)}`
+            const workspaceId = yield* users.ensure(userId)
+            if (credit > 0) yield* keys.addCredits(userId, credit)
+            return (yield* keys.create({ userId, workspaceId, name: "limited", limit: 1 })).row
+          })
+        const poor = yield* keyOf(0)
+        const rich = yield* keyOf(5)
+        const [a, b] = yield* Effect.all(
+          [Effect.either(spend.reserve(poor, 0.5, { isByok: false })), Effect.either(spend.reserve(rich, 0.5, { isByok: false }))],
+          { concurrency: "unbounded" },
+        )
+        const heldOf = (hash: string) =>
+          Effect.map(sql<{ r: number }>`SELECT reserved_usd AS r FROM api_keys WHERE hash = ${hash}`, (r) => Number(r[0]!.r))
+        return {
+          poor: a._tag === "Left" ? a.left.status : 200,
+          rich: b._tag === "Right" ? 200 : b.left.status,
+          poorHeld: yield* heldOf(poor.hash),
+          richHeld: yield* heldOf(rich.hash),
+        }
+      }),
+    )
+    expect(result).toEqual({ poor: 402, rich: 200, poorHeld: 0, richHeld: 0.5 })
   })
 })
