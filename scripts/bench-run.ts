@@ -318,12 +318,12 @@ const chatBody = (stream: boolean) =>
   })
 const DONE_TAIL = "data: [DONE]\n\n"
 
-const requestFor = (target: Target, shape: Shape): Pick<LoadSpec, "path" | "headers" | "body" | "expectTail"> => {
+const requestFor = (target: Target, shape: Shape, secret = managementKey): Pick<LoadSpec, "path" | "headers" | "body" | "expectTail"> => {
   const tail = shape.stream ? { expectTail: DONE_TAIL } : {}
   if (target.kind === "gateway") {
     return {
       path: "/v1/responses",
-      headers: { authorization: `Bearer ${managementKey}` },
+      headers: { authorization: `Bearer ${secret}` },
       body: JSON.stringify({ model: shape.gatewayModel, input: PROMPT, ...(shape.stream ? { stream: true } : {}) }),
       ...tail,
     }
@@ -343,6 +343,8 @@ interface Scenario {
   readonly shape: Shape
   /** Upstream text deltas per request (streams), for CPU per relayed event. */
   readonly events: number
+  /** The gateway alone, on an API key with a spending limit (a reservation and a settlement per request). */
+  readonly limitedKey?: true
 }
 const JSON_SHAPE: Shape = { stream: false, mock: {}, gatewayModel: "bench/json" }
 const BURST_SHAPE: Shape = { stream: true, mock: { "x-mock-tokens": String(STREAM_TOKENS) }, gatewayModel: "bench/stream" }
@@ -356,7 +358,20 @@ const scenarios: Array<Scenario> = [
   { id: "json-c32", connections: 32, shape: JSON_SHAPE, events: 0 },
   { id: "stream-c1", connections: 1, shape: BURST_SHAPE, events: STREAM_TOKENS },
   { id: "paced-c16", connections: 16, shape: PACED_SHAPE, events: STREAM_TOKENS },
+  { id: "json-c32-limited", connections: 32, shape: JSON_SHAPE, events: 0, limitedKey: true },
 ]
+
+/** An API key with a limit no run reaches, made through the gateway's own API. */
+const limitedSecret = await (async () => {
+  const res = await fetch(`http://127.0.0.1:${gatewayPort}/v1/keys`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${managementKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ name: "bench-limited", limit: 1_000_000 }),
+  })
+  const body = (await res.json()) as { key?: string }
+  if (res.status !== 201 || typeof body.key !== "string") throw new Error(`creating the limited key answered ${res.status}`)
+  return body.key
+})()
 
 interface Sample {
   readonly result: LoadResult
@@ -378,15 +393,16 @@ const specOf = (target: Target, scenario: Scenario, durationMs: number): LoadSpe
   connections: scenario.connections,
   mode: "loop",
   durationMs,
-  ...requestFor(target, scenario.shape),
+  ...requestFor(target, scenario.shape, scenario.limitedKey ? limitedSecret : managementKey),
 })
+const targetsOf = (scenario: Scenario) => (scenario.limitedKey ? targets.filter((t) => t.kind === "gateway") : targets)
 
 const t0 = Date.now()
 for (const scenario of scenarios) {
   say(`${scenario.id}: warm-up`)
-  for (const target of targets) await load(specOf(target, scenario, options.warmupMs))
+  for (const target of targetsOf(scenario)) await load(specOf(target, scenario, options.warmupMs))
   for (let round = 1; round <= options.rounds; round++) {
-    for (const target of targets) {
+    for (const target of targetsOf(scenario)) {
       const before = cpuMicros(target.pid)
       const result = await load(specOf(target, scenario, options.durationMs))
       const cpuUs = cpuMicros(target.pid) - before
@@ -562,6 +578,22 @@ const streamTable = (id: string, title: string) => {
     const added = base === undefined || target.kind === "proxy" ? "–" : signed(f.ttfb50 - base.ttfb50, 3)
     out(
       `| ${target.label} | ${f0(f.rps)} | ${f3(f.ttfb50)} | ${added} | ${f2(f.p50)} | ${f0(f.cpuPerReq)} | ${f2(f.cpuPerEvent)} | ${base === undefined ? "–" : ratio(f.cpuPerEvent, base.cpuPerEvent)} | ${f.errors} |`,
+    )
+  }
+  out()
+}
+{
+  const limited = figures(byId("json-c32-limited"), "gateway")
+  const unlimited = figures(byId("json-c32"), "gateway")
+  out("## JSON answers on a key with a spending limit, 32 connections (gateway only)")
+  out()
+  out("Each request reserves its worst case against the key's limit before the call and settles the actual after (SQLite).")
+  out()
+  out("| server | req/s | p50 ms | p99 ms | CPU µs/req | CPU vs the same gateway on an unlimited key | errors |")
+  out("|---|---:|---:|---:|---:|---:|---:|")
+  if (limited !== undefined) {
+    out(
+      `| gateway, limited key | ${f0(limited.rps)} | ${f3(limited.p50)} | ${f3(limited.p99)} | ${f1(limited.cpuPerReq)} | ${unlimited === undefined ? "–" : ratio(limited.cpuPerReq, unlimited.cpuPerReq)} | ${limited.errors} |`,
     )
   }
   out()
