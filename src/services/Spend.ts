@@ -11,21 +11,10 @@ import { Cause, Clock, Effect, Exit, Option, Runtime } from "effect"
 import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
 import { PaymentRequired } from "../domain/errors.js"
 import { limitWindowStart, nextReset } from "../domain/windows.js"
-import { openSqliteSpend, type ReserveArgs, type ReserveOutcome } from "../store/spend-sqlite.js"
+import { openSqliteSpend, type Reservation, type ReserveArgs, type ReserveOutcome } from "../store/spend-sqlite.js"
 import type { KeyRow } from "./KeyStore.js"
 
-/** What a request holds between reserve and settle. */
-export interface Reservation {
-  readonly id: string
-  readonly keyHash: string
-  readonly userId: string
-  /** Held against the key's limit (0 when the key has none). */
-  readonly amountUsd: number
-  /** Held against the user's credits (0 when credits are not enforced or the call is BYOK). */
-  readonly creditsUsd: number
-  /** The window the reservation was taken in, to settle into. */
-  readonly windowStart: string
-}
+export type { Reservation } from "../store/spend-sqlite.js"
 
 const ALL_TIME = "all"
 
@@ -112,20 +101,9 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
       key.limit_usd !== null && (!options.isByok || key.include_byok_in_limit === 1)
     const chargesCreditsOf = (options: { readonly isByok: boolean }) => config.creditsEnforced && !options.isByok
 
-    interface Hold {
-      readonly id: string
-      readonly amount: number
-      readonly credits: number
-      readonly chargesKey: boolean
-      readonly chargesCredits: boolean
-      readonly windowStart: string
-      readonly since: string | undefined
-      readonly now: string
-    }
-
     /** The reservation through @effect/sql (Postgres, in-memory SQLite): "ok", or what refused it (rolled back). */
-    const reserveThroughSql = (key: KeyRow, hold: Hold) => {
-      const { id, amount, credits, chargesKey, chargesCredits, windowStart, since, now } = hold
+    const reserveThroughSql = (key: KeyRow, args: ReserveArgs) => {
+      const { id, amount, credits, chargesKey, chargesCredits, windowStart, since, now } = args
       return sql.withTransaction(
         Effect.gen(function* () {
           if (chargesKey) {
@@ -183,22 +161,20 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
         const amount = chargesKey ? worstCaseUsd : 0
         const credits = chargesCredits ? worstCaseUsd : 0
         const now = new Date(nowMs).toISOString()
-        const ok =
-          direct !== undefined
-            ? yield* reserveDirect({
-                id,
-                keyHash: key.hash,
-                userId: key.user_id,
-                amount,
-                credits,
-                chargesKey,
-                chargesCredits,
-                windowStart,
-                since,
-                includeByok: Boolean(key.include_byok_in_limit),
-                now,
-              })
-            : yield* reserveThroughSql(key, { id, amount, credits, chargesKey, chargesCredits, windowStart, since, now })
+        const args: ReserveArgs = {
+          id,
+          keyHash: key.hash,
+          userId: key.user_id,
+          amount,
+          credits,
+          chargesKey,
+          chargesCredits,
+          windowStart,
+          since,
+          includeByok: Boolean(key.include_byok_in_limit),
+          now,
+        }
+        const ok = direct !== undefined ? yield* reserveDirect(args) : yield* reserveThroughSql(key, args)
         if (ok === "key") return yield* refuseKey(key, nowMs)
         if (ok === "credits") {
           return yield* new PaymentRequired({

@@ -27,13 +27,21 @@ export interface ReserveArgs {
   readonly now: string
 }
 
-export interface SettleArgs {
+/** What a request holds between reserve and settle. */
+export interface Reservation {
   readonly id: string
   readonly keyHash: string
   readonly userId: string
+  /** Held against the key's limit (0 when the key has none). */
   readonly amountUsd: number
+  /** Held against the user's credits (0 when credits are not enforced or the call is BYOK). */
   readonly creditsUsd: number
+  /** The window the reservation was taken in, to settle into. */
   readonly windowStart: string
+}
+
+/** A reservation to settle, with what the request actually spent against the key. */
+export interface SettleArgs extends Reservation {
   readonly actualUsd: number
 }
 
