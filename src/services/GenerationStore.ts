@@ -15,7 +15,7 @@ import { Cause, Context, Effect, Exit, Option, Runtime } from "effect"
 import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
 import type { GenerationContent, GenerationEntry } from "../domain/generations.js"
 import { fromRow, type GenerationRow, isBusy, type LedgerItem, openSqliteBatchWriter, sqlBatchWriter } from "../store/ledger.js"
-import type { SettleArgs } from "../store/spend-sqlite.js"
+import type { SettleArgs } from "../store/settlement.js"
 
 export type { GenerationContent, GenerationEntry, StoredGeneration } from "../domain/generations.js"
 export { newGenerationId } from "../domain/generations.js"
@@ -218,8 +218,10 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     const recordSync = (entry: GenerationEntry): boolean => enqueue({ entry })
 
     /**
-     * Whether `recordSettled` is available: on a SQLite file the ledger writer settles a
-     * reservation in the transaction that records its generation.
+     * Whether `recordSettled` is available: on a SQLite file (one write lock for the whole
+     * database) the ledger writer settles a reservation in the transaction that records its
+     * generation. Not on Postgres: a batch settling several keys and users would take their row
+     * locks in an order a reservation (its key, then its user) can cross, and deadlock.
      */
     const settlesInBatch = sqlite !== undefined
 
@@ -227,7 +229,7 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
      * `recordSync` with the reservation to settle in the same transaction: the hold is released
      * exactly when the row that replaces it is written (or, if the row cannot be, alone after it).
      * `done` runs once that transaction has committed or been given up on. False when the store
-     * has shut down or cannot settle in its batches (`settlesInBatch`): settle another way.
+     * has shut down or does not settle in its batches (`settlesInBatch`): settle another way.
      */
     const recordSettled = (entry: GenerationEntry, settlement: SettleArgs, done: () => void): boolean =>
       settlesInBatch && enqueue({ entry, settlement, done })

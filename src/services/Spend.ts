@@ -11,10 +11,11 @@ import { Cause, Clock, Effect, Exit, Option, Runtime } from "effect"
 import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
 import { PaymentRequired } from "../domain/errors.js"
 import { limitWindowStart, nextReset } from "../domain/windows.js"
-import { openSqliteSpend, type Reservation, type ReserveArgs, type ReserveOutcome } from "../store/spend-sqlite.js"
+import { type Reservation, settlementWith } from "../store/settlement.js"
+import { openSqliteSpend, type ReserveArgs, type ReserveOutcome } from "../store/spend-sqlite.js"
 import type { KeyRow } from "./KeyStore.js"
 
-export type { Reservation } from "../store/spend-sqlite.js"
+export type { Reservation } from "../store/settlement.js"
 
 const ALL_TIME = "all"
 
@@ -198,24 +199,7 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
         : settleThroughSql(reservation, actualUsd)
 
     const settleThroughSql = (reservation: Reservation, actualUsd: number) =>
-      sql
-        .withTransaction(
-          Effect.gen(function* () {
-            const gone = yield* sql<{ id: string }>`DELETE FROM reservations WHERE id = ${reservation.id} RETURNING id`
-            if (gone.length === 0) return
-            if (reservation.amountUsd > 0) {
-              yield* sql`UPDATE api_keys SET
-                reserved_usd = CASE WHEN reserved_usd > ${reservation.amountUsd} THEN reserved_usd - ${reservation.amountUsd} ELSE 0 END,
-                window_spend_usd = CASE WHEN window_start = ${reservation.windowStart} THEN window_spend_usd + ${actualUsd} ELSE window_spend_usd END
-                WHERE hash = ${reservation.keyHash}`
-            }
-            if (reservation.creditsUsd > 0) {
-              yield* sql`UPDATE users SET credits_reserved_usd = CASE WHEN credits_reserved_usd > ${reservation.creditsUsd}
-                THEN credits_reserved_usd - ${reservation.creditsUsd} ELSE 0 END WHERE id = ${reservation.userId}`
-            }
-          }),
-        )
-        .pipe(Effect.orDie)
+      sql.withTransaction(settlementWith(sql)({ ...reservation, actualUsd })).pipe(Effect.orDie)
 
     /** At start: releases reservations older than the longest request deadline (a crash left them). */
     const releaseStale = (olderThanMs: number) =>

@@ -10,7 +10,7 @@ import type { SqlClient } from "@effect/sql"
 import { Database, type SQLQueryBindings } from "bun:sqlite"
 import { Effect } from "effect"
 import type { GenerationEntry, GenerationError, GenerationStatus, StoredGeneration } from "../domain/generations.js"
-import { type SettleArgs, settlementOn } from "./spend-sqlite.js"
+import { type SettleArgs, settlementOn } from "./settlement.js"
 
 /** A row of `generations` (a type alias, so it is a record `sql.insert` takes). */
 export type GenerationRow = {

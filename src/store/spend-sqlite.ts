@@ -8,6 +8,7 @@
  * connection waits for it as the main one does (busy_timeout 5 s).
  */
 import { Database } from "bun:sqlite"
+import { type SettleArgs, settlementOn } from "./settlement.js"
 
 export interface ReserveArgs {
   readonly id: string
@@ -27,24 +28,6 @@ export interface ReserveArgs {
   readonly now: string
 }
 
-/** What a request holds between reserve and settle. */
-export interface Reservation {
-  readonly id: string
-  readonly keyHash: string
-  readonly userId: string
-  /** Held against the key's limit (0 when the key has none). */
-  readonly amountUsd: number
-  /** Held against the user's credits (0 when credits are not enforced or the call is BYOK). */
-  readonly creditsUsd: number
-  /** The window the reservation was taken in, to settle into. */
-  readonly windowStart: string
-}
-
-/** A reservation to settle, with what the request actually spent against the key. */
-export interface SettleArgs extends Reservation {
-  readonly actualUsd: number
-}
-
 export type ReserveOutcome = "ok" | "key" | "credits"
 
 export interface SqliteSpend {
@@ -62,33 +45,6 @@ export interface SqliteSpend {
 /** Thrown inside the transaction to roll it back; caught outside. */
 class Refused {
   constructor(readonly reason: "key" | "credits") {}
-}
-
-/**
- * The settlement's statements prepared on `db`, run in the caller's transaction: the reservation
- * row deleted, and only when it was still there, the key's hold released with the actual spend
- * counted into its window, and the user's credit hold released. The spend connection runs it in
- * a transaction of its own; the ledger writer in the batch that records the generation.
- */
-export const settlementOn = (db: Database): ((args: SettleArgs) => void) => {
-  const dropReservation = db.query<{ id: string }, [string]>("DELETE FROM reservations WHERE id = ? RETURNING id")
-  const releaseKey = db.query<unknown, Record<string, string | number>>(
-    `UPDATE api_keys SET
-       reserved_usd = CASE WHEN reserved_usd > $amount THEN reserved_usd - $amount ELSE 0 END,
-       window_spend_usd = CASE WHEN window_start = $windowStart THEN window_spend_usd + $actual ELSE window_spend_usd END
-     WHERE hash = $hash`,
-  )
-  const releaseCredits = db.query<unknown, Record<string, string | number>>(
-    `UPDATE users SET credits_reserved_usd = CASE WHEN credits_reserved_usd > $credits
-       THEN credits_reserved_usd - $credits ELSE 0 END WHERE id = $userId`,
-  )
-  return (args) => {
-    if (dropReservation.all(args.id).length === 0) return
-    if (args.amountUsd > 0) {
-      releaseKey.run({ amount: args.amountUsd, windowStart: args.windowStart, actual: args.actualUsd, hash: args.keyHash })
-    }
-    if (args.creditsUsd > 0) releaseCredits.run({ credits: args.creditsUsd, userId: args.userId })
-  }
 }
 
 export const openSqliteSpend = (filename: string): SqliteSpend => {
