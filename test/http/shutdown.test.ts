@@ -6,6 +6,7 @@
  */
 import { afterAll, describe, expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SQL } from "bun"
@@ -14,8 +15,11 @@ import { freshDatabase, pgBaseUrl, sqliteFileDatabase, type TestDatabase } from 
 const root = join(import.meta.dir, "..", "..")
 const KEY = `sk-test-shutdown-${crypto.randomUUID().replaceAll("-", "")}`
 const dbs: Array<TestDatabase> = []
+/** The servers' data folder (the secret key file they create): removed after, like the databases. */
+const dataDir = mkdtempSync(join(tmpdir(), "gw-shutdown-data-"))
 afterAll(async () => {
   for (const db of dbs) await db.drop()
+  rmSync(dataDir, { recursive: true, force: true })
 })
 
 /** A database that outlives the server process. */
@@ -41,7 +45,7 @@ const serve = async (databaseUrl: string, env: Record<string, string> = {}): Pro
       PORT: "0",
       HOST: "127.0.0.1",
       DATABASE_URL: databaseUrl,
-      GATEWAY_DATA_DIR: tmpdir(),
+      GATEWAY_DATA_DIR: dataDir,
       GATEWAY_MANAGEMENT_KEY: KEY,
       GATEWAY_LOG_LEVEL: "info",
       ...env,
