@@ -12,7 +12,7 @@ import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
 import { PaymentRequired } from "../domain/errors.js"
 import { limitWindowStart, nextReset } from "../domain/windows.js"
 import { type Reservation, settlementWith } from "../store/settlement.js"
-import { openSqliteSpend, type ReserveArgs, type ReserveOutcome } from "../store/spend-sqlite.js"
+import { openSqliteSpend, type ReserveArgs, type ReserveOutcome, type SqliteSpend } from "../store/spend-sqlite.js"
 import type { KeyRow } from "./KeyStore.js"
 
 export type { Reservation } from "../store/settlement.js"
@@ -36,50 +36,45 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
     const runtime = yield* Effect.runtime<never>()
 
     /**
-     * The first reservation of a turn of the event loop is made at once; those asked for after it
-     * in the same turn go together at the end of the turn, in one transaction (each in its
-     * savepoint, in the order asked): one commit and one pass through the main connection's permit
-     * for all of them instead of one each (~45 and ~50 µs of CPU per request). A lone request
-     * (one connection) never waits a turn: that wait cost it more than the commit it would share.
+     * Reservations on the SQLite connection, batched by turn of the event loop. The first of a
+     * turn is made at once, in the caller's fiber; those asked for after it in the same turn go
+     * together when the turn ends, in one transaction (each in its savepoint, in the order asked):
+     * one commit and one pass through the main connection's permit for all of them instead of one
+     * each (~45 and ~50 µs of CPU per request). A lone request (one connection) never waits a
+     * turn: that wait cost it more than the commit it would share.
      */
-    let turnOpen = false
-    const endTurn = () => {
-      turnOpen = false
-      reserveBatch()
-    }
-    const waiting: Array<{ readonly args: ReserveArgs; readonly resume: (outcome: Effect.Effect<ReserveOutcome>) => void }> = []
-    const reserveBatch = () => {
-      const batch = waiting.splice(0)
-      if (direct === undefined || batch.length === 0) return
-      Runtime.runCallback(runtime)(
-        sql.withTransaction(Effect.sync(() => direct.reserve(batch.map((w) => w.args)))),
-        {
+    const batchedOn = (spend: SqliteSpend) => {
+      const reserveAll = (list: ReadonlyArray<ReserveArgs>) =>
+        sql.withTransaction(Effect.sync(() => spend.reserve(list))).pipe(Effect.orDie)
+      const waiting: Array<{ readonly args: ReserveArgs; readonly resume: (outcome: Effect.Effect<ReserveOutcome>) => void }> = []
+      let turnOpen = false
+      const endTurn = () => {
+        turnOpen = false
+        const batch = waiting.splice(0)
+        if (batch.length === 0) return
+        Runtime.runCallback(runtime)(reserveAll(batch.map((w) => w.args)), {
           onExit: (exit) => {
             for (let i = 0; i < batch.length; i++) {
               batch[i]!.resume(Exit.isSuccess(exit) ? Effect.succeed(exit.value[i]!) : Effect.die(Cause.squash(exit.cause)))
             }
           },
-        },
-      )
+        })
+      }
+      return (args: ReserveArgs): Effect.Effect<ReserveOutcome> =>
+        Effect.suspend(() => {
+          if (turnOpen) return Effect.async<ReserveOutcome>((resume) => void waiting.push({ args, resume }))
+          turnOpen = true
+          setImmediate(endTurn)
+          return Effect.map(reserveAll([args]), (outcomes) => outcomes[0]!)
+        })
     }
-    const reserveDirect = (args: ReserveArgs): Effect.Effect<ReserveOutcome> =>
-      Effect.suspend(() => {
-        if (turnOpen || direct === undefined) {
-          return Effect.async<ReserveOutcome>((resume) => {
-            waiting.push({ args, resume })
-          })
-        }
-        // The first of the turn: made now, in the caller's fiber.
-        turnOpen = true
-        setImmediate(endTurn)
-        return sql.withTransaction(Effect.sync(() => direct.reserve([args])[0]!)).pipe(Effect.orDie)
-      })
+    const reserveBatched = direct === undefined ? undefined : batchedOn(direct)
 
     /** Spend in the key's current limit window according to the ledger (used when the window changed). */
-    const ledgerWindowSpend = (key: KeyRow, since: string | undefined) =>
-      sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend WHERE key_hash = ${key.hash}
-        ${key.include_byok_in_limit ? sql`` : sql`AND is_byok = 0`}
-        ${since === undefined ? sql`` : sql`AND created_at >= ${since}`}`.pipe(Effect.map((r) => Number(r[0]?.total ?? 0)))
+    const ledgerWindowSpend = (args: ReserveArgs) =>
+      sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend WHERE key_hash = ${args.keyHash}
+        ${args.includeByok ? sql`` : sql`AND is_byok = 0`}
+        ${args.since === undefined ? sql`` : sql`AND created_at >= ${args.since}`}`.pipe(Effect.map((r) => Number(r[0]?.total ?? 0)))
 
     const refuseKey = (key: KeyRow, nowMs: number) => {
       const reset = nextReset(key.limit_reset, nowMs)
@@ -91,10 +86,6 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
       })
     }
 
-    /**
-     * Holds `worstCaseUsd` against the key's limit (and the user's credits when enforced).
-     * Fails with 402 when the key's window is used up or credits cannot cover the reservation.
-     */
     /** Whether a request on `key` holds anything: the key has a limit it counts toward, or credits are enforced. */
     const holds = (key: KeyRow, options: { readonly isByok: boolean }) =>
       chargesKeyOf(key, options) || chargesCreditsOf(options)
@@ -103,40 +94,40 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
     const chargesCreditsOf = (options: { readonly isByok: boolean }) => config.creditsEnforced && !options.isByok
 
     /** The reservation through @effect/sql (Postgres, in-memory SQLite): "ok", or what refused it (rolled back). */
-    const reserveThroughSql = (key: KeyRow, args: ReserveArgs) => {
-      const { id, amount, credits, chargesKey, chargesCredits, windowStart, since, now } = args
+    const reserveThroughSql = (args: ReserveArgs) => {
+      const { id, keyHash, userId, amount, credits, chargesKey, chargesCredits, windowStart, now } = args
       return sql.withTransaction(
         Effect.gen(function* () {
           if (chargesKey) {
             // Lock the key's row first (Postgres): a PATCH resetting the window between this read
             // and the UPDATE below would otherwise erase the window's spend.
             const fresh = yield* sql.onDialectOrElse({
-              pg: () => sql<{ window_start: string | null }>`SELECT window_start FROM api_keys WHERE hash = ${key.hash} FOR UPDATE`,
-              orElse: () => sql<{ window_start: string | null }>`SELECT window_start FROM api_keys WHERE hash = ${key.hash}`,
+              pg: () => sql<{ window_start: string | null }>`SELECT window_start FROM api_keys WHERE hash = ${keyHash} FOR UPDATE`,
+              orElse: () => sql<{ window_start: string | null }>`SELECT window_start FROM api_keys WHERE hash = ${keyHash}`,
             })
             const rolled = fresh[0]?.window_start !== windowStart
-            const carried = rolled ? yield* ledgerWindowSpend(key, since) : 0
+            const carried = rolled ? yield* ledgerWindowSpend(args) : 0
             // One conditional UPDATE: admitted only while the window has room left.
             const updated = yield* sql<{ hash: string }>`UPDATE api_keys SET
                 window_spend_usd = CASE WHEN window_start = ${windowStart} THEN window_spend_usd ELSE ${carried} END,
                 window_start = ${windowStart},
                 reserved_usd = reserved_usd + ${amount}
-              WHERE hash = ${key.hash} AND limit_usd IS NOT NULL
+              WHERE hash = ${keyHash} AND limit_usd IS NOT NULL
                 AND (CASE WHEN window_start = ${windowStart} THEN window_spend_usd ELSE ${carried} END) + reserved_usd < limit_usd
               RETURNING hash`
             if (updated.length === 0) return "key" as const
           }
           if (chargesCredits) {
             const updated = yield* sql<{ id: string }>`UPDATE users SET credits_reserved_usd = credits_reserved_usd + ${credits}
-              WHERE id = ${key.user_id}
-                AND (SELECT COALESCE(SUM(amount_usd), 0) FROM credit_grants WHERE user_id = ${key.user_id})
-                  - (SELECT COALESCE(SUM(amount_usd), 0) FROM spend WHERE user_id = ${key.user_id} AND is_byok = 0)
+              WHERE id = ${userId}
+                AND (SELECT COALESCE(SUM(amount_usd), 0) FROM credit_grants WHERE user_id = ${userId})
+                  - (SELECT COALESCE(SUM(amount_usd), 0) FROM spend WHERE user_id = ${userId} AND is_byok = 0)
                   - credits_reserved_usd >= ${credits}
               RETURNING id`
             if (updated.length === 0) return "credits" as const
           }
           yield* sql`INSERT INTO reservations (id, key_hash, user_id, amount_usd, credits_usd, created_at)
-            VALUES (${id}, ${key.hash}, ${key.user_id}, ${amount}, ${credits}, ${now})`
+            VALUES (${id}, ${keyHash}, ${userId}, ${amount}, ${credits}, ${now})`
           return "ok" as const
         }).pipe(
           // A refusal rolls the transaction back so nothing stays held.
@@ -150,6 +141,10 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
       )
     }
 
+    /**
+     * Holds `worstCaseUsd` against the key's limit (and the user's credits when enforced).
+     * Fails with 402 when the key's window is used up or credits cannot cover the reservation.
+     */
     const reserve = (key: KeyRow, worstCaseUsd: number, options: { readonly isByok: boolean }) =>
       Effect.gen(function* () {
         const chargesKey = chargesKeyOf(key, options)
@@ -175,7 +170,7 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
           includeByok: Boolean(key.include_byok_in_limit),
           now,
         }
-        const ok = direct !== undefined ? yield* reserveDirect(args) : yield* reserveThroughSql(key, args)
+        const ok = reserveBatched !== undefined ? yield* reserveBatched(args) : yield* reserveThroughSql(args)
         if (ok === "key") return yield* refuseKey(key, nowMs)
         if (ok === "credits") {
           return yield* new PaymentRequired({
