@@ -95,7 +95,12 @@ export type FinishReason = "stop" | "length" | "tool_calls" | "content_filter" |
  * the assembler gives output items their places.
  */
 export type ProviderEvent =
-  | { readonly type: "text"; readonly delta: string }
+  | {
+      readonly type: "text"
+      readonly delta: string
+      /** The delta as a JSON string literal, when the upstream's own text of it is at hand (not re-encoded). */
+      readonly json?: string
+    }
   | { readonly type: "reasoning"; readonly delta: string }
   | { readonly type: "tool_call_start"; readonly index: number; readonly callId: string; readonly name: string }
   | { readonly type: "tool_call_delta"; readonly index: number; readonly delta: string }

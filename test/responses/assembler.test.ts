@@ -295,6 +295,19 @@ describe("Streaming: mixed items", () => {
     expect(assembler.completionText).toBe("I will call tools. Done.")
   })
 
+  test("completion and reasoning text before the end: closed items, then the open one", () => {
+    const assembler = new ResponseAssembler(BASE, { stream: true })
+    assembler.start()
+    assembler.push([thinking("plan "), thinking("more"), text("Hello, ")])
+    assembler.push([callStart(0, "call_a", "search"), thinking("again"), text("wor"), text("ld")])
+    // Not finished: the open message counts, each delta once.
+    expect(assembler.completionText).toBe("Hello, world")
+    expect(assembler.reasoningText).toBe("plan moreagain")
+    assembler.finish()
+    expect(assembler.completionText).toBe("Hello, world")
+    expect(assembler.reasoningText).toBe("plan moreagain")
+  })
+
   test("empty deltas open nothing", () => {
     const { sse } = run([[text(""), thinking(""), callDelta(0, "")], [finishWith("stop")]])
     expect(types(sse)).toEqual(["response.created", "response.in_progress", "response.completed"])

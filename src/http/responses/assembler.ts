@@ -235,8 +235,6 @@ export class ResponseAssembler {
   /** Upstream tool-call indexes already given an item (a late delta for a closed call is dropped). */
   private readonly seenCalls = new Set<number>()
 
-  private readonly text = new TextBuffer()
-  private readonly reasoning = new TextBuffer()
   private lastUsage: Usage | undefined = undefined
   private reason: FinishReason | undefined = undefined
 
@@ -256,11 +254,11 @@ export class ResponseAssembler {
 
   /** The completion text of every message item so far. */
   get completionText(): string {
-    return this.text.value
+    return this.textOf("message")
   }
   /** The reasoning text of every reasoning item so far. */
   get reasoningText(): string {
-    return this.reasoning.value
+    return this.textOf("reasoning")
   }
   /** The last usage the upstream reported. */
   get usage(): Usage | undefined {
@@ -302,8 +300,7 @@ export class ResponseAssembler {
           const open = this.open
           const item = open?.kind === "message" ? open : this.openMessage()
           item.text.append(e.delta)
-          this.text.append(e.delta)
-          if (this.stream) this.buf += TEXT_DELTA + this.seq++ + item.deltaHead + JSON.stringify(e.delta) + TEXT_DELTA_TAIL
+          if (this.stream) this.buf += TEXT_DELTA + this.seq++ + item.deltaHead + (e.json ?? JSON.stringify(e.delta)) + TEXT_DELTA_TAIL
           break
         }
         case "reasoning": {
@@ -311,7 +308,6 @@ export class ResponseAssembler {
           const open = this.open
           const item = open?.kind === "reasoning" ? open : this.openReasoning()
           item.text.append(e.delta)
-          this.reasoning.append(e.delta)
           if (this.stream) this.buf += SUMMARY_DELTA + this.seq++ + item.deltaHead + JSON.stringify(e.delta) + PLAIN_TAIL
           break
         }
@@ -411,6 +407,18 @@ export class ResponseAssembler {
   }
 
   // ---- internals: each appends its events to `buf`; the public methods hand it out ----
+
+  /** The text of every item of `kind` so far, closed ones then the open one (each delta is kept once, in its item). */
+  private textOf(kind: "message" | "reasoning"): string {
+    let text = ""
+    for (const item of this.output) {
+      if (kind === "message" && item.type === "message") for (const part of item.content) text += part.type === "output_text" ? part.text : ""
+      else if (kind === "reasoning" && item.type === "reasoning") for (const part of item.summary) text += part.text
+    }
+    const open = this.open
+    if (open?.kind === kind) text += open.text.value
+    return text
+  }
 
   private take(): string {
     const out = this.buf

@@ -2,8 +2,13 @@
  * Chat Completions SSE chunks → ProviderEvents. The finish reason arrives before the usage
  * chunk (`stream_options.include_usage`), so both are held and emitted as usage then finish at
  * `[DONE]`, the order every adapter keeps.
+ *
+ * Text chunks of one stream differ only in their content: once one has been parsed in full, the
+ * next ones that have the same text around a valid JSON string literal are read in place, their
+ * literal forwarded as it came (see json-literal.ts). Any other chunk is parsed in full.
  */
 import { errorFromEvent } from "../errors"
+import { jsonLiteralEnd, jsonLiteralValue } from "../json-literal"
 import type { SseEvent } from "../sse"
 import { ProviderError, type FinishReason, type ProviderEvent, type Usage } from "../types"
 import type { StreamTranslator } from "../wire"
@@ -16,8 +21,19 @@ export class ChatStreamTranslator implements StreamTranslator {
   /** Upstream tool call indexes already announced with tool_call_start. */
   private readonly startedCalls = new Set<number>()
 
+  /** The raw text of a plain text chunk around its content literal, once one was seen. */
+  private template: { readonly prefix: string; readonly suffix: string } | undefined
+
   push(event: SseEvent, out: Array<ProviderEvent>): void {
     const data = event.data
+    const template = this.template
+    if (template !== undefined && event.event === undefined) {
+      const json = contentLiteralOf(data, template.prefix, template.suffix)
+      if (json !== undefined) {
+        if (json.length > 2) out.push({ type: "text", delta: jsonLiteralValue(json), json })
+        return
+      }
+    }
     if (data === "[DONE]") {
       this.close(out)
       return
@@ -59,6 +75,22 @@ export class ChatStreamTranslator implements StreamTranslator {
       }
     }
     if (choice.finish_reason != null) this.finish = chatFinishReason(choice.finish_reason)
+    else if (this.template === undefined && event.event === undefined && chunk.usage == null) this.learn(data, delta)
+  }
+
+  /** Keeps `data` as the template when it is a plain text chunk whose content literal is found in place. */
+  private learn(data: string, delta: NonNullable<ChatChunk["choices"]>[number]["delta"]): void {
+    if (delta === undefined || typeof delta.content !== "string" || delta.content.length === 0) return
+    if (delta.reasoning != null || delta.reasoning_content != null || delta.tool_calls != null) return
+    const at = data.indexOf(CONTENT_KEY)
+    if (at === -1) return
+    const start = at + CONTENT_KEY.length
+    const end = jsonLiteralEnd(data, start)
+    if (end === -1 || jsonLiteralValue(data.slice(start, end)) !== delta.content) return
+    const suffix = data.slice(end)
+    // A later key of the same name would be the one JSON.parse keeps: no template then.
+    if (suffix.includes('"content"') || suffix.includes('"delta"') || suffix.includes('"choices"')) return
+    this.template = { prefix: data.slice(0, start), suffix }
   }
 
   /** Servers that skip `[DONE]` still end complete once they gave a finish reason. */
@@ -73,4 +105,13 @@ export class ChatStreamTranslator implements StreamTranslator {
     if (this.usage !== undefined) out.push({ type: "usage", usage: this.usage })
     out.push({ type: "finish", reason: this.finish ?? "stop" })
   }
+}
+
+const CONTENT_KEY = '"delta":{"content":'
+
+/** The content literal of `data` when it is `prefix`, one valid JSON string literal, then `suffix`. */
+const contentLiteralOf = (data: string, prefix: string, suffix: string): string | undefined => {
+  const end = data.length - suffix.length
+  if (end < prefix.length + 2 || !data.startsWith(prefix) || !data.endsWith(suffix)) return undefined
+  return jsonLiteralEnd(data, prefix.length) === end ? data.slice(prefix.length, end) : undefined
 }

