@@ -6,6 +6,7 @@
  */
 import { Cause, HashMap, Layer, Logger, LogLevel } from "effect"
 import type { Settings } from "../config/Config.js"
+import { isoTime } from "../domain/time.js"
 import type { RequestTrace } from "./metrics.js"
 
 export type LogLevelName = Settings["logLevel"]
@@ -50,7 +51,7 @@ export const makeRequestLogger = (level: LogLevelName) => {
     const lineLevel = status >= 500 ? "error" : "info"
     if (RANK[lineLevel] < rank) return
     const line: Record<string, unknown> = {
-      time: new Date().toISOString(),
+      time: isoTime(Date.now()),
       level: lineLevel,
       msg: "request",
       request_id: trace.id,

@@ -15,7 +15,7 @@ import { KeyStore } from "../services/KeyStore.js"
 import { GatewayApi } from "./Api.js"
 import { checkJsonContentType, hasBody, readCapped, tooLarge } from "./body.js"
 import { loggerLayer, logWriter, makeRequestLogger } from "./log.js"
-import { GatewayMetrics, RequestTrace, requestIdOf, type TraceEnd } from "./metrics.js"
+import { GatewayMetrics, RequestTrace, requestIdOf, serverTiming, type TraceEnd } from "./metrics.js"
 import { makeResponsesRoute } from "./responses/route.js"
 
 type Handler = (req: Request) => Response | Promise<Response>
@@ -98,16 +98,13 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
       }
       const headMs = performance.now() - trace.startedAt
       trace.headMs = headMs
-      try {
-        res.headers.set("x-request-id", trace.id)
-        res.headers.set(
-          "server-timing",
-          trace.provider === undefined
-            ? `gw;dur=${headMs.toFixed(2)}`
-            : `gw;dur=${(headMs - trace.upstreamMs).toFixed(2)}, upstream;dur=${trace.upstreamMs.toFixed(2)}`,
-        )
-      } catch {
-        // A response with immutable headers goes out without them.
+      if (!trace.headed) {
+        try {
+          res.headers.set("x-request-id", trace.id)
+          res.headers.set("server-timing", serverTiming(trace, headMs))
+        } catch {
+          // A response with immutable headers goes out without them.
+        }
       }
       if (!trace.streaming) trace.end(res.status)
       else if (metrics !== undefined) metrics.streamsStarted++

@@ -10,6 +10,7 @@
  * - `[slow:MS]`: MS milliseconds between deltas;
  * - `[ttft:MS]`: MS milliseconds before the first delta of a stream.
  */
+import type { AbortLike } from "./abort"
 import { ProviderError, type InputItem, type NormalizedRequest, type Provider, type ProviderEvent, type UpstreamCall, type Usage } from "./types"
 
 export const FAKE_REASONING = "Thinking it over step by step."
@@ -110,7 +111,7 @@ const script = (request: NormalizedRequest): Script => {
 const aborted = (): ProviderError => new ProviderError("connection", "the upstream call was aborted by the caller")
 
 /** Waits `ms`, rejecting as soon as the signal aborts. */
-const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
+const sleep = (ms: number, signal: AbortLike): Promise<void> =>
   new Promise((resolve, reject) => {
     if (signal.aborted) return reject(aborted())
     const onAbort = (): void => {
@@ -124,7 +125,7 @@ const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
     signal.addEventListener("abort", onAbort, { once: true })
   })
 
-async function* play(plan: Script, signal: AbortSignal): AsyncGenerator<ReadonlyArray<ProviderEvent>, void, undefined> {
+async function* play(plan: Script, signal: AbortLike): AsyncGenerator<ReadonlyArray<ProviderEvent>, void, undefined> {
   for (let i = 0; i < plan.batches.length; i++) {
     if (signal.aborted) throw aborted()
     if (i === 0 && plan.firstDelayMs > 0) await sleep(plan.firstDelayMs, signal)
@@ -134,7 +135,7 @@ async function* play(plan: Script, signal: AbortSignal): AsyncGenerator<Readonly
   }
 }
 
-const open = async (request: NormalizedRequest, _config: unknown, options: { stream: boolean; signal: AbortSignal }): Promise<UpstreamCall> => {
+const open = async (request: NormalizedRequest, _config: unknown, options: { stream: boolean; signal: AbortLike }): Promise<UpstreamCall> => {
   if (options.signal.aborted) throw aborted()
   const text = lastUserText(request.input)
   const failure = FAIL.exec(text)

@@ -4,6 +4,7 @@
  * body read as JSON or as SSE translated read by read. Per-chunk work is plain code (DESIGN §4: an Effect Stream
  * step costs 15-20 µs per chunk).
  */
+import { type AbortLike, PlainAbort } from "./abort"
 import { errorDetailOf, errorFromStatus } from "./errors"
 import { type BodySink, defaultTransport, type Transport, type UpstreamResponse } from "./http1"
 import { createSseParser, endSse, feedSse } from "./sse"
@@ -21,13 +22,13 @@ const sharedTransport = (): Transport => (shared ??= defaultTransport())
  * for the response head, for a JSON body, and for each gap between stream chunks.
  */
 class UpstreamLink {
-  readonly controller = new AbortController()
+  readonly controller = new PlainAbort()
   timedOut = false
   private lastActivity = performance.now()
   private timer: ReturnType<typeof setTimeout> | undefined
 
   constructor(
-    private readonly caller: AbortSignal,
+    private readonly caller: AbortLike,
     private readonly timeoutMs: number,
   ) {
     caller.addEventListener("abort", this.onCallerAbort, { once: true })
@@ -275,7 +276,7 @@ const openUpstream = async (
   const link = new UpstreamLink(options.signal, config.timeout_ms ?? DEFAULT_TIMEOUT_MS)
   let response: UpstreamResponse
   try {
-    response = await transport({ url, headers, body: JSON.stringify(upstreamBody), signal: link.controller.signal })
+    response = await transport({ url, headers, body: JSON.stringify(upstreamBody), signal: link.controller })
   } catch (cause) {
     link.close()
     throw link.failure(cause)
@@ -306,7 +307,14 @@ const openUpstream = async (
     } finally {
       link.close()
     }
-    return { upstreamBody, events: oneBatch(eventsOfJson(wire, text)) }
+    const whole = eventsOfJson(wire, text)
+    return {
+      upstreamBody,
+      whole,
+      get events() {
+        return oneBatch(whole)
+      },
+    }
   }
   const events = new StreamEvents(wire, response, link)
   return { upstreamBody, events, subscribe: (consumer) => events.subscribe(consumer) }

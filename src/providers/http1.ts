@@ -15,6 +15,7 @@
  * bounded by the output tokens reserved.
  */
 import type { Socket } from "bun"
+import type { AbortLike } from "./abort"
 
 /**
  * Where a body goes. A chunk is valid only during the call: decode or copy it there. One network
@@ -50,7 +51,7 @@ export interface UpstreamRequest {
   readonly headers: Readonly<Record<string, string>>
   readonly body: string
   /** Aborting closes the connection and fails the request or its body with the signal's reason. */
-  readonly signal: AbortSignal
+  readonly signal: AbortLike
 }
 
 export type Transport = (request: UpstreamRequest) => Promise<UpstreamResponse>
@@ -552,7 +553,7 @@ const requestBytes = (origin: Origin, path: string, headers: Readonly<Record<str
 const STALE_WINDOW_MS = 250
 
 /** A new connection, unless the signal aborts first (a connect can hang for minutes). */
-const connectUnlessAborted = (pool: Pool, origin: Origin, signal: AbortSignal): Promise<Connection> => {
+const connectUnlessAborted = (pool: Pool, origin: Origin, signal: AbortLike): Promise<Connection> => {
   if (signal.aborted) return Promise.reject(abortError(signal))
   return new Promise((resolve, reject) => {
     let settled = false
@@ -576,7 +577,7 @@ const connectUnlessAborted = (pool: Pool, origin: Origin, signal: AbortSignal): 
   })
 }
 
-const abortError = (signal: AbortSignal): Error => (signal.reason instanceof Error ? signal.reason : new Error("the upstream call was aborted"))
+const abortError = (signal: AbortLike): Error => (signal.reason instanceof Error ? signal.reason : new Error("the upstream call was aborted"))
 
 /** A client with its own connection pool; `tls` adds options such as a private `ca` (tests). */
 export const http1Transport = (tls?: Bun.TLSOptions): Transport => {
@@ -629,13 +630,22 @@ export const http1Transport = (tls?: Bun.TLSOptions): Transport => {
 
 // ------------------------------------------------------------------ fetch, for proxies
 
+/** `fetch` takes a real AbortSignal: one that follows `signal` when it is not one already. */
+const nativeSignal = (signal: AbortLike): AbortSignal => {
+  if (signal instanceof AbortSignal) return signal
+  const controller = new AbortController()
+  if (signal.aborted) controller.abort(signal.reason)
+  else signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true })
+  return controller.signal
+}
+
 /** The same interface over `fetch`, which honours HTTP_PROXY / HTTPS_PROXY / NO_PROXY. */
 export const fetchTransport: Transport = async (request) => {
   const response = await fetch(request.url, {
     method: "POST",
     headers: request.headers,
     body: request.body,
-    signal: request.signal,
+    signal: nativeSignal(request.signal),
     keepalive: true,
   })
   const body = response.body

@@ -8,6 +8,8 @@
  * functions (an Effect Stream step costs 15-20 µs per chunk, DESIGN §4).
  */
 
+import type { AbortLike } from "./abort"
+
 export type Role = "system" | "developer" | "user" | "assistant"
 
 export interface CacheControl {
@@ -145,7 +147,7 @@ export interface ProviderConfig {
 
 export interface CallOptions {
   readonly stream: boolean
-  readonly signal: AbortSignal
+  readonly signal: AbortLike
   /** Resolved API key (from `api_key_env`), if any. */
   readonly apiKey?: string
 }
@@ -169,6 +171,8 @@ export interface UpstreamCall {
    * batch; instead of iterating `events`, not both. Returns a function that drops the upstream.
    */
   readonly subscribe?: (consumer: EventConsumer) => () => void
+  /** A non-streamed answer already read whole: its events, the one batch `events` yields (no iteration needed). */
+  readonly whole?: ReadonlyArray<ProviderEvent>
 }
 
 /**

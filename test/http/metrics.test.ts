@@ -96,6 +96,27 @@ describe("Server-Timing and request ids", () => {
     expect(res.headers.get("x-request-id")).toMatch(/^req_[0-9a-f]{12}[0-9a-z]+$/)
   })
 
+  test("a streamed answer carries them on its head, and a model answer keeps the caller's request id", async () => {
+    const res = await gw().fetch("/v1/responses", {
+      method: "POST",
+      json: { model: "demo/echo", input: "timing", stream: true, ...PINNED },
+      headers: { "x-request-id": "trace-stream.1" },
+    })
+    await res.text()
+    expect(res.headers.get("x-request-id")).toBe("trace-stream.1")
+    expect(res.headers.get("server-timing")).toMatch(/^gw;dur=\d+\.\d\d, upstream;dur=\d+\.\d\d$/)
+    expect(res.headers.get("x-generation-id")).toMatch(/^gen-/)
+    const json = await gw().fetch("/v1/responses", {
+      method: "POST",
+      json: { model: "demo/echo", input: "timing", ...PINNED },
+      headers: { "x-request-id": "trace-json.1" },
+    })
+    await json.text()
+    expect(json.headers.get("x-request-id")).toBe("trace-json.1")
+    // One of each, whoever set them.
+    expect(json.headers.get("server-timing")?.split("gw;dur=")).toHaveLength(2)
+  })
+
   test("the caller's x-request-id is kept when it is a sane token, replaced otherwise", async () => {
     const kept = await gw().fetch("/v1/health", { headers: { "x-request-id": "trace-abc.123" } })
     expect(kept.headers.get("x-request-id")).toBe("trace-abc.123")

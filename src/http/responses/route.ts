@@ -9,12 +9,14 @@ import { Context, Effect, Either, Exit, Option, Runtime } from "effect"
 import type { Settings } from "../../config/Config.js"
 import { type ApiError, errorHeaders, envelopeOf, InternalError, RequestTimeout } from "../../domain/errors.js"
 import { costOf, estimateTokens } from "../../domain/pricing.js"
+import { PlainAbort } from "../../providers/abort.js"
 import { consumeEvents } from "../../providers/consume.js"
 import { providerFor } from "../../providers/index.js"
 import { ProviderError, type UpstreamCall, type Usage } from "../../providers/types.js"
 import { Router } from "../../routing/Router.js"
 import type { Endpoint } from "../../services/Catalog.js"
 import { type GenerationEntry, newGenerationId } from "../../domain/generations.js"
+import { isoTime } from "../../domain/time.js"
 import { GenerationStore } from "../../services/GenerationStore.js"
 import { Spend } from "../../services/Spend.js"
 import { ContentPolicy } from "../../services/ContentPolicy.js"
@@ -124,7 +126,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
             model: endpoint.modelId,
             providerName: endpoint.provider.id,
             upstreamModel: endpoint.upstreamModel,
-            createdAt: new Date(startedAt).toISOString(),
+            createdAt: isoTime(startedAt),
             streamed,
             cancelled: outcome.status === "cancelled",
             finishReason: assembler?.finishReason ?? null,
@@ -245,7 +247,8 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     const withMetadata = metadataEnabled(req.headers)
 
     // The upstream call is aborted when the client goes away or our deadline passes.
-    const upstreamAbort = new AbortController()
+    // Plain (no native controller or listener): only the client's own signal is native.
+    const upstreamAbort = new PlainAbort()
     const onClientAbort = () => upstreamAbort.abort(new Error("client disconnected"))
     req.signal.addEventListener("abort", onClientAbort, { once: true })
     // The client may have gone while we read the body or decided: its abort event already fired.
@@ -355,12 +358,19 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     if (!streaming) {
       let firstTokenAt: number | undefined
       try {
-        for await (const batch of call.events) {
-          if (firstTokenAt === undefined) {
-            firstTokenAt = Date.now()
-            trace?.markFirstToken()
+        if (call.whole !== undefined) {
+          // Read whole already: no iteration, no promise.
+          firstTokenAt = Date.now()
+          trace?.markFirstToken()
+          assembler.push(call.whole)
+        } else {
+          for await (const batch of call.events) {
+            if (firstTokenAt === undefined) {
+              firstTokenAt = Date.now()
+              trace?.markFirstToken()
+            }
+            assembler.push(batch)
           }
-          assembler.push(batch)
         }
       } catch (e) {
         cleanup()
@@ -410,7 +420,8 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
         status: assembler.status === "incomplete" ? "incomplete" : "completed",
         firstTokenAt,
       })
-      return new Response(JSON.stringify(assembler.result()), { status: 200, headers: { ...JSON_HEADERS, ...idHeader } })
+      const json = JSON.stringify(assembler.result())
+      return new Response(json, { status: 200, headers: { ...JSON_HEADERS, ...idHeader, ...trace?.head() } })
     }
 
     // Streaming: the first byte goes out now; from here a failure is `response.failed`, never a fallback.
@@ -515,6 +526,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
         "cache-control": "no-cache",
         "x-accel-buffering": "no",
         ...idHeader,
+        ...trace?.head(),
       },
     })
   }
