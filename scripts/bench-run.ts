@@ -4,7 +4,7 @@
  * against the floor (a bare Bun proxy, scripts/bench-proxy.ts) and, when it installs, a peer
  * gateway (Portkey), all in front of the same mock upstream (scripts/mock-upstream.ts,
  * openai-chat wire). Servers are pinned to core 0, the mock and the load generator
- * (scripts/bench-load.ts) to core 1. Runs are interleaved (A B C A B C …) and medians reported;
+ * (scripts/bench-load.ts) to core 1. Runs are interleaved (A B C, C B A, …) and medians reported;
  * server CPU comes from /proc/<pid>/stat (utime + stime) around each run.
  *
  *   bun scripts/bench-run.ts [--rounds 5] [--duration-ms 5000] [--held 2000] [--held-seconds 60]
@@ -402,7 +402,10 @@ for (const scenario of scenarios) {
   say(`${scenario.id}: warm-up`)
   for (const target of targetsOf(scenario)) await load(specOf(target, scenario, options.warmupMs))
   for (let round = 1; round <= options.rounds; round++) {
-    for (const target of targetsOf(scenario)) {
+    // Order reversed every other round (A B C, C B A, …): a server measured first in a round
+    // measured slower in same-build A/Bs here, and a fixed order would favour the others.
+    const inOrder = targetsOf(scenario)
+    for (const target of round % 2 === 1 ? inOrder : [...inOrder].reverse()) {
       const before = cpuMicros(target.pid)
       const result = await load(specOf(target, scenario, options.durationMs))
       const cpuUs = cpuMicros(target.pid) - before
@@ -534,7 +537,7 @@ out()
 out(`Run ${new Date().toISOString()} on ${cpuModel}, ${coreCount} cores, Bun ${bunVersion}; ${elapsed.toFixed(0)} s of load.`)
 out(
   `Loopback; ${hasTaskset ? "servers pinned to core 0, mock upstream and load generator to core 1 (taskset)" : "no pinning (taskset or a second core missing)"}; ` +
-    `${options.rounds} interleaved rounds of ${options.durationMs / 1000} s per server and scenario, medians. ` +
+    `${options.rounds} interleaved rounds of ${options.durationMs / 1000} s per server and scenario (order reversed every other round), medians. ` +
     `Server CPU = utime + stime of the server process (/proc/<pid>/stat) over the run.`,
 )
 out(
