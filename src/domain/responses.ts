@@ -511,10 +511,13 @@ const CUTTABLE = Either.isRight(decodeWhole({}))
  * whole Struct's whatever path found it. Bodies are `JSON.parse` output, whose own keys are all
  * enumerable (an object with a hidden own `stream` would be read differently by the two).
  * The first 256 sets of fields seen are cached for the life of the process; later sets are
- * decoded whole (correct, only slower), so no caller can make the cache grow.
+ * decoded whole (correct, only slower), so no caller can make the cache grow. The commonest body
+ * (model and a string input) does not reach the Struct at all: see `decodeSimple`.
  */
 const decodeShape = (input: unknown): Either.Either<ResponsesRequest, BadRequest> => {
   if (!CUTTABLE || typeof input !== "object" || input === null || Array.isArray(input)) return decodeWhole(input)
+  const simple = decodeSimple(input)
+  if (simple !== undefined) return Either.right(simple)
   const present = [...DEFAULTED]
   for (const name of Object.keys(input)) {
     const at = FIELD_INDEX.get(name)
@@ -537,8 +540,35 @@ const decodeShape = (input: unknown): Either.Either<ResponsesRequest, BadRequest
   return Either.isRight(decoded) ? decoded : decodeWhole(input)
 }
 
+const SIMPLE_KEYS = new Set(["model", "input", "stream", "store"])
+
+/**
+ * The commonest body, checked in plain code: `model` and `input` strings, `stream` and `store`
+ * booleans, no other key. The value is the Struct's for it (its fields in the Struct's order, the
+ * two defaults filled in): ~0.1 µs instead of ~2 µs. Any other body, or a value of another type,
+ * is undefined here and goes to the Struct.
+ */
+const decodeSimple = (body: object): ResponsesRequest | undefined => {
+  const fields = body as Record<string, unknown>
+  for (const name in fields) {
+    if (!SIMPLE_KEYS.has(name) || !Object.hasOwn(fields, name) || fields[name] === undefined) return undefined
+  }
+  const { model, input, stream, store } = fields
+  if (model !== undefined && typeof model !== "string") return undefined
+  if (input !== undefined && typeof input !== "string") return undefined
+  if (stream !== undefined && typeof stream !== "boolean") return undefined
+  if (store !== undefined && typeof store !== "boolean") return undefined
+  // Built in the Struct's field order: JSON made from the request keeps its key order.
+  const out: { model?: string; input?: string; stream?: boolean; store?: boolean } = {}
+  if (model !== undefined) out.model = model
+  if (input !== undefined) out.input = input
+  out.stream = stream ?? false
+  out.store = store ?? false
+  return out as ResponsesRequest
+}
+
 /** The whole Struct's decoder and the cut one, for the test that holds them equal. */
-export const decodersForTest = { whole: decodeWhole, cut: decodeShape, subsets: () => bySubset.size, cuttable: CUTTABLE } as const
+export const decodersForTest = { whole: decodeWhole, cut: decodeShape, simple: decodeSimple, subsets: () => bySubset.size, cuttable: CUTTABLE } as const
 
 /** Decodes a request body and applies the rules that make the service stateless. */
 export const decodeResponsesRequest = (input: unknown): Either.Either<ResponsesRequest, BadRequest> =>

@@ -109,3 +109,43 @@ test("the stateless rules still apply after the cut decode", () => {
   expect(Either.isLeft(decodeResponsesRequest({ model: "m", previous_response_id: "resp_1" }))).toBe(true)
   expect(decodeResponsesRequest({ model: "m", input: "hi" })).toEqual(Either.right({ model: "m", input: "hi", stream: false, store: false }))
 })
+
+test("the plain-code path for model, a string input, stream and store: the Struct's value, in its key order", () => {
+  const { simple } = decodersForTest
+  const values = {
+    model: [undefined, "openai/gpt-x", "", 5, null, ["a"]],
+    input: [undefined, "hello", "", 7, null, [], [{ role: "user", content: "hi" }]],
+    stream: [undefined, true, false, "yes", null, 0],
+    store: [undefined, false, true, "no", null],
+  } as const
+  const keys = Object.keys(values) as Array<keyof typeof values>
+  let taken = 0
+  for (const model of values.model)
+    for (const input of values.input)
+      for (const stream of values.stream)
+        for (const store of values.store) {
+          const picked: Record<string, unknown> = { model, input, stream, store }
+          // Every key order of the present fields: rotate them.
+          const present = keys.filter((k) => picked[k] !== undefined)
+          for (let r = 0; r < Math.max(1, present.length); r++) {
+            const order = [...present.slice(r), ...present.slice(0, r)]
+            const body = JSON.parse(JSON.stringify(Object.fromEntries(order.map((k) => [k, picked[k]]))))
+            expectSame(body)
+            const fast = simple(body)
+            if (fast !== undefined) {
+              taken++
+              const whole = decodersForTest.whole(body)
+              expect(Either.isRight(whole) && JSON.stringify(whole.right)).toBe(JSON.stringify(fast))
+            }
+          }
+        }
+  // The path is taken for the plain bodies (strings and booleans only), not for the others.
+  expect(taken).toBeGreaterThan(100)
+  expect(simple(JSON.parse('{"model":"m","input":"x","user":"u"}'))).toBeUndefined()
+  expect(simple(JSON.parse('{"model":"m","input":[]}'))).toBeUndefined()
+  expect(simple(JSON.parse('{"model":"m","__proto__":{"x":1}}'))).toBeUndefined()
+  expect(simple(Object.create({ model: "inherited" }))).toBeUndefined()
+  expect(simple({ model: undefined })).toBeUndefined()
+  expect(simple(JSON.parse('{"input":"x","model":"m"}'))).toEqual({ model: "m", input: "x", stream: false, store: false })
+  expect(JSON.stringify(simple(JSON.parse('{"stream":true,"input":"x","model":"m"}')))).toBe('{"model":"m","input":"x","stream":true,"store":false}')
+})
