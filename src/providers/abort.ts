@@ -38,7 +38,8 @@ export class PlainAbort implements AbortLike {
   }
 
   addEventListener(_type: "abort", listener: () => void): void {
-    if (!this.aborted) this.listeners.push(listener)
+    // As with an AbortSignal: the same listener added twice runs once.
+    if (!this.aborted && !this.listeners.includes(listener)) this.listeners.push(listener)
   }
 
   removeEventListener(_type: "abort", listener: () => void): void {

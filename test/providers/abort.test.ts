@@ -21,6 +21,21 @@ describe("PlainAbort", () => {
     expect((abort.signal.reason as Error).message).toBe("why")
   })
 
+  test("the same listener added twice runs once, as with an AbortSignal", () => {
+    const count = (target: { addEventListener: PlainAbort["addEventListener"] }, abort: () => void) => {
+      let calls = 0
+      const listener = () => calls++
+      target.addEventListener("abort", listener)
+      target.addEventListener("abort", listener)
+      abort()
+      return calls
+    }
+    const plain = new PlainAbort()
+    const native = new AbortController()
+    expect(count(plain, () => plain.abort())).toBe(1)
+    expect(count(native.signal, () => native.abort())).toBe(1)
+  })
+
   test("without a reason it aborts with an AbortError, as AbortController does", () => {
     const plain = new PlainAbort()
     const native = new AbortController()

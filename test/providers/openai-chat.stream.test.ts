@@ -127,6 +127,28 @@ describe("Chat Completions stream translator", () => {
     expect(texts(run([dup("b"), dup("x"), dup("y")]))).toEqual(["b", "b", "b"])
   })
 
+  test("a literal that is not choices[0].delta.content is never learned, however the chunk hides it", () => {
+    // Each case: the first chunk has the same value in the decoy and the real content, so a
+    // template pinned to the decoy would pass the value check; later chunks differ in the decoy.
+    const cases: Array<(x: string) => string> = [
+      // Two choices; choice 0 names its role first, so the first `"delta":{"content":` is choice 1's.
+      (x) => `{"choices":[{"index":0,"delta":{"role":"assistant","content":"The"},"finish_reason":null},{"index":1,"delta":{"content":${x}},"finish_reason":null}]}`,
+      // A nested decoy, the real key written with a space.
+      (x) => `{"choices":[{"delta":{ "content":"a","meta":{"delta":{"content":${x}}}}}]}`,
+      // A later duplicate of the key, escaped so its raw text is not "content".
+      (x) => `{"choices":[{"delta":{"content":${x},"\u0063ontent":"a"}}]}`,
+      // The real delta key escaped, a decoy after the choices.
+      (x) => `{"choices":[{"\u0064elta":{"content":"a"}}],"x":{"delta":{"content":${x}}}}`,
+      // A decoy before the choices, in an object of its own.
+      (x) => `{"x":{"choices":[{"delta":{"content":${x}}}]},"choices":[{"delta":{"content":"a"}}]}`,
+    ]
+    for (const chunk of cases) {
+      const first = JSON.parse(chunk('"a"')) as { choices: Array<{ delta: { content: string } }> }
+      const datas = [chunk(JSON.stringify(first.choices[0]?.delta.content ?? "a")), chunk('"b"'), chunk('"EVIL"')]
+      expect(texts(run(datas))).toEqual(parsedTexts(datas))
+    }
+  })
+
   test("reasoning, tool calls and usage in a chunk keep it out of the template", () => {
     const reasoning = `${HEAD}{"index":0,"delta":{"content":"a","reasoning_content":"r"},"finish_reason":null}]}`
     const events = run([reasoning, reasoning.replace('"a"', '"b"')])

@@ -82,15 +82,24 @@ export class ChatStreamTranslator implements StreamTranslator {
   private learn(data: string, delta: NonNullable<ChatChunk["choices"]>[number]["delta"]): void {
     if (delta === undefined || typeof delta.content !== "string" || delta.content.length === 0) return
     if (delta.reasoning != null || delta.reasoning_content != null || delta.tool_calls != null) return
-    const at = data.indexOf(CONTENT_KEY)
+    // The literal must provably be choices[0].delta.content: the key right after `"choices":[{`
+    // with nothing nested in between, no escape anywhere outside the literal (an escaped key
+    // name would hide from these checks), and no later key of the same names (JSON.parse keeps
+    // the last one).
+    const choices = data.indexOf(CHOICES_OPEN)
+    if (choices === -1) return
+    const at = data.indexOf(CONTENT_KEY, choices + CHOICES_OPEN.length)
     if (at === -1) return
+    const between = data.slice(choices + CHOICES_OPEN.length, at)
+    if (/[[\]{}]/.test(between)) return
     const start = at + CONTENT_KEY.length
     const end = jsonLiteralEnd(data, start)
     if (end === -1 || jsonLiteralValue(data.slice(start, end)) !== delta.content) return
+    const prefix = data.slice(0, start)
     const suffix = data.slice(end)
-    // A later key of the same name would be the one JSON.parse keeps: no template then.
+    if (prefix.includes("\\") || suffix.includes("\\")) return
     if (suffix.includes('"content"') || suffix.includes('"delta"') || suffix.includes('"choices"')) return
-    this.template = { prefix: data.slice(0, start), suffix }
+    this.template = { prefix, suffix }
   }
 
   /** Servers that skip `[DONE]` still end complete once they gave a finish reason. */
@@ -107,6 +116,7 @@ export class ChatStreamTranslator implements StreamTranslator {
   }
 }
 
+const CHOICES_OPEN = '"choices":[{'
 const CONTENT_KEY = '"delta":{"content":'
 
 /** The content literal of `data` when it is `prefix`, one valid JSON string literal, then `suffix`. */
