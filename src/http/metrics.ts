@@ -220,13 +220,13 @@ export const requestIdOf = (headers: Headers): string => {
 /** Ends a trace: the server records it (metrics, log line) once the response is complete. */
 export type TraceEnd = (trace: RequestTrace, status: number) => void
 
-/** What one request carries through the server and the data-plane route. */
 /** The `Server-Timing` value: the gateway's own time to the head, and the upstream's when there was one. */
 export const serverTiming = (trace: RequestTrace, headMs: number): string =>
   trace.provider === undefined
     ? `gw;dur=${headMs.toFixed(2)}`
     : `gw;dur=${(headMs - trace.upstreamMs).toFixed(2)}, upstream;dur=${trace.upstreamMs.toFixed(2)}`
 
+/** What one request carries through the server and the data-plane route. */
 export class RequestTrace {
   /** performance.now() when the request arrived. */
   readonly startedAt = performance.now()
