@@ -14,7 +14,9 @@ export interface TestGateway {
 }
 
 export const startTestGateway = async (overrides: Partial<Settings> = {}): Promise<TestGateway & { stop: () => Promise<void> }> => {
-  const db: TestDatabase = await freshDatabase()
+  // A caller that brings its own database keeps it (and drops it): none is made here then, so
+  // none is left behind (an unused Postgres database per CI run, before).
+  const db: TestDatabase = overrides.databaseUrl === undefined ? await freshDatabase() : { url: overrides.databaseUrl, drop: async () => {} }
   const server = await startServer(GatewayConfig.layer(testSettings({ databaseUrl: db.url, ...overrides })))
   const adminKey = Option.getOrThrow(server.createdSecret)
   const base = server.url
