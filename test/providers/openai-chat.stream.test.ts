@@ -3,7 +3,7 @@
  * path a chunk takes, the events are the ones a full JSON.parse of it gives.
  */
 import { describe, expect, test } from "bun:test"
-import { jsonLiteralEnd, jsonLiteralValue } from "../../src/providers/json-literal"
+import { jsonLiteralEnd, jsonStringValue } from "../../src/providers/json-literal"
 import { ChatStreamTranslator } from "../../src/providers/openai-chat/stream"
 import { ProviderError, type ProviderEvent } from "../../src/providers/types"
 import { ResponseAssembler } from "../../src/http/responses/assembler"
@@ -31,17 +31,20 @@ describe("JSON string literals read in place", () => {
       const literal = JSON.stringify(value)
       const text = `x${literal}tail`
       expect(jsonLiteralEnd(text, 1)).toBe(1 + literal.length)
-      expect(jsonLiteralValue(literal)).toBe(value)
+      expect(jsonStringValue(literal)).toBe(value)
     }
     expect(jsonLiteralEnd('"\\u00e9\\/"', 0)).toBe(10)
-    expect(jsonLiteralValue('"\\u00e9\\/"')).toBe("é/")
+    expect(jsonStringValue('"\\u00e9\\/"')).toBe("é/")
   })
 
   test("anything JSON refuses is refused", () => {
     for (const bad of ['"raw\nbreak"', '"tab\there"', '"bad \\x escape"', '"short \\u12"', '"\\u12G4"', '"unterminated', '"ends in \\"', "no quote"]) {
       expect(jsonLiteralEnd(bad, 0)).toBe(-1)
+      expect(jsonStringValue(bad)).toBeUndefined()
       expect(() => JSON.parse(bad)).toThrow()
     }
+    // JSON of something else than a string, or more than one value, is no string either.
+    for (const other of ["5", "null", "[]", '{"a":"b"}', '"a","content":"b"', '"a"}']) expect(jsonStringValue(other)).toBeUndefined()
   })
 })
 

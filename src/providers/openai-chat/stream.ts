@@ -4,11 +4,11 @@
  * `[DONE]`, the order every adapter keeps.
  *
  * Text chunks of one stream differ only in their content: once one has been parsed in full, the
- * next ones that have the same text around a valid JSON string literal are read in place, their
- * literal forwarded as it came (see json-literal.ts). Any other chunk is parsed in full.
+ * next ones that have the same text around the JSON of a string are read in place: that text
+ * alone is parsed, and forwarded as it came (see json-literal.ts). Any other chunk is parsed in full.
  */
 import { errorFromEvent } from "../errors"
-import { jsonLiteralEnd, jsonLiteralValue } from "../json-literal"
+import { jsonLiteralEnd, jsonStringValue } from "../json-literal"
 import type { SseEvent } from "../sse"
 import { ProviderError, type FinishReason, type ProviderEvent, type Usage } from "../types"
 import type { StreamTranslator } from "../wire"
@@ -28,9 +28,11 @@ export class ChatStreamTranslator implements StreamTranslator {
     const data = event.data
     const template = this.template
     if (template !== undefined && event.event === undefined) {
-      const json = contentLiteralOf(data, template.prefix, template.suffix)
-      if (json !== undefined) {
-        if (json.length > 2) out.push({ type: "text", delta: jsonLiteralValue(json), json })
+      const json = contentOf(data, template.prefix, template.suffix)
+      // Parsing the content alone validates it: a string there makes the whole chunk the template's shape.
+      const delta = json === undefined ? undefined : jsonStringValue(json)
+      if (json !== undefined && delta !== undefined) {
+        if (delta.length > 0) out.push({ type: "text", delta, json })
         return
       }
     }
@@ -94,7 +96,7 @@ export class ChatStreamTranslator implements StreamTranslator {
     if (/[[\]{}]/.test(between)) return
     const start = at + CONTENT_KEY.length
     const end = jsonLiteralEnd(data, start)
-    if (end === -1 || jsonLiteralValue(data.slice(start, end)) !== delta.content) return
+    if (end === -1 || jsonStringValue(data.slice(start, end)) !== delta.content) return
     const prefix = data.slice(0, start)
     const suffix = data.slice(end)
     if (prefix.includes("\\") || suffix.includes("\\")) return
@@ -119,9 +121,9 @@ export class ChatStreamTranslator implements StreamTranslator {
 const CHOICES_OPEN = '"choices":[{'
 const CONTENT_KEY = '"delta":{"content":'
 
-/** The content literal of `data` when it is `prefix`, one valid JSON string literal, then `suffix`. */
-const contentLiteralOf = (data: string, prefix: string, suffix: string): string | undefined => {
+/** The text between `prefix` and `suffix` when `data` is made of them and something between. */
+const contentOf = (data: string, prefix: string, suffix: string): string | undefined => {
   const end = data.length - suffix.length
   if (end < prefix.length + 2 || !data.startsWith(prefix) || !data.endsWith(suffix)) return undefined
-  return jsonLiteralEnd(data, prefix.length) === end ? data.slice(prefix.length, end) : undefined
+  return data.slice(prefix.length, end)
 }
