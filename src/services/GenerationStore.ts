@@ -4,8 +4,9 @@
  * the writer commits the queue in ONE transaction every `windowMs` or every `maxBatch` rows,
  * whichever comes first. The writer is plain code on a timer (a fiber woken per window cost
  * more than the rows it wrote); on a SQLite file it writes with prepared statements on its own
- * connection (src/store/ledger.ts), inside the main connection's transaction permit. The
- * layer's finalizer flushes what is queued, so a clean shutdown loses nothing. A failed flush is retried once; if it fails again the rows are
+ * connection (src/store/ledger.ts), never between a read and a write of a transaction on the
+ * main connection (src/store/sqlite-client.ts). The layer's finalizer flushes what is queued,
+ * so a clean shutdown loses nothing. A failed flush is retried once; if it fails again the rows are
  * written one by one, so one bad row cannot take its batch down, and a row that still fails
  * is logged with its id. A busy SQLite database (another process holds the write lock) is
  * waited out, not counted as a failure.
@@ -16,6 +17,7 @@ import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
 import type { GenerationContent, GenerationEntry } from "../domain/generations.js"
 import { fromRow, type GenerationRow, isBusy, type LedgerItem, openSqliteBatchWriter, sqlBatchWriter } from "../store/ledger.js"
 import type { SettleArgs } from "../store/settlement.js"
+import { MainConnection } from "../store/sqlite-client.js"
 
 export type { GenerationContent, GenerationEntry, StoredGeneration } from "../domain/generations.js"
 export { newGenerationId } from "../domain/generations.js"
@@ -83,25 +85,32 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     // connection is the whole database) write through @effect/sql.
     const url = config.databaseUrl
     const sqlite = isPostgresUrl(url) || url === ":memory:" ? undefined : openSqliteBatchWriter(url)
-    // The SQLite commit runs while holding the main connection's transaction permit: a
-    // transaction there that read, then yielded to the event loop, would otherwise find the
-    // database changed under it at its first write (SQLITE_BUSY_SNAPSHOT, no busy wait).
+    // The SQLite commit must not land between a read and a write of a transaction on the main
+    // connection (that write would fail, SQLITE_BUSY_SNAPSHOT, no busy wait): when one is open it
+    // waits for the main connection's transaction permit; when none is, it runs at once, a plain
+    // call with no fiber (src/store/sqlite-client.ts).
+    const main = yield* MainConnection
     const writeRows = sqlBatchWriter(sql)
-    const program =
-      sqlite === undefined
-        ? (items: ReadonlyArray<LedgerItem>) => writeRows(items.map((i) => i.entry))
-        : (items: ReadonlyArray<LedgerItem>) => sql.withTransaction(Effect.sync(() => sqlite.write(items)))
+    const settled = (exit: Exit.Exit<void, unknown>) => {
+      if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
+    }
+    /** `write` now when the main connection is idle, else inside its permit; rejects with what it threw. */
+    const besideMainNow = (write: () => void): Promise<void> => {
+      if (!main.idle()) return runPromiseExit(sql.withTransaction(Effect.sync(write))).then(settled)
+      try {
+        write()
+        return Promise.resolve()
+      } catch (e) {
+        return Promise.reject(e)
+      }
+    }
     const writeBatch = (items: ReadonlyArray<LedgerItem>): Promise<void> =>
-      runPromiseExit(program(items)).then((exit) => {
-        if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
-      })
+      sqlite === undefined
+        ? runPromiseExit(writeRows(items.map((i) => i.entry))).then(settled)
+        : besideMainNow(() => sqlite.write(items))
     /** A settlement whose row could not be written, alone: the hold is released all the same. */
     const settleAlone = (settlement: SettleArgs): Promise<void> =>
-      sqlite === undefined
-        ? Promise.resolve()
-        : runPromiseExit(sql.withTransaction(Effect.sync(() => sqlite.settle(settlement)))).then((exit) => {
-            if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
-          })
+      sqlite === undefined ? Promise.resolve() : besideMainNow(() => sqlite.settle(settlement))
 
     // The queue is a plain array: `record` is one push, no fiber, no I/O.
     const pending: Array<Pending> = []

@@ -12,6 +12,7 @@ import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
 import { PaymentRequired } from "../domain/errors.js"
 import { limitWindowStart, nextReset } from "../domain/windows.js"
 import { type Reservation, settlementWith } from "../store/settlement.js"
+import { besideMain, MainConnection } from "../store/sqlite-client.js"
 import { openSqliteSpend, type ReserveArgs, type ReserveOutcome, type SqliteSpend } from "../store/spend-sqlite.js"
 import type { KeyRow } from "./KeyStore.js"
 
@@ -23,7 +24,7 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
   scoped: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const config = yield* GatewayConfig
-    // A SQLite file: prepared statements, run inside the main connection's transaction permit.
+    // A SQLite file: prepared statements on a connection of their own.
     // Postgres and an in-memory SQLite (one connection is the whole database): @effect/sql.
     const url = config.databaseUrl
     const direct =
@@ -33,19 +34,20 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
             Effect.sync(() => openSqliteSpend(url)),
             (s) => Effect.sync(() => s.close()),
           )
+    // Their commits wait for the main connection's permit only while a transaction is open there.
+    const beside = besideMain(sql, yield* MainConnection)
     const runtime = yield* Effect.runtime<never>()
 
     /**
      * Reservations on the SQLite connection, batched by turn of the event loop. The first of a
      * turn is made at once, in the caller's fiber; those asked for after it in the same turn go
      * together when the turn ends, in one transaction (each in its savepoint, in the order asked):
-     * one commit and one pass through the main connection's permit for all of them instead of one
-     * each (~45 and ~50 µs of CPU per request). A lone request (one connection) never waits a
+     * one commit (and, while a transaction is open on the main connection, one pass through its
+     * permit) for all of them instead of one each (~45 and ~50 µs of CPU per request). A lone request (one connection) never waits a
      * turn: that wait cost it more than the commit it would share.
      */
     const batchedOn = (spend: SqliteSpend) => {
-      const reserveAll = (list: ReadonlyArray<ReserveArgs>) =>
-        sql.withTransaction(Effect.sync(() => spend.reserve(list))).pipe(Effect.orDie)
+      const reserveAll = (list: ReadonlyArray<ReserveArgs>) => beside(() => spend.reserve(list)).pipe(Effect.orDie)
       const waiting: Array<{ readonly args: ReserveArgs; readonly resume: (outcome: Effect.Effect<ReserveOutcome>) => void }> = []
       let turnOpen = false
       const endTurn = () => {
@@ -190,7 +192,7 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
     /** Releases the reservation and counts the actual spend into the key's window. Idempotent. */
     const settle = (reservation: Reservation, actualUsd: number) =>
       direct !== undefined
-        ? sql.withTransaction(Effect.sync(() => direct.settle({ ...reservation, actualUsd }))).pipe(Effect.orDie)
+        ? beside(() => direct.settle({ ...reservation, actualUsd })).pipe(Effect.orDie)
         : settleThroughSql(reservation, actualUsd)
 
     const settleThroughSql = (reservation: Reservation, actualUsd: number) =>

@@ -4,12 +4,12 @@
  */
 import { SqlClient, type SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import { Effect, Layer, Redacted } from "effect"
 import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
 import { migrations } from "./migrations/index.js"
+import { type MainConnection, noMainConnection, sqliteLayer } from "./sqlite-client.js"
 
 const sqlitePragmas = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
@@ -19,18 +19,18 @@ const sqlitePragmas = Effect.gen(function* () {
 })
 
 /** The engine's client for a DATABASE_URL. */
-export const clientLayer = (databaseUrl: string): Layer.Layer<SqlClient.SqlClient, SqlError.SqlError> => {
+export const clientLayer = (databaseUrl: string): Layer.Layer<SqlClient.SqlClient | MainConnection, SqlError.SqlError> => {
   if (isPostgresUrl(databaseUrl)) {
-    return PgClient.layer({
-      url: Redacted.make(databaseUrl),
-      maxConnections: 20,
-    }).pipe(Layer.orDie)
+    return Layer.merge(
+      PgClient.layer({
+        url: Redacted.make(databaseUrl),
+        maxConnections: 20,
+      }).pipe(Layer.orDie),
+      noMainConnection,
+    )
   }
   if (databaseUrl !== ":memory:") mkdirSync(dirname(databaseUrl), { recursive: true })
-  return SqliteClient.layer({ filename: databaseUrl }).pipe(
-    Layer.orDie,
-    Layer.tap((ctx) => Effect.provide(sqlitePragmas, ctx)),
-  )
+  return sqliteLayer(databaseUrl).pipe(Layer.tap((ctx) => Effect.provide(sqlitePragmas, ctx)))
 }
 
 /** Applies the migrations not yet applied, each in its own transaction. */
@@ -53,6 +53,6 @@ export const migrate = Effect.gen(function* () {
 })
 
 /** The store: the client for the configured database, migrated. */
-export const StoreLive: Layer.Layer<SqlClient.SqlClient, SqlError.SqlError, GatewayConfig> = Layer.unwrapEffect(
+export const StoreLive: Layer.Layer<SqlClient.SqlClient | MainConnection, SqlError.SqlError, GatewayConfig> = Layer.unwrapEffect(
   Effect.map(GatewayConfig, (config) => clientLayer(config.databaseUrl)),
 ).pipe(Layer.tap((ctx) => Effect.provide(migrate, ctx)))

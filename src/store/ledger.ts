@@ -158,9 +158,10 @@ export interface SqliteBatchWriter {
 
 /**
  * The writer's own connection to a SQLite file (WAL: readers are not blocked). The caller runs
- * `write` inside the main connection's transaction permit, so only another process can hold the
- * lock; the connection never waits for it (busy_timeout 0: a synchronous wait would stall the
- * event loop), a busy database throws SQLITE_BUSY and the caller tries again.
+ * `write` when no transaction is open on the main connection, or inside its transaction permit
+ * (`besideMain`, src/store/sqlite-client.ts), so only another process can hold the lock; the
+ * connection never waits for it (busy_timeout 0: a synchronous wait would stall the event loop),
+ * a busy database throws SQLITE_BUSY and the caller tries again.
  */
 export const openSqliteBatchWriter = (filename: string): SqliteBatchWriter => {
   const db = new Database(filename, { readwrite: true, create: true, strict: true })

@@ -3,9 +3,10 @@
  * statements on a connection of their own: the same statements and conditions as the @effect/sql
  * path Postgres takes, without its per-statement machinery (a limited key's request ran six
  * statements through it, each a fiber pipeline: ~600 µs of CPU more than an unlimited key's).
- * The caller runs each call inside the main connection's transaction permit, as the ledger
- * writer does (src/store/ledger.ts), so only another process can hold the write lock; then the
- * connection waits for it as the main one does (busy_timeout 5 s).
+ * The caller runs each call when no transaction is open on the main connection, or inside its
+ * permit (`besideMain`, src/store/sqlite-client.ts), as the ledger writer does, so only another
+ * process can hold the write lock; then the connection waits for it as the main one does
+ * (busy_timeout 5 s).
  */
 import { Database } from "bun:sqlite"
 import { type SettleArgs, settlementOn } from "./settlement.js"
