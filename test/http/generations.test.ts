@@ -220,6 +220,15 @@ const GENERATION = {
 } as const
 
 describe("GET /generation", () => {
+  test("the record of an answer just given is readable at once (still in the ledger queue: flushed for the read)", async () => {
+    const answer = await gw().fetch("/v1/responses", { method: "POST", json: { model: "demo/echo", input: "read me back" } })
+    expect(answer.status).toBe(200)
+    const id = answer.headers.get("x-generation-id")!
+    const res = await gw().fetch(`/v1/generation?id=${id}`)
+    expect(res.status).toBe(200)
+    expect(((await res.json()) as { data: { id: string; model: string } }).data).toMatchObject({ id, model: "demo/echo" })
+  })
+
   test("answers {data: generation} with every required key and the recorded values", async () => {
     const g = await recordGeneration({ upstreamId: "resp_123", isByok: true })
     const res = await gw().fetch(`/v1/generation?id=${g.id}`)

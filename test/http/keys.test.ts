@@ -230,6 +230,15 @@ describe("GET /keys (list)", () => {
 })
 
 describe("GET /key (the calling key)", () => {
+  test("usage counts an answer given just before (the ledger's queue is written for the read)", async () => {
+    const usage = async () => ((await (await gw().fetch("/v1/key")).json()) as { data: { usage: number } }).data.usage
+    const before = await usage()
+    const answer = await gw().fetch("/v1/responses", { method: "POST", json: { model: "demo/echo", input: "count me" } })
+    const cost = ((await answer.json()) as { usage: { cost: number } }).usage.cost
+    expect(cost).toBeGreaterThan(0)
+    expect(await usage()).toBeCloseTo(before + cost, 12)
+  })
+
   test("works for any key and says whether it is a management key", async () => {
     const { key } = await createKey({ name: "me", limit: 4, limit_reset: "weekly" })
     const res = await gw().fetch("/v1/key", { key })

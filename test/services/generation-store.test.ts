@@ -99,6 +99,42 @@ describe("record (group commit)", () => {
     )
   })
 
+  test("written: a queued record is committed at once and then readable; an id not queued commits nothing", async () => {
+    const slow = await runtimeWith({ windowMs: 60_000 })
+    const [queued, other] = [entry(), entry()]
+    await slow.runPromise(
+      Effect.gen(function* () {
+        const store = yield* GenerationStore
+        yield* store.record(queued)
+        const before = yield* store.stats
+        yield* store.written(other.id)
+        expect((yield* store.stats).flushes).toBe(before.flushes)
+        expect(yield* store.queueDepth).toBe(1)
+        yield* store.written(queued.id)
+        expect(yield* store.queueDepth).toBe(0)
+        expect((yield* store.stats).flushes).toBe(before.flushes + 1)
+        expect(Option.isSome(yield* store.get(queued.id))).toBe(true)
+      }),
+    )
+  })
+
+  test("caughtUp: everything queued is committed at once; with nothing queued it commits nothing", async () => {
+    const slow = await runtimeWith({ windowMs: 60_000 })
+    await slow.runPromise(
+      Effect.gen(function* () {
+        const store = yield* GenerationStore
+        const before = yield* store.stats
+        yield* store.caughtUp
+        expect((yield* store.stats).flushes).toBe(before.flushes)
+        yield* Effect.forEach([entry(), entry()], store.record, { discard: true })
+        expect(yield* store.queueDepth).toBe(2)
+        yield* store.caughtUp
+        expect(yield* store.queueDepth).toBe(0)
+        expect((yield* store.stats).flushes).toBe(before.flushes + 1)
+      }),
+    )
+  })
+
   test("500 record calls end up in a few transactions of at most 200 rows, each with its spend row", async () => {
     const entries = Array.from({ length: 500 }, () => entry())
     const ids = entries.map((e) => e.id)

@@ -25,6 +25,7 @@ export const GenerationsLive = HttpApiBuilder.group(GatewayApi, "generations", (
 
     const visible = (p: PrincipalShape, id: string) =>
       Effect.gen(function* () {
+        yield* generations.written(id)
         const found = yield* generations.get(id)
         if (Option.isNone(found) || !(yield* mayRead(p, found.value))) return yield* notFound(id)
         return found.value

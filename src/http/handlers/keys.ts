@@ -1,9 +1,10 @@
-/** Handlers of the keys group: they check the caller and call KeyStore, nothing more. */
+/** Handlers of the keys group: they check the caller and call KeyStore (after the ledger has caught up, where they read usage). */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { BadRequest, Forbidden, NotFound } from "../../domain/errors.js"
 import { Principal, requireManagement } from "../../services/Auth.js"
-import { KeyStore } from "../../services/KeyStore.js"
+import { GenerationStore } from "../../services/GenerationStore.js"
+import { type KeyRow, KeyStore } from "../../services/KeyStore.js"
 import { Users } from "../../services/Users.js"
 import { GatewayApi } from "../Api.js"
 
@@ -13,6 +14,11 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
   Effect.gen(function* () {
     const keys = yield* KeyStore
     const users = yield* Users
+    // Usage and credits are sums over the ledger: what it still has queued is written first.
+    const caughtUp = (yield* GenerationStore).caughtUp
+    const viewOne = (row: KeyRow) => Effect.zipRight(caughtUp, keys.viewOne(row))
+    const viewMany = (rows: ReadonlyArray<KeyRow>) => Effect.zipRight(caughtUp, keys.viewMany(rows))
+    const credits = (userId: string) => Effect.zipRight(caughtUp, keys.credits(userId))
 
     const ownKey = (hash: string) =>
       Effect.gen(function* () {
@@ -29,7 +35,7 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
             offset: urlParams.offset ?? 0,
             includeDisabled: urlParams.include_disabled ?? false,
           })
-          return { data: yield* keys.viewMany(rows) }
+          return { data: yield* viewMany(rows) }
         }),
       )
       .handle("create", ({ payload }) =>
@@ -52,10 +58,10 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
             expiresAt: payload.expires_at == null ? null : new Date(payload.expires_at).toISOString(),
             isManagement: payload.is_management_key ?? false,
           })
-          return { data: yield* keys.viewOne(row), key: secret }
+          return { data: yield* viewOne(row), key: secret }
         }),
       )
-      .handle("get", ({ path }) => Effect.flatMap(ownKey(path.hash), (row) => Effect.map(keys.viewOne(row), (data) => ({ data }))))
+      .handle("get", ({ path }) => Effect.flatMap(ownKey(path.hash), (row) => Effect.map(viewOne(row), (data) => ({ data }))))
       .handle("update", ({ path, payload }) =>
         Effect.gen(function* () {
           const row = yield* ownKey(path.hash)
@@ -64,6 +70,8 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
               message: `The key's user is no longer a member of workspace ${row.workspace_id}; the key cannot be re-enabled`,
             })
           }
+          // A new limit recounts its window from the ledger: the spend still queued is written first.
+          if (payload.limit !== undefined || payload.limit_reset !== undefined) yield* caughtUp
           const updated = yield* keys.update(row.hash, {
             name: payload.name,
             disabled: payload.disabled,
@@ -71,7 +79,7 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
             limit: payload.limit,
             limitReset: payload.limit_reset,
           })
-          return { data: yield* keys.viewOne(updated) }
+          return { data: yield* viewOne(updated) }
         }),
       )
       .handle("delete", ({ path }) =>
@@ -84,7 +92,7 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
       .handle("current", () =>
         Effect.gen(function* () {
           const p = yield* Principal
-          const view = yield* keys.viewOne(p.key)
+          const view = yield* viewOne(p.key)
           return {
             data: {
               label: view.label,
@@ -111,7 +119,7 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
           }
         }),
       )
-      .handle("credits", () => Effect.flatMap(Principal, (p) => Effect.map(keys.credits(p.userId), (data) => ({ data }))))
+      .handle("credits", () => Effect.flatMap(Principal, (p) => Effect.map(credits(p.userId), (data) => ({ data }))))
   }),
 )
 
