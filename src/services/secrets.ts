@@ -6,7 +6,7 @@
  * Losing that file (or changing the variable) makes the stored secrets unreadable.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto"
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Data, Effect, Either, Option, Redacted } from "effect"
 import { ConfigFileError, GatewayConfig } from "../config/Config.js"
@@ -18,16 +18,25 @@ export class SecretDecryptError extends Data.TaggedError("SecretDecryptError")<{
 
 export const SECRET_KEY_FILE = "secret.key"
 
-/** The key file's secret, created (0600) when absent; concurrent first starts agree on one file. */
-const keyFileSecret = (dataDir: string) =>
+/**
+ * The key file's secret, created (0600) when absent; concurrent first starts agree on one file.
+ * The secret is written whole to a file of this process's own, then linked into place: link fails
+ * when the name exists, and a process that finds it reads a complete file (an exclusive create
+ * of the name itself let another start read it empty before it was written).
+ */
+export const keyFileSecret = (dataDir: string) =>
   Effect.try({
     try: () => {
       const path = join(dataDir, SECRET_KEY_FILE)
       mkdirSync(dataDir, { recursive: true })
+      const draft = `${path}.${process.pid}.${randomBytes(6).toString("hex")}`
+      writeFileSync(draft, `${randomBytes(32).toString("hex")}\n`, { flag: "wx", mode: 0o600 })
       try {
-        writeFileSync(path, `${randomBytes(32).toString("hex")}\n`, { flag: "wx", mode: 0o600 })
+        linkSync(draft, path)
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e
+      } finally {
+        rmSync(draft, { force: true })
       }
       const secret = readFileSync(path, "utf8").trim()
       if (secret === "") throw new Error("the file is empty")

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { existsSync, readFileSync, rmSync, statSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
@@ -634,6 +634,28 @@ describe("the encryption key", () => {
       expect(Either.isLeft(sealer.open(sealed))).toBe(true)
     } finally {
       rmSync(fresh, { recursive: true, force: true })
+    }
+  })
+
+  test("processes started at once on a fresh data directory agree on one complete key and leave only the key file", async () => {
+    const child = join(import.meta.dir, "../support/secret-race.ts")
+    for (let round = 0; round < 2; round++) {
+      const fresh = join(tmpdir(), `gw-secret-${crypto.randomUUID()}`)
+      try {
+        // Every process waits for the same instant, then creates or reads the key file.
+        const at = Date.now() + 1500
+        const outs = await Promise.all(
+          Array.from({ length: 6 }, async () => {
+            const proc = Bun.spawn([process.execPath, child, fresh, String(at)], { stdout: "pipe", stderr: "pipe" })
+            return (await new Response(proc.stdout).text()).trim()
+          }),
+        )
+        expect(outs[0]).toMatch(/^[0-9a-f]{64}$/)
+        expect(new Set(outs).size).toBe(1)
+        expect(readdirSync(fresh)).toEqual([SECRET_KEY_FILE])
+      } finally {
+        rmSync(fresh, { recursive: true, force: true })
+      }
     }
   })
 
