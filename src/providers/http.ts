@@ -7,7 +7,7 @@
 import { type AbortLike, PlainAbort } from "./abort"
 import { errorDetailOf, errorFromStatus } from "./errors"
 import { type BodySink, defaultTransport, type Transport, type UpstreamResponse } from "./http1"
-import { createSseParser, endSse, feedSse } from "./sse"
+import { createSseParser, endSse, feedSse, sseIdle } from "./sse"
 import { type EventConsumer, ProviderError, type NormalizedRequest, type Provider, type ProviderConfig, type ProviderEvent, type CallOptions, type UpstreamCall } from "./types"
 import type { WireFormat } from "./wire"
 
@@ -113,6 +113,10 @@ class StreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>
   private bodyOver = false
   /** Text of the current network read, handled once the read is over. */
   private text = ""
+  /** Events the translator read from this read's bytes in place (`pushBytes`), before `text`. */
+  private taken: Array<ProviderEvent> = []
+  /** The decoder holds no part of a character (the last byte it was given was ASCII). */
+  private decoderClear = true
   private grace: ReturnType<typeof setTimeout> | undefined
 
   constructor(
@@ -159,25 +163,48 @@ class StreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>
   }
 
   data(chunk: Uint8Array): void {
-    if (this.last === undefined) this.text += this.decoder.decode(chunk, { stream: true })
+    if (this.last !== undefined) return
+    let from = 0
+    // At an event boundary, with nothing held before it, the translator may take whole events
+    // from the bytes themselves; the rest is decoded and parsed as usual. Text decoded earlier
+    // in this read is translated first (the events keep their order), so that one chunk that is
+    // not of the learned shape does not send the rest of the read the slow way.
+    const translator = this.translator
+    if (translator.pushBytes !== undefined && this.decoderClear && !translator.done) {
+      if (this.text !== "" && !this.translateText()) return
+      if (!translator.done && sseIdle(this.parser)) {
+        from = translator.pushBytes(chunk, 0, this.taken)
+        if (from === chunk.length) return
+      }
+    }
+    this.text += this.decoder.decode(from === 0 ? chunk : chunk.subarray(from), { stream: true })
+    if (chunk.length > 0) this.decoderClear = (chunk[chunk.length - 1] as number) < 0x80
+  }
+
+  /** Translates the decoded text so far into `taken`; false (the call settled) when the upstream reported an error. */
+  private translateText(): boolean {
+    const text = this.text
+    this.text = ""
+    const sse = feedSse(this.parser, text)
+    const translator = this.translator
+    try {
+      for (let i = 0; i < sse.length && !translator.done; i++) translator.push(sse[i], this.taken)
+    } catch (cause) {
+      this.taken = []
+      this.closeBody(true)
+      this.settle(cause instanceof ProviderError ? cause : this.link.failure(cause))
+      return false
+    }
+    return true
   }
 
   read(): void {
     this.link.touch()
-    const text = this.text
-    if (this.last !== undefined || text === "") return
-    this.text = ""
+    if (this.last !== undefined || (this.text === "" && this.taken.length === 0)) return
+    if (this.text !== "" && !this.translateText()) return
+    const out = this.taken
+    this.taken = []
     const translator = this.translator
-    const sse = feedSse(this.parser, text)
-    if (sse.length === 0) return
-    const out: Array<ProviderEvent> = []
-    try {
-      for (let i = 0; i < sse.length && !translator.done; i++) translator.push(sse[i], out)
-    } catch (cause) {
-      this.closeBody(true)
-      this.settle(cause instanceof ProviderError ? cause : this.link.failure(cause))
-      return
-    }
     if (out.length > 0) this.push(out)
     if (translator.done) {
       this.settle(DONE)
@@ -190,7 +217,8 @@ class StreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>
     this.closeBody(false)
     if (this.last !== undefined) return
     const translator = this.translator
-    const out: Array<ProviderEvent> = []
+    const out = this.taken
+    this.taken = []
     let complete: boolean
     try {
       const rest = feedSse(this.parser, this.text + this.decoder.decode()).concat(endSse(this.parser))

@@ -31,6 +31,10 @@ export const createSseParser = (): SseParser => ({
   atStart: true,
 })
 
+/** At an event boundary: no partial line, no event being built (the next byte may start an event). */
+export const sseIdle = (parser: SseParser): boolean =>
+  parser.pending === "" && parser.data === undefined && parser.event === undefined && !parser.skipLineFeed && !parser.atStart
+
 const LF = 10
 const CR = 13
 const COLON = 58

@@ -3,7 +3,7 @@
  * path a chunk takes, the events are the ones a full JSON.parse of it gives.
  */
 import { describe, expect, test } from "bun:test"
-import { jsonLiteralEnd, jsonStringValue } from "../../src/providers/json-literal"
+import { asciiText, jsonLiteralEnd, jsonStringValue } from "../../src/providers/json-literal"
 import { ChatStreamTranslator } from "../../src/providers/openai-chat/stream"
 import { ProviderError, type ProviderEvent } from "../../src/providers/types"
 import { ResponseAssembler } from "../../src/http/responses/assembler"
@@ -35,6 +35,17 @@ describe("JSON string literals read in place", () => {
     }
     expect(jsonLiteralEnd('"\\u00e9\\/"', 0)).toBe(10)
     expect(jsonStringValue('"\\u00e9\\/"')).toBe("é/")
+  })
+
+  test("printable ASCII without escapes is read from bytes as it is; anything else is left to decode and parse", () => {
+    const bytes = (text: string) => new TextEncoder().encode(text)
+    for (const plain of ["", "tok ", "a'b{}[]:,~ !", "x".repeat(64)]) expect(asciiText(bytes(plain), 0, plain.length)).toBe(plain)
+    // A backslash (an escape), non-ASCII, a control character, DEL, more than 64 bytes.
+    for (const other of ["a\\nb", "é", "tab\t", "raw\u0001", "del\u007f", "x".repeat(65)]) {
+      const b = bytes(other)
+      expect([other, asciiText(b, 0, b.length)]).toEqual([other, undefined])
+    }
+    expect(asciiText(bytes('xx"tok"yy'), 3, 6)).toBe("tok")
   })
 
   test("anything JSON refuses is refused", () => {
@@ -177,5 +188,62 @@ describe("Chat Completions stream translator", () => {
       .map((l) => JSON.parse(l.slice(6)) as { type: string; delta?: string })
     expect(data.find((d) => d.type === "response.output_text.delta")?.delta).toBe("é")
     expect(assembler.completionText).toBe("é")
+  })
+})
+
+describe("Chat Completions text events read from the upstream bytes (pushBytes)", () => {
+  const encoder = new TextEncoder()
+  const framed = (...datas: ReadonlyArray<string>) => encoder.encode(datas.map((d) => `data: ${d}\n\n`).join(""))
+  const learned = () => {
+    const translator = new ChatStreamTranslator()
+    run([textChunk("first")], translator)
+    return translator
+  }
+
+  test("nothing is taken before a text chunk was parsed in full", () => {
+    const translator = new ChatStreamTranslator()
+    const out: Array<ProviderEvent> = []
+    expect(translator.pushBytes(framed(textChunk("a")), 0, out)).toBe(0)
+    expect(out).toEqual([])
+  })
+
+  test("whole events of the learned shape are taken in order, each literal as it came", () => {
+    const translator = learned()
+    const contents = ["Hello", ' "q" ', "é😀", "", "\n\\", "\u2028"]
+    const bytes = framed(...contents.map(textChunk), `${HEAD}{"index":0,"delta":{"content":"caf\\u00e9"},"finish_reason":null}]}`)
+    const out: Array<ProviderEvent> = []
+    expect(translator.pushBytes(bytes, 0, out)).toBe(bytes.length)
+    expect(texts(out)).toEqual([...contents.filter((c) => c !== ""), "café"])
+    for (const e of out) if (e.type === "text") expect(JSON.parse(e.json as string)).toBe(e.delta)
+    expect(out.at(-1)).toEqual({ type: "text", delta: "café", json: '"caf\\u00e9"' })
+  })
+
+  test("it stops at the first byte that is not a whole event of that shape, and says where", () => {
+    const translator = learned()
+    const two = framed(textChunk("a"), textChunk("b"))
+    const oneLength = framed(textChunk("a")).length
+    const cases: Array<[string, Uint8Array, number]> = [
+      ["an event cut short", two.subarray(0, two.length - 3), oneLength],
+      ["a cut inside the literal", framed(textChunk("abcdef")).subarray(0, 150), 0],
+      ["CRLF framing", encoder.encode(`data: ${textChunk("a")}\r\n\r\n`), 0],
+      ["no space after data:", encoder.encode(`data:${textChunk("a")}\n\n`), 0],
+      ["an event: line", encoder.encode(`event: error\ndata: ${textChunk("a")}\n\n`), 0],
+      ["a comment", encoder.encode(`: ping\n\n${`data: ${textChunk("a")}\n\n`}`), 0],
+      ["another id", framed(textChunk("a").replace("chatcmpl-1", "chatcmpl-2")), 0],
+      ["a finish reason", framed(`${HEAD}{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]}`), 0],
+      ["a bad escape", framed(`${HEAD}{"index":0,"delta":{"content":"bad \\q"},"finish_reason":null}]}`), 0],
+      ["a raw control character", framed(`${HEAD}{"index":0,"delta":{"content":"a\u0001b"},"finish_reason":null}]}`), 0],
+      ["two values in the literal's place", framed(`${HEAD}{"index":0,"delta":{"content":"a","x":"b"},"finish_reason":null}]}`), 0],
+      ["the terminal [DONE]", framed("[DONE]"), 0],
+    ]
+    for (const [name, bytes, stop] of cases) {
+      const out: Array<ProviderEvent> = []
+      expect([name, translator.pushBytes(bytes, 0, out)]).toEqual([name, stop])
+      expect([name, out.length]).toEqual([name, stop === 0 ? 0 : 1])
+    }
+    // From an offset: the second event of two.
+    const out: Array<ProviderEvent> = []
+    expect(translator.pushBytes(two, oneLength, out)).toBe(two.length)
+    expect(texts(out)).toEqual(["b"])
   })
 })

@@ -6,9 +6,12 @@
  * Text chunks of one stream differ only in their content: once one has been parsed in full, the
  * next ones that have the same text around the JSON of a string are read in place: that text
  * alone is parsed, and forwarded as it came (see json-literal.ts). Any other chunk is parsed in full.
+ * The same holds on bytes (`pushBytes`): an event `data: <prefix><literal><suffix>\n\n` in the
+ * upstream read is taken without decoding the read or splitting it into lines; only the literal
+ * becomes a string.
  */
 import { errorFromEvent } from "../errors"
-import { jsonLiteralEnd, jsonStringValue } from "../json-literal"
+import { asciiText, bytesAt, jsonLiteralEnd, jsonLiteralEndInBytes, jsonStringValue } from "../json-literal"
 import type { SseEvent } from "../sse"
 import { ProviderError, type FinishReason, type ProviderEvent, type Usage } from "../types"
 import type { StreamTranslator } from "../wire"
@@ -23,6 +26,28 @@ export class ChatStreamTranslator implements StreamTranslator {
 
   /** The raw text of a plain text chunk around its content literal, once one was seen. */
   private template: { readonly prefix: string; readonly suffix: string } | undefined
+  /** The template as a whole SSE event's bytes: `data: <prefix>` and `<suffix>\n\n`. */
+  private framed: { readonly head: Buffer; readonly tail: Buffer } | undefined
+
+  pushBytes(bytes: Uint8Array, start: number, out: Array<ProviderEvent>): number {
+    const framed = this.framed
+    if (framed === undefined) return start
+    const { head, tail } = framed
+    let at = start
+    while (at < bytes.length && bytesAt(bytes, at, head)) {
+      const open = at + head.length
+      const close = jsonLiteralEndInBytes(bytes, open)
+      if (close === -1 || !bytesAt(bytes, close, tail)) break
+      // Printable ASCII with no escape is its own value: built from the bytes, no decode, no parse.
+      const plain = asciiText(bytes, open + 1, close - 1)
+      const json = plain === undefined ? utf8.decode(bytes.subarray(open, close)) : `"${plain}"`
+      const delta = plain ?? jsonStringValue(json)
+      if (delta === undefined) break
+      if (delta.length > 0) out.push({ type: "text", delta, json })
+      at = close + tail.length
+    }
+    return at
+  }
 
   push(event: SseEvent, out: Array<ProviderEvent>): void {
     const data = event.data
@@ -102,6 +127,7 @@ export class ChatStreamTranslator implements StreamTranslator {
     if (prefix.includes("\\") || suffix.includes("\\")) return
     if (suffix.includes('"content"') || suffix.includes('"delta"') || suffix.includes('"choices"')) return
     this.template = { prefix, suffix }
+    this.framed = { head: Buffer.from(`data: ${prefix}`), tail: Buffer.from(`${suffix}\n\n`) }
   }
 
   /** Servers that skip `[DONE]` still end complete once they gave a finish reason. */
@@ -117,6 +143,8 @@ export class ChatStreamTranslator implements StreamTranslator {
     out.push({ type: "finish", reason: this.finish ?? "stop" })
   }
 }
+
+const utf8 = new TextDecoder()
 
 const CHOICES_OPEN = '"choices":[{'
 const CONTENT_KEY = '"delta":{"content":'
