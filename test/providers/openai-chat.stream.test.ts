@@ -39,9 +39,9 @@ describe("JSON string literals read in place", () => {
 
   test("printable ASCII without escapes is read from bytes as it is; anything else is left to decode and parse", () => {
     const bytes = (text: string) => new TextEncoder().encode(text)
-    for (const plain of ["", "tok ", "a'b{}[]:,~ !", "x".repeat(64)]) expect(asciiText(bytes(plain), 0, plain.length)).toBe(plain)
-    // A backslash (an escape), non-ASCII, a control character, DEL, more than 64 bytes.
-    for (const other of ["a\\nb", "é", "tab\t", "raw\u0001", "del\u007f", "x".repeat(65)]) {
+    for (const plain of ["", "tok ", "a'b{}[]:,~ !", "x".repeat(5000)]) expect(asciiText(bytes(plain), 0, plain.length)).toBe(plain)
+    // A backslash (an escape), non-ASCII, a control character, DEL.
+    for (const other of ["a\\nb", "é", "tab\t", "raw\u0001", "del\u007f"]) {
       const b = bytes(other)
       expect([other, asciiText(b, 0, b.length)]).toEqual([other, undefined])
     }
