@@ -3,7 +3,7 @@
  * path a chunk takes, the events are the ones a full JSON.parse of it gives.
  */
 import { describe, expect, test } from "bun:test"
-import { asciiText, jsonLiteralEnd, jsonStringValue } from "../../src/providers/json-literal"
+import { isPlainAscii, jsonLiteralEnd, jsonStringValue } from "../../src/providers/json-literal"
 import { ChatStreamTranslator } from "../../src/providers/openai-chat/stream"
 import { ProviderError, type ProviderEvent } from "../../src/providers/types"
 import { ResponseAssembler } from "../../src/http/responses/assembler"
@@ -37,15 +37,15 @@ describe("JSON string literals read in place", () => {
     expect(jsonStringValue('"\\u00e9\\/"')).toBe("é/")
   })
 
-  test("printable ASCII without escapes is read from bytes as it is; anything else is left to decode and parse", () => {
+  test("printable ASCII without a backslash is plain (its bytes are its text); anything else is not", () => {
     const bytes = (text: string) => new TextEncoder().encode(text)
-    for (const plain of ["", "tok ", "a'b{}[]:,~ !", "x".repeat(5000)]) expect(asciiText(bytes(plain), 0, plain.length)).toBe(plain)
+    for (const plain of ["", "tok ", "a'b{}[]:,~ !", "x".repeat(5000)]) expect(isPlainAscii(bytes(plain), 0, plain.length)).toBe(true)
     // A backslash (an escape), non-ASCII, a control character, DEL.
     for (const other of ["a\\nb", "é", "tab\t", "raw\u0001", "del\u007f"]) {
       const b = bytes(other)
-      expect([other, asciiText(b, 0, b.length)]).toEqual([other, undefined])
+      expect([other, isPlainAscii(b, 0, b.length)]).toEqual([other, false])
     }
-    expect(asciiText(bytes('xx"tok"yy'), 3, 6)).toBe("tok")
+    expect(isPlainAscii(bytes('é"tok"é'), 3, 6)).toBe(true)
   })
 
   test("anything JSON refuses is refused", () => {
