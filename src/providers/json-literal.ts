@@ -78,6 +78,47 @@ export const bytesAt = (bytes: Uint8Array, at: number, pattern: Buffer): boolean
   return end <= bytes.length && pattern.compare(bytes, at, end) === 0
 }
 
+const latin1 = Buffer.prototype.toString
+
+/** Slots of the token table: plain-ASCII texts seen lately, each in the slot of its bytes' hash. */
+const TOKEN_SLOTS = 4096
+const MAX_TOKEN_LENGTH = 32
+const tokenTexts: Array<string | undefined> = new Array(TOKEN_SLOTS).fill(undefined)
+
+/**
+ * The text of `bytes[start, end)` when it is printable ASCII other than a backslash (the inside
+ * of a JSON string literal that is its own value) and at most 32 bytes; undefined otherwise.
+ * Tokens repeat: each is one shared string, found by its bytes in a table of the 4,096 seen
+ * lately (a hash of the bytes picks the slot; the bytes are compared before it is used). No
+ * decode, no JSON.parse, no native call on a hit; and no string of its own per token, which the
+ * answer's text would hold until compacted, long enough to outlive young collections.
+ */
+export const tokenText = (bytes: Uint8Array, start: number, end: number): string | undefined => {
+  const length = end - start
+  if (length > MAX_TOKEN_LENGTH) return undefined
+  let hash = length
+  for (let i = start; i < end; i++) {
+    const c = bytes[i] as number
+    if (c < 32 || c > 126 || c === BACKSLASH) return undefined
+    hash = (Math.imul(hash, 31) + c) | 0
+  }
+  const slot = (hash ^ (hash >>> 12)) & (TOKEN_SLOTS - 1)
+  const seen = tokenTexts[slot]
+  if (seen !== undefined && seen.length === length) {
+    let same = true
+    for (let i = 0; i < length; i++) {
+      if (seen.charCodeAt(i) !== bytes[start + i]) {
+        same = false
+        break
+      }
+    }
+    if (same) return seen
+  }
+  const text = latin1.call(bytes, "latin1", start, end)
+  tokenTexts[slot] = text
+  return text
+}
+
 /**
  * Whether every byte of `bytes[start, end)` is printable ASCII other than a backslash: the inside
  * of a JSON string literal whose bytes are its text (sliced as latin1, no UTF-8 decode needed).

@@ -3,7 +3,7 @@
  * path a chunk takes, the events are the ones a full JSON.parse of it gives.
  */
 import { describe, expect, test } from "bun:test"
-import { isPlainAscii, jsonLiteralEnd, jsonStringValue } from "../../src/providers/json-literal"
+import { isPlainAscii, jsonLiteralEnd, jsonStringValue, tokenText } from "../../src/providers/json-literal"
 import { ChatStreamTranslator } from "../../src/providers/openai-chat/stream"
 import { ProviderError, type ProviderEvent } from "../../src/providers/types"
 import { ResponseAssembler } from "../../src/http/responses/assembler"
@@ -46,6 +46,29 @@ describe("JSON string literals read in place", () => {
       expect([other, isPlainAscii(b, 0, b.length)]).toEqual([other, false])
     }
     expect(isPlainAscii(bytes('é"tok"é'), 3, 6)).toBe(true)
+  })
+
+  test("tokenText: the exact text of each short plain token, however tokens share table slots", () => {
+    const encoder = new TextEncoder()
+    let seed = 3
+    const next = () => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff
+      return seed
+    }
+    // Far more distinct tokens than the table has slots, each asked for twice, in a shuffled order.
+    const tokens = Array.from({ length: 12_000 }, () => Array.from({ length: 1 + (next() % 12) }, () => String.fromCharCode(32 + (next() % 95))).join("").replaceAll("\\", "/"))
+    const asked = [...tokens, ...tokens].sort(() => (next() % 3) - 1)
+    for (const token of asked) {
+      // Framed as in a chunk, read between the quotes.
+      const bytes = encoder.encode(`xx"${token}"yy`)
+      expect(tokenText(bytes, 3, 3 + token.length)).toBe(token)
+    }
+    // Not plain or too long: left to the slice, the decoder and JSON.parse.
+    for (const other of ["a\\nb", "é", "tab\t", "x".repeat(33)]) {
+      const bytes = encoder.encode(other)
+      expect([other, tokenText(bytes, 0, bytes.length)]).toEqual([other, undefined])
+    }
+    expect(tokenText(encoder.encode("x".repeat(32)), 0, 32)).toBe("x".repeat(32))
   })
 
   test("anything JSON refuses is refused", () => {

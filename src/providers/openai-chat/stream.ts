@@ -11,7 +11,7 @@
  * becomes a string.
  */
 import { errorFromEvent } from "../errors"
-import { bytesAt, isPlainAscii, jsonLiteralEnd, jsonLiteralEndInBytes, jsonStringValue } from "../json-literal"
+import { bytesAt, isPlainAscii, jsonLiteralEnd, jsonLiteralEndInBytes, jsonStringValue, tokenText } from "../json-literal"
 import type { SseEvent } from "../sse"
 import { ProviderError, type FinishReason, type ProviderEvent, type Usage } from "../types"
 import type { StreamTranslator } from "../wire"
@@ -38,12 +38,18 @@ export class ChatStreamTranslator implements StreamTranslator {
       const open = at + head.length
       const close = jsonLiteralEndInBytes(bytes, open)
       if (close === -1 || !bytesAt(bytes, close, tail)) break
-      // Printable ASCII with no escape is sliced as it is; anything else is decoded. The value comes
-      // from JSON.parse either way: the engine hands out one shared string for a short one, where a
-      // string of its own per token, held by the answer's text until it is compacted, outlived
-      // the held-stream pacer's collections (2,000 streams grew ~2 MB/s until they ended).
-      const json = isPlainAscii(bytes, open + 1, close - 1) ? latin1.call(bytes, "latin1", open, close) : utf8.decode(bytes.subarray(open, close))
-      const delta = jsonStringValue(json)
+      // A short printable-ASCII token is its own text, one shared string (tokenText). Otherwise the
+      // literal is sliced (printable ASCII) or decoded, and its value comes from JSON.parse, which
+      // also shares a short string: a string of its own per token, held by the answer's text until
+      // it is compacted, outlived the held-stream pacer's collections (2,000 streams grew ~2 MB/s).
+      const token = tokenText(bytes, open + 1, close - 1)
+      const json =
+        token !== undefined
+          ? `"${token}"`
+          : isPlainAscii(bytes, open + 1, close - 1)
+            ? latin1.call(bytes, "latin1", open, close)
+            : utf8.decode(bytes.subarray(open, close))
+      const delta = token ?? jsonStringValue(json)
       if (delta === undefined) break
       if (delta.length > 0) out.push({ type: "text", delta, json })
       at = close + tail.length
