@@ -78,7 +78,10 @@ export const bytesAt = (bytes: Uint8Array, at: number, pattern: Buffer): boolean
   return end <= bytes.length && pattern.compare(bytes, at, end) === 0
 }
 
-const latin1 = Buffer.prototype.toString
+const bufferText = Buffer.prototype.toString
+
+/** `bytes[start, end)` read as latin1, for bytes known to be ASCII: one native call, one flat string. */
+export const latin1Slice = (bytes: Uint8Array, start: number, end: number): string => bufferText.call(bytes, "latin1", start, end)
 
 /** Slots of the token table: plain-ASCII texts seen lately, each in the slot of its bytes' hash. */
 const TOKEN_SLOTS = 4096
@@ -114,7 +117,7 @@ export const tokenText = (bytes: Uint8Array, start: number, end: number): string
     }
     if (same) return seen
   }
-  const text = latin1.call(bytes, "latin1", start, end)
+  const text = latin1Slice(bytes, start, end)
   tokenTexts[slot] = text
   return text
 }

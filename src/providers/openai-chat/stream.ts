@@ -11,7 +11,7 @@
  * becomes a string.
  */
 import { errorFromEvent } from "../errors"
-import { bytesAt, isPlainAscii, jsonLiteralEnd, jsonLiteralEndInBytes, jsonStringValue, tokenText } from "../json-literal"
+import { bytesAt, isPlainAscii, jsonLiteralEnd, jsonLiteralEndInBytes, jsonStringValue, latin1Slice, tokenText } from "../json-literal"
 import type { SseEvent } from "../sse"
 import { ProviderError, type FinishReason, type ProviderEvent, type Usage } from "../types"
 import type { StreamTranslator } from "../wire"
@@ -47,7 +47,7 @@ export class ChatStreamTranslator implements StreamTranslator {
         token !== undefined
           ? `"${token}"`
           : isPlainAscii(bytes, open + 1, close - 1)
-            ? latin1.call(bytes, "latin1", open, close)
+            ? latin1Slice(bytes, open, close)
             : utf8.decode(bytes.subarray(open, close))
       const delta = token ?? jsonStringValue(json)
       if (delta === undefined) break
@@ -153,7 +153,6 @@ export class ChatStreamTranslator implements StreamTranslator {
 }
 
 const utf8 = new TextDecoder()
-const latin1 = Buffer.prototype.toString
 
 const CHOICES_OPEN = '"choices":[{'
 const CONTENT_KEY = '"delta":{"content":'
