@@ -36,8 +36,8 @@ export class GenerationWriterOptions extends Context.Reference<GenerationWriterO
   // 25 ms: each commit costs its BEGIN/COMMIT and WAL writes whatever it holds; at one connection
   // (~1,300 streams/s, ~3,600 JSON answers/s here) a 5 ms window gave batches of 5-20 rows, and
   // the commits were ~10 % of the gateway's CPU (A/B of the binary: streams 2.58 -> 2.35 us per
-  // event, JSON c=1 214 -> 191 us per request). A record still queued is flushed at once when
-  // it is read over HTTP (`written`), so the window is never visible to a client.
+  // event, JSON c=1 214 -> 191 us per request). A read over HTTP that needs a record still
+  // queued has the queue written first (`written`, `caughtUp`), so the window is never visible.
   defaultValue: (): GenerationWriterSettings => ({ windowMs: 25, maxBatch: 200, retryDelayMs: 50 }),
 }) {}
 

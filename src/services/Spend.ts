@@ -43,8 +43,9 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
      * turn is made at once, in the caller's fiber; those asked for after it in the same turn go
      * together when the turn ends, in one transaction (each in its savepoint, in the order asked):
      * one commit (and, while a transaction is open on the main connection, one pass through its
-     * permit) for all of them instead of one each (~45 and ~50 µs of CPU per request). A lone request (one connection) never waits a
-     * turn: that wait cost it more than the commit it would share.
+     * permit) for all of them instead of one each (~45 and ~50 µs of CPU per request). A lone
+     * request (one connection) never waits a turn: that wait cost it more than the commit it
+     * would share.
      */
     const batchedOn = (spend: SqliteSpend) => {
       const reserveAll = (list: ReadonlyArray<ReserveArgs>) => beside(() => spend.reserve(list)).pipe(Effect.orDie)

@@ -13,8 +13,7 @@
  * at c=32 138.6 → 127.6 µs of CPU per request.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
-import type { SqlClient, SqlError } from "@effect/sql"
-import { SqlClient as SqlClientTag } from "@effect/sql"
+import { SqlClient, type SqlError } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { Context, Effect, Layer } from "effect"
 
@@ -50,7 +49,7 @@ const counted = (filename: string) =>
       get: (target, key, receiver) => (key === "withTransaction" ? withTransaction : Reflect.get(target, key, receiver)),
     })
     return Context.make(SqliteClient.SqliteClient, sql).pipe(
-      Context.add(SqlClientTag.SqlClient, sql),
+      Context.add(SqlClient.SqlClient, sql),
       Context.add(MainConnection, { idle: () => open === 0 }),
     )
   })
