@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto"
 import { Clock, Effect, Option } from "effect"
 import type { ApiKey, LimitReset } from "../domain/keys.js"
 import { limitWindowStart, windowStarts } from "../domain/windows.js"
+import { addSpendWith, dayOf, rollUp, type SpendItem } from "../store/spend-rollup.js"
 
 export const SECRET_PREFIX = "sk-gw-v1-"
 
@@ -89,14 +90,8 @@ export interface KeyPatch {
   readonly limitReset?: LimitReset | null
 }
 
-export interface SpendEntry {
-  readonly keyHash: string
-  readonly userId: string
-  readonly workspaceId: string
-  readonly generationId?: string | null
-  readonly amountUsd: number
-  readonly isByok: boolean
-  /** Defaults to now. */
+/** Spend recorded directly (not by a model request); `createdAt` defaults to now. */
+export interface SpendEntry extends Omit<SpendItem, "createdAt"> {
   readonly createdAt?: string
 }
 
@@ -237,14 +232,14 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
           byok_usage_monthly: number
         }>`SELECT key_hash,
             COALESCE(SUM(CASE WHEN is_byok = 0 THEN amount_usd END), 0) AS usage,
-            COALESCE(SUM(CASE WHEN is_byok = 0 AND created_at >= ${w.day} THEN amount_usd END), 0) AS usage_daily,
-            COALESCE(SUM(CASE WHEN is_byok = 0 AND created_at >= ${w.week} THEN amount_usd END), 0) AS usage_weekly,
-            COALESCE(SUM(CASE WHEN is_byok = 0 AND created_at >= ${w.month} THEN amount_usd END), 0) AS usage_monthly,
+            COALESCE(SUM(CASE WHEN is_byok = 0 AND day >= ${dayOf(w.day)} THEN amount_usd END), 0) AS usage_daily,
+            COALESCE(SUM(CASE WHEN is_byok = 0 AND day >= ${dayOf(w.week)} THEN amount_usd END), 0) AS usage_weekly,
+            COALESCE(SUM(CASE WHEN is_byok = 0 AND day >= ${dayOf(w.month)} THEN amount_usd END), 0) AS usage_monthly,
             COALESCE(SUM(CASE WHEN is_byok = 1 THEN amount_usd END), 0) AS byok_usage,
-            COALESCE(SUM(CASE WHEN is_byok = 1 AND created_at >= ${w.day} THEN amount_usd END), 0) AS byok_usage_daily,
-            COALESCE(SUM(CASE WHEN is_byok = 1 AND created_at >= ${w.week} THEN amount_usd END), 0) AS byok_usage_weekly,
-            COALESCE(SUM(CASE WHEN is_byok = 1 AND created_at >= ${w.month} THEN amount_usd END), 0) AS byok_usage_monthly
-          FROM spend WHERE ${sql.in("key_hash", rows.map((r) => r.hash))} GROUP BY key_hash`.pipe(Effect.orDie)
+            COALESCE(SUM(CASE WHEN is_byok = 1 AND day >= ${dayOf(w.day)} THEN amount_usd END), 0) AS byok_usage_daily,
+            COALESCE(SUM(CASE WHEN is_byok = 1 AND day >= ${dayOf(w.week)} THEN amount_usd END), 0) AS byok_usage_weekly,
+            COALESCE(SUM(CASE WHEN is_byok = 1 AND day >= ${dayOf(w.month)} THEN amount_usd END), 0) AS byok_usage_monthly
+          FROM spend_daily WHERE ${sql.in("key_hash", rows.map((r) => r.hash))} GROUP BY key_hash`.pipe(Effect.orDie)
         const byHash = new Map(sums.map((s) => [s.key_hash, s]))
         for (const row of rows) {
           const s = byHash.get(row.hash)
@@ -315,10 +310,10 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
     const windowSpend = (row: KeyRow) =>
       Effect.gen(function* () {
         const since = limitWindowStart(row.limit_reset, yield* Clock.currentTimeMillis)
-        const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend
+        const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily
           WHERE key_hash = ${row.hash}
           ${row.include_byok_in_limit ? sql`` : sql`AND is_byok = 0`}
-          ${since === undefined ? sql`` : sql`AND created_at >= ${since}`}`
+          ${since === undefined ? sql`` : sql`AND day >= ${dayOf(since)}`}`
         return Number(rows[0]?.total ?? 0)
       }).pipe(Effect.orDie)
 
@@ -326,17 +321,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
       Effect.gen(function* () {
         if (entries.length === 0) return
         const now = yield* nowIso
-        yield* sql`INSERT INTO spend ${sql.insert(
-          entries.map((e) => ({
-            key_hash: e.keyHash,
-            user_id: e.userId,
-            workspace_id: e.workspaceId,
-            generation_id: e.generationId ?? null,
-            amount_usd: e.amountUsd,
-            is_byok: bool(e.isByok),
-            created_at: e.createdAt ?? now,
-          })),
-        )}`
+        yield* addSpendWith(sql, rollUp(entries.map((e) => ({ ...e, createdAt: e.createdAt ?? now }))))
       }).pipe(Effect.orDie)
 
     const credits = (userId: string) =>
@@ -344,7 +329,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
         const granted = yield* sql<{ total: number }>`
           SELECT COALESCE(SUM(amount_usd), 0) AS total FROM credit_grants WHERE user_id = ${userId}`
         const used = yield* sql<{ total: number }>`
-          SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend WHERE user_id = ${userId} AND is_byok = 0`
+          SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily WHERE user_id = ${userId} AND is_byok = 0`
         return {
           total_credits: round(Number(granted[0]?.total ?? 0)),
           total_usage: round(Number(used[0]?.total ?? 0)),

@@ -13,6 +13,7 @@ import { PaymentRequired } from "../domain/errors.js"
 import { limitWindowStart, nextReset } from "../domain/windows.js"
 import { type Reservation, settlementWith } from "../store/settlement.js"
 import { besideMain, MainConnection } from "../store/sqlite-client.js"
+import { dayOf } from "../store/spend-rollup.js"
 import { openSqliteSpend, type ReserveArgs, type ReserveOutcome, type SqliteSpend } from "../store/spend-sqlite.js"
 import type { KeyRow } from "./KeyStore.js"
 
@@ -75,9 +76,9 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
 
     /** Spend in the key's current limit window according to the ledger (used when the window changed). */
     const ledgerWindowSpend = (args: ReserveArgs) =>
-      sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend WHERE key_hash = ${args.keyHash}
+      sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily WHERE key_hash = ${args.keyHash}
         ${args.includeByok ? sql`` : sql`AND is_byok = 0`}
-        ${args.since === undefined ? sql`` : sql`AND created_at >= ${args.since}`}`.pipe(Effect.map((r) => Number(r[0]?.total ?? 0)))
+        ${args.since === undefined ? sql`` : sql`AND day >= ${dayOf(args.since)}`}`.pipe(Effect.map((r) => Number(r[0]?.total ?? 0)))
 
     const refuseKey = (key: KeyRow, nowMs: number) => {
       const reset = nextReset(key.limit_reset, nowMs)
@@ -124,7 +125,7 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
             const updated = yield* sql<{ id: string }>`UPDATE users SET credits_reserved_usd = credits_reserved_usd + ${credits}
               WHERE id = ${userId}
                 AND (SELECT COALESCE(SUM(amount_usd), 0) FROM credit_grants WHERE user_id = ${userId})
-                  - (SELECT COALESCE(SUM(amount_usd), 0) FROM spend WHERE user_id = ${userId} AND is_byok = 0)
+                  - (SELECT COALESCE(SUM(amount_usd), 0) FROM spend_daily WHERE user_id = ${userId} AND is_byok = 0)
                   - credits_reserved_usd >= ${credits}
               RETURNING id`
             if (updated.length === 0) return "credits" as const

@@ -11,6 +11,7 @@ import { Database, type SQLQueryBindings } from "bun:sqlite"
 import { Effect } from "effect"
 import type { GenerationEntry, GenerationError, GenerationStatus, StoredGeneration } from "../domain/generations.js"
 import { type SettleArgs, settlementOn } from "./settlement.js"
+import { addSpendWith, rollUp, type SpendItem, spendAdderOn } from "./spend-rollup.js"
 
 /** A row of `generations` (a type alias, so it is a record `sql.insert` takes). */
 export type GenerationRow = {
@@ -113,17 +114,17 @@ const contentRowOf = (e: GenerationEntry) =>
     ? undefined
     : { generation_id: e.id, input: JSON.stringify(e.content.input), output: JSON.stringify(e.content.output) }
 
-const spendRowOf = (e: GenerationEntry) => ({
-  key_hash: e.keyHash,
-  user_id: e.userId,
-  workspace_id: e.workspaceId,
-  generation_id: e.id,
-  amount_usd: Number.isFinite(e.totalCost) ? e.totalCost : 0,
-  is_byok: bit(e.isByok),
-  created_at: e.createdAt,
+/** What a generation adds to the spend ledger (its key's usage, its user's credits). */
+const spendOf = (e: GenerationEntry): SpendItem => ({
+  keyHash: e.keyHash,
+  userId: e.userId,
+  workspaceId: e.workspaceId,
+  amountUsd: e.totalCost,
+  isByok: e.isByok,
+  createdAt: e.createdAt,
 })
 
-/** One transaction through @effect/sql: the generation rows, their content rows and one spend row each. */
+/** One transaction through @effect/sql: the generation rows, their content rows and their spend, rolled up. */
 export const sqlBatchWriter =
   (sql: SqlClient.SqlClient) =>
   (entries: ReadonlyArray<GenerationEntry>) =>
@@ -132,7 +133,7 @@ export const sqlBatchWriter =
         yield* sql`INSERT INTO generations ${sql.insert(entries.map(toRow))}`
         const contents = entries.flatMap((e) => contentRowOf(e) ?? [])
         if (contents.length > 0) yield* sql`INSERT INTO generation_content ${sql.insert(contents)}`
-        yield* sql`INSERT INTO spend ${sql.insert(entries.map(spendRowOf))}`
+        yield* addSpendWith(sql, rollUp(entries.map(spendOf)))
       }),
     )
 
@@ -183,9 +184,7 @@ const prepareWriter = (db: Database): SqliteBatchWriter => {
   const insertContent = db.prepare<unknown, [string, string, string]>(
     "INSERT INTO generation_content (generation_id, input, output) VALUES (?, ?, ?)",
   )
-  const insertSpend = db.prepare<unknown, [string, string, string, string, number, number, string]>(
-    "INSERT INTO spend (key_hash, user_id, workspace_id, generation_id, amount_usd, is_byok, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-  )
+  const addSpend = spendAdderOn(db)
   const settleOne = settlementOn(db)
   const batch = db.transaction((items: ReadonlyArray<LedgerItem>) => {
     for (const { entry: e, settlement } of items) {
@@ -193,11 +192,10 @@ const prepareWriter = (db: Database): SqliteBatchWriter => {
       insertGeneration.run(...GENERATION_COLUMNS.map((c) => row[c]))
       const content = contentRowOf(e)
       if (content !== undefined) insertContent.run(content.generation_id, content.input, content.output)
-      const spend = spendRowOf(e)
-      insertSpend.run(spend.key_hash, spend.user_id, spend.workspace_id, spend.generation_id, spend.amount_usd, spend.is_byok, spend.created_at)
-      // The hold is released in the transaction that writes the row replacing it: never both, never neither.
+      // The hold is released in the transaction that writes the spend replacing it: never both, never neither.
       if (settlement !== undefined) settleOne(settlement)
     }
+    addSpend(rollUp(items.map((item) => spendOf(item.entry))))
   })
   const settleAlone = db.transaction(settleOne)
   return {

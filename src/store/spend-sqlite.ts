@@ -10,6 +10,7 @@
  */
 import { Database } from "bun:sqlite"
 import { type SettleArgs, settlementOn } from "./settlement.js"
+import { dayOf } from "./spend-rollup.js"
 
 export interface ReserveArgs {
   readonly id: string
@@ -68,15 +69,15 @@ const prepare = (db: Database): SqliteSpend => {
     const byok = args.includeByok ? "" : " AND is_byok = 0"
     if (args.since === undefined) {
       const row = db
-        .query<{ total: number }, [string]>(`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend WHERE key_hash = ?${byok}`)
+        .query<{ total: number }, [string]>(`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily WHERE key_hash = ?${byok}`)
         .get(args.keyHash)
       return Number(row?.total ?? 0)
     }
     const row = db
       .query<{ total: number }, [string, string]>(
-        `SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend WHERE key_hash = ?${byok} AND created_at >= ?`,
+        `SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily WHERE key_hash = ?${byok} AND day >= ?`,
       )
-      .get(args.keyHash, args.since)
+      .get(args.keyHash, dayOf(args.since))
     return Number(row?.total ?? 0)
   }
   const holdKey = db.query<{ hash: string }, Record<string, string | number>>(
@@ -92,7 +93,7 @@ const prepare = (db: Database): SqliteSpend => {
     `UPDATE users SET credits_reserved_usd = credits_reserved_usd + $credits
      WHERE id = $userId
        AND (SELECT COALESCE(SUM(amount_usd), 0) FROM credit_grants WHERE user_id = $userId)
-         - (SELECT COALESCE(SUM(amount_usd), 0) FROM spend WHERE user_id = $userId AND is_byok = 0)
+         - (SELECT COALESCE(SUM(amount_usd), 0) FROM spend_daily WHERE user_id = $userId AND is_byok = 0)
          - credits_reserved_usd >= $credits
      RETURNING id`,
   )

@@ -35,7 +35,7 @@ const ledgerSpend = (g: TestGateway, hash: string) =>
     g,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend WHERE key_hash = ${hash}`
+      const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily WHERE key_hash = ${hash}`
       return Number(rows[0]?.total ?? 0)
     }),
   )
@@ -275,7 +275,7 @@ describe.skipIf(engine !== "postgres")("two gateway processes on one Postgres da
       await Bun.sleep(300)
       const { SQL } = await import("bun")
       const pg = new SQL(db.url)
-      const [row] = await pg`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend WHERE key_hash = ${made.data.hash}`
+      const [row] = await pg`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily WHERE key_hash = ${made.data.hash}`
       const [open] = await pg`SELECT COUNT(*)::int AS n FROM reservations`
       await pg.close()
       expect(Number(row.total)).toBeCloseTo(ok * ACTUAL, 12)

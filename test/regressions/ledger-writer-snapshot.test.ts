@@ -25,7 +25,7 @@ describe("main-connection transaction vs the ledger writer's connection", () => 
         const store = yield* GenerationStore
         return yield* sql.withTransaction(
           Effect.gen(function* () {
-            yield* sql`SELECT COUNT(*) AS n FROM spend`
+            yield* sql`SELECT COUNT(*) AS n FROM spend_daily`
             // Any macrotask boundary inside the transaction lets the writer's timer run.
             yield* store.record(entry())
             yield* Effect.sleep(30)

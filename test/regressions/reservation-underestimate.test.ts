@@ -68,7 +68,7 @@ describe("the reservation bounds what the upstream may produce", () => {
     const spent = await gw.server.runtime.runPromise(
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
-        const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend WHERE key_hash = ${made.data.hash}`
+        const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily WHERE key_hash = ${made.data.hash}`
         return Number(rows[0]!.total)
       }),
     )
@@ -95,7 +95,7 @@ describe("the reservation bounds what the upstream may produce", () => {
     const spent = await gw.server.runtime.runPromise(
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
-        const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend WHERE key_hash = ${made.data.hash}`
+        const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily WHERE key_hash = ${made.data.hash}`
         return Number(rows[0]!.total)
       }),
     )

@@ -3,6 +3,7 @@ import { Database } from "bun:sqlite"
 import { SqlClient } from "@effect/sql"
 import { Effect, Fiber, Layer, ManagedRuntime, Option } from "effect"
 import { GatewayConfig, testSettings } from "../../src/config/Config.js"
+import type { GenerationEntry } from "../../src/domain/generations.js"
 import {
   GenerationStore,
   type GenerationWriterSettings,
@@ -47,14 +48,22 @@ beforeAll(async () => {
   rt = await runtimeWith()
 })
 
-const entry = generationEntry
+// Every entry on a key of its own, so what the spend ledger holds for its key is its spend alone.
+let keys = 0
+const entry = (overrides: Partial<GenerationEntry> = {}) => generationEntry({ keyHash: `gen-store-${Date.now()}-${keys++}`, ...overrides })
 
-const countWhere = (ids: ReadonlyArray<string>, table: "generations" | "spend") =>
+const countWhere = (ids: ReadonlyArray<string>, table: "generations") =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    table === "generations"
-      ? sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM generations WHERE ${sql.in("id", ids)}`
-      : sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM spend WHERE ${sql.in("generation_id", ids)}`,
+    sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM ${sql(table)} WHERE ${sql.in("id", ids)}`,
   ).pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)))
+
+/** What the spend ledger holds for the keys of `entries`. */
+const spentOn = (entries: ReadonlyArray<GenerationEntry>) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily
+      WHERE ${sql.in("key_hash", [...new Set(entries.map((e) => e.keyHash))])}`,
+  ).pipe(Effect.map((rows) => Number(rows[0]?.total ?? 0)))
+const costOf = (entries: ReadonlyArray<GenerationEntry>) => entries.reduce((n, e) => n + e.totalCost, 0)
 
 describe("newGenerationId", () => {
   test("is gen-<unix seconds>-<20 alphanumerics> and unique", () => {
@@ -135,7 +144,7 @@ describe("record (group commit)", () => {
     )
   })
 
-  test("500 record calls end up in a few transactions of at most 200 rows, each with its spend row", async () => {
+  test("500 record calls end up in a few transactions of at most 200 rows, each with its spend", async () => {
     const entries = Array.from({ length: 500 }, () => entry())
     const ids = entries.map((e) => e.id)
     const { before, after } = await rt.runPromise(
@@ -152,7 +161,7 @@ describe("record (group commit)", () => {
     expect(flushes).toBeLessThanOrEqual(6)
     expect(after.rowsWritten - before.rowsWritten).toBe(500)
     expect(await rt.runPromise(countWhere(ids, "generations"))).toBe(500)
-    expect(await rt.runPromise(countWhere(ids, "spend"))).toBe(500)
+    expect(await rt.runPromise(spentOn(entries))).toBeCloseTo(costOf(entries), 12)
   })
 
   test("the writer flushes on its own once the window has passed", async () => {
@@ -197,7 +206,7 @@ describe("shutdown", () => {
     open.splice(open.indexOf(lazy), 1)
     const ids = entries.map((e) => e.id)
     expect(await rt.runPromise(countWhere(ids, "generations"))).toBe(20)
-    expect(await rt.runPromise(countWhere(ids, "spend"))).toBe(20)
+    expect(await rt.runPromise(spentOn(entries))).toBeCloseTo(costOf(entries), 12)
   })
 })
 
@@ -224,7 +233,8 @@ describe("failed flushes", () => {
         const store = yield* GenerationStore
         yield* store.recordDurable(first)
         const before = yield* store.stats
-        yield* store.record(entry({ id: first.id }))
+        // Its spend (on the same key) must not count either.
+        yield* store.record(entry({ id: first.id, keyHash: first.keyHash, totalCost: 5 }))
         yield* store.record(good)
         yield* store.flush
         return { before, after: yield* store.stats }
@@ -233,7 +243,8 @@ describe("failed flushes", () => {
     expect(after.failedBatches - before.failedBatches).toBe(1)
     expect(after.failedRows - before.failedRows).toBe(1)
     expect(Option.isSome(await rt.runPromise(Effect.flatMap(GenerationStore, (s) => s.get(good.id))))).toBe(true)
-    expect(await rt.runPromise(countWhere([first.id], "spend"))).toBe(1)
+    expect(await rt.runPromise(spentOn([first]))).toBeCloseTo(first.totalCost, 12)
+    expect(await rt.runPromise(spentOn([good]))).toBeCloseTo(good.totalCost, 12)
   })
 })
 
@@ -263,7 +274,7 @@ describe("a busy SQLite database", () => {
     expect(after.failedBatches - before.failedBatches).toBe(0)
     expect(after.failedRows - before.failedRows).toBe(0)
     expect(await rt.runPromise(countWhere([e.id], "generations"))).toBe(1)
-    expect(await rt.runPromise(countWhere([e.id], "spend"))).toBe(1)
+    expect(await rt.runPromise(spentOn([e]))).toBeCloseTo(e.totalCost, 12)
   })
 })
 

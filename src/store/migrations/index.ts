@@ -10,6 +10,7 @@ import generations from "./0004_generations.js"
 import destinations from "./0005_destinations.js"
 import reservations from "./0006_reservations.js"
 import ledgerIndexes from "./0007_ledger_indexes.js"
+import spendDaily from "./0008_spend_daily.js"
 
 export interface Migration {
   readonly id: number
@@ -24,4 +25,5 @@ export const migrations: ReadonlyArray<Migration> = [
   { id: 5, name: "destinations", up: destinations },
   { id: 6, name: "reservations", up: reservations },
   { id: 7, name: "ledger_indexes", up: ledgerIndexes },
+  { id: 8, name: "spend_daily", up: spendDaily },
 ]
