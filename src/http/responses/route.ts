@@ -32,6 +32,7 @@ import { makePreparer, metadataEnabled, type Prepared } from "./prepare.js"
 import { toNormalizedRequest } from "./normalize.js"
 import { apiErrorOf, asProviderError, failureCodeOf, isRetryable } from "./upstream-errors.js"
 import { outputBound } from "./bounds.js"
+import { Deadlines } from "./deadlines.js"
 import type { RequestTrace } from "../metrics.js"
 
 type Services = KeyStore | ContentPolicy | PresetStore | Router | Guardrails | GenerationStore | Spend
@@ -76,6 +77,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
   const { settings } = options
   const maxBody = settings.maxBodyBytes
   const deadlineMessage = `The request exceeded the gateway's deadline of ${settings.requestTimeoutMs} ms`
+  const deadlines = new Deadlines(settings.requestTimeoutMs)
   // While waiting long for the first token, a comment line keeps proxies from closing the stream.
   const keepAliveMs = settings.streamKeepAliveMs
   const runExit = Runtime.runPromiseExit(runtime)
@@ -256,9 +258,9 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     clientSignal.onabort = onClientAbort
     // The client may have gone while we read the body or decided: its abort event already fired.
     if (clientSignal.aborted) onClientAbort()
-    const deadline = setTimeout(() => upstreamAbort.abort(new DeadlineExceeded()), settings.requestTimeoutMs)
+    const deadline = deadlines.add(() => upstreamAbort.abort(new DeadlineExceeded()))
     const cleanup = () => {
-      clearTimeout(deadline)
+      deadlines.remove(deadline)
       clientSignal.onabort = null
     }
 
