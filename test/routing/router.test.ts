@@ -39,6 +39,7 @@ const MODELS: ReadonlyArray<ModelEntry> = [
   model("v/paid", ep("p1", 1, 1), ep("p2", 2, 2)),
   model("v/pair", ep("left", 1, 1), ep("right", 1, 1)),
   model("v/known:free", ep("special", 3, 3)),
+  model("v/solo", ep("only", 2, 2)),
 ]
 
 const providerIds = [...new Set(MODELS.flatMap((m) => m.endpoints.map((e) => e.provider)))]
@@ -372,5 +373,47 @@ describe("sticky sessions", () => {
     router.recordSuccess(plan, right, timing)
     expect(providers(planOf(router, { model: "v/pair" }, { userId: "u1", sessionKey: null }))[0]).toBe("left")
     expect(router.sticky.size).toBe(0)
+  })
+})
+
+describe("a single-endpoint model with no preferences (the short path)", () => {
+  // `provider: {}` changes nothing about the plan but takes the general path: the two must agree.
+  const cases: Array<[string, Record<string, unknown>, Partial<RouteInput>]> = [
+    ["plain", { model: "v/solo" }, {}],
+    ["a workspace default sort", { model: "v/solo" }, { defaultSort: "latency" }],
+    ["from a preset", { model: "v/solo" }, { preset: "mine", requested: "@preset/mine" }],
+    ["from a preset, with a default sort", { model: "v/solo" }, { preset: "mine", defaultSort: "price" }],
+    ["a catalog id that looks like a variant", { model: "v/known:free" }, {}],
+  ]
+  for (const [name, json, input] of cases) {
+    test(`${name}: the same plan as the general path`, () => {
+      const { router } = routerWith()
+      const short = planOf(router, json, input)
+      expect(short).toEqual(planOf(router, { ...json, provider: {} }, input))
+      expect(short.candidates).toHaveLength(1)
+    })
+  }
+
+  test("its strategy, candidates and requested id", () => {
+    const { router } = routerWith()
+    expect(planOf(router, { model: "v/solo" })).toMatchObject({ requested: "v/solo", strategy: "direct", stickyScope: undefined })
+    expect(providers(planOf(router, { model: "v/solo" }))).toEqual(["only"])
+    expect(planOf(router, { model: "v/solo" }, { preset: "p", defaultSort: "throughput" }).strategy).toBe("preset+sort:throughput")
+  })
+
+  test("cooled down, its only endpoint is still the candidate", () => {
+    const { router } = routerWith()
+    const [endpoint] = planOf(router, { model: "v/solo" }).candidates
+    for (let i = 0; i < 10; i++) router.recordFailure(endpoint!, "server")
+    expect(router.health.isCoolingDown(endpoint!.id, 1_000_000)).toBe(true)
+    expect(providers(planOf(router, { model: "v/solo" }))).toEqual(["only"])
+  })
+
+  test("a session, fallbacks or a suffix take the general path (sticky, fallback, the variant's sort)", () => {
+    const { router } = routerWith()
+    const sticky = planOf(router, { model: "v/solo" }, { sessionKey: "s1", userId: "u1" })
+    expect(sticky.stickyScope).toBeDefined()
+    expect(planOf(router, { model: "v/solo", models: ["v/b"] }).strategy).toBe("fallback")
+    expect(planOf(router, { model: "v/solo:floor" }).strategy).toBe("sort:price")
   })
 })
