@@ -519,3 +519,78 @@ describe("The openai SDK accepts the stream", () => {
     expect(final.error).toEqual({ code: "server_error", message: "boom" } as typeof final.error)
   })
 })
+
+describe("Streaming: envelope events written as text", () => {
+  /** Each event's raw data line, as the client receives it. */
+  const rawEvents = (sse: string) =>
+    sse
+      .slice(0, -2)
+      .split("\n\n")
+      .filter((block) => block.startsWith("event: "))
+      .map((block) => block.slice(block.indexOf("\ndata: ") + 7))
+
+  // The envelope's JSON is built from pieces (the text serialized once); a client must get exactly
+  // what JSON.stringify of the event object writes, key order included.
+  const check = (sse: string, assembler: ResponseAssembler) => {
+    const result = assembler.result()
+    let seen = 0
+    for (const data of rawEvents(sse)) {
+      const e = JSON.parse(data) as Record<string, unknown> & { type: string; sequence_number: number }
+      const head = { type: e.type, sequence_number: e.sequence_number }
+      const item = typeof e.output_index === "number" ? result.output[e.output_index] : undefined
+      switch (e.type) {
+        case "response.created":
+        case "response.in_progress":
+          expect(data).toBe(JSON.stringify({ ...head, response: e.response }))
+          break
+        case "response.completed":
+        case "response.failed":
+          expect(data).toBe(JSON.stringify({ ...head, response: result }))
+          break
+        case "response.output_item.done":
+          expect(data).toBe(JSON.stringify({ ...head, output_index: e.output_index, item }))
+          break
+        case "response.output_text.done":
+        case "response.content_part.done": {
+          if (item?.type !== "message") throw new Error(`${e.type} for a ${item?.type} item`)
+          const at = { item_id: item.id, output_index: e.output_index, content_index: 0 }
+          const part = item.content[0]!
+          const expected = e.type === "response.output_text.done" ? { ...at, text: part.type === "output_text" ? part.text : "", logprobs: [] } : { ...at, part }
+          expect(data).toBe(JSON.stringify({ ...head, ...expected }))
+          break
+        }
+        default:
+          continue
+      }
+      seen++
+    }
+    return seen
+  }
+
+  test("text with quotes, escapes and non-ASCII, between a reasoning item and a call: each done event and the result", () => {
+    const { assembler, sse } = run([
+      [thinking("Let me think")],
+      [text('He said "hi"\n\t\\ — ünïcödé 🎉'), text(" and more")],
+      [callStart(0, "call_1", "lookup"), callDelta(0, '{"q":1}')],
+      [text("after the call")],
+      [usage, finishWith("stop")],
+    ])
+    // created, in_progress, 2 × (3 message done events), 2 other output_item.done, completed
+    expect(check(sse, assembler)).toBe(11)
+    expect(assembler.result().output.map((i) => i.type)).toEqual(["reasoning", "message", "function_call", "message"])
+  })
+
+  test("an answer cut at the token limit (status incomplete) and one that failed mid-stream", () => {
+    const cut = run([[text("partial")], [finishWith("length")]])
+    expect(check(cut.sse, cut.assembler)).toBe(6)
+    expect(cut.assembler.status).toBe("incomplete")
+    const failed = run([[text("so far")]], { fail: { code: "server_error", message: 'upstream "broke"' } })
+    expect(check(failed.sse, failed.assembler)).toBe(6)
+    expect(failed.assembler.result().output[0]).toMatchObject({ type: "message", status: "incomplete" })
+  })
+
+  test("a stream with no output item: created, in_progress and completed", () => {
+    const { assembler, sse } = run([[usage, finishWith("stop")]])
+    expect(check(sse, assembler)).toBe(3)
+  })
+})

@@ -24,7 +24,7 @@ import {
 } from "../../domain/responses.js"
 import type { FinishReason, ProviderEvent, Usage } from "../../providers/types.js"
 import { randomPool, takeRandom } from "../../domain/random.js"
-import { DONE, sseEvent } from "./sse.js"
+import { DONE, sseEvent, sseFrame } from "./sse.js"
 
 export { debugChunk } from "./sse.js"
 
@@ -203,6 +203,8 @@ const ARGS_DELTA = deltaHead("response.function_call_arguments.delta")
 const SUMMARY_DELTA = deltaHead("response.reasoning_summary_text.delta")
 const PLAIN_TAIL = "}\n\n"
 
+const OUTPUT_OPEN = '"output":['
+
 const ZERO_USAGE: Usage = { inputTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 }
 
 const responseUsage = (usage: Usage, extras: FinishExtras): ResponseUsage => ({
@@ -231,6 +233,8 @@ export class ResponseAssembler {
   private seq = 0
   private buf = ""
   private readonly output: Array<OutputItem> = []
+  /** Streaming: the JSON text of a closed message item, made once for its done events and reused in the final result. */
+  private readonly outputJson: Array<string | undefined> = []
   private open: OpenItem | undefined = undefined
   /** Upstream tool-call indexes already given an item (a late delta for a closed call is dropped). */
   private readonly seenCalls = new Set<number>()
@@ -283,9 +287,10 @@ export class ResponseAssembler {
   /** `response.created` and `response.in_progress`, each with the full result (no output yet). */
   start(): string {
     if (!this.stream) return ""
-    const snapshot = this.result()
-    this.event("response.created", { response: snapshot })
-    this.event("response.in_progress", { response: snapshot })
+    // One snapshot, serialized once for both events.
+    const snapshot = `"response":${JSON.stringify(this.result())}`
+    this.eventText("response.created", snapshot)
+    this.eventText("response.in_progress", snapshot)
     return this.take()
   }
 
@@ -356,7 +361,7 @@ export class ResponseAssembler {
     this.state = incompleteReason === undefined ? "completed" : "incomplete"
     this.incomplete = incompleteReason === undefined ? null : { reason: incompleteReason }
     if (this.stream) {
-      this.event("response.completed", { response: this.result() })
+      this.eventText("response.completed", `"response":${this.resultJson()}`)
       this.buf += DONE
     }
     return this.take()
@@ -370,7 +375,7 @@ export class ResponseAssembler {
     this.state = "failed"
     this.error = { code: error.code, message: error.message }
     if (this.stream) {
-      this.event("response.failed", { response: this.result() })
+      this.eventText("response.failed", `"response":${this.resultJson()}`)
       this.buf += DONE
     }
     return this.take()
@@ -378,6 +383,27 @@ export class ResponseAssembler {
 
   /** The result object as it stands (final after `finish` or `fail`). */
   result(): ResponseResult {
+    return this.snapshot(this.output.slice())
+  }
+
+  /**
+   * `JSON.stringify(this.result())`, with the message items' JSON made when they closed (a
+   * streamed answer's text is serialized once for its three done events and the final result,
+   * not four times). The result is serialized without output, which goes in at `"output":[`:
+   * that text can only be the key, as a quote inside a JSON string is escaped.
+   */
+  private resultJson(): string {
+    const json = JSON.stringify(this.snapshot([]))
+    if (this.output.length === 0) return json
+    let items = ""
+    for (let i = 0; i < this.output.length; i++) {
+      items += `${i === 0 ? "" : ","}${this.outputJson[i] ?? JSON.stringify(this.output[i])}`
+    }
+    const at = json.indexOf(OUTPUT_OPEN) + OUTPUT_OPEN.length
+    return json.slice(0, at) + items + json.slice(at)
+  }
+
+  private snapshot(output: Array<OutputItem>): ResponseResult {
     const b = this.base
     return {
       id: b.id,
@@ -386,7 +412,7 @@ export class ResponseAssembler {
       completed_at: this.completedAt,
       model: b.model,
       status: this.state,
-      output: this.output.slice(),
+      output,
       error: this.error,
       incomplete_details: this.incomplete,
       instructions: b.instructions ?? null,
@@ -428,6 +454,11 @@ export class ResponseAssembler {
 
   private event(type: string, fields: object): void {
     this.buf += sseEvent(type, { type, sequence_number: this.seq++, ...fields })
+  }
+
+  /** An event whose fields after `type` and `sequence_number` are JSON text already (`"a":…,"b":…`). */
+  private eventText(type: string, fields: string): void {
+    this.buf += sseFrame(type, `{"type":"${type}","sequence_number":${this.seq++},${fields}}`)
   }
 
   private settle(extras: FinishExtras): void {
@@ -510,10 +541,16 @@ export class ResponseAssembler {
         const item: OutputMessage = { type: "message", id, role: "assistant", status, content: [part] }
         this.output.push(item)
         if (this.stream) {
-          const at = { item_id: id, output_index: index, content_index: 0 }
-          this.event("response.output_text.done", { ...at, text, logprobs: [] })
-          this.event("response.content_part.done", { ...at, part })
-          this.event("response.output_item.done", { output_index: index, item })
+          // The JSON of `part` and `item` as JSON.stringify writes them (the test compares the two).
+          const textJson = JSON.stringify(text)
+          const idJson = JSON.stringify(id)
+          const partJson = `{"type":"output_text","text":${textJson},"annotations":[],"logprobs":[]}`
+          const itemJson = `{"type":"message","id":${idJson},"role":"assistant","status":"${status}","content":[${partJson}]}`
+          this.outputJson[this.output.length - 1] = itemJson
+          const at = `"item_id":${idJson},"output_index":${index},"content_index":0`
+          this.eventText("response.output_text.done", `${at},"text":${textJson},"logprobs":[]`)
+          this.eventText("response.content_part.done", `${at},"part":${partJson}`)
+          this.eventText("response.output_item.done", `"output_index":${index},"item":${itemJson}`)
         }
         return
       }
