@@ -1,10 +1,12 @@
 /**
  * The ledger's rows and the two ways a batch of them is committed in one transaction: through
  * @effect/sql (Postgres, and an in-memory SQLite), or, for a SQLite file, with prepared
- * statements on a connection of the writer's own. Measured on this machine (bench/scratch
- * micro-benchmark, 20-row batches of a generation and its spend row): 25-40 µs of CPU per row
- * through @effect/sql (the statement machinery per call), 17 µs per row with prepared
- * statements, nearly all of it SQLite's own b-tree work.
+ * statements on a connection of the writer's own. Each batch adds its spend to the daily rollup
+ * (src/store/spend-rollup.ts): one upsert per key and day, not a row per generation. Measured on
+ * this machine (bench/scratch micro-benchmark, 20-row batches of a generation and what was then
+ * its spend row): 25-40 µs of CPU per row through @effect/sql (the statement machinery per
+ * call), 17 µs per row with prepared statements, nearly all of it SQLite's own b-tree work; the
+ * generation row alone ~8 µs.
  */
 import type { SqlClient } from "@effect/sql"
 import { Database, type SQLQueryBindings } from "bun:sqlite"
