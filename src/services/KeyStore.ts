@@ -7,7 +7,7 @@ import { SqlClient } from "@effect/sql"
 import { randomBytes } from "node:crypto"
 import { Clock, Effect, Option } from "effect"
 import type { ApiKey, LimitReset } from "../domain/keys.js"
-import { limitWindowStart, windowStarts } from "../domain/windows.js"
+import { windowStarts } from "../domain/windows.js"
 import { addSpendWith, dayOf, rollUp, type SpendItem } from "../store/spend-rollup.js"
 
 export const SECRET_PREFIX = "sk-gw-v1-"
@@ -306,17 +306,6 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
     const viewMany = (rows: ReadonlyArray<KeyRow>) =>
       Effect.map(usageOf(rows), (usage) => rows.map((row) => view(row, usage.get(row.hash) ?? zeroUsage)))
 
-    /** Spend in the key's current limit window (for limit checks). */
-    const windowSpend = (row: KeyRow) =>
-      Effect.gen(function* () {
-        const since = limitWindowStart(row.limit_reset, yield* Clock.currentTimeMillis)
-        const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily
-          WHERE key_hash = ${row.hash}
-          ${row.include_byok_in_limit ? sql`` : sql`AND is_byok = 0`}
-          ${since === undefined ? sql`` : sql`AND day >= ${dayOf(since)}`}`
-        return Number(rows[0]?.total ?? 0)
-      }).pipe(Effect.orDie)
-
     const recordSpend = (entries: ReadonlyArray<SpendEntry>) =>
       Effect.gen(function* () {
         if (entries.length === 0) return
@@ -361,7 +350,6 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
       invalidate,
       viewOne,
       viewMany,
-      windowSpend,
       recordSpend,
       credits,
       addCredits,
