@@ -288,7 +288,7 @@ export class ResponseAssembler {
   start(): string {
     if (!this.stream) return ""
     // One snapshot, serialized once for both events.
-    const snapshot = `"response":${JSON.stringify(this.result())}`
+    const snapshot = `"response":${this.resultJson()}`
     this.eventText("response.created", snapshot)
     this.eventText("response.in_progress", snapshot)
     return this.take()
