@@ -263,9 +263,11 @@ export class RequestTrace {
    * `x-request-id` and `Server-Timing` for a response the handler builds now: set at
    * construction, the server need not touch the response's headers after (~1 µs per answer).
    */
-  head(): Record<string, string> {
+  head(headers: Record<string, string>): Record<string, string> {
     this.headed = true
-    return { "x-request-id": this.id, "server-timing": serverTiming(this, performance.now() - this.startedAt) }
+    headers["x-request-id"] = this.id
+    headers["server-timing"] = serverTiming(this, performance.now() - this.startedAt)
+    return headers
   }
 
   /** An upstream attempt begins: the provider and model it is for. */

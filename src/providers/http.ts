@@ -291,6 +291,10 @@ class StreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>
   }
 }
 
+const copyHeaders = (from: Readonly<Record<string, string>>, to: Record<string, string>): void => {
+  for (const name in from) to[name] = from[name] as string
+}
+
 const trimSlash = (url: string): string => (url.endsWith("/") ? url.slice(0, -1) : url)
 
 const openUpstream = async (
@@ -303,12 +307,13 @@ const openUpstream = async (
   if (options.signal.aborted) throw new ProviderError("connection", "the upstream call was aborted by the caller")
   const upstreamBody = wire.body(request, options.stream, config)
   const url = trimSlash(config.base_url ?? wire.defaultBaseUrl) + wire.path
-  const headers = {
+  // Copied in a loop, not spread (a spread is a builtin call per object, per request).
+  const headers: Record<string, string> = {
     "content-type": "application/json",
     accept: options.stream ? "text/event-stream" : "application/json",
-    ...wire.headers(options.apiKey),
-    ...config.headers,
   }
+  copyHeaders(wire.headers(options.apiKey), headers)
+  if (config.headers !== undefined) copyHeaders(config.headers, headers)
   const link = new UpstreamLink(options.signal, config.timeout_ms ?? DEFAULT_TIMEOUT_MS)
   let response: UpstreamResponse
   try {

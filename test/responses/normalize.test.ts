@@ -194,6 +194,17 @@ describe("Normalizing settings", () => {
     })
   })
 
+  test("the route's output bound replaces max_output_tokens, with or without one in the request", () => {
+    const bounded = (body: Record<string, unknown>, bound: number) => {
+      const r = toNormalizedRequest(Either.getOrThrow(decodeResponsesRequest(body)), "m", bound)
+      if (Either.isLeft(r)) throw new Error(r.left.message)
+      return r.right.maxOutputTokens
+    }
+    expect(bounded({ input: "Hi", max_output_tokens: 256 }, 100)).toBe(100)
+    expect(bounded({ input: "Hi" }, 4096)).toBe(4096)
+    expect(bounded({ input: "Hi", max_output_tokens: null }, 64)).toBe(64)
+  })
+
   test("null settings are absent keys, not nulls or undefined", () => {
     const n = normalize({
       instructions: null,

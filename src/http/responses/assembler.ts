@@ -22,6 +22,7 @@ import {
   type ResultTool,
   type ResultToolChoice,
 } from "../../domain/responses.js"
+import type { Types } from "effect"
 import type { FinishReason, ProviderEvent, Usage } from "../../providers/types.js"
 import { randomPool, takeRandom } from "../../domain/random.js"
 import { DONE, sseEvent, sseFrame } from "./sse.js"
@@ -106,10 +107,10 @@ export const resultBaseOf = (
     ),
     max_output_tokens: req.max_output_tokens ?? null,
     service_tier: req.service_tier === undefined ? "auto" : req.service_tier,
-    text: {
-      format: req.text?.format ?? { type: "text" },
-      ...(req.text?.verbosity != null ? { verbosity: req.text.verbosity } : {}),
-    },
+    text:
+      req.text?.verbosity != null
+        ? { format: req.text.format ?? { type: "text" }, verbosity: req.text.verbosity }
+        : { format: req.text?.format ?? { type: "text" } },
   }
 }
 
@@ -207,15 +208,19 @@ const OUTPUT_OPEN = '"output":['
 
 const ZERO_USAGE: Usage = { inputTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 }
 
-const responseUsage = (usage: Usage, extras: FinishExtras): ResponseUsage => ({
-  input_tokens: usage.inputTokens,
-  input_tokens_details: { cached_tokens: usage.cachedTokens },
-  output_tokens: usage.outputTokens,
-  output_tokens_details: { reasoning_tokens: usage.reasoningTokens },
-  total_tokens: usage.inputTokens + usage.outputTokens,
-  ...(extras.cost !== undefined ? { cost: extras.cost } : {}),
-  ...(extras.isByok !== undefined ? { is_byok: extras.isByok } : {}),
-})
+const responseUsage = (usage: Usage, extras: FinishExtras): ResponseUsage => {
+  // Assigned, not spread (a spread is a builtin call per answer).
+  const out: Types.Mutable<ResponseUsage> = {
+    input_tokens: usage.inputTokens,
+    input_tokens_details: { cached_tokens: usage.cachedTokens },
+    output_tokens: usage.outputTokens,
+    output_tokens_details: { reasoning_tokens: usage.reasoningTokens },
+    total_tokens: usage.inputTokens + usage.outputTokens,
+  }
+  if (extras.cost !== undefined) out.cost = extras.cost
+  if (extras.isByok !== undefined) out.is_byok = extras.isByok
+  return out
+}
 
 const outputText = (text: string) => ({ type: "output_text" as const, text, annotations: [], logprobs: [] })
 

@@ -155,7 +155,12 @@ const inputOf = (input: ResponsesRequest["input"]): Result<ReadonlyArray<Normali
  * The request as the adapters take it, for one endpoint's `upstreamModel`; or a 400 naming the
  * field. Plain code, not `Either.gen`: it runs once per attempt on every request.
  */
-export const toNormalizedRequest = (req: ResponsesRequest, upstreamModel: string): Result<NormalizedRequest> => {
+export const toNormalizedRequest = (
+  req: ResponsesRequest,
+  upstreamModel: string,
+  /** Overrides `max_output_tokens` (the route bounds every answer by what was reserved for it). */
+  maxOutputTokens: number | undefined = req.max_output_tokens ?? undefined,
+): Result<NormalizedRequest> => {
   const input = inputOf(req.input)
   if (Either.isLeft(input)) return Either.left(input.left)
   const tools = req.tools == null ? Either.right([]) : Either.all(req.tools.map(functionTool))
@@ -171,7 +176,7 @@ export const toNormalizedRequest = (req: ResponsesRequest, upstreamModel: string
   if (req.temperature != null) out.temperature = req.temperature
   if (req.top_p != null) out.topP = req.top_p
   if (req.top_k != null) out.topK = req.top_k
-  if (req.max_output_tokens != null) out.maxOutputTokens = req.max_output_tokens
+  if (maxOutputTokens !== undefined) out.maxOutputTokens = maxOutputTokens
   if (req.frequency_penalty != null) out.frequencyPenalty = req.frequency_penalty
   if (req.presence_penalty != null) out.presencePenalty = req.presence_penalty
   if (req.text?.format !== undefined) out.responseFormat = responseFormat(req.text.format)

@@ -5,7 +5,7 @@
  * runtime call, off the response's critical path, settles the reservation and records the
  * generation.
  */
-import { Context, Effect, Either, Exit, Option, Runtime } from "effect"
+import { Context, Effect, Either, Exit, Option, Runtime, type Types } from "effect"
 import type { Settings } from "../../config/Config.js"
 import { type ApiError, errorHeaders, envelopeOf, InternalError, RequestTimeout } from "../../domain/errors.js"
 import { costOf, estimateTokens } from "../../domain/pricing.js"
@@ -117,47 +117,45 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     const isByok = endpoint?.isByok ?? false
     const now = Date.now()
     if (endpoint === undefined && Option.isNone(prepared.reservation)) return
-    const entry: GenerationEntry | undefined =
-      endpoint === undefined
-        ? undefined
-        : {
-            id: generationId,
-            keyHash: prepared.principal.hash,
-            userId: prepared.principal.userId,
-            workspaceId: prepared.principal.workspaceId,
-            model: endpoint.modelId,
-            providerName: endpoint.provider.id,
-            upstreamModel: endpoint.upstreamModel,
-            createdAt: isoTime(startedAt),
-            streamed,
-            cancelled: outcome.status === "cancelled",
-            finishReason: assembler?.finishReason ?? null,
-            sessionId: prepared.sessionId,
-            inputTokens: usage.inputTokens,
-            cachedTokens: usage.cachedTokens,
-            cacheWriteTokens: usage.cacheWriteTokens,
-            outputTokens: usage.outputTokens,
-            reasoningTokens: usage.reasoningTokens,
-            totalCost: cost,
-            isByok,
-            generationTimeMs: Math.round(now - startedAt),
-            latencyMs: outcome.firstTokenAt === undefined ? null : Math.round(outcome.firstTokenAt - startedAt),
-            status: outcome.status,
-            ...(outcome.error
-              ? { error: { message: outcome.error.message, status: outcome.error.status, providerName: endpoint.provider.id } }
-              : {}),
-            ...(prepared.storeContent
-              ? {
-                  content: {
-                    input: storedInput(prepared.request),
-                    output: {
-                      completion: assembler?.completionText ?? null,
-                      reasoning: assembler && assembler.reasoningText !== "" ? assembler.reasoningText : null,
-                    },
-                  },
-                }
-              : {}),
-          }
+    let entry: GenerationEntry | undefined
+    if (endpoint !== undefined) {
+      const row: Types.Mutable<GenerationEntry> = {
+        id: generationId,
+        keyHash: prepared.principal.hash,
+        userId: prepared.principal.userId,
+        workspaceId: prepared.principal.workspaceId,
+        model: endpoint.modelId,
+        providerName: endpoint.provider.id,
+        upstreamModel: endpoint.upstreamModel,
+        createdAt: isoTime(startedAt),
+        streamed,
+        cancelled: outcome.status === "cancelled",
+        finishReason: assembler?.finishReason ?? null,
+        sessionId: prepared.sessionId,
+        inputTokens: usage.inputTokens,
+        cachedTokens: usage.cachedTokens,
+        cacheWriteTokens: usage.cacheWriteTokens,
+        outputTokens: usage.outputTokens,
+        reasoningTokens: usage.reasoningTokens,
+        totalCost: cost,
+        isByok,
+        generationTimeMs: Math.round(now - startedAt),
+        latencyMs: outcome.firstTokenAt === undefined ? null : Math.round(outcome.firstTokenAt - startedAt),
+        status: outcome.status,
+      }
+      // Assigned, not spread: a spread is a builtin call, and this runs once per request.
+      if (outcome.error) row.error = { message: outcome.error.message, status: outcome.error.status, providerName: endpoint.provider.id }
+      if (prepared.storeContent) {
+        row.content = {
+          input: storedInput(prepared.request),
+          output: {
+            completion: assembler?.completionText ?? null,
+            reasoning: assembler && assembler.reasoningText !== "" ? assembler.reasoningText : null,
+          },
+        }
+      }
+      entry = row
+    }
     if (entry !== undefined && Option.isNone(prepared.reservation)) {
       // Nothing held: one push onto the ledger queue, no fiber (the common, unlimited-key case).
       if (!generationStore.recordSync(entry)) console.error(`gateway: generation ${entry.id} recorded after shutdown`)
@@ -291,10 +289,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     let inFlight: Endpoint | undefined
     for (const candidate of plan.candidates) {
       // Always bound the answer by what was reserved for it (outputBound), never by the upstream's default.
-      const normalized = Either.map(toNormalizedRequest(request, candidate.upstreamModel), (n) => ({
-        ...n,
-        maxOutputTokens: outputBound(request, candidate).answer,
-      }))
+      const normalized = toNormalizedRequest(request, candidate.upstreamModel, outputBound(request, candidate).answer)
       if (Either.isLeft(normalized)) {
         cleanup()
         finalize(prepared, generationId, startedAt, streaming, {
@@ -426,7 +421,9 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
         firstTokenAt,
       })
       const json = JSON.stringify(assembler.result())
-      return new Response(json, { status: 200, headers: { ...JSON_HEADERS, ...idHeader, ...trace?.head() } })
+      // A literal, not spreads of the shared header objects (a builtin call each, per answer).
+      const headers = { "content-type": "application/json", "x-generation-id": generationId }
+      return new Response(json, { status: 200, headers: trace === undefined ? headers : trace.head(headers) })
     }
 
     // Streaming: the first byte goes out now; from here a failure is `response.failed`, never a fallback.
@@ -524,16 +521,13 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     }
     const body = new DirectStream(relay)
     if (trace !== undefined) trace.streaming = true
-    return new Response(body, {
-      status: 200,
-      headers: {
-        "content-type": "text/event-stream",
-        "cache-control": "no-cache",
-        "x-accel-buffering": "no",
-        ...idHeader,
-        ...trace?.head(),
-      },
-    })
+    const headers = {
+      "content-type": "text/event-stream",
+      "cache-control": "no-cache",
+      "x-accel-buffering": "no",
+      "x-generation-id": generationId,
+    }
+    return new Response(body, { status: 200, headers: trace === undefined ? headers : trace.head(headers) })
   }
 
   return { handle, drain }

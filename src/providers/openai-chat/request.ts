@@ -4,6 +4,7 @@
  * `system`, and tool fields are sent only with tools.
  */
 import type { ContentPart, InputItem, NormalizedRequest, ResponseFormat, ToolChoice } from "../types"
+import type { Types } from "effect"
 
 export type ChatContentPart =
   | { readonly type: "text"; readonly text: string }
@@ -135,35 +136,29 @@ export const chatResponseFormat = (format: ResponseFormat): unknown =>
     : { type: format.type }
 
 export const chatRequestBody = (request: NormalizedRequest, stream: boolean): ChatRequestBody => {
-  const hasTools = request.tools.length > 0
-  return {
-    model: request.model,
-    messages: chatMessages(request.instructions, request.input),
-    stream,
-    ...(stream ? { stream_options: { include_usage: true } } : {}),
-    ...(hasTools
-      ? {
-          tools: request.tools.map((tool) => ({
-            type: "function" as const,
-            function: {
-              name: tool.name,
-              ...(tool.description === undefined ? {} : { description: tool.description }),
-              ...(tool.parameters === undefined ? {} : { parameters: tool.parameters }),
-              ...(tool.strict === undefined ? {} : { strict: tool.strict }),
-            },
-          })),
-        }
-      : {}),
+  // Optional fields are assigned, not spread: each spread is a builtin call (~30 ns, Bun 1.4), and
+  // this runs once per upstream attempt. Key order is the wire order.
+  const body: Types.Mutable<ChatRequestBody> = { model: request.model, messages: chatMessages(request.instructions, request.input), stream }
+  if (stream) body.stream_options = { include_usage: true }
+  if (request.tools.length > 0) {
+    body.tools = request.tools.map((tool) => {
+      const fn: Types.Mutable<ChatTool["function"]> = { name: tool.name }
+      if (tool.description !== undefined) fn.description = tool.description
+      if (tool.parameters !== undefined) fn.parameters = tool.parameters
+      if (tool.strict !== undefined) fn.strict = tool.strict
+      return { type: "function" as const, function: fn }
+    })
     // Servers refuse tool_choice and parallel_tool_calls without tools.
-    ...(hasTools && request.toolChoice !== undefined ? { tool_choice: chatToolChoice(request.toolChoice) } : {}),
-    ...(hasTools && request.parallelToolCalls !== undefined ? { parallel_tool_calls: request.parallelToolCalls } : {}),
-    ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
-    ...(request.topP === undefined ? {} : { top_p: request.topP }),
-    ...(request.maxOutputTokens === undefined ? {} : { max_tokens: request.maxOutputTokens }),
-    ...(request.frequencyPenalty === undefined ? {} : { frequency_penalty: request.frequencyPenalty }),
-    ...(request.presencePenalty === undefined ? {} : { presence_penalty: request.presencePenalty }),
-    ...(request.responseFormat === undefined ? {} : { response_format: chatResponseFormat(request.responseFormat) }),
-    ...(request.reasoning?.effort === undefined ? {} : { reasoning_effort: request.reasoning.effort }),
-    ...(request.user === undefined ? {} : { user: request.user }),
+    if (request.toolChoice !== undefined) body.tool_choice = chatToolChoice(request.toolChoice)
+    if (request.parallelToolCalls !== undefined) body.parallel_tool_calls = request.parallelToolCalls
   }
+  if (request.temperature !== undefined) body.temperature = request.temperature
+  if (request.topP !== undefined) body.top_p = request.topP
+  if (request.maxOutputTokens !== undefined) body.max_tokens = request.maxOutputTokens
+  if (request.frequencyPenalty !== undefined) body.frequency_penalty = request.frequencyPenalty
+  if (request.presencePenalty !== undefined) body.presence_penalty = request.presencePenalty
+  if (request.responseFormat !== undefined) body.response_format = chatResponseFormat(request.responseFormat)
+  if (request.reasoning?.effort !== undefined) body.reasoning_effort = request.reasoning.effort
+  if (request.user !== undefined) body.user = request.user
+  return body
 }
