@@ -13,9 +13,9 @@ export type LogLevelName = Settings["logLevel"]
 const RANK: Record<LogLevelName, number> = { debug: 0, info: 1, warn: 2, error: 3, none: 4 }
 
 /** How long a line may wait in the buffer before it is written. */
-export const LOG_FLUSH_MS = 50
+const LOG_FLUSH_MS = 50
 /** A buffer this long is written at once. */
-export const LOG_FLUSH_BYTES = 65_536
+const LOG_FLUSH_BYTES = 65_536
 
 /**
  * Buffered stdout: lines go out `flushMs` after the first of them, or at once when `maxChars`

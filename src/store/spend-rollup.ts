@@ -10,7 +10,7 @@
  */
 import type { SqlClient } from "@effect/sql"
 import type { Database } from "bun:sqlite"
-import { Effect } from "effect"
+import { Effect, type Types } from "effect"
 
 /** What one request (or one recorded spend) adds to the ledger. */
 export interface SpendItem {
@@ -40,7 +40,7 @@ const finite = (n: number) => (Number.isFinite(n) ? n : 0)
 
 /** The items summed per (key, day, BYOK), sorted by that key. */
 export const rollUp = (items: Iterable<SpendItem>): Array<SpendDayRow> => {
-  const rows = new Map<string, { -readonly [K in keyof SpendDayRow]: SpendDayRow[K] }>()
+  const rows = new Map<string, Types.Mutable<SpendDayRow>>()
   for (const item of items) {
     const day = dayOf(item.createdAt)
     const isByok = item.isByok ? 1 : 0

@@ -3,7 +3,7 @@
  * that names the place, what no adapter can send: item references (the service is stateless),
  * item kinds of server-side tools, non-function tools and tool choices. Nulls become absent keys.
  */
-import { Either } from "effect"
+import { Either, type Types } from "effect"
 import { BadRequest } from "../../domain/errors.js"
 import {
   type ContentPartInput,
@@ -25,7 +25,6 @@ import type {
   ToolChoice,
 } from "../../providers/types.js"
 
-type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 type Result<A> = Either.Either<A, BadRequest>
 
 const refuse = (message: string): Result<never> => Either.left(new BadRequest({ message: `Invalid request: ${message}` }))
@@ -49,7 +48,7 @@ const contentPart = (part: ContentPartInput, at: string): Result<ContentPart> =>
         ...cache,
       })
     case "input_file": {
-      const file: Mutable<Extract<ContentPart, { type: "file" }>> = { type: "file" }
+      const file: Types.Mutable<Extract<ContentPart, { type: "file" }>> = { type: "file" }
       if (part.filename != null) file.filename = part.filename
       if (part.file_data != null) file.fileData = part.file_data
       if (part.file_url != null) file.fileUrl = part.file_url
@@ -110,7 +109,7 @@ const inputItem = (item: InputItem, i: number): Result<NormalizedItem> => {
 
 const functionTool = (tool: ToolInput, i: number): Result<FunctionTool> => {
   if (!isFunctionTool(tool)) return refuse(`tools[${i}]: tool type "${tool.type}" cannot be sent to this provider`)
-  const fn: Mutable<FunctionTool> = { type: "function", name: tool.name }
+  const fn: Types.Mutable<FunctionTool> = { type: "function", name: tool.name }
   if (tool.description != null) fn.description = tool.description
   if (tool.parameters != null) fn.parameters = tool.parameters
   if (tool.strict != null) fn.strict = tool.strict
@@ -137,7 +136,7 @@ const responseFormat = (format: NonNullable<NonNullable<ResponsesRequest["text"]
 }
 
 export const reasoningConfig = (reasoning: NonNullable<ResponsesRequest["reasoning"]>): ReasoningConfig | undefined => {
-  const out: Mutable<ReasoningConfig> = {}
+  const out: Types.Mutable<ReasoningConfig> = {}
   if (reasoning.effort != null) out.effort = reasoning.effort
   if (reasoning.summary != null) out.summary = reasoning.summary
   if (reasoning.max_tokens != null) out.maxTokens = reasoning.max_tokens
@@ -165,7 +164,7 @@ export const toNormalizedRequest = (
   if (Either.isLeft(input)) return Either.left(input.left)
   const tools = req.tools == null ? Either.right([]) : Either.all(req.tools.map(functionTool))
   if (Either.isLeft(tools)) return Either.left(tools.left)
-  const out: Mutable<NormalizedRequest> = { model: upstreamModel, input: input.right, tools: tools.right }
+  const out: Types.Mutable<NormalizedRequest> = { model: upstreamModel, input: input.right, tools: tools.right }
   if (req.tool_choice !== undefined) {
     const choice = toolChoice(req.tool_choice)
     if (Either.isLeft(choice)) return Either.left(choice.left)
