@@ -166,9 +166,9 @@ class StreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>
     return Promise.resolve(DONE)
   }
 
-  data(chunk: Uint8Array): void {
+  data(bytes: Uint8Array, start: number, end: number): void {
     if (this.last !== undefined) return
-    let from = 0
+    let from = start
     // At an event boundary, with nothing held before it, the translator may take whole events
     // from the bytes themselves; the rest is decoded and parsed as usual. Text decoded earlier
     // in this read is translated first (the events keep their order), so that one chunk that is
@@ -178,13 +178,13 @@ class StreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>
       if (this.text !== "" && !this.translateText()) return
       if (!translator.done && sseIdle(this.parser)) {
         const taken = this.taken ?? []
-        from = translator.pushBytes(chunk, 0, taken)
+        from = translator.pushBytes(bytes, start, end, taken)
         if (taken.length > 0) this.taken = taken
-        if (from === chunk.length) return
+        if (from === end) return
       }
     }
-    this.text += this.decoder.decode(from === 0 ? chunk : chunk.subarray(from), { stream: true })
-    if (chunk.length > 0) this.decoderClear = (chunk[chunk.length - 1] as number) < 0x80
+    this.text += this.decoder.decode(bytes.subarray(from, end), { stream: true })
+    if (end > start) this.decoderClear = (bytes[end - 1] as number) < 0x80
   }
 
   /** Translates the decoded text so far into `taken`; false (the call settled) when the upstream reported an error. */

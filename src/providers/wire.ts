@@ -18,12 +18,12 @@ export interface StreamTranslator {
   end(out: Array<ProviderEvent>): boolean
   /**
    * Optional: reads whole SSE events of a shape it has learned straight from the upstream bytes,
-   * from `start`, appending their events; returns where it stopped (`start` when it took
+   * `bytes[start, end)`, appending their events; returns where it stopped (`start` when it took
    * nothing). Called only at an event boundary, with nothing held by the decoder or the SSE
    * parser; what it does not take goes through the decoder, the parser and `push` as usual.
    * Never throws: anything it cannot read as the learned shape is left to `push`.
    */
-  pushBytes?(bytes: Uint8Array, start: number, out: Array<ProviderEvent>): number
+  pushBytes?(bytes: Uint8Array, start: number, end: number, out: Array<ProviderEvent>): number
 }
 
 export interface WireFormat {

@@ -62,9 +62,9 @@ const recorder = () => {
   const settled = deferred<Error | undefined>()
   const firstData = deferred<void>()
   const sink: BodySink = {
-    data(chunk) {
+    data(bytes, start, end) {
       events.push("data")
-      chunks.push(chunk.slice())
+      chunks.push(bytes.slice(start, end))
       firstData.resolve()
     },
     read() {
@@ -316,6 +316,19 @@ describe("response framing", () => {
     response.pipe(sink.sink)
     expect(sink.events).toEqual(["data", "read", "end"])
     expect(sink.text()).toBe("early body")
+  })
+
+  test("chunks that came in the head's read, before pipe(), are each delivered intact, then read and end", async () => {
+    const server = upstream(async (peer) => {
+      await peer.nextRequest()
+      await peer.send("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n6\r\nfirst \r\n7\r\nsecond \r\n5\r\nthird\r\n0\r\n\r\n")
+    })
+    const response = await call(http1Transport(), server.url())
+    await Bun.sleep(5)
+    const sink = recorder()
+    response.pipe(sink.sink)
+    expect(sink.chunks()).toEqual(["first ", "second ", "third"])
+    expect(sink.events).toEqual(["data", "data", "data", "read", "end"])
   })
 
   test("a body that arrives over several reads before pipe() is kept intact", async () => {

@@ -3,7 +3,7 @@
  * path a chunk takes, the events are the ones a full JSON.parse of it gives.
  */
 import { describe, expect, test } from "bun:test"
-import { isPlainAscii, jsonLiteralEnd, jsonStringValue, tokenText } from "../../src/providers/json-literal"
+import { BytePattern, isPlainAscii, jsonLiteralEnd, jsonStringValue, tokenAt } from "../../src/providers/json-literal"
 import { ChatStreamTranslator } from "../../src/providers/openai-chat/stream"
 import { ProviderError, type ProviderEvent } from "../../src/providers/types"
 import { ResponseAssembler } from "../../src/http/responses/assembler"
@@ -48,7 +48,7 @@ describe("JSON string literals read in place", () => {
     expect(isPlainAscii(bytes('é"tok"é'), 3, 6)).toBe(true)
   })
 
-  test("tokenText: the exact text of each short plain token, however tokens share table slots", () => {
+  test("tokenAt: the exact text and JSON literal of each short plain token, however tokens share table slots", () => {
     const encoder = new TextEncoder()
     let seed = 3
     const next = () => {
@@ -56,19 +56,50 @@ describe("JSON string literals read in place", () => {
       return seed
     }
     // Far more distinct tokens than the table has slots, each asked for twice, in a shuffled order.
-    const tokens = Array.from({ length: 12_000 }, () => Array.from({ length: 1 + (next() % 12) }, () => String.fromCharCode(32 + (next() % 95))).join("").replaceAll("\\", "/"))
+    const tokens = Array.from({ length: 12_000 }, () => Array.from({ length: 1 + (next() % 12) }, () => String.fromCharCode(32 + (next() % 95))).join("").replaceAll("\\", "/").replaceAll('"', "'"))
     const asked = [...tokens, ...tokens].sort(() => (next() % 3) - 1)
     for (const token of asked) {
       // Framed as in a chunk, read between the quotes.
       const bytes = encoder.encode(`xx"${token}"yy`)
-      expect(tokenText(bytes, 3, 3 + token.length)).toBe(token)
+      const found = tokenAt(bytes, 3, 3 + token.length)
+      expect(found?.text).toBe(token)
+      // The literal as it came, and the JSON of the text.
+      expect(found?.json).toBe(`"${token}"`)
+      expect(JSON.parse(found?.json ?? "null")).toBe(token)
     }
     // Not plain or too long: left to the slice, the decoder and JSON.parse.
-    for (const other of ["a\\nb", "é", "tab\t", "x".repeat(33)]) {
+    for (const other of ["a\\nb", 'a"b', "é", "tab\t", "x".repeat(33)]) {
       const bytes = encoder.encode(other)
-      expect([other, tokenText(bytes, 0, bytes.length)]).toEqual([other, undefined])
+      expect([other, tokenAt(bytes, 0, bytes.length)]).toEqual([other, undefined])
     }
-    expect(tokenText(encoder.encode("x".repeat(32)), 0, 32)).toBe("x".repeat(32))
+    expect(tokenAt(encoder.encode("x".repeat(32)), 0, 32)?.text).toBe("x".repeat(32))
+  })
+
+  test("BytePattern: found only where every byte matches, within the range's end", () => {
+    const encoder = new TextEncoder()
+    // Lengths around the 4-byte words it compares, a mismatch at every position.
+    for (const length of [1, 3, 4, 5, 8, 11, 141]) {
+      const text = Array.from({ length }, (_, i) => String.fromCharCode(33 + ((i * 7) % 90))).join("")
+      const pattern = new BytePattern(encoder.encode(text))
+      const bytes = encoder.encode(`ab${text}cd`)
+      expect(pattern.foundAt(bytes, 2, bytes.length)).toBe(true)
+      expect(pattern.foundAt(bytes, 2, 2 + length)).toBe(true)
+      // The range ends one byte short; the pattern one byte later or earlier.
+      expect(pattern.foundAt(bytes, 2, 1 + length)).toBe(false)
+      expect(pattern.foundAt(bytes, 1, bytes.length)).toBe(false)
+      expect(pattern.foundAt(bytes, 3, bytes.length)).toBe(false)
+      for (let i = 0; i < length; i++) {
+        const changed = bytes.slice()
+        changed[2 + i] ^= 1
+        expect([length, i, pattern.foundAt(changed, 2, changed.length)]).toEqual([length, i, false])
+      }
+    }
+    // Views at any offset of a larger buffer, one after another (the shared view is per bytes).
+    const pattern = new BytePattern(encoder.encode("data: {"))
+    const whole = encoder.encode("xxdata: {yydata: {")
+    expect(pattern.foundAt(whole.subarray(2), 0, 16)).toBe(true)
+    expect(pattern.foundAt(whole.subarray(1), 0, 17)).toBe(false)
+    expect(pattern.foundAt(whole.subarray(11), 0, 7)).toBe(true)
   })
 
   test("anything JSON refuses is refused", () => {
@@ -226,7 +257,7 @@ describe("Chat Completions text events read from the upstream bytes (pushBytes)"
   test("nothing is taken before a text chunk was parsed in full", () => {
     const translator = new ChatStreamTranslator()
     const out: Array<ProviderEvent> = []
-    expect(translator.pushBytes(framed(textChunk("a")), 0, out)).toBe(0)
+    expect(translator.pushBytes(framed(textChunk("a")), 0, framed(textChunk("a")).length, out)).toBe(0)
     expect(out).toEqual([])
   })
 
@@ -235,7 +266,7 @@ describe("Chat Completions text events read from the upstream bytes (pushBytes)"
     const contents = ["Hello", ' "q" ', "é😀", "", "\n\\", "\u2028"]
     const bytes = framed(...contents.map(textChunk), `${HEAD}{"index":0,"delta":{"content":"caf\\u00e9"},"finish_reason":null}]}`)
     const out: Array<ProviderEvent> = []
-    expect(translator.pushBytes(bytes, 0, out)).toBe(bytes.length)
+    expect(translator.pushBytes(bytes, 0, bytes.length, out)).toBe(bytes.length)
     expect(texts(out)).toEqual([...contents.filter((c) => c !== ""), "café"])
     for (const e of out) if (e.type === "text") expect(JSON.parse(e.json as string)).toBe(e.delta)
     expect(out.at(-1)).toEqual({ type: "text", delta: "café", json: '"caf\\u00e9"' })
@@ -261,12 +292,17 @@ describe("Chat Completions text events read from the upstream bytes (pushBytes)"
     ]
     for (const [name, bytes, stop] of cases) {
       const out: Array<ProviderEvent> = []
-      expect([name, translator.pushBytes(bytes, 0, out)]).toEqual([name, stop])
+      expect([name, translator.pushBytes(bytes, 0, bytes.length, out)]).toEqual([name, stop])
       expect([name, out.length]).toEqual([name, stop === 0 ? 0 : 1])
     }
     // From an offset: the second event of two.
     const out: Array<ProviderEvent> = []
-    expect(translator.pushBytes(two, oneLength, out)).toBe(two.length)
+    expect(translator.pushBytes(two, oneLength, two.length, out)).toBe(two.length)
     expect(texts(out)).toEqual(["b"])
+    // A range that ends inside the second event: only the first is taken, whatever follows the range.
+    const cut: Array<ProviderEvent> = []
+    expect(translator.pushBytes(two, 0, two.length - 3, cut)).toBe(oneLength)
+    expect(texts(cut)).toEqual(["a"])
+    expect(translator.pushBytes(two, 0, oneLength - 1, [])).toBe(0)
   })
 })

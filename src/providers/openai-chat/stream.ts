@@ -11,7 +11,7 @@
  * becomes a string.
  */
 import { errorFromEvent } from "../errors"
-import { bytesAt, isPlainAscii, jsonLiteralEnd, jsonLiteralEndInBytes, jsonStringValue, latin1Slice, tokenText } from "../json-literal"
+import { BytePattern, isPlainAscii, jsonLiteralEnd, jsonLiteralEndInBytes, jsonStringValue, latin1Slice, tokenAt } from "../json-literal"
 import type { SseEvent } from "../sse"
 import { ProviderError, type FinishReason, type ProviderEvent, type Usage } from "../types"
 import type { StreamTranslator } from "../wire"
@@ -27,29 +27,29 @@ export class ChatStreamTranslator implements StreamTranslator {
   /** The raw text of a plain text chunk around its content literal, once one was seen. */
   private template: { readonly prefix: string; readonly suffix: string } | undefined
   /** The template as a whole SSE event's bytes: `data: <prefix>` and `<suffix>\n\n`. */
-  private framed: { readonly head: Buffer; readonly tail: Buffer } | undefined
+  private framed: { readonly head: BytePattern; readonly tail: BytePattern } | undefined
 
-  pushBytes(bytes: Uint8Array, start: number, out: Array<ProviderEvent>): number {
+  pushBytes(bytes: Uint8Array, start: number, end: number, out: Array<ProviderEvent>): number {
     const framed = this.framed
     if (framed === undefined) return start
     const { head, tail } = framed
     let at = start
-    while (at < bytes.length && bytesAt(bytes, at, head)) {
+    while (head.foundAt(bytes, at, end)) {
       const open = at + head.length
-      const close = jsonLiteralEndInBytes(bytes, open)
-      if (close === -1 || !bytesAt(bytes, close, tail)) break
-      // A short printable-ASCII token is its own text, one shared string (tokenText). Otherwise the
+      const close = jsonLiteralEndInBytes(bytes, open, end)
+      if (close === -1 || !tail.foundAt(bytes, close, end)) break
+      // A short printable-ASCII token is its own text, one shared pair of strings (tokenAt). Otherwise the
       // literal is sliced (printable ASCII) or decoded, and its value comes from JSON.parse, which
       // also shares a short string: a string of its own per token, held by the answer's text until
       // it is compacted, outlived the held-stream pacer's collections (2,000 streams grew ~2 MB/s).
-      const token = tokenText(bytes, open + 1, close - 1)
-      const json =
-        token !== undefined
-          ? `"${token}"`
-          : isPlainAscii(bytes, open + 1, close - 1)
-            ? latin1Slice(bytes, open, close)
-            : utf8.decode(bytes.subarray(open, close))
-      const delta = token ?? jsonStringValue(json)
+      const token = tokenAt(bytes, open + 1, close - 1)
+      if (token !== undefined) {
+        if (token.text.length > 0) out.push({ type: "text", delta: token.text, json: token.json })
+        at = close + tail.length
+        continue
+      }
+      const json = isPlainAscii(bytes, open + 1, close - 1) ? latin1Slice(bytes, open, close) : utf8.decode(bytes.subarray(open, close))
+      const delta = jsonStringValue(json)
       if (delta === undefined) break
       if (delta.length > 0) out.push({ type: "text", delta, json })
       at = close + tail.length
@@ -135,7 +135,7 @@ export class ChatStreamTranslator implements StreamTranslator {
     if (prefix.includes("\\") || suffix.includes("\\")) return
     if (suffix.includes('"content"') || suffix.includes('"delta"') || suffix.includes('"choices"')) return
     this.template = { prefix, suffix }
-    this.framed = { head: Buffer.from(`data: ${prefix}`), tail: Buffer.from(`${suffix}\n\n`) }
+    this.framed = { head: new BytePattern(Buffer.from(`data: ${prefix}`)), tail: new BytePattern(Buffer.from(`${suffix}\n\n`)) }
   }
 
   /** Servers that skip `[DONE]` still end complete once they gave a finish reason. */
