@@ -168,7 +168,7 @@ class TextBuffer {
   }
 }
 
-/** An item between its `output_item.added` and `output_item.done`; `deltaHead` is its part of each delta event. */
+/** An item between its `output_item.added` and `output_item.done`; `deltaHead` is its part of each delta event ("" when not streaming). */
 interface OpenMessage {
   readonly kind: "message"
   readonly index: number
@@ -472,15 +472,16 @@ export class ResponseAssembler {
     if (extras.serviceMetadata !== undefined) this.serviceMetadata = extras.serviceMetadata
   }
 
-  private itemHead(id: string, index: number): string {
-    return `,"item_id":${JSON.stringify(id)},"output_index":${index}`
+  /** An item's part of its delta events, between the sequence number and the delta; "" when not streaming. */
+  private deltaHead(id: string, index: number, more: string): string {
+    return this.stream ? `,"item_id":${JSON.stringify(id)},"output_index":${index}${more},"delta":` : ""
   }
 
   private openMessage(): OpenMessage {
     this.close("completed")
     const index = this.output.length
     const id = this.makeId("msg")
-    const item: OpenMessage = { kind: "message", index, id, text: new TextBuffer(), deltaHead: `${this.itemHead(id, index)},"content_index":0,"delta":` }
+    const item: OpenMessage = { kind: "message", index, id, text: new TextBuffer(), deltaHead: this.deltaHead(id, index, ',"content_index":0') }
     this.open = item
     if (this.stream) {
       const added: OutputMessage = { type: "message", id, role: "assistant", status: "in_progress", content: [] }
@@ -494,7 +495,7 @@ export class ResponseAssembler {
     this.close("completed")
     const index = this.output.length
     const id = this.makeId("rs")
-    const item: OpenReasoning = { kind: "reasoning", index, id, text: new TextBuffer(), deltaHead: `${this.itemHead(id, index)},"summary_index":0,"delta":` }
+    const item: OpenReasoning = { kind: "reasoning", index, id, text: new TextBuffer(), deltaHead: this.deltaHead(id, index, ',"summary_index":0') }
     this.open = item
     if (this.stream) {
       const added: OutputReasoning = { type: "reasoning", id, summary: [] }
@@ -523,7 +524,7 @@ export class ResponseAssembler {
       name,
       upstreamIndex,
       args: new TextBuffer(),
-      deltaHead: `${this.itemHead(id, index)},"delta":`,
+      deltaHead: this.deltaHead(id, index, ""),
     }
     this.open = item
     if (this.stream) {
