@@ -365,6 +365,33 @@ describe("response framing", () => {
     expect(await response.text()).toBe(body)
   })
 
+  test("header names in any case and with blanks around them; framing read from them; others read on demand", async () => {
+    const server = upstream(async (peer) => {
+      await peer.nextRequest()
+      await peer.send(
+        "HTTP/1.1 200 OK\r\nCONTENT-TYPE:  application/json \r\nTransfer-Encoding : chunked\r\nContent-TypeX: no\r\n" +
+          "x-Ratelimit-Remaining:\t7\r\nconnection: keep-alive\r\nContent-Type: charset=utf-8\r\nX-EMPTY:\r\n\r\n" +
+          "5\r\nhello\r\n0\r\n\r\n",
+      )
+      await peer.nextRequest()
+      await peer.send(ok("again"))
+    })
+    const transport = http1Transport()
+    const response = await call(transport, server.url())
+    // Read as chunked (Transfer-Encoding with a blank before its colon), the body is exact.
+    expect(await response.text()).toBe("hello")
+    expect(response.headers.get("content-type")).toBe("application/json, charset=utf-8")
+    expect(response.headers.get("Transfer-Encoding")).toBe("chunked")
+    expect(response.headers.get("content-typex")).toBe("no")
+    expect(response.headers.get("X-RateLimit-Remaining")).toBe("7")
+    expect(response.headers.get("x-empty")).toBe("")
+    expect(response.headers.get("content-length")).toBeNull()
+    expect(response.headers.get("retry-after")).toBeNull()
+    // Kept alive: the next call goes on the same connection.
+    expect(await (await call(transport, server.url())).text()).toBe("again")
+    expect(server.peers.length).toBe(1)
+  })
+
   test("a body with neither length nor chunked ends at the close, and its connection is not reused", async () => {
     const server = upstream(async (peer) => {
       await peer.nextRequest()
