@@ -133,16 +133,28 @@ class Headers1 implements HeaderReader {
   }
 }
 
+const bufferText = Buffer.prototype.toString
+
+/**
+ * The body as text. A chunk that starts and ends on a character boundary (its last byte is ASCII,
+ * as a JSON body's is) is decoded on its own, one native call; a TextDecoder (a native object per
+ * answer) is made only for a body that splits a character between chunks.
+ */
 const textOf = (response: UpstreamResponse): Promise<string> =>
   new Promise((resolve, reject) => {
-    const decoder = new TextDecoder()
+    let decoder: TextDecoder | undefined
     let text = ""
     response.pipe({
       data: (bytes, start, end) => {
+        if (decoder === undefined && (bytes[end - 1] as number) < 0x80) {
+          text += bufferText.call(bytes, "utf8", start, end)
+          return
+        }
+        if (decoder === undefined) decoder = new TextDecoder()
         text += decoder.decode(bytes.subarray(start, end), { stream: true })
       },
       read: () => undefined,
-      end: () => resolve(text + decoder.decode()),
+      end: () => resolve(decoder === undefined ? text : text + decoder.decode()),
       error: reject,
     })
   })

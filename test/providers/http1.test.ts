@@ -392,6 +392,23 @@ describe("response framing", () => {
     expect(server.peers.length).toBe(1)
   })
 
+  test("text(): a body split inside a character, at every byte, decodes whole", async () => {
+    const body = '{"t":"naïve ✓ 🎉"}'
+    const bytes = encoder.encode(body)
+    const server = upstream(async (peer) => {
+      for (let cut = 1; cut < bytes.length; cut++) {
+        await peer.nextRequest()
+        await peer.send(`HTTP/1.1 200 OK\r\ncontent-length: ${bytes.length}\r\n\r\n`, bytes.subarray(0, cut))
+        await Bun.sleep(1)
+        await peer.send(bytes.subarray(cut))
+      }
+    })
+    const transport = http1Transport()
+    for (let cut = 1; cut < bytes.length; cut++) {
+      expect([cut, await (await call(transport, server.url())).text()]).toEqual([cut, body])
+    }
+  })
+
   test("a body with neither length nor chunked ends at the close, and its connection is not reused", async () => {
     const server = upstream(async (peer) => {
       await peer.nextRequest()
