@@ -25,7 +25,7 @@ import { KeyStore } from "../../services/KeyStore.js"
 import { PresetStore } from "../../services/PresetStore.js"
 import { readCapped, tooLarge } from "../body.js"
 import { debugChunk, KEEP_ALIVE } from "./sse.js"
-import { ResponseAssembler, resultBaseOf } from "./assembler.js"
+import { type FinishExtras, ResponseAssembler, resultBaseOf } from "./assembler.js"
 import { streamGcPacer } from "./gc-pacer.js"
 import { storedInput } from "./content.js"
 import { makePreparer, metadataEnabled, type Prepared } from "./prepare.js"
@@ -349,11 +349,15 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
 
     const chosen = endpoint
     const assembler = new ResponseAssembler(resultBaseOf(request, { model: chosen.modelId }), { stream: streaming })
-    const finishExtras = () => ({
-      cost: costOf(chosen.pricing, assembler.usage ?? { inputTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 }),
-      isByok: chosen.isByok,
-      ...(withMetadata ? { serviceMetadata: serviceMetadata(chosen) } : {}),
-    })
+    const finishExtras = (): FinishExtras => {
+      const extras: Types.Mutable<FinishExtras> = {
+        cost: costOf(chosen.pricing, assembler.usage ?? { inputTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 }),
+        isByok: chosen.isByok,
+      }
+      // Assigned, not spread (a builtin call per answer).
+      if (withMetadata) extras.serviceMetadata = serviceMetadata(chosen)
+      return extras
+    }
 
     if (!streaming) {
       let firstTokenAt: number | undefined
