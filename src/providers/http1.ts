@@ -192,10 +192,12 @@ class Exchange implements UpstreamResponse {
   private lineEmpty = true
   private keepAlive = false
   private sink: BodySink | undefined
-  /** Chunks that came before `pipe`, as ranges (bytes, start, end) of copied reads. */
+  /**
+   * Chunks that came before `pipe`, as ranges (bytes, start, end) of their reads. Kept without a
+   * copy: Bun hands each socket read over as a Buffer of its own, never written again (a JSON
+   * answer's body nearly always shares its read with the head, before `pipe`).
+   */
   private early: Array<Uint8Array | number> | undefined
-  /** The read being parsed is a copy of its own (it may be kept in `early` without another copy). */
-  private owned = false
   private outcome: "open" | "ended" | Error = "open"
 
   constructor(
@@ -231,21 +233,12 @@ class Exchange implements UpstreamResponse {
   }
 
   /** Parses a packet of this exchange's answer. */
-  feed(packet: Uint8Array): void {
-    this.received += packet.length
-    let bytes = packet
+  feed(bytes: Uint8Array): void {
+    this.received += bytes.length
     let pos = 0
     if (this.inHead) {
       pos = this.readHead(bytes)
       if (pos < 0) return
-    }
-    // Body bytes before `pipe` (they often share a read with the head) are kept: one copy of
-    // the rest of the read, its chunks ranges of it.
-    this.owned = false
-    if (this.sink === undefined && pos < bytes.length && this.outcome === "open") {
-      bytes = bytes.slice(pos)
-      pos = 0
-      this.owned = true
     }
     while (pos < bytes.length && this.outcome === "open") {
       switch (this.body) {
@@ -304,13 +297,8 @@ class Exchange implements UpstreamResponse {
   private deliver(bytes: Uint8Array, start: number, end: number): void {
     if (start === end) return
     if (this.sink !== undefined) this.sink.data(bytes, start, end)
-    else {
-      // `feed` copies a read that comes before the sink; the copy here is for a read it did not.
-      const kept = this.owned ? bytes : bytes.slice(start, end)
-      const at = this.owned ? start : 0
-      if (this.early === undefined) this.early = [kept, at, at + end - start]
-      else this.early.push(kept, at, at + end - start)
-    }
+    else if (this.early === undefined) this.early = [bytes, start, end]
+    else this.early.push(bytes, start, end)
   }
 
   private finish(): void {

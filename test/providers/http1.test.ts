@@ -810,7 +810,22 @@ describe("TLS", () => {
       port: 0,
       hostname: "127.0.0.1",
       tls: { cert, key },
-      fetch: async (request) => Response.json({ path: new URL(request.url).pathname, method: request.method, body: await request.text() }),
+      fetch: async (request) => {
+        if (new URL(request.url).pathname === "/parts") {
+          // Five parts, apart in time: five reads on the client, before it pipes the body.
+          const body = new ReadableStream<Uint8Array>({
+            async start(controller) {
+              for (let i = 0; i < 5; i++) {
+                controller.enqueue(encoder.encode(`part${i};`))
+                await Bun.sleep(5)
+              }
+              controller.close()
+            },
+          })
+          return new Response(body)
+        }
+        return Response.json({ path: new URL(request.url).pathname, method: request.method, body: await request.text() })
+      },
     })
   })
   afterAll(() => {
@@ -823,6 +838,16 @@ describe("TLS", () => {
     expect(response.status).toBe(200)
     expect(response.headers.get("content-type")).toContain("application/json")
     expect(JSON.parse(await response.text())).toEqual({ path: "/x", method: "POST", body: "hello" })
+  })
+
+  test("a body read over several TLS reads before pipe() is kept intact (each read is a buffer of its own)", async () => {
+    const response = await within(call(http1Transport({ ca: cert }), `https://localhost:${server?.port}/parts`), "the TLS answer")
+    await Bun.sleep(100)
+    const sink = recorder()
+    response.pipe(sink.sink)
+    expect(await within(sink.settled, "the end")).toBeUndefined()
+    expect(sink.text()).toBe("part0;part1;part2;part3;part4;")
+    expect(sink.chunks().length).toBeGreaterThanOrEqual(2)
   })
 
   test("rejectUnauthorized: false accepts the untrusted certificate", async () => {
