@@ -169,9 +169,6 @@ export const tokenAt = (bytes: Uint8Array, start: number, end: number): Token | 
   return token
 }
 
-/** The text of the token `bytes[start, end)` is (see `tokenAt`). */
-export const tokenText = (bytes: Uint8Array, start: number, end: number): string | undefined => tokenAt(bytes, start, end)?.text
-
 /**
  * Whether every byte of `bytes[start, end)` is printable ASCII other than a backslash: the inside
  * of a JSON string literal whose bytes are its text (sliced as latin1, no UTF-8 decode needed).
