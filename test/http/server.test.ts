@@ -71,6 +71,34 @@ describe("the front door", () => {
     await expectError(res, 413)
   })
 
+  test("POST /v1/responses reads a body by Content-Length and chunked alike (UTF-8, a BOM dropped), and caps both", async () => {
+    const json = JSON.stringify({ model: "demo/echo", input: "héllo 👋 wörld", provider: { order: ["fake"] } })
+    const bytes = new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode(json)])
+    const chunkedOf = (body: Uint8Array, size: number) => {
+      let at = 0
+      return new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (at >= body.length) return controller.close()
+          // Cut anywhere, inside a character too.
+          controller.enqueue(body.slice(at, at + size))
+          at += size
+        },
+      })
+    }
+    const send = (body: BodyInit) =>
+      gw().fetch("/v1/responses", { method: "POST", body, headers: { "content-type": "application/json" }, duplex: "half" } as RequestInit)
+    const texts: Array<string> = []
+    for (const body of [bytes, chunkedOf(bytes, 7)]) {
+      const res = await send(body)
+      expect(res.status).toBe(200)
+      const result = (await res.json()) as { output: Array<{ content: Array<{ text: string }> }> }
+      texts.push(result.output[0]!.content[0]!.text)
+    }
+    expect(texts).toEqual(["Echo: héllo 👋 wörld", "Echo: héllo 👋 wörld"])
+    const over = new TextEncoder().encode(JSON.stringify({ model: "demo/echo", input: "x".repeat(2000) }))
+    await expectError(await send(chunkedOf(over, 256)), 413)
+  })
+
   test("a body at the maximum passes the size check", async () => {
     const name = "y".repeat(1024 - JSON.stringify({ name: "" }).length)
     const body = JSON.stringify({ name })

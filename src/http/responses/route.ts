@@ -204,10 +204,16 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
   const handle = async (req: Request, trace?: RequestTrace): Promise<Response> => {
     const startedAt = Date.now()
     const declared = req.headers.get("content-length")
-    if (declared !== null && Number(declared) > maxBody) return errorResponseWith(tooLarge(maxBody), {})
-    const bytes = await readCapped(req, maxBody)
-    if (!(bytes instanceof Uint8Array)) return errorResponseWith(bytes, {})
-    const bodyText = utf8.decode(bytes)
+    let bodyText: string
+    if (declared !== null) {
+      if (Number(declared) > maxBody) return errorResponseWith(tooLarge(maxBody), {})
+      // Length known and within the cap: read and decoded in one native call (no bytes object, no decoder call).
+      bodyText = await req.text()
+    } else {
+      const bytes = await readCapped(req, maxBody)
+      if (!(bytes instanceof Uint8Array)) return errorResponseWith(bytes, {})
+      bodyText = utf8.decode(bytes)
+    }
     if (trace?.keepBody) trace.body = bodyText
     const preparation = preparer.prepare(req.headers, bodyText)
     if (preparation.refused !== undefined) return errorResponseWith(preparation.refused, {})
