@@ -26,6 +26,8 @@ export interface Decision {
   readonly plan: RoutePlan
   readonly sessionId: string | null
   readonly storeContent: boolean
+  /** The caller asked for routing metadata (`X-Service-Metadata: enabled`). */
+  readonly withMetadata: boolean
   /** Prompt tokens estimated from the body, for the reservation and for aborted calls without usage. */
   readonly estimatedInputTokens: number
   /** The most the request can cost: the estimate plus the output bound at the dearest candidate's price. */
@@ -78,7 +80,7 @@ const sessionIdOf = (request: ResponsesRequest, header: string | null): Either.E
 }
 
 /** `X-Service-Metadata: enabled` (or the legacy header) asks for routing metadata. */
-export const metadataEnabled = (headers: Headers) => {
+const metadataEnabled = (headers: Headers) => {
   const v = headers.get("x-service-metadata") ?? headers.get("x-service-experimental-metadata")
   return v !== null && v.toLowerCase() === "enabled"
 }
@@ -188,6 +190,7 @@ export const makePreparer = (services: PrepareServices) => {
     for (const e of plan.right.candidates) {
       worstCase = Math.max(worstCase, worstCaseCost(e.pricing, estimatedInputTokens, outputBound(request, e).total))
     }
+    const withMetadata = metadataEnabled(headers)
     // Guardrails run before any spend is held: a block costs nothing.
     const blocked = guardrails.blocked({
       request,
@@ -195,7 +198,7 @@ export const makePreparer = (services: PrepareServices) => {
       requested: plan.right.requested,
       strategy: plan.right.strategy,
       candidates: plan.right.candidates,
-      withMetadata: metadataEnabled(headers),
+      withMetadata,
     })
     if (blocked !== undefined) return blocked
     const candidates = plan.right.candidates
@@ -205,6 +208,7 @@ export const makePreparer = (services: PrepareServices) => {
       plan: plan.right,
       sessionId: sessionId.right,
       storeContent: storesContent(settings, Number(principal.right.key.id)),
+      withMetadata,
       estimatedInputTokens,
       worstCase,
       allByok: candidates.length > 0 && candidates.every((e) => e.isByok),

@@ -28,7 +28,7 @@ import { debugChunk, KEEP_ALIVE } from "./sse.js"
 import { type FinishExtras, ResponseAssembler, resultBaseOf } from "./assembler.js"
 import { streamGcPacer } from "./gc-pacer.js"
 import { storedInput } from "./content.js"
-import { makePreparer, metadataEnabled, type Prepared } from "./prepare.js"
+import { makePreparer, type Prepared } from "./prepare.js"
 import { toNormalizedRequest } from "./normalize.js"
 import { apiErrorOf, asProviderError, failureCodeOf, isRetryable } from "./upstream-errors.js"
 import { outputBound } from "./bounds.js"
@@ -250,7 +250,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     const generationId = newGenerationId()
     if (trace !== undefined) trace.generationId = generationId
     const idHeader = { "x-generation-id": generationId }
-    const withMetadata = metadataEnabled(req.headers)
+    const withMetadata = prepared.withMetadata
 
     // The upstream call is aborted when the client goes away or our deadline passes.
     // Plain (no native controller or listener): only the client's own signal is native.
