@@ -66,6 +66,29 @@ describe("deeply nested but valid JSON", () => {
   })
 })
 
+describe("the nesting limit (128 levels, counted from the body)", () => {
+  /** A tool whose parameters nest `levels` deep, objects and arrays in turn (body, tools, tool: 3 levels above). */
+  const withParameters = (levels: number) => {
+    let open = ""
+    let close = ""
+    for (let i = 0; i < levels; i++) {
+      open += i % 2 === 0 ? '{"a":' : "["
+      close = (i % 2 === 0 ? "}" : "]") + close
+    }
+    return `{"model":"demo/echo","input":"hi","provider":{"order":["fake"]},"tools":[{"type":"function","name":"f","parameters":${open}1${close}}]}`
+  }
+  const post = (body: string) => gw().fetch("/v1/responses", { method: "POST", headers: { "content-type": "application/json" }, body })
+
+  test("128 levels pass; 129 are a 400 that names the rule", async () => {
+    const atLimit = await post(withParameters(125))
+    expect(atLimit.status).toBe(200)
+    await atLimit.text()
+    const over = await post(withParameters(126))
+    expect(over.status).toBe(400)
+    expect(((await over.json()) as { error: { message: string } }).error.message).toContain("nests deeper than 128 levels")
+  })
+})
+
 describe("deeply nested but valid JSON, HTTP upstream", () => {
   test("is a 4xx, not a 502 that also puts healthy endpoints into cooldown for everyone", async () => {
     const { startMockUpstream } = await import("../../scripts/mock-upstream.js")

