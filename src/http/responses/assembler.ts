@@ -410,7 +410,7 @@ export class ResponseAssembler {
 
   private snapshot(output: Array<OutputItem>): ResponseResult {
     const b = this.base
-    return {
+    const result: Types.Mutable<ResponseResult> = {
       id: b.id,
       object: "response",
       created_at: b.created_at,
@@ -433,8 +433,10 @@ export class ResponseAssembler {
       max_output_tokens: b.max_output_tokens ?? null,
       service_tier: b.service_tier === undefined ? "auto" : b.service_tier,
       text: b.text ?? { format: { type: "text" } },
-      ...(this.serviceMetadata !== undefined ? { service_metadata: this.serviceMetadata } : {}),
     }
+    // Assigned, not spread (a builtin call per snapshot); still the last key.
+    if (this.serviceMetadata !== undefined) result.service_metadata = this.serviceMetadata
+    return result
   }
 
   // ---- internals: each appends its events to `buf`; the public methods hand it out ----
