@@ -140,7 +140,8 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   known.push({ pattern: patternOf("/v1/openapi.json"), methods: ["GET"] })
   const responses = makeResponsesRoute(rt, { settings })
   routes["/v1/responses"] = {
-    POST: observed("/v1/responses", "POST", async (req, trace) => {
+    // Not async: the route's own promise is returned as it is (an async wrapper adds a promise and its ticks).
+    POST: observed("/v1/responses", "POST", (req, trace) => {
       if (hasBody(req)) {
         const type = checkJsonContentType(req)
         if (type !== undefined) return errorResponse(type)
