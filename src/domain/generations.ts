@@ -78,6 +78,7 @@ export interface GenerationEntry {
 export type StoredGeneration = Omit<GenerationEntry, "content"> & { readonly hasContent: boolean }
 
 const ID_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+const ID_CODES = Uint8Array.from(ID_ALPHABET, (ch) => ch.charCodeAt(0))
 
 /**
  * `gen-<unix seconds>-<20 alphanumerics>`: the milliseconds within the second as three digits,
@@ -89,9 +90,10 @@ const ID_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456
 export const newGenerationId = (nowMs: number = Date.now()): string => {
   const at = takeRandom(17)
   const ms = Math.floor(nowMs) % 1000
-  let tail = ms < 10 ? `00${ms}` : ms < 100 ? `0${ms}` : `${ms}`
-  for (let i = at; i < at + 17; i++) tail += ID_ALPHABET[(randomPool[i] as number) % ID_ALPHABET.length]
-  return `gen-${Math.floor(nowMs / 1000)}-${tail}`
+  // One string from 17 codes, not 17 one-character concatenations (a rope cell each).
+  const c = (i: number) => ID_CODES[(randomPool[at + i] as number) % ID_CODES.length] as number
+  const random = String.fromCharCode(c(0), c(1), c(2), c(3), c(4), c(5), c(6), c(7), c(8), c(9), c(10), c(11), c(12), c(13), c(14), c(15), c(16))
+  return `gen-${Math.floor(nowMs / 1000)}-${ms < 10 ? `00${ms}` : ms < 100 ? `0${ms}` : `${ms}`}${random}`
 }
 
 // ---- wire shapes ----
