@@ -297,6 +297,26 @@ const copyHeaders = (from: Readonly<Record<string, string>>, to: Record<string, 
 
 const trimSlash = (url: string): string => (url.endsWith("/") ? url.slice(0, -1) : url)
 
+/**
+ * The request URL of a provider config on a wire, kept per config object: the same string each
+ * time, whose hash the transport's origin lookup has already computed (a URL concatenated per
+ * request was flattened and hashed again every time).
+ */
+const urls = new WeakMap<ProviderConfig, Map<WireFormat, string>>()
+const urlOf = (wire: WireFormat, config: ProviderConfig): string => {
+  let byWire = urls.get(config)
+  if (byWire === undefined) {
+    byWire = new Map()
+    urls.set(config, byWire)
+  }
+  let url = byWire.get(wire)
+  if (url === undefined) {
+    url = trimSlash(config.base_url ?? wire.defaultBaseUrl) + wire.path
+    byWire.set(wire, url)
+  }
+  return url
+}
+
 const openUpstream = async (
   transport: Transport,
   wire: WireFormat,
@@ -306,7 +326,7 @@ const openUpstream = async (
 ): Promise<UpstreamCall> => {
   if (options.signal.aborted) throw new ProviderError("connection", "the upstream call was aborted by the caller")
   const upstreamBody = wire.body(request, options.stream, config)
-  const url = trimSlash(config.base_url ?? wire.defaultBaseUrl) + wire.path
+  const url = urlOf(wire, config)
   // Copied in a loop, not spread (a spread is a builtin call per object, per request).
   const headers: Record<string, string> = {
     "content-type": "application/json",
