@@ -41,21 +41,30 @@ const finite = (n: number) => (Number.isFinite(n) ? n : 0)
 /** The items summed per (key, day, BYOK), sorted by that key. */
 export const rollUp = (items: Iterable<SpendItem>): Array<SpendDayRow> => {
   const rows = new Map<string, Types.Mutable<SpendDayRow>>()
+  // The row of the previous item: a batch comes in runs of one key and day (one key: all of it),
+  // and a run is summed without building and hashing the map key per item.
+  let last: Types.Mutable<SpendDayRow> | undefined
   for (const item of items) {
+    if (last !== undefined && item.keyHash === last.key_hash && (item.isByok ? 1 : 0) === last.is_byok && item.createdAt.startsWith(last.day)) {
+      last.amount_usd += finite(item.amountUsd)
+      continue
+    }
     const day = dayOf(item.createdAt)
     const isByok = item.isByok ? 1 : 0
     const id = `${item.keyHash}\u0000${day}\u0000${isByok}`
-    const row = rows.get(id)
+    let row = rows.get(id)
     if (row === undefined) {
-      rows.set(id, {
+      row = {
         key_hash: item.keyHash,
         day,
         is_byok: isByok,
         user_id: item.userId,
         workspace_id: item.workspaceId,
         amount_usd: finite(item.amountUsd),
-      })
+      }
+      rows.set(id, row)
     } else row.amount_usd += finite(item.amountUsd)
+    last = row
   }
   return [...rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row)
 }
