@@ -550,6 +550,18 @@ describe("Streaming: envelope events written as text", () => {
         case "response.output_item.done":
           expect(data).toBe(JSON.stringify({ ...head, output_index: e.output_index, item }))
           break
+        case "response.output_item.added": {
+          if (item?.type !== "message") continue
+          const added = { type: "message", id: item.id, role: "assistant", status: "in_progress", content: [] }
+          expect(data).toBe(JSON.stringify({ ...head, output_index: e.output_index, item: added }))
+          break
+        }
+        case "response.content_part.added": {
+          if (item?.type !== "message") throw new Error(`${e.type} for a ${item?.type} item`)
+          const part = { type: "output_text", text: "", annotations: [], logprobs: [] }
+          expect(data).toBe(JSON.stringify({ ...head, item_id: item.id, output_index: e.output_index, content_index: 0, part }))
+          break
+        }
         case "response.output_text.done":
         case "response.content_part.done": {
           if (item?.type !== "message") throw new Error(`${e.type} for a ${item?.type} item`)
@@ -575,17 +587,17 @@ describe("Streaming: envelope events written as text", () => {
       [text("after the call")],
       [usage, finishWith("stop")],
     ])
-    // created, in_progress, 2 × (3 message done events), 2 other output_item.done, completed
-    expect(check(sse, assembler)).toBe(11)
+    // created, in_progress, 2 × (2 message added and 3 message done events), 2 other output_item.done, completed
+    expect(check(sse, assembler)).toBe(15)
     expect(assembler.result().output.map((i) => i.type)).toEqual(["reasoning", "message", "function_call", "message"])
   })
 
   test("an answer cut at the token limit (status incomplete) and one that failed mid-stream", () => {
     const cut = run([[text("partial")], [finishWith("length")]])
-    expect(check(cut.sse, cut.assembler)).toBe(6)
+    expect(check(cut.sse, cut.assembler)).toBe(8)
     expect(cut.assembler.status).toBe("incomplete")
     const failed = run([[text("so far")]], { fail: { code: "server_error", message: 'upstream "broke"' } })
-    expect(check(failed.sse, failed.assembler)).toBe(6)
+    expect(check(failed.sse, failed.assembler)).toBe(8)
     expect(failed.assembler.result().output[0]).toMatchObject({ type: "message", status: "incomplete" })
   })
 

@@ -223,6 +223,7 @@ const responseUsage = (usage: Usage, extras: FinishExtras): ResponseUsage => {
 }
 
 const outputText = (text: string) => ({ type: "output_text" as const, text, annotations: [], logprobs: [] })
+const EMPTY_TEXT_PART = JSON.stringify(outputText(""))
 
 /**
  * One response. Streaming: `start()` once, `push(batch)` per upstream chunk, then exactly one of
@@ -483,13 +484,27 @@ export class ResponseAssembler {
     this.close("completed")
     const index = this.output.length
     const id = this.makeId("msg")
-    const item: OpenMessage = { kind: "message", index, id, text: new TextBuffer(), deltaHead: this.deltaHead(id, index, ',"content_index":0') }
-    this.open = item
-    if (this.stream) {
-      const added: OutputMessage = { type: "message", id, role: "assistant", status: "in_progress", content: [] }
-      this.event("response.output_item.added", { output_index: index, item: added })
-      this.event("response.content_part.added", { item_id: id, output_index: index, content_index: 0, part: outputText("") })
+    if (!this.stream) {
+      const item: OpenMessage = { kind: "message", index, id, text: new TextBuffer(), deltaHead: "" }
+      this.open = item
+      return item
     }
+    // Both events as JSON text (what JSON.stringify of their objects writes: the assembler test
+    // compares them), not objects spread and serialized: once per streamed message.
+    const idJson = JSON.stringify(id)
+    const item: OpenMessage = {
+      kind: "message",
+      index,
+      id,
+      text: new TextBuffer(),
+      deltaHead: `,"item_id":${idJson},"output_index":${index},"content_index":0,"delta":`,
+    }
+    this.open = item
+    this.eventText(
+      "response.output_item.added",
+      `"output_index":${index},"item":{"type":"message","id":${idJson},"role":"assistant","status":"in_progress","content":[]}`,
+    )
+    this.eventText("response.content_part.added", `"item_id":${idJson},"output_index":${index},"content_index":0,"part":${EMPTY_TEXT_PART}`)
     return item
   }
 
