@@ -300,10 +300,10 @@ export class ResponseAssembler {
     return this.take()
   }
 
-  /** One upstream batch. Items open in the order their first event arrives. */
-  push(events: ReadonlyArray<ProviderEvent>): string {
+  /** One upstream batch, or its events `[from, to)`. Items open in the order their first event arrives. */
+  push(events: ReadonlyArray<ProviderEvent>, from = 0, to = events.length): string {
     if (this.ended) return ""
-    for (let i = 0; i < events.length; i++) {
+    for (let i = from; i < to; i++) {
       const e = events[i]
       switch (e.type) {
         case "text": {

@@ -57,6 +57,9 @@ interface Outcome {
 }
 
 const utf8 = new TextDecoder()
+
+/** Upstream events translated per write to a stream: ~11 KB of text deltas (~235 bytes each), under the sink's 16 KB. */
+const EVENTS_PER_WRITE = 48
 /** Bun's ReadableStream takes a direct source; the DOM typings in scope do not know that overload. */
 const DirectStream = ReadableStream as unknown as new (source: Bun.DirectUnderlyingSource<string>) => ReadableStream<Uint8Array>
 const JSON_HEADERS = { "content-type": "application/json" }
@@ -497,8 +500,13 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
                 firstTokenAt = Date.now()
                 trace?.markFirstToken()
               }
-              const text = assembler.push(events)
-              if (text !== "") write(text)
+              // In pieces of a few KB: Bun's sink sends a write of over 16 KB at once, apart from
+              // what it buffers (a system call more per stream: 200 deltas make ~47 KB); smaller
+              // writes go out together when the turn of the event loop ends.
+              for (let from = 0; from < events.length; from += EVENTS_PER_WRITE) {
+                const text = assembler.push(events, from, Math.min(events.length, from + EVENTS_PER_WRITE))
+                if (text !== "") write(text)
+              }
             },
             end() {
               if (done) return settled()
