@@ -32,6 +32,7 @@ const catalogFor = (url: string): ConfigFile => ({
         headers: { "x-mock-scenario": scenario },
       })),
     ),
+    { id: "openai-chat-long", kind: "openai-chat", base_url: url, api_key_env: "MOCK_UPSTREAM_KEY", headers: { "x-mock-tokens": "300" } },
   ],
   models: [
     ...demoCatalog.models,
@@ -42,6 +43,11 @@ const catalogFor = (url: string): ConfigFile => ({
         endpoints: [{ provider: `${kind}-${scenario}`, upstream_model: `upstream-${kind}`, pricing: PRICE }] as const,
       })),
     ),
+    {
+      id: "mock/openai-chat-long",
+      context_length: 100000,
+      endpoints: [{ provider: "openai-chat-long", upstream_model: "upstream-openai-chat", pricing: PRICE }] as const,
+    },
   ],
 })
 
@@ -216,5 +222,24 @@ describe("upstream failures end to end", () => {
     } finally {
       await extra.stop()
     }
+  })
+})
+
+describe("a long stream whose deltas arrive together", () => {
+  test("300 deltas in one upstream read are written in pieces: every delta, in order, numbered without a gap", async () => {
+    const res = await gw.fetch("/v1/responses", {
+      method: "POST",
+      json: { model: "mock/openai-chat-long", input: "Go on.", stream: true },
+    })
+    expect(res.status).toBe(200)
+    const { events } = parseSse(await res.text())
+    checkStreamRules(events)
+    const json = events.filter((e) => e.json !== undefined).map((e) => e.json as Record<string, any>)
+    expect(json.map((e) => e.sequence_number)).toEqual(json.map((_, i) => i))
+    const deltas = json.filter((e) => e.type === "response.output_text.delta").map((e) => e.delta as string)
+    expect(deltas).toHaveLength(300)
+    const completed = json.find((e) => e.type === "response.completed")!
+    expect(completed.response.output[0].content[0].text).toBe(deltas.join(""))
+    expect(typesOf(events).at(-1)).toBe("[DONE]")
   })
 })
