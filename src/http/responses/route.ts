@@ -472,11 +472,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
           if (typeof written !== "number") written.catch(() => undefined)
         }
         write((request.debug?.echo_upstream_body === true ? debugChunk(upstreamBody) : "") + assembler.start())
-        keepAlive = setInterval(() => {
-          if (done || firstTokenAt !== undefined) return clearInterval(keepAlive)
-          if (Date.now() - lastWrite >= keepAliveMs) write(KEEP_ALIVE)
-        }, Math.max(10, Math.floor(keepAliveMs / 2)))
-        return new Promise<void>((settled) => {
+        const streamed = new Promise<void>((settled) => {
           const fail = (e: unknown) => {
             if (done) return settled()
             if (upstreamAbort.signal.aborted && !(upstreamAbort.signal.reason instanceof DeadlineExceeded)) {
@@ -529,6 +525,15 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
             error: fail,
           })
         })
+        // Comments keep an idle connection open until the first token. Set once the events already
+        // read are translated: an answer that came whole with its head ends above, with no timer.
+        if (!done && firstTokenAt === undefined) {
+          keepAlive = setInterval(() => {
+            if (done || firstTokenAt !== undefined) return clearInterval(keepAlive)
+            if (Date.now() - lastWrite >= keepAliveMs) write(KEEP_ALIVE)
+          }, Math.max(10, Math.floor(keepAliveMs / 2)))
+        }
+        return streamed
       },
       cancel() {
         // The client went away: stop the upstream at once and record what was used.
