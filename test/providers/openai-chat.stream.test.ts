@@ -95,6 +95,17 @@ describe("JSON string literals read in place", () => {
       }
     }
     // Views at any offset of a larger buffer, one after another (the shared view is per bytes).
+    // Bytes with the high bit set, first in a word too (a word read as a negative number).
+    const wide = encoder.encode("é✓ modèle ü{")
+    expect(wide[0]).toBeGreaterThanOrEqual(0x80)
+    const widePattern = new BytePattern(wide)
+    const around = new Uint8Array([1, ...wide, 2])
+    expect(widePattern.foundAt(around, 1, around.length)).toBe(true)
+    for (let i = 0; i < wide.length; i++) {
+      const changed = around.slice()
+      changed[1 + i] ^= 0x80
+      expect([i, widePattern.foundAt(changed, 1, changed.length)]).toEqual([i, false])
+    }
     const pattern = new BytePattern(encoder.encode("data: {"))
     const whole = encoder.encode("xxdata: {yydata: {")
     expect(pattern.foundAt(whole.subarray(2), 0, 16)).toBe(true)
