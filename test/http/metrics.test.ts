@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test"
+import { twoDecimals } from "../../src/http/metrics.js"
 import { startTestGateway, useGateway } from "../support/gateway.js"
 
 const gw = useGateway()
@@ -130,5 +131,20 @@ describe("Server-Timing and request ids", () => {
     expect(res.status).toBe(401)
     expect(res.headers.get("x-request-id")).toMatch(/^req_/)
     expect(res.headers.get("server-timing")).toMatch(/^gw;dur=/)
+  })
+})
+
+describe("twoDecimals", () => {
+  test("writes what toFixed(2) writes, but for values exactly halfway in binary", () => {
+    for (const ms of [0, 0.004, 0.006, 0.1, 0.125, 1, 1.999, 9.995001, 10, 99.99, 12.3456, 250.004, 999999.999]) {
+      expect([ms, twoDecimals(ms)]).toEqual([ms, ms.toFixed(2)])
+    }
+    for (let i = 0; i < 10_000; i++) {
+      const ms = Math.random() * 1000
+      expect(Math.abs(Number(twoDecimals(ms)) - ms)).toBeLessThanOrEqual(0.005 + 1e-9)
+      expect(twoDecimals(ms)).toMatch(/^\d+\.\d\d$/)
+    }
+    // Outside the plain range it is toFixed's text.
+    for (const ms of [-0.5, -3, 1e12, Number.NaN, Number.POSITIVE_INFINITY]) expect(twoDecimals(ms)).toBe(ms.toFixed(2))
   })
 })
