@@ -45,12 +45,12 @@ export const rollUp = (items: Iterable<SpendItem>): Array<SpendDayRow> => {
   // and a run is summed without building and hashing the map key per item.
   let last: Types.Mutable<SpendDayRow> | undefined
   for (const item of items) {
-    if (last !== undefined && item.keyHash === last.key_hash && (item.isByok ? 1 : 0) === last.is_byok && item.createdAt.startsWith(last.day)) {
+    const isByok = item.isByok ? 1 : 0
+    if (last !== undefined && item.keyHash === last.key_hash && isByok === last.is_byok && item.createdAt.startsWith(last.day)) {
       last.amount_usd += finite(item.amountUsd)
       continue
     }
     const day = dayOf(item.createdAt)
-    const isByok = item.isByok ? 1 : 0
     const id = `${item.keyHash}\u0000${day}\u0000${isByok}`
     let row = rows.get(id)
     if (row === undefined) {

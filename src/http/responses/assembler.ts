@@ -476,35 +476,27 @@ export class ResponseAssembler {
   }
 
   /** An item's part of its delta events, between the sequence number and the delta; "" when not streaming. */
-  private deltaHead(id: string, index: number, more: string): string {
-    return this.stream ? `,"item_id":${JSON.stringify(id)},"output_index":${index}${more},"delta":` : ""
+  private deltaHead(id: string, index: number, more: string, idJson?: string): string {
+    return this.stream ? `,"item_id":${idJson ?? JSON.stringify(id)},"output_index":${index}${more},"delta":` : ""
   }
 
   private openMessage(): OpenMessage {
     this.close("completed")
     const index = this.output.length
     const id = this.makeId("msg")
-    if (!this.stream) {
-      const item: OpenMessage = { kind: "message", index, id, text: new TextBuffer(), deltaHead: "" }
-      this.open = item
-      return item
-    }
-    // Both events as JSON text (what JSON.stringify of their objects writes: the assembler test
-    // compares them), not objects spread and serialized: once per streamed message.
-    const idJson = JSON.stringify(id)
-    const item: OpenMessage = {
-      kind: "message",
-      index,
-      id,
-      text: new TextBuffer(),
-      deltaHead: `,"item_id":${idJson},"output_index":${index},"content_index":0,"delta":`,
-    }
+    // Streaming: the id's JSON, for the delta head and both opening events.
+    const idJson = this.stream ? JSON.stringify(id) : undefined
+    const item: OpenMessage = { kind: "message", index, id, text: new TextBuffer(), deltaHead: this.deltaHead(id, index, ',"content_index":0', idJson) }
     this.open = item
-    this.eventText(
-      "response.output_item.added",
-      `"output_index":${index},"item":{"type":"message","id":${idJson},"role":"assistant","status":"in_progress","content":[]}`,
-    )
-    this.eventText("response.content_part.added", `"item_id":${idJson},"output_index":${index},"content_index":0,"part":${EMPTY_TEXT_PART}`)
+    if (idJson !== undefined) {
+      // As JSON text (what JSON.stringify of their objects writes: the assembler test compares
+      // them), not objects spread and serialized: once per streamed message.
+      this.eventText(
+        "response.output_item.added",
+        `"output_index":${index},"item":{"type":"message","id":${idJson},"role":"assistant","status":"in_progress","content":[]}`,
+      )
+      this.eventText("response.content_part.added", `"item_id":${idJson},"output_index":${index},"content_index":0,"part":${EMPTY_TEXT_PART}`)
+    }
     return item
   }
 
