@@ -94,7 +94,6 @@ describe("JSON string literals read in place", () => {
         expect([length, i, pattern.foundAt(changed, 2, changed.length)]).toEqual([length, i, false])
       }
     }
-    // Views at any offset of a larger buffer, one after another (the shared view is per bytes).
     // Bytes with the high bit set, first in a word too (a word read as a negative number).
     const wide = encoder.encode("é✓ modèle ü{")
     expect(wide[0]).toBeGreaterThanOrEqual(0x80)
@@ -106,6 +105,7 @@ describe("JSON string literals read in place", () => {
       changed[1 + i] ^= 0x80
       expect([i, widePattern.foundAt(changed, 1, changed.length)]).toEqual([i, false])
     }
+    // Views at any offset of a larger buffer, one after another (the shared view is per bytes).
     const pattern = new BytePattern(encoder.encode("data: {"))
     const whole = encoder.encode("xxdata: {yydata: {")
     expect(pattern.foundAt(whole.subarray(2), 0, 16)).toBe(true)
