@@ -33,6 +33,19 @@ export const readCapped = async (req: Request, max: number): Promise<Uint8Array<
   return out
 }
 
+const utf8 = new TextDecoder()
+
+/**
+ * The body as text (UTF-8: a BOM dropped, bad bytes replaced), under the same cap. With a length
+ * it is read and decoded in one native call (no bytes object, no decoder call); without one, by
+ * `readCapped`. Not async: a refusal by length needs no promise.
+ */
+export const readCappedText = (req: Request, max: number): Promise<string | PayloadTooLarge> | PayloadTooLarge => {
+  const declared = req.headers.get("content-length")
+  if (declared === null) return readCapped(req, max).then((bytes) => (bytes instanceof Uint8Array ? utf8.decode(bytes) : bytes))
+  return Number(declared) > max ? tooLarge(max) : req.text()
+}
+
 export const hasBody = (req: Request) => {
   const len = req.headers.get("content-length")
   return (len !== null && len !== "0") || req.headers.has("transfer-encoding")

@@ -23,7 +23,7 @@ import { ContentPolicy } from "../../services/ContentPolicy.js"
 import { Guardrails } from "../../services/Guardrails.js"
 import { KeyStore } from "../../services/KeyStore.js"
 import { PresetStore } from "../../services/PresetStore.js"
-import { readCapped, tooLarge } from "../body.js"
+import { readCappedText } from "../body.js"
 import { debugChunk, KEEP_ALIVE } from "./sse.js"
 import { type FinishExtras, ResponseAssembler, resultBaseOf } from "./assembler.js"
 import { streamGcPacer } from "./gc-pacer.js"
@@ -55,8 +55,6 @@ interface Outcome {
   readonly error?: { readonly message: string; readonly status: number }
   readonly firstTokenAt: number | undefined
 }
-
-const utf8 = new TextDecoder()
 
 /** Upstream events translated per write to a stream: ~11 KB of text deltas (~235 bytes each), under the sink's 16 KB. */
 const EVENTS_PER_WRITE = 48
@@ -206,17 +204,8 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
   /** `trace` (from the server) receives the upstream timings and learns when a stream ends. */
   const handle = async (req: Request, trace?: RequestTrace): Promise<Response> => {
     const startedAt = Date.now()
-    const declared = req.headers.get("content-length")
-    let bodyText: string
-    if (declared !== null) {
-      if (Number(declared) > maxBody) return errorResponseWith(tooLarge(maxBody), {})
-      // Length known and within the cap: read and decoded in one native call (no bytes object, no decoder call).
-      bodyText = await req.text()
-    } else {
-      const bytes = await readCapped(req, maxBody)
-      if (!(bytes instanceof Uint8Array)) return errorResponseWith(bytes, {})
-      bodyText = utf8.decode(bytes)
-    }
+    const bodyText = await readCappedText(req, maxBody)
+    if (typeof bodyText !== "string") return errorResponseWith(bodyText, {})
     if (trace?.keepBody) trace.body = bodyText
     const preparation = preparer.prepare(req.headers, bodyText)
     if (preparation.refused !== undefined) return errorResponseWith(preparation.refused, {})
