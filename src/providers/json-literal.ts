@@ -124,63 +124,26 @@ const bufferText = Buffer.prototype.toString
 /** `bytes[start, end)` read as latin1, for bytes known to be ASCII: one native call, one flat string. */
 export const latin1Slice = (bytes: Uint8Array, start: number, end: number): string => bufferText.call(bytes, "latin1", start, end)
 
-/** Slots of the token table: plain-ASCII texts seen lately, each in the slot of its bytes' hash. */
-const TOKEN_SLOTS = 4096
-const MAX_TOKEN_LENGTH = 32
-
-/** A token's text and its JSON literal (the text in quotes: it has no character JSON escapes). */
-export interface Token {
-  readonly text: string
-  readonly json: string
-}
-const tokens: Array<Token | undefined> = new Array(TOKEN_SLOTS).fill(undefined)
-
 /**
- * The token `bytes[start, end)` is, when it is printable ASCII other than a backslash or a quote
- * (the inside of a JSON string literal that is its own value) and at most 32 bytes; undefined
- * otherwise.
- * Tokens repeat: each is one shared pair of strings, found by its bytes in a table of the 4,096
- * seen lately (a hash of the bytes picks the slot; the bytes are compared before it is used). No
- * decode, no JSON.parse, no native call and no allocation on a hit; and no string of its own per
- * token, which the answer's text would hold until compacted, long enough to outlive young
- * collections.
+ * Whether `bytes[start, end)`, the inside of a JSON string literal, is printable ASCII whose
+ * escapes are all JSON's (`\"` `\\` `\/` `\b` `\f` `\n` `\r` `\t` `\uXXXX`): a literal that can be
+ * forwarded byte for byte and decoded later, all at once (its bytes are its latin1 text).
+ * A quote is only ever escaped there (`jsonLiteralEndInBytes` stops at the first other).
  */
-export const tokenAt = (bytes: Uint8Array, start: number, end: number): Token | undefined => {
-  const length = end - start
-  if (length > MAX_TOKEN_LENGTH) return undefined
-  let hash = length
+export const isPlainLiteral = (bytes: Uint8Array, start: number, end: number): boolean => {
   for (let i = start; i < end; i++) {
     const c = bytes[i] as number
-    if (c < 32 || c > 126 || c === BACKSLASH || c === QUOTE) return undefined
-    hash = (Math.imul(hash, 31) + c) | 0
-  }
-  const slot = (hash ^ (hash >>> 12)) & (TOKEN_SLOTS - 1)
-  const seen = tokens[slot]
-  if (seen !== undefined && seen.text.length === length) {
-    const text = seen.text
-    let same = true
-    for (let i = 0; i < length; i++) {
-      if (text.charCodeAt(i) !== bytes[start + i]) {
-        same = false
-        break
-      }
+    if (c < 32 || c > 126) return false
+    if (c !== BACKSLASH) continue
+    if (++i >= end) return false
+    const e = bytes[i] as number
+    if (e === 117) {
+      if (i + 4 >= end) return false
+      if (!isHex(bytes[i + 1] as number) || !isHex(bytes[i + 2] as number) || !isHex(bytes[i + 3] as number) || !isHex(bytes[i + 4] as number)) return false
+      i += 4
+    } else if (!(e === QUOTE || e === BACKSLASH || e === 47 || e === 98 || e === 102 || e === 110 || e === 114 || e === 116)) {
+      return false
     }
-    if (same) return seen
-  }
-  const text = latin1Slice(bytes, start, end)
-  const token: Token = { text, json: `"${text}"` }
-  tokens[slot] = token
-  return token
-}
-
-/**
- * Whether every byte of `bytes[start, end)` is printable ASCII other than a backslash: the inside
- * of a JSON string literal whose bytes are its text (sliced as latin1, no UTF-8 decode needed).
- */
-export const isPlainAscii = (bytes: Uint8Array, start: number, end: number): boolean => {
-  for (let i = start; i < end; i++) {
-    const c = bytes[i] as number
-    if (c < 32 || c > 126 || c === BACKSLASH) return false
   }
   return true
 }

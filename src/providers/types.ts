@@ -103,6 +103,17 @@ export type ProviderEvent =
       /** The delta as a JSON string literal, when the upstream's own text of it is at hand (not re-encoded). */
       readonly json?: string
     }
+  | {
+      /**
+       * Text deltas as the upstream wrote them, in place in its read: the i-th is the JSON string
+       * literal `source[spans[2i], spans[2i + 1])`, quotes included, none of them `""`; each is
+       * printable ASCII with only JSON's escapes (`isPlainLiteral`), so its bytes are its JSON
+       * text. A consumer copies what it keeps: `source` is a whole upstream read.
+       */
+      readonly type: "text_literals"
+      readonly source: Uint8Array
+      readonly spans: ReadonlyArray<number>
+    }
   | { readonly type: "reasoning"; readonly delta: string }
   | { readonly type: "tool_call_start"; readonly index: number; readonly callId: string; readonly name: string }
   | { readonly type: "tool_call_delta"; readonly index: number; readonly delta: string }

@@ -8,7 +8,7 @@ import { consumeEvents } from "../../src/providers/consume"
 import { fakeProvider } from "../../src/providers/fake"
 import { openAiChatProvider } from "../../src/providers/openai-chat/adapter"
 import { ProviderError, type ProviderEvent, type UpstreamCall } from "../../src/providers/types"
-import { configFor, eventsOf, eventually, textRequest, useMockUpstream } from "./helpers"
+import { configFor, eventsOf, eventually, literalTexts, textRequest, useMockUpstream } from "./helpers"
 
 interface Seen {
   readonly events: Array<ProviderEvent>
@@ -26,7 +26,7 @@ const consume = (call: UpstreamCall, onBatch?: (events: ReadonlyArray<ProviderEv
   const stop = consumeEvents(call, {
     batch(events) {
       onBatch?.(events)
-      seen.events.push(...events)
+      seen.events.push(...events.flatMap(literalTexts))
     },
     end() {
       seen.ends++
@@ -49,7 +49,7 @@ describe("an HTTP adapter's stream, pushed", () => {
   test("the call offers subscribe, and pushes the same events iteration yields, then one end", async () => {
     // Compared as they come, the upstream's literals of text deltas included.
     const iterated: Array<ProviderEvent> = []
-    for await (const batch of (await open({ "x-mock-tokens": "40" })).events) iterated.push(...batch)
+    for await (const batch of (await open({ "x-mock-tokens": "40" })).events) iterated.push(...batch.flatMap(literalTexts))
     const call = await open({ "x-mock-tokens": "40" })
     expect(call.subscribe).toBeDefined()
     const seen = consume(call)

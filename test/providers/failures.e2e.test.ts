@@ -8,7 +8,7 @@ import { anthropicProvider } from "../../src/providers/anthropic/adapter"
 import { openAiChatProvider } from "../../src/providers/openai-chat/adapter"
 import { openAiResponsesProvider } from "../../src/providers/openai-responses/adapter"
 import type { Provider, ProviderConfig, ProviderErrorKind } from "../../src/providers/types"
-import { configFor, eventsOf, eventually, providerErrorOf, textRequest } from "./helpers"
+import { configFor, eventsOf, eventually, literalTexts, providerErrorOf, textRequest } from "./helpers"
 
 const CASES: ReadonlyArray<{ readonly kind: ProviderConfig["kind"]; readonly provider: Provider; readonly midStreamKind: ProviderErrorKind }> = [
   { kind: "openai-chat", provider: openAiChatProvider, midStreamKind: "server" },
@@ -64,7 +64,7 @@ for (const c of CASES) {
       const seen: Array<string> = []
       const failure = await providerErrorOf(
         (async () => {
-          for await (const batch of call.events) for (const event of batch) if (event.type === "text") seen.push(event.delta)
+          for await (const batch of call.events) for (const event of batch.flatMap(literalTexts)) if (event.type === "text") seen.push(event.delta)
         })(),
       )
       expect(failure.kind).toBe("connection")

@@ -28,8 +28,27 @@ export const configFor = (kind: ProviderConfig["kind"], baseUrl: string, headers
 /** All batches of a call, as they arrived. */
 export const batchesOf = async (call: UpstreamCall): Promise<Array<ReadonlyArray<ProviderEvent>>> => {
   const batches: Array<ReadonlyArray<ProviderEvent>> = []
-  for await (const batch of call.events) batches.push(batch.map(withoutLiteral))
+  for await (const batch of call.events) batches.push(batch.flatMap(literalTexts).map(withoutLiteral))
   return batches
+}
+
+const utf8 = new TextDecoder()
+
+/**
+ * A `text_literals` event as the text events it stands for, each with its literal as `json`
+ * (checked: a non-empty string, printable ASCII); any other event as it is.
+ */
+export const literalTexts = (event: ProviderEvent): Array<ProviderEvent> => {
+  if (event.type !== "text_literals") return [event]
+  const texts: Array<ProviderEvent> = []
+  for (let i = 0; i < event.spans.length; i += 2) {
+    const json = utf8.decode(event.source.subarray(event.spans[i], event.spans[i + 1]))
+    if (!/^"[\x20-\x7e]*"$/.test(json)) throw new Error(`literal ${json} is not printable ASCII in quotes`)
+    const delta: unknown = JSON.parse(json)
+    if (typeof delta !== "string" || delta === "") throw new Error(`literal ${json} is not a non-empty string`)
+    texts.push({ type: "text", delta, json })
+  }
+  return texts
 }
 
 /**

@@ -3,10 +3,11 @@
  * path a chunk takes, the events are the ones a full JSON.parse of it gives.
  */
 import { describe, expect, test } from "bun:test"
-import { BytePattern, isPlainAscii, jsonLiteralEnd, jsonStringValue, tokenAt } from "../../src/providers/json-literal"
+import { BytePattern, isPlainLiteral, jsonLiteralEnd, jsonStringValue } from "../../src/providers/json-literal"
 import { ChatStreamTranslator } from "../../src/providers/openai-chat/stream"
 import { ProviderError, type ProviderEvent } from "../../src/providers/types"
 import { ResponseAssembler } from "../../src/http/responses/assembler"
+import { literalTexts } from "./helpers"
 
 const HEAD = '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":['
 const textChunk = (content: string) => `${HEAD}{"index":0,"delta":{"content":${JSON.stringify(content)}},"finish_reason":null}]}`
@@ -23,7 +24,7 @@ const parsedTexts = (datas: ReadonlyArray<string>): Array<string> =>
     .map((d) => (JSON.parse(d) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? "")
     .filter((t) => t.length > 0)
 
-const texts = (events: ReadonlyArray<ProviderEvent>) => events.flatMap((e) => (e.type === "text" ? [e.delta] : []))
+const texts = (events: ReadonlyArray<ProviderEvent>) => events.flatMap(literalTexts).flatMap((e) => (e.type === "text" ? [e.delta] : []))
 
 describe("JSON string literals read in place", () => {
   test("valid literals end after their closing quote, escapes included", () => {
@@ -37,42 +38,22 @@ describe("JSON string literals read in place", () => {
     expect(jsonStringValue('"\\u00e9\\/"')).toBe("é/")
   })
 
-  test("printable ASCII without a backslash is plain (its bytes are its text); anything else is not", () => {
+  test("a plain literal is printable ASCII with JSON's escapes only; anything else is not", () => {
     const bytes = (text: string) => new TextEncoder().encode(text)
-    for (const plain of ["", "tok ", "a'b{}[]:,~ !", "x".repeat(5000)]) expect(isPlainAscii(bytes(plain), 0, plain.length)).toBe(true)
-    // A backslash (an escape), non-ASCII, a control character, DEL.
-    for (const other of ["a\\nb", "é", "tab\t", "raw\u0001", "del\u007f"]) {
+    const plain = ["", "tok ", "a'b{}[]:,~ !", "x".repeat(5000), '\\"q\\"', "a\\\\b", "\\/\\b\\f\\n\\r\\t", "caf\\u00e9", "\\uD83D\\uDE00"]
+    for (const inside of plain) {
+      expect([inside, isPlainLiteral(bytes(inside), 0, inside.length)]).toEqual([inside, true])
+      // What JSON.parse makes of it in quotes: a string, so decoding the run later cannot fail.
+      expect(typeof JSON.parse(`"${inside}"`)).toBe("string")
+    }
+    // Non-ASCII, a control character, DEL, an unknown escape, a short or bad \u, a lone backslash at the end.
+    for (const other of ["é", "tab\t", "raw\u0001", "del\u007f", "bad \\q", "\\u12", "\\u12G4", "end\\"]) {
       const b = bytes(other)
-      expect([other, isPlainAscii(b, 0, b.length)]).toEqual([other, false])
+      expect([other, isPlainLiteral(b, 0, b.length)]).toEqual([other, false])
     }
-    expect(isPlainAscii(bytes('é"tok"é'), 3, 6)).toBe(true)
-  })
-
-  test("tokenAt: the exact text and JSON literal of each short plain token, however tokens share table slots", () => {
-    const encoder = new TextEncoder()
-    let seed = 3
-    const next = () => {
-      seed = (seed * 1103515245 + 12345) & 0x7fffffff
-      return seed
-    }
-    // Far more distinct tokens than the table has slots, each asked for twice, in a shuffled order.
-    const tokens = Array.from({ length: 12_000 }, () => Array.from({ length: 1 + (next() % 12) }, () => String.fromCharCode(32 + (next() % 95))).join("").replaceAll("\\", "/").replaceAll('"', "'"))
-    const asked = [...tokens, ...tokens].sort(() => (next() % 3) - 1)
-    for (const token of asked) {
-      // Framed as in a chunk, read between the quotes.
-      const bytes = encoder.encode(`xx"${token}"yy`)
-      const found = tokenAt(bytes, 3, 3 + token.length)
-      expect(found?.text).toBe(token)
-      // The literal as it came, and the JSON of the text.
-      expect(found?.json).toBe(`"${token}"`)
-      expect(JSON.parse(found?.json ?? "null")).toBe(token)
-    }
-    // Not plain or too long: left to the slice, the decoder and JSON.parse.
-    for (const other of ["a\\nb", 'a"b', "é", "tab\t", "x".repeat(33)]) {
-      const bytes = encoder.encode(other)
-      expect([other, tokenAt(bytes, 0, bytes.length)]).toEqual([other, undefined])
-    }
-    expect(tokenAt(encoder.encode("x".repeat(32)), 0, 32)?.text).toBe("x".repeat(32))
+    // Within a range of a larger read: the bytes around do not count.
+    expect(isPlainLiteral(bytes('é"tok"é'), 3, 6)).toBe(true)
+    expect(isPlainLiteral(bytes('"a\\"'), 1, 3)).toBe(false)
   })
 
   test("BytePattern: found only where every byte matches, within the range's end", () => {
@@ -246,6 +227,7 @@ describe("Chat Completions stream translator", () => {
     })
     assembler.start()
     const text = assembler.push([{ type: "text", delta: "é", json: '"\\u00e9"' }])
+    if (typeof text !== "string") throw new Error("text events alone give text")
     expect(text).toContain('"delta":"\\u00e9"')
     const data = text
       .split("\n")
@@ -280,7 +262,19 @@ describe("Chat Completions text events read from the upstream bytes (pushBytes)"
     expect(translator.pushBytes(bytes, 0, bytes.length, out)).toBe(bytes.length)
     expect(texts(out)).toEqual([...contents.filter((c) => c !== ""), "café"])
     for (const e of out) if (e.type === "text") expect(JSON.parse(e.json as string)).toBe(e.delta)
-    expect(out.at(-1)).toEqual({ type: "text", delta: "café", json: '"caf\\u00e9"' })
+    // Plain literals in runs, in place in the read (the empty one dropped); the others decoded.
+    expect(out.map((e) => e.type)).toEqual(["text_literals", "text", "text_literals", "text", "text_literals"])
+    expect(out.flatMap(literalTexts).map((e) => (e.type === "text" ? e.json : e.type))).toEqual([
+      '"Hello"',
+      '" \\"q\\" "',
+      '"é😀"',
+      '"\\n\\\\"',
+      '"\u2028"',
+      '"caf\\u00e9"',
+    ])
+    const last = out.at(-1)
+    if (last?.type !== "text_literals") throw new Error("a run expected last")
+    expect(last.source).toBe(bytes)
   })
 
   test("it stops at the first byte that is not a whole event of that shape, and says where", () => {

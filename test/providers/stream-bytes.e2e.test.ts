@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { openAiChatProvider } from "../../src/providers/openai-chat/adapter"
 import type { ProviderEvent } from "../../src/providers/types"
-import { configFor, textRequest } from "./helpers"
+import { configFor, literalTexts, textRequest } from "./helpers"
 
 const HEAD = '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":['
 const textChunk = (content: string) => `${HEAD}{"index":0,"delta":{"content":${JSON.stringify(content)}},"finish_reason":null}]}`
@@ -59,7 +59,7 @@ const eventsOver = async (id: string, chunks: ReadonlyArray<Uint8Array>, pauseMs
     signal: new AbortController().signal,
     apiKey: "sk-test",
   })
-  for await (const batch of call.events) events.push(...batch)
+  for await (const batch of call.events) events.push(...batch.flatMap(literalTexts))
   return events
 }
 

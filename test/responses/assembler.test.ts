@@ -25,10 +25,13 @@ const run = (
 ) => {
   const assembler = new ResponseAssembler(base, { stream: true, newId: counterIds(), now: () => 1_700_000_009 })
   let sse = assembler.start()
-  for (const batch of batches) sse += assembler.push(batch)
+  for (const batch of batches) sse += sseText(assembler.push(batch))
   sse += end.fail === undefined ? assembler.finish({ cost: 0.0012 }) : assembler.fail(end.fail)
   return { assembler, sse, events: parseSse(sse) }
 }
+
+/** A push's SSE text: a batch with `text_literals` gives it as bytes. */
+const sseText = (out: string | Uint8Array): string => (typeof out === "string" ? out : new TextDecoder().decode(out))
 
 const types = (sse: string) => payloads(parseSse(sse)).map((e) => e.type)
 
@@ -604,5 +607,130 @@ describe("Streaming: envelope events written as text", () => {
   test("a stream with no output item: created, in_progress and completed", () => {
     const { assembler, sse } = run([[usage, finishWith("stop")]])
     expect(check(sse, assembler)).toBe(3)
+  })
+})
+
+describe("Text deltas given as the upstream's literals (text_literals)", () => {
+  const encoder = new TextEncoder()
+  let seed = 11
+  const next = () => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff
+    return seed
+  }
+  const alphabet = ["a", "Z", " ", "0", '"', "\\", "/", "\n", "\t", "{", "é", "🎉", "\u2028", "~"]
+  /** A literal of `delta` as an upstream may write it: JSON.stringify's, or with `\\u` and `\\/` escapes of its own. */
+  const literalOf = (delta: string): string =>
+    next() % 3 === 0 ? JSON.stringify(delta).replaceAll("a", "\\u0061").replaceAll("/", "\\/") : JSON.stringify(delta)
+  const plain = (literal: string) => /^"[\x20-\x7e]*"$/.test(literal)
+
+  /**
+   * One random stream twice: once with every delta a text event carrying its literal, once with
+   * the printable-ASCII literals in runs of `text_literals` (in place in a read, bytes around
+   * them), the others text events, as the chat translator gives them.
+   */
+  const randomStream = () => {
+    const asEvents: Array<Array<ProviderEvent>> = []
+    const asRuns: Array<Array<ProviderEvent>> = []
+    for (let b = 0; b < 1 + (next() % 6); b++) {
+      const events: Array<ProviderEvent> = []
+      const runs: Array<ProviderEvent> = []
+      let read = ""
+      let spans: Array<number> | undefined
+      for (let i = 0; i < next() % 80; i++) {
+        if (next() % 23 === 0) {
+          // Another item between runs: the message is closed and a new one opened after.
+          const other = thinking("hmm")
+          events.push(other)
+          runs.push(other)
+          spans = undefined
+          continue
+        }
+        const delta = Array.from({ length: 1 + (next() % 5) }, () => alphabet[next() % alphabet.length]).join("")
+        const literal = literalOf(delta)
+        events.push({ type: "text", delta, json: literal })
+        if (!plain(literal)) {
+          runs.push({ type: "text", delta, json: literal })
+          spans = undefined
+          continue
+        }
+        if (spans === undefined) {
+          spans = []
+          runs.push({ type: "text_literals", source: new Uint8Array(0), spans })
+        }
+        read += "data: {"
+        spans.push(encoder.encode(read).length, encoder.encode(read + literal).length)
+        read += `${literal}}\n\n`
+      }
+      // Every run of the batch points into the same read.
+      const source = encoder.encode(read)
+      for (let i = 0; i < runs.length; i++) {
+        const e = runs[i]!
+        if (e.type === "text_literals") runs[i] = { type: "text_literals", source, spans: e.spans }
+      }
+      asEvents.push(events)
+      asRuns.push(runs)
+    }
+    asEvents.push([usage, finishWith("stop")])
+    asRuns.push([usage, finishWith("stop")])
+    return { asEvents, asRuns }
+  }
+
+  test("streamed: the same SSE text, byte for byte, and the same result as text events with their literals", () => {
+    let runsSeen = 0
+    for (let round = 0; round < 150; round++) {
+      const { asEvents, asRuns } = randomStream()
+      runsSeen += asRuns.flat().filter((e) => e.type === "text_literals").length
+      const expected = run(asEvents)
+      const got = run(asRuns)
+      expect(got.sse).toBe(expected.sse)
+      expect(got.assembler.result()).toEqual(expected.assembler.result())
+      expect(got.assembler.completionText).toBe(expected.assembler.completionText)
+    }
+    expect(runsSeen).toBeGreaterThan(200)
+  })
+
+  test("not streamed: the same result", () => {
+    for (let round = 0; round < 50; round++) {
+      const { asEvents, asRuns } = randomStream()
+      const results = [asEvents, asRuns].map((batches) => {
+        const assembler = new ResponseAssembler(BASE, { stream: false, newId: counterIds(), now: () => 1_700_000_009 })
+        for (const batch of batches) expect(assembler.push(batch)).toBe("")
+        assembler.finish({})
+        return assembler.result()
+      })
+      expect(results[1]).toEqual(results[0]!)
+    }
+  })
+
+  test("a run of 2,000 deltas: every delta event in order, numbered without a gap, the text whole", () => {
+    const words = Array.from({ length: 2000 }, (_, i) => ` w${i}`)
+    let read = ""
+    const spans: Array<number> = []
+    for (const word of words) {
+      read += "data: "
+      spans.push(read.length, read.length + word.length + 2)
+      read += `"${word}"\n\n`
+    }
+    const { assembler, events } = run([[{ type: "text_literals", source: encoder.encode(read), spans }], [finishWith("stop")]])
+    const deltas = payloads(events).filter((e) => e.type === "response.output_text.delta")
+    expect(deltas.map((e) => e.delta)).toEqual(words)
+    const numbers = payloads(events).map((e) => e.sequence_number)
+    expect(numbers).toEqual(numbers.map((_, i) => i))
+    expect(assembler.completionText).toBe(words.join(""))
+  })
+
+  test("the bytes of one push are handed out before the next push overwrites them", () => {
+    const a = new ResponseAssembler(BASE, { stream: true, newId: counterIds() })
+    const b = new ResponseAssembler(BASE, { stream: true, newId: counterIds() })
+    a.start()
+    b.start()
+    const literals = (word: string): ProviderEvent => ({ type: "text_literals", source: encoder.encode(`"${word}"`), spans: [0, word.length + 2] })
+    const first = a.push([literals("first")])
+    if (typeof first === "string") throw new Error("bytes expected")
+    const copy = first.slice()
+    const second = b.push([literals("other")])
+    expect(new TextDecoder().decode(copy)).toContain('"delta":"first"')
+    expect(sseText(second)).toContain('"delta":"other"')
+    expect(sseText(second)).not.toContain("first")
   })
 })

@@ -5,7 +5,8 @@
  * Plain code on purpose: it runs once per upstream chunk, where an Effect Stream step costs
  * 15–20 µs (DESIGN §4). Delta events are concatenated from pre-built pieces (0.27 µs per text
  * chunk vs 0.55 µs through the generic spread + JSON.stringify path, Bun 1.4); lifecycle and item
- * events, a few per item, take the generic path.
+ * events, a few per item, take the generic path. Runs of the upstream's own literals
+ * (`text_literals`) are written as bytes (byte-writer.ts) and their text decoded once.
  */
 import {
   isFunctionTool,
@@ -25,6 +26,8 @@ import {
 import type { Types } from "effect"
 import type { FinishReason, ProviderEvent, Usage } from "../../providers/types.js"
 import { randomPool, takeRandom } from "../../domain/random.js"
+import { latin1Slice } from "../../providers/json-literal.js"
+import { ByteWriter, MAX_INTEGER_DIGITS, writeInteger } from "./byte-writer.js"
 import { DONE, sseEvent, sseFrame } from "./sse.js"
 
 export { debugChunk } from "./sse.js"
@@ -146,20 +149,54 @@ export interface ResponseFailure {
 /**
  * Text grown from many small deltas. `text += delta` keeps a rope cell per delta (and the delta)
  * alive for the whole stream, ~3 string cells per token: 2,000 held streams of 200 tokens showed
- * 900 k live strings. Joining every 32 deltas keeps a few flat strings instead.
+ * 900 k live strings. Joining every 32 deltas keeps a few flat strings instead. Deltas given as
+ * their JSON literals' bytes (`appendLiteral`) are kept as bytes and decoded once, when the text
+ * is read or a string delta comes after them.
  */
 class TextBuffer {
   private flat = ""
   private readonly parts: Array<string> = []
+  /** The insides of JSON literals not decoded yet: printable ASCII (`isPlainLiteral`). */
+  private raw: Uint8Array | undefined = undefined
+  private rawLength = 0
+  private rawEscaped = false
 
   append(delta: string): void {
+    if (this.rawLength > 0) this.decodeRaw()
     this.parts.push(delta)
-    if (this.parts.length === 32) this.compact()
+    if (this.parts.length >= 32) this.compact()
+  }
+
+  /** The text of the JSON literal whose inside is `source[start, end)`. */
+  appendLiteral(source: Uint8Array, start: number, end: number): void {
+    const length = this.rawLength
+    let raw = this.raw
+    if (raw === undefined || length + end - start > raw.length) {
+      const grown = new Uint8Array(Math.max(256, 2 * (length + end - start)))
+      if (raw !== undefined) grown.set(raw.subarray(0, length))
+      this.raw = raw = grown
+    }
+    let at = length
+    for (let i = start; i < end; i++) {
+      const c = source[i] as number
+      if (c === BACKSLASH) this.rawEscaped = true
+      raw[at++] = c
+    }
+    this.rawLength = at
   }
 
   get value(): string {
+    if (this.rawLength > 0) this.decodeRaw()
     if (this.parts.length > 0) this.compact()
     return this.flat
+  }
+
+  private decodeRaw(): void {
+    const inside = latin1Slice(this.raw as Uint8Array, 0, this.rawLength)
+    // Valid JSON by construction (isPlainLiteral): its escapes are read all at once.
+    this.parts.push(this.rawEscaped ? (JSON.parse(`"${inside}"`) as string) : inside)
+    this.rawLength = 0
+    this.rawEscaped = false
   }
 
   private compact(): void {
@@ -168,12 +205,16 @@ class TextBuffer {
   }
 }
 
+const BACKSLASH = 92
+
 /** An item between its `output_item.added` and `output_item.done`; `deltaHead` is its part of each delta event ("" when not streaming). */
 interface OpenMessage {
   readonly kind: "message"
   readonly index: number
   readonly id: string
   readonly deltaHead: string
+  /** `deltaHead` as bytes, made when the first `text_literals` event comes. */
+  deltaHeadBytes?: Uint8Array
   readonly text: TextBuffer
 }
 interface OpenReasoning {
@@ -203,6 +244,18 @@ const TEXT_DELTA_TAIL = ',"logprobs":[]}\n\n'
 const ARGS_DELTA = deltaHead("response.function_call_arguments.delta")
 const SUMMARY_DELTA = deltaHead("response.reasoning_summary_text.delta")
 const PLAIN_TAIL = "}\n\n"
+
+// The same pieces as bytes, for runs of the upstream's literals (`text_literals`).
+const utf8 = new TextEncoder()
+const TEXT_DELTA_BYTES = utf8.encode(TEXT_DELTA)
+/** The tail of a text delta event and the head of the next, between two of a run. */
+const TEXT_DELTA_BETWEEN_BYTES = utf8.encode(TEXT_DELTA_TAIL + TEXT_DELTA)
+const TEXT_DELTA_TAIL_BYTES = utf8.encode(TEXT_DELTA_TAIL)
+/**
+ * The SSE bytes of a push that had `text_literals` events: one writer for the process, as `push`
+ * hands out what it wrote before it returns (and the caller writes that on at once).
+ */
+const literalOut = new ByteWriter()
 
 const OUTPUT_OPEN = '"output":['
 
@@ -300,9 +353,14 @@ export class ResponseAssembler {
     return this.take()
   }
 
-  /** One upstream batch, or its events `[from, to)`. Items open in the order their first event arrives. */
-  push(events: ReadonlyArray<ProviderEvent>, from = 0, to = events.length): string {
+  /**
+   * One upstream batch, or its events `[from, to)`. Items open in the order their first event arrives.
+   * Streaming, a batch with `text_literals` gives its SSE text as UTF-8 bytes: a view that is valid
+   * until the next `push` of any assembler (written to the socket at once, where it is copied).
+   */
+  push(events: ReadonlyArray<ProviderEvent>, from = 0, to = events.length): string | Uint8Array {
     if (this.ended) return ""
+    let bytes = false
     for (let i = from; i < to; i++) {
       const e = events[i]
       switch (e.type) {
@@ -312,6 +370,49 @@ export class ResponseAssembler {
           const item = open?.kind === "message" ? open : this.openMessage()
           item.text.append(e.delta)
           if (this.stream) this.buf += TEXT_DELTA + this.seq++ + item.deltaHead + (e.json ?? JSON.stringify(e.delta)) + TEXT_DELTA_TAIL
+          break
+        }
+        case "text_literals": {
+          const spans = e.spans
+          if (spans.length === 0) break
+          const open = this.open
+          const item = open?.kind === "message" ? open : this.openMessage()
+          const text = item.text
+          const source = e.source
+          if (!this.stream) {
+            for (let s = 0; s < spans.length; s += 2) text.appendLiteral(source, (spans[s] as number) + 1, (spans[s + 1] as number) - 1)
+            break
+          }
+          // The events before these, then each delta's from its pieces and the upstream's literal,
+          // in room reserved once for the run (the literals are within their spans' extent).
+          const out = literalOut
+          out.text(this.take())
+          bytes = true
+          let itemHead = item.deltaHeadBytes
+          if (itemHead === undefined) {
+            itemHead = utf8.encode(item.deltaHead)
+            item.deltaHeadBytes = itemHead
+          }
+          const pieces = TEXT_DELTA_BETWEEN_BYTES.length + MAX_INTEGER_DIGITS + itemHead.length
+          const buf = out.reserve((spans.length / 2) * pieces + (spans[spans.length - 1] as number) - (spans[0] as number))
+          let at = out.length
+          let seq = this.seq
+          for (let s = 0; s < spans.length; s += 2) {
+            const start = spans[s] as number
+            const end = spans[s + 1] as number
+            text.appendLiteral(source, start + 1, end - 1)
+            const head = s === 0 ? TEXT_DELTA_BYTES : TEXT_DELTA_BETWEEN_BYTES
+            buf.set(head, at)
+            at = writeInteger(buf, at + head.length, seq++)
+            buf.set(itemHead, at)
+            at += itemHead.length
+            for (let i = start; i < end; i++) buf[at++] = source[i] as number
+          }
+          this.seq = seq
+          out.length = at
+          const tail = out.reserve(TEXT_DELTA_TAIL_BYTES.length)
+          tail.set(TEXT_DELTA_TAIL_BYTES, out.length)
+          out.length += TEXT_DELTA_TAIL_BYTES.length
           break
         }
         case "reasoning": {
@@ -347,7 +448,9 @@ export class ResponseAssembler {
           break
       }
     }
-    return this.take()
+    if (!bytes) return this.take()
+    literalOut.text(this.take())
+    return literalOut.take()
   }
 
   /**

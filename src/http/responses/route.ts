@@ -58,6 +58,8 @@ interface Outcome {
 
 /** Upstream events translated per write to a stream: ~11 KB of text deltas (~235 bytes each), under the sink's 16 KB. */
 const EVENTS_PER_WRITE = 48
+/** The most bytes given to the sink in one write (one `text_literals` event holds a whole read's deltas). */
+const BYTES_PER_WRITE = 12 * 1024
 /** Bun's ReadableStream takes a direct source; the DOM typings in scope do not know that overload. */
 const DirectStream = ReadableStream as unknown as new (source: Bun.DirectUnderlyingSource<string>) => ReadableStream<Uint8Array>
 const JSON_HEADERS = { "content-type": "application/json" }
@@ -453,7 +455,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     const relay: Bun.DirectUnderlyingSource<string> = {
       type: "direct",
       pull(controller: ReadableStreamDirectController) {
-        const write = (text: string) => {
+        const write = (text: string | Uint8Array) => {
           lastWrite = Date.now()
           // A slow client's socket buffers in Bun's sink (the chunk is accepted even when the write
           // reports backpressure): an answer is bounded by its reserved output.
@@ -490,7 +492,12 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
               // writes go out together when the turn of the event loop ends.
               for (let from = 0; from < events.length; from += EVENTS_PER_WRITE) {
                 const text = assembler.push(events, from, Math.min(events.length, from + EVENTS_PER_WRITE))
-                if (text !== "") write(text)
+                if (typeof text === "string") {
+                  if (text !== "") write(text)
+                  continue
+                }
+                // The sink copies what it is given: the view can be cut and the writer reused.
+                for (let at = 0; at < text.length; at += BYTES_PER_WRITE) write(text.subarray(at, at + BYTES_PER_WRITE))
               }
             },
             end() {

@@ -7,11 +7,12 @@
  * next ones that have the same text around the JSON of a string are read in place: that text
  * alone is parsed, and forwarded as it came (see json-literal.ts). Any other chunk is parsed in full.
  * The same holds on bytes (`pushBytes`): an event `data: <prefix><literal><suffix>\n\n` in the
- * upstream read is taken without decoding the read or splitting it into lines; only the literal
- * becomes a string.
+ * upstream read is taken without decoding the read or splitting it into lines. A literal of
+ * printable ASCII is not decoded at all: runs of them go on as one `text_literals` event, their
+ * place in the read.
  */
 import { errorFromEvent } from "../errors"
-import { BytePattern, isPlainAscii, jsonLiteralEnd, jsonLiteralEndInBytes, jsonStringValue, latin1Slice, tokenAt } from "../json-literal"
+import { BytePattern, isPlainLiteral, jsonLiteralEnd, jsonLiteralEndInBytes, jsonStringValue } from "../json-literal"
 import type { SseEvent } from "../sse"
 import { ProviderError, type FinishReason, type ProviderEvent, type Usage } from "../types"
 import type { StreamTranslator } from "../wire"
@@ -34,21 +35,28 @@ export class ChatStreamTranslator implements StreamTranslator {
     if (framed === undefined) return start
     const { head, tail } = framed
     let at = start
+    // The spans of the `text_literals` event being filled: consecutive plain literals go in one.
+    let run: Array<number> | undefined
     while (head.foundAt(bytes, at, end)) {
       const open = at + head.length
       const close = jsonLiteralEndInBytes(bytes, open, end)
       if (close === -1 || !tail.foundAt(bytes, close, end)) break
-      // A short printable-ASCII token is its own text, one shared pair of strings (tokenAt). Otherwise the
-      // literal is sliced (printable ASCII) or decoded, and its value comes from JSON.parse, which
-      // also shares a short string: a string of its own per token, held by the answer's text until
-      // it is compacted, outlived the held-stream pacer's collections (2,000 streams grew ~2 MB/s).
-      const token = tokenAt(bytes, open + 1, close - 1)
-      if (token !== undefined) {
-        if (token.text.length > 0) out.push({ type: "text", delta: token.text, json: token.json })
+      if (isPlainLiteral(bytes, open + 1, close - 1)) {
+        // Forwarded as its bytes, decoded with the rest of the answer's text when that is read.
+        if (close - open > 2) {
+          if (run === undefined) {
+            run = []
+            out.push({ type: "text_literals", source: bytes, spans: run })
+          }
+          run.push(open, close)
+        }
         at = close + tail.length
         continue
       }
-      const json = isPlainAscii(bytes, open + 1, close - 1) ? latin1Slice(bytes, open, close) : utf8.decode(bytes.subarray(open, close))
+      // Other text (not ASCII) is decoded, and its value comes from JSON.parse, which is the
+      // validation; it is a string of its own, not a slice that would keep the read alive.
+      run = undefined
+      const json = utf8.decode(bytes.subarray(open, close))
       const delta = jsonStringValue(json)
       if (delta === undefined) break
       if (delta.length > 0) out.push({ type: "text", delta, json })
