@@ -21,7 +21,8 @@ export interface StreamTranslator {
    * `bytes[start, end)`, appending their events; returns where it stopped (`start` when it took
    * nothing). Called only at an event boundary, with nothing held by the decoder or the SSE
    * parser; what it does not take goes through the decoder, the parser and `push` as usual.
-   * Never throws: anything it cannot read as the learned shape is left to `push`.
+   * Never throws: anything it cannot read as the learned shape is left to `push`. `out` holds
+   * only this translator's events (it may add to a `text_literals` event of its own, last in `out`).
    */
   pushBytes?(bytes: Uint8Array, start: number, end: number, out: Array<ProviderEvent>): number
 }

@@ -277,6 +277,29 @@ describe("Chat Completions text events read from the upstream bytes (pushBytes)"
     expect(last.source).toBe(bytes)
   })
 
+  test("a read given event by event (an HTTP chunk each) makes one run; another read or an event between starts a new one", () => {
+    const translator = learned()
+    const events = [textChunk("a"), textChunk("b"), textChunk("é"), textChunk("c"), textChunk("d")]
+    const bytes = framed(...events)
+    const ends = events.map((_, i) => framed(...events.slice(0, i + 1)).length)
+    const out: Array<ProviderEvent> = []
+    let from = 0
+    for (const end of ends) {
+      expect(translator.pushBytes(bytes, from, end, out)).toBe(end)
+      from = end
+    }
+    expect(out.map((e) => e.type)).toEqual(["text_literals", "text", "text_literals"])
+    expect(texts(out)).toEqual(["a", "b", "é", "c", "d"])
+    // The next read, into the same batch: a run of its own, in its own bytes.
+    const next = framed(textChunk("e"))
+    translator.pushBytes(next, 0, next.length, out)
+    expect(out.map((e) => e.type)).toEqual(["text_literals", "text", "text_literals", "text_literals"])
+    const last = out.at(-1)
+    if (last?.type !== "text_literals") throw new Error("a run expected last")
+    expect(last.source).toBe(next)
+    expect(texts(out)).toEqual(["a", "b", "é", "c", "d", "e"])
+  })
+
   test("it stops at the first byte that is not a whole event of that shape, and says where", () => {
     const translator = learned()
     const two = framed(textChunk("a"), textChunk("b"))

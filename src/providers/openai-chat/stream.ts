@@ -35,8 +35,12 @@ export class ChatStreamTranslator implements StreamTranslator {
     if (framed === undefined) return start
     const { head, tail } = framed
     let at = start
-    // The spans of the `text_literals` event being filled: consecutive plain literals go in one.
-    let run: Array<number> | undefined
+    // The spans of the `text_literals` event being filled: consecutive plain literals go in one,
+    // also across calls for one read (an upstream sends each event in an HTTP chunk of its own).
+    // `out` holds this stream's events only, so a run of this read last in it is this
+    // translator's own, its spans array made below.
+    const last = out[out.length - 1]
+    let run = last?.type === "text_literals" && last.source === bytes ? (last.spans as Array<number>) : undefined
     while (head.foundAt(bytes, at, end)) {
       const open = at + head.length
       const close = jsonLiteralEndInBytes(bytes, open, end)
