@@ -719,6 +719,24 @@ describe("Text deltas given as the upstream's literals (text_literals)", () => {
     expect(assembler.completionText).toBe(words.join(""))
   })
 
+  test("literals longer than the text's byte buffer, and escapes cut at its edge, give the same text", () => {
+    // Deltas of ~300 to ~3,000 bytes, with escapes and a surrogate pair split over two literals.
+    const deltas = ["a".repeat(1000), 'q"\\/\n'.repeat(700), "x", "b".repeat(1023), "\ud83d", "\ude00 end"]
+    const literals = deltas.map((d) => JSON.stringify(d).replace("\\ud83d", "\\uD83D").replace("\\ude00", "\\uDE00"))
+    let read = ""
+    const spans: Array<number> = []
+    for (const literal of literals) {
+      read += "data: "
+      spans.push(read.length, read.length + literal.length)
+      read += `${literal}\n\n`
+    }
+    const asEvents = run([literals.map((json, i): ProviderEvent => ({ type: "text", delta: deltas[i]!, json })), [finishWith("stop")]])
+    const asRun = run([[{ type: "text_literals", source: encoder.encode(read), spans }], [finishWith("stop")]])
+    expect(asRun.sse).toBe(asEvents.sse)
+    expect(asRun.assembler.completionText).toBe(deltas.join(""))
+    expect(asRun.assembler.completionText).toContain("\u{1F600} end")
+  })
+
   test("the bytes of one push are handed out before the next push overwrites them", () => {
     const a = new ResponseAssembler(BASE, { stream: true, newId: counterIds() })
     const b = new ResponseAssembler(BASE, { stream: true, newId: counterIds() })
