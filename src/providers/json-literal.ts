@@ -10,6 +10,9 @@ const BACKSLASH = 92
 
 const isHex = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102)
 
+/** JSON's escapes of one character after the backslash: `"` `\\` `/` `b` `f` `n` `r` `t`. */
+const isShortEscape = (e: number) => e === QUOTE || e === BACKSLASH || e === 47 || e === 98 || e === 102 || e === 110 || e === 114 || e === 116
+
 /**
  * The end (exclusive) of the JSON string literal opening at `start` in `text`, or -1 if none
  * opens there or it breaks JSON's rules (a raw control character, an unknown escape, a short
@@ -29,7 +32,7 @@ export const jsonLiteralEnd = (text: string, start: number): number => {
       if (i + 4 >= length) return -1
       if (!isHex(text.charCodeAt(i + 1)) || !isHex(text.charCodeAt(i + 2)) || !isHex(text.charCodeAt(i + 3)) || !isHex(text.charCodeAt(i + 4))) return -1
       i += 4
-    } else if (!(e === QUOTE || e === BACKSLASH || e === 47 || e === 98 || e === 102 || e === 110 || e === 114 || e === 116)) {
+    } else if (!isShortEscape(e)) {
       return -1
     }
   }
@@ -141,7 +144,7 @@ export const isPlainLiteral = (bytes: Uint8Array, start: number, end: number): b
       if (i + 4 >= end) return false
       if (!isHex(bytes[i + 1] as number) || !isHex(bytes[i + 2] as number) || !isHex(bytes[i + 3] as number) || !isHex(bytes[i + 4] as number)) return false
       i += 4
-    } else if (!(e === QUOTE || e === BACKSLASH || e === 47 || e === 98 || e === 102 || e === 110 || e === 114 || e === 116)) {
+    } else if (!isShortEscape(e)) {
       return false
     }
   }
