@@ -10,6 +10,9 @@
  *   bun scripts/bench-run.ts [--rounds 5] [--duration-ms 5000] [--warmup-ms 5000] [--held 2000] [--held-seconds 60]
  *                            [--no-peer] [--no-held] [--no-held-proxy] [--log-level info] [--quick]
  *                            [--gateway path/to/binary]   (another build to measure; default dist/gateway, rebuilt if stale)
+ *                            [--baseline path/to/binary]  (an A/B: this build too, interleaved with the others in the
+ *                                                          same rounds; the report gains an A/B table and goes to the
+ *                                                          run's folder, not bench/results/latest.md)
  *
  * Writes bench/results/latest.md and prints it.
  */
@@ -47,6 +50,7 @@ const options = {
   heldProxy: !has("no-held-proxy"),
   held: !has("no-held"),
   gateway: text("gateway", ""),
+  baseline: text("baseline", ""),
   logLevel: text("log-level", "info"),
 }
 
@@ -178,6 +182,7 @@ const load = async (spec: LoadSpec, onEvent: (event: { event: string }) => void 
 const mockPort = freePort()
 const proxyPort = freePort()
 const gatewayPort = freePort()
+const baselinePort = freePort()
 const peerPort = freePort()
 const mockBase = `http://127.0.0.1:${mockPort}/v1`
 const managementKey = process.env["GATEWAY_MANAGEMENT_KEY"] ?? `sk-bench-${crypto.randomUUID().replaceAll("-", "")}`
@@ -244,23 +249,29 @@ const proxy = start(
   [...pin(SERVER_CORE), bun, "scripts/bench-proxy.ts", "--port", String(proxyPort), "--upstream", `http://127.0.0.1:${mockPort}`],
   fetchLimit,
 )
-const gateway = start(
-  "gateway",
-  [...pin(SERVER_CORE), gatewayBinary, "serve"],
-  {
-    ...fetchLimit,
-    PORT: String(gatewayPort),
-    HOST: "127.0.0.1",
-    GATEWAY_DATA_DIR: runDir,
-    DATABASE_URL: join(runDir, "gateway.db"),
-    GATEWAY_CONFIG: join(runDir, "config.json"),
-    GATEWAY_MANAGEMENT_KEY: managementKey,
-    GATEWAY_LOG_LEVEL: options.logLevel,
-  },
-  root,
-  // One JSON line per request: written (the cost is measured), not kept.
-  true,
-)
+const startGateway = (name: "gateway" | "baseline", binary: string, port: number) => {
+  const dataDir = name === "gateway" ? runDir : join(runDir, name)
+  mkdirSync(dataDir, { recursive: true })
+  return start(
+    name,
+    [...pin(SERVER_CORE), binary, "serve"],
+    {
+      ...fetchLimit,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      GATEWAY_DATA_DIR: dataDir,
+      DATABASE_URL: join(dataDir, "gateway.db"),
+      GATEWAY_CONFIG: join(runDir, "config.json"),
+      GATEWAY_MANAGEMENT_KEY: managementKey,
+      GATEWAY_LOG_LEVEL: options.logLevel,
+    },
+    root,
+    // One JSON line per request: written (the cost is measured), not kept.
+    true,
+  )
+}
+const gateway = startGateway("gateway", gatewayBinary, gatewayPort)
+const baseline = options.baseline === "" ? undefined : startGateway("baseline", options.baseline, baselinePort)
 let peerNote = "not run (--no-peer)"
 let peer: Proc | undefined
 if (options.peer) {
@@ -276,6 +287,7 @@ try {
   await waitReady("mock", `${mockBase.replace("/v1", "")}/__mock/stats`)
   await waitReady("proxy", `http://127.0.0.1:${proxyPort}/`)
   await waitReady("gateway", `http://127.0.0.1:${gatewayPort}/v1/health`)
+  if (baseline !== undefined) await waitReady("baseline", `http://127.0.0.1:${baselinePort}/v1/health`)
   if (peer !== undefined) {
     try {
       await waitReady("peer", `http://127.0.0.1:${peerPort}/`)
@@ -291,7 +303,7 @@ try {
 
 // ------------------------------------------------------------------ scenarios
 
-type Kind = "proxy" | "gateway" | "peer"
+type Kind = "proxy" | "gateway" | "baseline" | "peer"
 interface Target {
   readonly kind: Kind
   readonly label: string
@@ -302,6 +314,9 @@ const targets: Array<Target> = [
   { kind: "proxy", label: "bare Bun proxy", port: proxyPort, pid: proxy.proc.pid },
   { kind: "gateway", label: "gateway (dist/gateway)", port: gatewayPort, pid: gateway.proc.pid },
 ]
+if (baseline !== undefined) targets.push({ kind: "baseline", label: `baseline (${options.baseline})`, port: baselinePort, pid: baseline.proc.pid })
+/** The gateway builds measured: this one, and the baseline of an A/B. */
+const isGateway = (kind: Kind) => kind === "gateway" || kind === "baseline"
 if (peer !== undefined) targets.push({ kind: "peer", label: "peer (Portkey, Node)", port: peerPort, pid: peer.proc.pid })
 
 interface Shape {
@@ -322,7 +337,7 @@ const DONE_TAIL = "data: [DONE]\n\n"
 
 const requestFor = (target: Target, shape: Shape, secret = managementKey): Pick<LoadSpec, "path" | "headers" | "body" | "expectTail"> => {
   const tail = shape.stream ? { expectTail: DONE_TAIL } : {}
-  if (target.kind === "gateway") {
+  if (isGateway(target.kind)) {
     return {
       path: "/v1/responses",
       headers: { authorization: `Bearer ${secret}` },
@@ -363,9 +378,9 @@ const scenarios: Array<Scenario> = [
   { id: "json-c32-limited", connections: 32, shape: JSON_SHAPE, events: 0, limitedKey: true },
 ]
 
-/** An API key with a limit no run reaches, made through the gateway's own API. */
-const limitedSecret = await (async () => {
-  const res = await fetch(`http://127.0.0.1:${gatewayPort}/v1/keys`, {
+/** An API key with a limit no run reaches, made through each gateway's own API. */
+const limitedSecretOf = async (port: number) => {
+  const res = await fetch(`http://127.0.0.1:${port}/v1/keys`, {
     method: "POST",
     headers: { authorization: `Bearer ${managementKey}`, "content-type": "application/json" },
     body: JSON.stringify({ name: "bench-limited", limit: 1_000_000 }),
@@ -373,7 +388,9 @@ const limitedSecret = await (async () => {
   const body = (await res.json()) as { key?: string }
   if (res.status !== 201 || typeof body.key !== "string") throw new Error(`creating the limited key answered ${res.status}`)
   return body.key
-})()
+}
+const limitedSecrets = new Map<number, string>()
+for (const target of targets) if (isGateway(target.kind)) limitedSecrets.set(target.port, await limitedSecretOf(target.port))
 
 interface Sample {
   readonly result: LoadResult
@@ -395,9 +412,9 @@ const specOf = (target: Target, scenario: Scenario, durationMs: number): LoadSpe
   connections: scenario.connections,
   mode: "loop",
   durationMs,
-  ...requestFor(target, scenario.shape, scenario.limitedKey ? limitedSecret : managementKey),
+  ...requestFor(target, scenario.shape, scenario.limitedKey ? (limitedSecrets.get(target.port) ?? managementKey) : managementKey),
 })
-const targetsOf = (scenario: Scenario) => (scenario.limitedKey ? targets.filter((t) => t.kind === "gateway") : targets)
+const targetsOf = (scenario: Scenario) => (scenario.limitedKey ? targets.filter((t) => isGateway(t.kind)) : targets)
 
 const t0 = Date.now()
 for (const scenario of scenarios) {
@@ -658,6 +675,22 @@ if (jc32.gw && jc32.peer) {
   out(`| ≥ 10× the peer's requests per CPU-second | peer ${peerNote} | – |`)
 }
 out()
+if (baseline !== undefined) {
+  out(`## A/B: this build against the baseline (\`${options.baseline}\`), same rounds`)
+  out()
+  out("| scenario | baseline CPU µs/req | this build CPU µs/req | change | baseline vs proxy | this build vs proxy |")
+  out("|---|---:|---:|---:|---:|---:|")
+  for (const scenario of scenarios) {
+    const a = figures(scenario, "baseline")
+    const b = figures(scenario, "gateway")
+    const px = figures(scenario, "proxy")
+    if (a === undefined || b === undefined) continue
+    const change = signed(((b.cpuPerReq - a.cpuPerReq) / a.cpuPerReq) * 100, 1)
+    const vsProxy = (f: Figures) => (px === undefined || scenario.limitedKey ? "–" : ratio(f.cpuPerReq, px.cpuPerReq))
+    out(`| ${scenario.id} | ${f1(a.cpuPerReq)} | ${f1(b.cpuPerReq)} | ${change} % | ${vsProxy(a)} | ${vsProxy(b)} |`)
+  }
+  out()
+}
 out(`Raw samples: bench/scratch/run-${runId}/raw.json (not committed).`)
 
 const report = lines.join("\n") + "\n"
@@ -665,10 +698,14 @@ writeFileSync(
   join(runDir, "raw.json"),
   JSON.stringify({ options, samples: Object.fromEntries(samples), held: heldRuns.map((h) => ({ ...h, target: h.target.kind })) }, null, 2),
 )
+// An A/B is a comparison, not the build's figures: it stays in the run's folder.
+const reportPath = baseline === undefined ? join(root, "bench", "results", "latest.md") : join(runDir, "ab.md")
 mkdirSync(join(root, "bench", "results"), { recursive: true })
-writeFileSync(join(root, "bench", "results", "latest.md"), report)
+writeFileSync(reportPath, report)
 await stopAll()
 // The ledger of a full run is ~100 MB of rows nobody reads: keep the logs and raw.json only.
-for (const suffix of ["", "-wal", "-shm"]) rmSync(join(runDir, `gateway.db${suffix}`), { force: true })
+for (const dir of [runDir, join(runDir, "baseline")]) {
+  for (const suffix of ["", "-wal", "-shm"]) rmSync(join(dir, `gateway.db${suffix}`), { force: true })
+}
 console.log(report)
 process.exit(0)
