@@ -4,13 +4,20 @@
  *
  * - answers `Echo: <text>` in word-sized text deltas;
  * - `[tool:NAME]`: a call to NAME with arguments `{"input":"<text>"}` instead of text;
+ * - an input that ends with tool outputs (`function_call_output`) is answered with text quoting
+ *   them, so a tool round trip ends even though the last user message still holds `[tool:NAME]`;
+ * - `text.format` `json_schema`: JSON valid against the schema; `json_object`: `{"answer": …}`;
  * - `[reasoning]`: reasoning deltas first;
  * - `[fail:429|500|503|529|timeout|auth|400]`: `open` rejects with that error;
  * - `[fail-mid]`: a "server" error after two text deltas (a non-streamed call rejects `open`);
  * - `[slow:MS]`: MS milliseconds between deltas;
  * - `[ttft:MS]`: MS milliseconds before the first delta of a stream.
+ *
+ * Markers in the endpoint's `upstream_model` (e.g. `echo[fail:503]`) apply to every request it
+ * gets: the demo catalog scripts a failing endpoint and a slow one with them.
  */
 import type { AbortLike } from "./abort"
+import { schemaExample } from "./fake-schema"
 import { ProviderError, type InputItem, type NormalizedRequest, type Provider, type ProviderEvent, type UpstreamCall, type Usage } from "./types"
 
 export const FAKE_REASONING = "Thinking it over step by step."
@@ -58,6 +65,36 @@ const lastUserText = (input: ReadonlyArray<InputItem>): string => {
   return ""
 }
 
+/** The user's text plus the endpoint's own markers, when its upstream model carries any. */
+const markersOf = (request: NormalizedRequest, text: string): string => (request.model.includes("[") ? `${request.model} ${text}` : text)
+
+/**
+ * When the input ends with tool outputs, a reply that uses them (with the name of the call each
+ * answers); undefined otherwise.
+ */
+const toolOutputReply = (input: ReadonlyArray<InputItem>): string | undefined => {
+  let start = input.length
+  while (start > 0 && input[start - 1].type === "function_call_output") start--
+  if (start === input.length) return undefined
+  const parts: Array<string> = []
+  for (let i = start; i < input.length; i++) {
+    const item = input[i]
+    if (item.type !== "function_call_output") continue
+    let name: string | undefined
+    for (const call of input) if (call.type === "function_call" && call.callId === item.callId) name = call.name
+    parts.push(name === undefined ? `The tool answered: ${item.output}` : `The tool ${name} answered: ${item.output}`)
+  }
+  return parts.join("\n")
+}
+
+/** The answer's text: the reply, or JSON carrying it when the request asks for JSON output. */
+const answerText = (request: NormalizedRequest, reply: string): string => {
+  const format = request.responseFormat
+  if (format === undefined || format.type === "text") return reply
+  if (format.type === "json_object") return JSON.stringify({ answer: reply })
+  return JSON.stringify(schemaExample(format.schema, reply))
+}
+
 /** inputTokens = ceil(characters of instructions and every input item / 4), at least 1. */
 export const fakeInputTokens = (request: NormalizedRequest): number => {
   let chars = request.instructions?.length ?? 0
@@ -75,21 +112,23 @@ interface Script {
 
 const script = (request: NormalizedRequest): Script => {
   const text = lastUserText(request.input)
+  const markers = markersOf(request, text)
+  const toolReply = toolOutputReply(request.input)
   const batches: Array<Array<ProviderEvent>> = []
   let outputTokens = 0
   let reasoningTokens = 0
-  if (text.includes("[reasoning]")) {
+  if (markers.includes("[reasoning]")) {
     for (const word of fakeWords(FAKE_REASONING)) batches.push([{ type: "reasoning", delta: word }])
     reasoningTokens = batches.length
     outputTokens = reasoningTokens
   }
-  const tool = TOOL.exec(text)
+  const tool = toolReply === undefined ? TOOL.exec(markers) : null
   if (tool !== null) {
     const args = JSON.stringify({ input: text })
     batches.push([{ type: "tool_call_start", index: 0, callId: "call_fake_0", name: tool[1] }], [{ type: "tool_call_delta", index: 0, delta: args }])
     outputTokens += fakeWords(args).length
   } else {
-    const words = fakeWords(`Echo: ${text}`)
+    const words = fakeWords(answerText(request, toolReply ?? `Echo: ${text}`))
     for (const word of words) batches.push([{ type: "text", delta: word }])
     outputTokens += words.length
   }
@@ -98,11 +137,11 @@ const script = (request: NormalizedRequest): Script => {
     { type: "usage", usage },
     { type: "finish", reason: tool === null ? "stop" : "tool_calls" },
   ])
-  const slow = SLOW.exec(text)
-  const ttft = TTFT.exec(text)
+  const slow = SLOW.exec(markers)
+  const ttft = TTFT.exec(markers)
   return {
     batches,
-    failAfter: text.includes("[fail-mid]") ? reasoningTokens + 2 : undefined,
+    failAfter: markers.includes("[fail-mid]") ? reasoningTokens + 2 : undefined,
     delayMs: slow === null ? 0 : Number(slow[1]),
     firstDelayMs: ttft === null ? 0 : Number(ttft[1]),
   }
@@ -137,8 +176,7 @@ async function* play(plan: Script, signal: AbortLike): AsyncGenerator<ReadonlyAr
 
 const open = async (request: NormalizedRequest, _config: unknown, options: { stream: boolean; signal: AbortLike }): Promise<UpstreamCall> => {
   if (options.signal.aborted) throw aborted()
-  const text = lastUserText(request.input)
-  const failure = FAIL.exec(text)
+  const failure = FAIL.exec(markersOf(request, lastUserText(request.input)))
   const fail = failure === null ? undefined : FAILURES[failure[1]]
   if (fail !== undefined) throw fail()
   const plan = script(request)

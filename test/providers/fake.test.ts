@@ -1,5 +1,8 @@
 import { describe, expect, test } from "bun:test"
+// zod (from @openrouter/sdk) reads JSON Schema independently of the fake's generator.
+import { z } from "zod"
 import { FAKE_REASONING, fakeProvider, fakeWords } from "../../src/providers/fake"
+import { schemaExample } from "../../src/providers/fake-schema"
 import { providerFor } from "../../src/providers/index"
 import { anthropicProvider } from "../../src/providers/anthropic/adapter"
 import { openAiChatProvider } from "../../src/providers/openai-chat/adapter"
@@ -127,6 +130,137 @@ describe("fake provider", () => {
     const first = await eventsOf(await open("same [reasoning] input"))
     const second = await eventsOf(await open("same [reasoning] input"))
     expect(second).toEqual(first)
+  })
+})
+
+describe("fake provider: tool round trips", () => {
+  const callThenOutput = (output: string) =>
+    textRequest("ignored", {
+      input: [
+        { type: "message", role: "user", content: [{ type: "text", text: "weather in Paris? [tool:get_weather]" }] },
+        { type: "function_call", callId: "call_1", name: "get_weather", arguments: '{"city":"Paris"}' },
+        { type: "function_call_output", callId: "call_1", output },
+      ],
+    })
+
+  test("a turn that ends with a tool's output is answered with text using that output, not another call", async () => {
+    const events = await eventsOf(await fakeProvider.open(callThenOutput('{"temperature_c":21}'), config, { stream: true, signal: new AbortController().signal }))
+    const text = events.flatMap((e) => (e.type === "text" ? [e.delta] : [])).join("")
+    expect(text).toBe('The tool get_weather answered: {"temperature_c":21}')
+    expect(events.some((e) => e.type === "tool_call_start")).toBe(false)
+    expect(events.at(-1)).toEqual({ type: "finish", reason: "stop" })
+  })
+
+  test("several outputs at the end of the input are each quoted; a user message after them asks again", async () => {
+    // Parallel calls: both calls, then both outputs.
+    const two = textRequest("ignored", {
+      input: [
+        { type: "message", role: "user", content: [{ type: "text", text: "weather and time? [tool:get_weather]" }] },
+        { type: "function_call", callId: "call_1", name: "get_weather", arguments: "{}" },
+        { type: "function_call", callId: "call_2", name: "get_time", arguments: "{}" },
+        { type: "function_call_output", callId: "call_1", output: "sunny" },
+        { type: "function_call_output", callId: "call_2", output: "noon" },
+      ],
+    })
+    const text = (await eventsOf(await fakeProvider.open(two, config, { stream: false, signal: new AbortController().signal })))
+      .flatMap((e) => (e.type === "text" ? [e.delta] : []))
+      .join("")
+    expect(text).toBe("The tool get_weather answered: sunny\nThe tool get_time answered: noon")
+    const again = textRequest("ignored", {
+      input: [...callThenOutput("sunny").input, { type: "message", role: "user", content: [{ type: "text", text: "and Rome? [tool:get_weather]" }] }],
+    })
+    const events = await eventsOf(await fakeProvider.open(again, config, { stream: false, signal: new AbortController().signal }))
+    expect(events[0]).toMatchObject({ type: "tool_call_start", name: "get_weather" })
+  })
+})
+
+describe("fake provider: JSON output", () => {
+  const answer = async (responseFormat: NonNullable<Parameters<typeof textRequest>[1]>["responseFormat"], text = "hello json") => {
+    const request = textRequest(text, { responseFormat })
+    const events = await eventsOf(await fakeProvider.open(request, config, { stream: true, signal: new AbortController().signal }))
+    return events.flatMap((e) => (e.type === "text" ? [e.delta] : [])).join("")
+  }
+
+  const schemas: ReadonlyArray<[string, Record<string, unknown>]> = [
+    [
+      "a strict object of every kind of property",
+      {
+        type: "object",
+        properties: {
+          city: { type: "string", minLength: 2, maxLength: 6 },
+          temperature: { type: "number", minimum: -50, maximum: -10 },
+          count: { type: "integer", exclusiveMinimum: 3, multipleOf: 5 },
+          ratio: { type: "number", exclusiveMinimum: 0, exclusiveMaximum: 1 },
+          unit: { type: "string", enum: ["celsius", "fahrenheit"] },
+          version: { const: 2 },
+          raining: { type: "boolean" },
+          note: { type: ["string", "null"] },
+          at: { type: "string", format: "date-time" },
+          tags: { type: "array", items: { type: "string" }, minItems: 2, uniqueItems: true },
+        },
+        required: ["city", "temperature", "count", "ratio", "unit", "version", "raining", "note", "at", "tags"],
+        additionalProperties: false,
+      },
+    ],
+    [
+      "nested objects, $ref into $defs, anyOf and allOf",
+      {
+        type: "object",
+        properties: {
+          person: { $ref: "#/$defs/person" },
+          contact: { anyOf: [{ type: "null" }, { type: "string", format: "email" }] },
+          merged: { allOf: [{ type: "object", properties: { a: { type: "string" } }, required: ["a"] }, { properties: { b: { type: "integer" } } }] },
+        },
+        required: ["person", "contact", "merged"],
+        $defs: {
+          person: {
+            type: "object",
+            properties: { name: { type: "string" }, children: { type: "array", items: { $ref: "#/$defs/person" } } },
+            required: ["name", "children"],
+            additionalProperties: false,
+          },
+        },
+      },
+    ],
+    ["a top-level array of enums", { type: "array", items: { enum: ["x", "y"] }, minItems: 1, maxItems: 3 }],
+  ]
+  for (const [name, schema] of schemas) {
+    test(`json_schema: the answer is JSON valid against the schema (${name})`, async () => {
+      const text = await answer({ type: "json_schema", name: "out", schema, strict: true })
+      const parsed = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]).safeParse(JSON.parse(text))
+      expect(parsed.error).toBeUndefined()
+      expect(parsed.success).toBe(true)
+    })
+  }
+
+  test("json_schema: strings carry the reply, cut to their maximum length", () => {
+    expect(schemaExample({ type: "object", properties: { s: { type: "string" }, t: { type: "string", maxLength: 4 } } }, "Echo: hi")).toEqual({
+      s: "Echo: hi",
+      t: "Echo",
+    })
+  })
+
+  test("json_object: a JSON object carrying the reply", async () => {
+    expect(JSON.parse(await answer({ type: "json_object" }))).toEqual({ answer: "Echo: hello json" })
+  })
+
+  test("text format: the plain echo", async () => {
+    expect(await answer({ type: "text" })).toBe("Echo: hello json")
+  })
+})
+
+describe("fake provider: markers in the upstream model", () => {
+  test("an endpoint whose upstream_model carries [fail:503] fails every request", async () => {
+    const failure = await providerErrorOf(fakeProvider.open(textRequest("hello", { model: "echo[fail:503]" }), config, { stream: true, signal: new AbortController().signal }))
+    expect([failure.kind, failure.upstreamStatus]).toEqual(["server", 503])
+  })
+
+  test("[slow:MS] in the upstream_model paces every request; the echo is of the user's text only", async () => {
+    const started = performance.now()
+    const events = await eventsOf(await fakeProvider.open(textRequest("a b", { model: "echo[slow:30]" }), config, { stream: true, signal: new AbortController().signal }))
+    expect(events.flatMap((e) => (e.type === "text" ? [e.delta] : [])).join("")).toBe("Echo: a b")
+    // Four batches: three words and the closing one, so three pauses (a lower bound only).
+    expect(performance.now() - started).toBeGreaterThanOrEqual(85)
   })
 })
 
