@@ -37,7 +37,9 @@ export interface PartAllowance {
   readonly maxTokensPerFile: number
 }
 
-/** An upstream's tool-use system prompt (Anthropic's is ~350 tokens) is input the body does not carry. */
+/** The upstream's own framing of a prompt (chat template, a short system prompt of its own): input the body does not carry. */
+export const PROMPT_FRAMING_TOKENS = 256
+/** An upstream's tool-use system prompt (Anthropic's is ~350 tokens) is input the body does not carry either. */
 export const TOOLS_PROMPT_TOKENS = 1024
 
 /**
@@ -48,7 +50,7 @@ export const TOOLS_PROMPT_TOKENS = 1024
  */
 export const promptTokenBound = (bodyText: string, request: ResponsesRequest, extraText: string, parts: PartAllowance): number => {
   let bytes = Buffer.byteLength(bodyText, "utf8") + (extraText === "" ? 0 : Buffer.byteLength(extraText, "utf8"))
-  let allowance = request.tools !== undefined && request.tools.length > 0 ? TOOLS_PROMPT_TOKENS : 0
+  let allowance = PROMPT_FRAMING_TOKENS + (request.tools !== undefined && request.tools.length > 0 ? TOOLS_PROMPT_TOKENS : 0)
   const input = request.input
   if (typeof input !== "string" && input !== undefined) {
     for (const item of input) {
