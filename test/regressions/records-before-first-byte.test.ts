@@ -16,19 +16,40 @@ import { startTestGateway, type TestGateway } from "../support/gateway.js"
 
 let mock: MockUpstream
 let gw: TestGateway & { stop: () => Promise<void> }
+/** Answers a 200 head and the start of a JSON body, then nothing: its answer has begun. */
+let begun: ReturnType<typeof Bun.serve>
 
 beforeAll(async () => {
   mock = await startMockUpstream({ tokens: 3 })
+  begun = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: () =>
+      new Response(
+        new ReadableStream({
+          start(controller) {
+            controller.enqueue(new TextEncoder().encode('{"id":"c1","object":"chat.completion","choices":['))
+          },
+        }),
+        { headers: { "content-type": "application/json" } },
+      ),
+  })
   const hung = (id: string, timeout_ms: number) => ({ id, kind: "openai-chat", base_url: mock.url, timeout_ms, headers: { "x-mock-error": "hang" } })
   gw = await startTestGateway({
     requestTimeoutMs: 600,
     catalog: {
       ...demoCatalog,
-      providers: [...demoCatalog.providers, hung("hung-long", 60_000), hung("hung-short", 150)],
+      providers: [
+        ...demoCatalog.providers,
+        hung("hung-long", 60_000),
+        hung("hung-short", 150),
+        { id: "begun", kind: "openai-chat", base_url: `http://127.0.0.1:${begun.port}/v1`, timeout_ms: 60_000 },
+      ],
       models: [
         ...demoCatalog.models,
         { id: "hang/deadline", context_length: 1000, endpoints: [{ provider: "hung-long", upstream_model: "m", pricing: { prompt: 1, completion: 2 } }] },
         { id: "hang/timeout", context_length: 1000, endpoints: [{ provider: "hung-short", upstream_model: "m", pricing: { prompt: 1, completion: 2 } }] },
+        { id: "hang/begun", context_length: 1000, endpoints: [{ provider: "begun", upstream_model: "m", pricing: { prompt: 1, completion: 2 } }] },
       ],
     } as unknown as ConfigFile,
   })
@@ -36,6 +57,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await gw?.stop()
   await mock?.stop()
+  begun?.stop(true)
 })
 
 const ledger = (hash: string, id: string) =>
@@ -116,5 +138,14 @@ describe("nothing came from upstream: $0, whichever timer fired", () => {
     expect(got.record.total_cost).toBe(0)
     expect(got.error?.status).toBe(524)
     expect(got.spend).toBe(0)
+  })
+
+  test("an answer that had begun (a 200 head, part of its body) when the deadline fired is charged its input", async () => {
+    const got = await askOnce({ model: "hang/begun", input: "hi" })
+    expect(got.status).toBe(408)
+    expect(got.record.status).toBe("failed")
+    expect(got.error?.status).toBe(408)
+    expect(got.record.total_cost).toBeGreaterThan(0)
+    expect(got.spend).toBeCloseTo(got.record.total_cost, 12)
   })
 })
