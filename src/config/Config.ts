@@ -22,6 +22,10 @@ export interface Settings {
   /** Our own deadline for one model request (408 when exceeded). */
   readonly requestTimeoutMs: number
   readonly creditsEnforced: boolean
+  /** Input tokens reserved (and at most charged) for one image part, whatever its size. */
+  readonly maxTokensPerImage: number
+  /** Input tokens reserved (and at most charged) for one file part, whatever its size. */
+  readonly maxTokensPerFile: number
   /** While a stream waits this long for its first token, a `: keep-alive` comment is sent. */
   readonly streamKeepAliveMs: number
   readonly logLevel: "debug" | "info" | "warn" | "error" | "none"
@@ -30,6 +34,11 @@ export interface Settings {
   /** On SIGTERM, how long open streams may take to finish before they are cut. */
   readonly shutdownGraceMs: number
 }
+
+/** A high-detail image is at most ~1,600 tokens at the major providers (tiles or pixels). */
+export const DEFAULT_MAX_TOKENS_PER_IMAGE = 2_000
+/** A file part (e.g. a PDF of ~10-20 pages, text and page images); beyond it the operator pays. */
+export const DEFAULT_MAX_TOKENS_PER_FILE = 32_000
 
 export class ConfigFileError extends Data.TaggedError("ConfigFileError")<{ readonly message: string }> {}
 
@@ -108,6 +117,8 @@ const loadSettings = Effect.gen(function* () {
     maxBodyBytes: Option.getOrElse(maxBodyEnv, () => catalog.server?.max_body_bytes ?? 10 * 1024 * 1024),
     requestTimeoutMs: Option.getOrElse(timeoutEnv, () => catalog.server?.request_timeout_ms ?? 600_000),
     creditsEnforced: catalog.credits?.enforce ?? false,
+    maxTokensPerImage: catalog.money?.max_tokens_per_image ?? DEFAULT_MAX_TOKENS_PER_IMAGE,
+    maxTokensPerFile: catalog.money?.max_tokens_per_file ?? DEFAULT_MAX_TOKENS_PER_FILE,
     streamKeepAliveMs: keepAliveMs,
     logLevel,
     metrics: metrics === "on",
@@ -134,6 +145,8 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   maxBodyBytes: 10 * 1024 * 1024,
   requestTimeoutMs: 600_000,
   creditsEnforced: false,
+  maxTokensPerImage: DEFAULT_MAX_TOKENS_PER_IMAGE,
+  maxTokensPerFile: DEFAULT_MAX_TOKENS_PER_FILE,
   streamKeepAliveMs: 15_000,
   logLevel: "none",
   metrics: true,

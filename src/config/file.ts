@@ -73,6 +73,13 @@ export const ConfigFile = Schema.Struct({
   providers: Schema.Array(ProviderEntry),
   models: Schema.Array(ModelEntry),
   credits: Schema.optional(Schema.Struct({ enforce: Schema.Boolean })),
+  /** What a request's reservation assumes for input the gateway cannot count (images, files). */
+  money: Schema.optional(
+    Schema.Struct({
+      max_tokens_per_image: Schema.optional(positiveInt),
+      max_tokens_per_file: Schema.optional(positiveInt),
+    }),
+  ),
   guardrails: Schema.optional(Schema.Array(GuardrailEntry)),
   server: Schema.optional(
     Schema.Struct({

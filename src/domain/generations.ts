@@ -69,6 +69,8 @@ export interface GenerationEntry {
   /** Time to the first token, in milliseconds; null when none came. */
   readonly latencyMs: number | null
   readonly status: GenerationStatus
+  /** The counts are the gateway's estimate: the upstream gave none, or counts that were not counts. */
+  readonly usageEstimated?: boolean
   readonly error?: GenerationError | null
   /** Present only when the workspace logs content (the caller decides). */
   readonly content?: GenerationContent | null
@@ -149,6 +151,8 @@ export const Generation = Schema.Struct({
   native_tokens_reasoning: Schema.Int,
   native_tokens_cached: Schema.Int,
   native_tokens_cache_write: Schema.Int,
+  /** The token counts are the gateway's estimate (the upstream reported none, or counts that were not counts). */
+  usage_estimated: Schema.Boolean,
   /** Milliseconds. */
   generation_time: Schema.Int,
   /** Milliseconds to the first token, or null. */
@@ -187,6 +191,7 @@ export const generationView = (g: StoredGeneration): Generation => ({
   native_tokens_reasoning: g.reasoningTokens,
   native_tokens_cached: g.cachedTokens,
   native_tokens_cache_write: g.cacheWriteTokens,
+  usage_estimated: g.usageEstimated === true,
   generation_time: g.generationTimeMs,
   latency: g.latencyMs,
   finish_reason: g.finishReason,

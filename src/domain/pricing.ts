@@ -31,3 +31,30 @@ export const worstCaseCost = (pricing: Pricing, inputTokens: number, maxOutputTo
 
 /** A cheap estimate of prompt tokens from the request's characters (≈4 per token), rounded up. */
 export const estimateTokens = (chars: number) => Math.max(1, Math.ceil(chars / 4))
+
+/** A count an upstream may report: a non-negative whole number (1e12 passes here, the caps below bound it). */
+const isCount = (n: unknown): boolean => typeof n === "number" && Number.isSafeInteger(n) && n >= 0
+
+/**
+ * Whether every count of an upstream's usage is a real count; one that is negative, fractional,
+ * non-finite or not a number at all makes the whole usage untrustworthy (treated as missing).
+ */
+export const isValidUsage = (u: Usage): boolean =>
+  isCount(u.inputTokens) && isCount(u.cachedTokens) && isCount(u.cacheWriteTokens) && isCount(u.outputTokens) && isCount(u.reasoningTokens)
+
+/**
+ * Usage bounded by what the request may use: input by its reservation's input bound, output by the
+ * output bound sent upstream. The same object when within both (the honest case allocates nothing).
+ */
+export const capUsage = (u: Usage, maxInput: number, maxOutput: number): Usage => {
+  if (u.inputTokens <= maxInput && u.outputTokens <= maxOutput && u.reasoningTokens <= u.outputTokens) return u
+  const inputTokens = Math.min(u.inputTokens, maxInput)
+  const outputTokens = Math.min(u.outputTokens, maxOutput)
+  return {
+    inputTokens,
+    cachedTokens: Math.min(u.cachedTokens, inputTokens),
+    cacheWriteTokens: Math.min(u.cacheWriteTokens, inputTokens),
+    outputTokens,
+    reasoningTokens: Math.min(u.reasoningTokens, outputTokens),
+  }
+}

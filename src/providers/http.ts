@@ -364,7 +364,9 @@ const openUpstream = async (
     try {
       text = await response.text()
     } catch (cause) {
-      throw link.failure(cause)
+      const failure = link.failure(cause)
+      failure.answerBegun = true
+      throw failure
     } finally {
       link.close()
     }

@@ -133,6 +133,8 @@ export type ProviderErrorKind =
 
 export class ProviderError extends Error {
   readonly _tag = "ProviderError"
+  /** The upstream had begun to answer (a 2xx head) when this failed: it has used the prompt. */
+  answerBegun = false
   constructor(
     readonly kind: ProviderErrorKind,
     message: string,

@@ -21,6 +21,15 @@ export type { Reservation } from "../store/settlement.js"
 
 const ALL_TIME = "all"
 
+/** USD for a message: cents when whole, else up to 6 decimals (a request's reservation is often under a cent). */
+const usd = (n: number): string => {
+  const fixed = n.toFixed(6).replace(/0+$/, "")
+  return `$${fixed.endsWith(".") ? `${fixed}00` : fixed.split(".")[1]!.length === 1 ? `${fixed}0` : fixed}`
+}
+
+const mayCost = (worstCaseUsd: number) =>
+  `this request may cost up to ${usd(worstCaseUsd)} (its prompt and max_output_tokens at the dearest candidate's price)`
+
 export class Spend extends Effect.Service<Spend>()("Spend", {
   scoped: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
@@ -80,15 +89,42 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
         ${args.includeByok ? sql`` : sql`AND is_byok = 0`}
         ${args.since === undefined ? sql`` : sql`AND day >= ${dayOf(args.since)}`}`.pipe(Effect.map((r) => Number(r[0]?.total ?? 0)))
 
-    const refuseKey = (key: KeyRow, nowMs: number) => {
-      const reset = nextReset(key.limit_reset, nowMs)
-      return new PaymentRequired({
-        message:
-          `This API key's spending limit of $${key.limit_usd} ${key.limit_reset ? `per ${key.limit_reset.replace("ly", "").replace("dai", "day")} ` : ""}is used up` +
-          (reset ? `; it resets at ${reset.toISOString()}.` : "; it does not reset. Raise the key's limit to continue.") +
-          " (This is the key's limit, not your account's credits.)",
+    /** The 402 of a key whose window cannot hold the request: what it may cost, what is left and held, how to fix it. */
+    const refuseKey = (key: KeyRow, nowMs: number, worstCaseUsd: number, args: ReserveArgs) =>
+      Effect.gen(function* () {
+        // Read after the refusal, for the message only: the figures of that moment, not a second check.
+        const rows = yield* sql<{ window_start: string | null; window_spend_usd: number; reserved_usd: number }>`SELECT
+            window_start, window_spend_usd, reserved_usd FROM api_keys WHERE hash = ${args.keyHash}`
+        const row = rows[0]
+        const held = Math.max(0, Number(row?.reserved_usd ?? 0))
+        const spent = row !== undefined && row.window_start === args.windowStart ? Number(row.window_spend_usd) : yield* ledgerWindowSpend(args)
+        const limit = Number(key.limit_usd ?? 0)
+        const reset = nextReset(key.limit_reset, nowMs)
+        return new PaymentRequired({
+          message:
+            `This API key's spending limit cannot hold this request: ${mayCost(worstCaseUsd)}; ${usd(Math.max(0, limit - spent - held))} of this key's ${usd(limit)} ${key.limit_reset ?? "total"} limit ` +
+            `is left (${usd(held)} held by requests in flight). Lower max_output_tokens, or raise the key's limit` +
+            (reset ? `; it resets at ${reset.toISOString()}.` : "; it does not reset.") +
+            " (This is the key's limit, not your account's credits.)",
+        })
       })
-    }
+
+    /** The 402 of credits that cannot hold the request, with the same figures. */
+    const refuseCredits = (userId: string, worstCaseUsd: number) =>
+      Effect.gen(function* () {
+        const rows = yield* sql<{ granted: number; spent: number; held: number }>`SELECT
+            (SELECT COALESCE(SUM(amount_usd), 0) FROM credit_grants WHERE user_id = ${userId}) AS granted,
+            (SELECT COALESCE(SUM(amount_usd), 0) FROM spend_daily WHERE user_id = ${userId} AND is_byok = 0) AS spent,
+            (SELECT COALESCE(MAX(credits_reserved_usd), 0) FROM users WHERE id = ${userId}) AS held`
+        const row = rows[0]
+        const held = Math.max(0, Number(row?.held ?? 0))
+        const left = Math.max(0, Number(row?.granted ?? 0) - Number(row?.spent ?? 0) - held)
+        return new PaymentRequired({
+          message:
+            `Insufficient credits: ${mayCost(worstCaseUsd)}; ${usd(left)} of your credits is left ` +
+            `(${usd(held)} held by requests in flight). Lower max_output_tokens, or add credits to continue.`,
+        })
+      })
 
     /** Whether a request on `key` holds anything: the key has a limit it counts toward, or credits are enforced. */
     const holds = (key: KeyRow, options: { readonly isByok: boolean }) =>
@@ -175,12 +211,8 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
           now,
         }
         const ok = reserveBatched !== undefined ? yield* reserveBatched(args) : yield* reserveThroughSql(args)
-        if (ok === "key") return yield* refuseKey(key, nowMs)
-        if (ok === "credits") {
-          return yield* new PaymentRequired({
-            message: `Insufficient credits: this request may cost up to $${worstCaseUsd.toFixed(6)}; add credits to continue.`,
-          })
-        }
+        if (ok === "key") return yield* Effect.flatMap(refuseKey(key, nowMs, worstCaseUsd, args), Effect.fail)
+        if (ok === "credits") return yield* Effect.flatMap(refuseCredits(key.user_id, worstCaseUsd), Effect.fail)
         return Option.some({
           id,
           keyHash: key.hash,

@@ -42,6 +42,7 @@ export type GenerationRow = {
   readonly status: GenerationStatus
   readonly error: string | null
   readonly has_content: number
+  readonly usage_estimated: number
 }
 
 const count = (n: number) => Math.max(0, Math.round(Number.isFinite(n) ? n : 0))
@@ -73,6 +74,7 @@ export const toRow = (e: GenerationEntry): GenerationRow => ({
   status: e.status,
   error: e.error == null ? null : JSON.stringify(e.error),
   has_content: bit(e.content != null),
+  usage_estimated: bit(e.usageEstimated === true),
 })
 
 export const fromRow = (r: GenerationRow): StoredGeneration => ({
@@ -101,6 +103,7 @@ export const fromRow = (r: GenerationRow): StoredGeneration => ({
   status: r.status,
   error: r.error === null ? null : (JSON.parse(r.error) as GenerationError),
   hasContent: Number(r.has_content) === 1,
+  usageEstimated: Number(r.usage_estimated) === 1,
 })
 
 /** The columns of `generations`: the prepared insert binds a row's fields by these names. */
@@ -108,7 +111,7 @@ const GENERATION_COLUMNS: ReadonlyArray<keyof GenerationRow> = [
   "id", "key_hash", "user_id", "workspace_id", "model", "provider_name", "upstream_model", "upstream_id",
   "created_at", "streamed", "cancelled", "finish_reason", "session_id", "input_tokens", "cached_tokens",
   "cache_write_tokens", "output_tokens", "reasoning_tokens", "total_cost", "is_byok", "generation_time_ms",
-  "latency_ms", "status", "error", "has_content",
+  "latency_ms", "status", "error", "has_content", "usage_estimated",
 ]
 
 const contentRowOf = (e: GenerationEntry) =>

@@ -8,12 +8,14 @@
 import { expect, test } from "bun:test"
 import { Effect } from "effect"
 import { demoCatalog } from "../../src/config/Config.js"
+import { PROMPT_FRAMING_TOKENS } from "../../src/http/responses/bounds.js"
 import { KeyStore } from "../../src/services/KeyStore.js"
 import { startTestGateway } from "../support/gateway.js"
 
 const BODY = { model: "demo/echo", input: "hi there", max_output_tokens: 3, provider: { order: ["fake"] } }
 const ACTUAL = (2 * 1 + 3 * 2) / 1e6
-const RESERVATION = (Math.ceil(JSON.stringify(BODY).length / 4) * 1 + 3 * 2) / 1e6
+// The prompt's UTF-8 bytes and the framing allowance, and 3 output tokens, at the dearest candidate's price (fake-backup).
+const RESERVATION = ((Buffer.byteLength(JSON.stringify(BODY)) + PROMPT_FRAMING_TOKENS) * 1.5 + 3 * 3) / 1e6
 
 test("credits for ~10 requests: 300 concurrent requests overspend by far more than one reservation", async () => {
   const g = await startTestGateway({ catalog: { ...demoCatalog, credits: { enforce: true } }, creditsEnforced: true })

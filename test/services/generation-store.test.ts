@@ -342,7 +342,7 @@ describe("get and getContent", () => {
       }),
     )
     const { content: _content, ...rest } = e
-    expect(got.g).toEqual({ ...rest, upstreamId: "chatcmpl-1", hasContent: true })
+    expect(got.g).toEqual({ ...rest, upstreamId: "chatcmpl-1", hasContent: true, usageEstimated: false })
     expect(got.content).toEqual(e.content!)
     expect(got.p.hasContent).toBe(false)
     expect(got.p.inputTokens).toBe(8) // token counts are stored as integers

@@ -25,6 +25,7 @@ import {
 } from "../../domain/responses.js"
 import type { Types } from "effect"
 import type { FinishReason, ProviderEvent, Usage } from "../../providers/types.js"
+import { isValidUsage } from "../../domain/pricing.js"
 import { randomPool, takeRandom } from "../../domain/random.js"
 import { latin1Slice } from "../../providers/json-literal.js"
 import { ByteWriter, MAX_INTEGER_DIGITS, writeInteger } from "./byte-writer.js"
@@ -330,7 +331,7 @@ export class ResponseAssembler {
   get reasoningText(): string {
     return this.textOf("reasoning")
   }
-  /** The last usage the upstream reported. */
+  /** The last usage the upstream reported; undefined when it reported none or counts that are not counts. */
   get usage(): Usage | undefined {
     return this.lastUsage
   }
@@ -448,7 +449,8 @@ export class ResponseAssembler {
           break
         }
         case "usage":
-          this.lastUsage = e.usage
+          // Checked here, once per answer, for every adapter: untrustworthy counts are missing ones (estimated).
+          this.lastUsage = isValidUsage(e.usage) ? e.usage : undefined
           break
         case "finish":
           this.reason = e.reason

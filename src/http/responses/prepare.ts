@@ -17,7 +17,8 @@ import type { GuardrailsShape } from "../../services/Guardrails.js"
 import { hashSecret, type KeyRow, type KeyStore } from "../../services/KeyStore.js"
 import type { PresetStore, ResolvedPreset } from "../../services/PresetStore.js"
 import type { Reservation, Spend } from "../../services/Spend.js"
-import { outputBound } from "./bounds.js"
+import { DEFAULT_MAX_TOKENS_PER_FILE, DEFAULT_MAX_TOKENS_PER_IMAGE } from "../../config/Config.js"
+import { inputBound, outputBound, type PartAllowance, promptTokenBound } from "./bounds.js"
 
 /** Everything decided before the upstream call but the reservation. */
 export interface Decision {
@@ -28,8 +29,10 @@ export interface Decision {
   readonly storeContent: boolean
   /** The caller asked for routing metadata (`X-Service-Metadata: enabled`). */
   readonly withMetadata: boolean
-  /** Prompt tokens estimated from the body, for the reservation and for aborted calls without usage. */
+  /** Prompt tokens estimated from the body (characters ÷ 4), charged for calls cut without usage. */
   readonly estimatedInputTokens: number
+  /** A true upper bound of the prompt's tokens (`promptTokenBound`): reserved, and the most input ever charged. */
+  readonly promptBound: number
   /** The most the request can cost: the estimate plus the output bound at the dearest candidate's price. */
   readonly worstCase: number
   /** Every candidate is BYOK (a failover may land on one that is not, so only then). */
@@ -134,7 +137,12 @@ export type Preparation =
   | { readonly refused: ApiError; readonly ready?: never; readonly pending?: never }
   | { readonly pending: Effect.Effect<Prepared, ApiError>; readonly ready?: never; readonly refused?: never }
 
-export const makePreparer = (services: PrepareServices) => {
+const DEFAULT_ALLOWANCE: PartAllowance = {
+  maxTokensPerImage: DEFAULT_MAX_TOKENS_PER_IMAGE,
+  maxTokensPerFile: DEFAULT_MAX_TOKENS_PER_FILE,
+}
+
+export const makePreparer = (services: PrepareServices, parts: PartAllowance = DEFAULT_ALLOWANCE) => {
   const { keys, policy, presets, router, guardrails, spend } = services
 
   /**
@@ -207,9 +215,10 @@ export const makePreparer = (services: PrepareServices) => {
     // A preset's system prompt is input the body did not carry.
     const presetChars = withPreset.right.preset === undefined ? 0 : (request.instructions?.length ?? 0)
     const estimatedInputTokens = estimateTokens(bodyText.length + presetChars)
+    const promptBound = promptTokenBound(bodyText, request, presetChars === 0 ? "" : (request.instructions ?? ""), parts)
     let worstCase = 0
     for (const e of plan.right.candidates) {
-      worstCase = Math.max(worstCase, worstCaseCost(e.pricing, estimatedInputTokens, outputBound(request, e).total))
+      worstCase = Math.max(worstCase, worstCaseCost(e.pricing, inputBound(promptBound, e), outputBound(request, e).total))
     }
     const withMetadata = metadataEnabled(headers)
     // Guardrails run before any spend is held: a block costs nothing.
@@ -231,6 +240,7 @@ export const makePreparer = (services: PrepareServices) => {
       storeContent: storesContent(settings, Number(principal.right.key.id)),
       withMetadata,
       estimatedInputTokens,
+      promptBound,
       worstCase,
       allByok: candidates.length > 0 && candidates.every((e) => e.isByok),
     }

@@ -8,14 +8,14 @@
 import { Context, Effect, Either, Exit, Option, Runtime, type Types } from "effect"
 import type { Settings } from "../../config/Config.js"
 import { type ApiError, errorHeaders, envelopeOf, InternalError, RequestTimeout } from "../../domain/errors.js"
-import { costOf, estimateTokens } from "../../domain/pricing.js"
+import { capUsage, costOf, estimateTokens } from "../../domain/pricing.js"
 import { PlainAbort } from "../../providers/abort.js"
 import { consumeEvents } from "../../providers/consume.js"
 import { providerFor } from "../../providers/index.js"
 import { ProviderError, type UpstreamCall, type Usage } from "../../providers/types.js"
 import { Router } from "../../routing/Router.js"
 import type { Endpoint } from "../../services/Catalog.js"
-import { type GenerationEntry, newGenerationId } from "../../domain/generations.js"
+import { type GenerationEntry, newGenerationId, type PreviousError } from "../../domain/generations.js"
 import { isoTime } from "../../domain/time.js"
 import { GenerationStore } from "../../services/GenerationStore.js"
 import { Spend } from "../../services/Spend.js"
@@ -31,7 +31,7 @@ import { storedInput } from "./content.js"
 import { makePreparer, type Prepared } from "./prepare.js"
 import { toNormalizedRequest } from "./normalize.js"
 import { apiErrorOf, asProviderError, failureCodeOf, isRetryable } from "./upstream-errors.js"
-import { outputBound } from "./bounds.js"
+import { inputBound, outputBound } from "./bounds.js"
 import { Deadlines } from "./deadlines.js"
 import type { RequestTrace } from "../metrics.js"
 
@@ -52,8 +52,33 @@ interface Outcome {
   readonly endpoint: Endpoint | undefined
   readonly assembler: ResponseAssembler | undefined
   readonly status: "completed" | "incomplete" | "failed" | "cancelled"
-  readonly error?: { readonly message: string; readonly status: number }
+  readonly error?: { readonly message: string; readonly status: number; readonly previousErrors?: ReadonlyArray<PreviousError> }
   readonly firstTokenAt: number | undefined
+  /** Nothing came from upstream (no byte, no usage): recorded at $0, whatever ended it. */
+  readonly nothingCame?: boolean
+}
+
+const NO_USAGE: Usage = { inputTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 }
+
+/**
+ * What a request is charged for on `endpoint`: the upstream's usage (the estimate of what was
+ * produced when it gave none, or counts that are not counts), never past the bounds it was
+ * reserved for, so a key is never charged more than its reservation.
+ */
+const chargedUsage = (prepared: Prepared, endpoint: Endpoint, assembler: ResponseAssembler | undefined): Usage => {
+  let usage = assembler?.usage
+  if (usage === undefined) {
+    // No usage from upstream (aborted or failed mid-way, or untrustworthy): the estimate of what was produced.
+    const produced = (assembler?.completionText.length ?? 0) + (assembler?.reasoningText.length ?? 0)
+    usage = {
+      inputTokens: prepared.estimatedInputTokens,
+      cachedTokens: 0,
+      cacheWriteTokens: 0,
+      outputTokens: produced === 0 ? 0 : estimateTokens(produced),
+      reasoningTokens: 0,
+    }
+  }
+  return capUsage(usage, inputBound(prepared.promptBound, endpoint), outputBound(prepared.request, endpoint).total)
 }
 
 /** Upstream events translated per write to a stream: ~11 KB of text deltas (~235 bytes each), under the sink's 16 KB. */
@@ -76,6 +101,10 @@ const statusOfFailure = (e: ProviderError) =>
 
 class DeadlineExceeded extends Error {}
 
+/** nginx's "client closed request": the record of a request its client left before any answer. */
+const CLIENT_CLOSED = 499
+const CLIENT_CLOSED_MESSAGE = "The client closed the request before the answer began"
+
 export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: ResponsesRouteOptions) => {
   const { settings } = options
   const maxBody = settings.maxBodyBytes
@@ -95,7 +124,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     router,
     guardrails: Context.get(runtime.context, Guardrails),
     spend: Context.get(runtime.context, Spend),
-  })
+  }, settings)
   // Settlements and records in flight, so shutdown and tests can wait for them (drain).
   const pending = new Set<Promise<void>>()
 
@@ -107,16 +136,9 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     if (finalized.has(prepared)) return
     finalized.add(prepared)
     const { assembler, endpoint } = outcome
-    const produced = (assembler?.completionText.length ?? 0) + (assembler?.reasoningText.length ?? 0)
-    const usage: Usage = assembler?.usage ?? {
-      // No usage from upstream (aborted or failed mid-way): charge the estimate of what was produced.
-      inputTokens: endpoint === undefined ? 0 : prepared.estimatedInputTokens,
-      cachedTokens: 0,
-      cacheWriteTokens: 0,
-      outputTokens: produced === 0 ? 0 : estimateTokens(produced),
-      reasoningTokens: 0,
-    }
-    const cost = endpoint === undefined ? 0 : costOf(endpoint.pricing, usage)
+    const counted = endpoint !== undefined && outcome.nothingCame !== true
+    const usage = counted ? chargedUsage(prepared, endpoint, assembler) : NO_USAGE
+    const cost = counted ? Math.max(0, costOf(endpoint.pricing, usage)) : 0
     const isByok = endpoint?.isByok ?? false
     const now = Date.now()
     if (endpoint === undefined && Option.isNone(prepared.reservation)) return
@@ -145,9 +167,18 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
         generationTimeMs: Math.round(now - startedAt),
         latencyMs: outcome.firstTokenAt === undefined ? null : Math.round(outcome.firstTokenAt - startedAt),
         status: outcome.status,
+        usageEstimated: counted && assembler?.usage === undefined,
       }
       // Assigned, not spread: a spread is a builtin call, and this runs once per request.
-      if (outcome.error) row.error = { message: outcome.error.message, status: outcome.error.status, providerName: endpoint.provider.id }
+      if (outcome.error) {
+        const error: Types.Mutable<NonNullable<GenerationEntry["error"]>> = {
+          message: outcome.error.message,
+          status: outcome.error.status,
+          providerName: endpoint.provider.id,
+        }
+        if (outcome.error.previousErrors !== undefined) error.previousErrors = outcome.error.previousErrors
+        row.error = error
+      }
       if (prepared.storeContent) {
         row.content = {
           input: storedInput(prepared.request),
@@ -285,21 +316,29 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     let endpoint: Endpoint | undefined
     let lastError: ProviderError | undefined
     let attemptStartedAt = startedAt
-    // The endpoint a call was in flight to when the client left or our deadline passed: it is charged.
+    // The endpoint a call was in flight to when the client left or our deadline passed, after its
+    // answer had begun to arrive: it is charged. Before that nothing came, and nothing is charged.
     let inFlight: Endpoint | undefined
+    // The last endpoint tried: the record of a request no endpoint answered names it.
+    let tried: Endpoint | undefined
+    // Failed attempts, for the record's `previous_errors` (only on failure: no allocation otherwise).
+    let failures: Array<PreviousError> | undefined
     for (const candidate of plan.candidates) {
       // Always bound the answer by what was reserved for it (outputBound), never by the upstream's default.
       const normalized = toNormalizedRequest(request, candidate.upstreamModel, outputBound(request, candidate).answer)
       if (Either.isLeft(normalized)) {
         cleanup()
         finalize(prepared, generationId, startedAt, streaming, {
-          endpoint: undefined,
+          endpoint: candidate,
           assembler: undefined,
           status: "failed",
+          error: { message: normalized.left.message, status: normalized.left.status },
           firstTokenAt: undefined,
+          nothingCame: true,
         })
         return errorResponseWith(normalized.left, idHeader)
       }
+      tried = candidate
       attemptStartedAt = Date.now()
       trace?.attempt(candidate.provider.id, candidate.modelId)
       try {
@@ -313,11 +352,13 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
         break
       } catch (e) {
         if (upstreamAbort.signal.aborted) {
-          inFlight = candidate
+          if (e instanceof ProviderError && e.answerBegun) inFlight = candidate
           break
         }
         lastError = asProviderError(e)
         attempts.push({ model: candidate.modelId, provider: candidate.provider.id, status: statusOfFailure(lastError) })
+        failures ??= []
+        failures.push({ code: statusOfFailure(lastError), message: lastError.message, providerName: candidate.provider.id })
         router.recordFailure(candidate, lastError.kind)
         // allow_fallbacks: false is already in the plan (only the first choice set is a candidate).
         if (!isRetryable(lastError)) break
@@ -329,31 +370,36 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     if (call === undefined || endpoint === undefined) {
       cleanup()
       const deadlineHit = upstreamAbort.signal.reason instanceof DeadlineExceeded
-      finalize(prepared, generationId, startedAt, streaming, {
-        endpoint: inFlight,
-        assembler: undefined,
-        status: deadlineHit ? "failed" : upstreamAbort.signal.aborted ? "cancelled" : "failed",
-        ...(deadlineHit ? { error: { message: deadlineMessage, status: 408 } } : {}),
-        firstTokenAt: undefined,
-      })
-      if (upstreamAbort.signal.reason instanceof DeadlineExceeded) {
-        return errorResponseWith(
-          new RequestTimeout({ message: deadlineMessage }),
-          idHeader,
-        )
-      }
-      const failed = lastError ?? new ProviderError("connection", "no endpoint answered")
+      const cancelled = !deadlineHit && upstreamAbort.signal.aborted
       const last = attempts[attempts.length - 1]
-      return errorResponseWith(apiErrorOf(failed, last?.provider ?? "upstream"), idHeader)
+      // What the caller gets, and what the record says (the attempts before it as previous errors).
+      const answer: ApiError = deadlineHit
+        ? new RequestTimeout({ message: deadlineMessage })
+        : apiErrorOf(lastError ?? new ProviderError("connection", "no endpoint answered"), last?.provider ?? "upstream")
+      const previousErrors = cancelled || deadlineHit ? failures : failures?.slice(0, -1)
+      finalize(prepared, generationId, startedAt, streaming, {
+        endpoint: inFlight ?? tried,
+        assembler: undefined,
+        status: cancelled ? "cancelled" : "failed",
+        error: {
+          message: cancelled ? CLIENT_CLOSED_MESSAGE : answer.message,
+          status: cancelled ? CLIENT_CLOSED : answer.status,
+          ...(previousErrors === undefined || previousErrors.length === 0 ? {} : { previousErrors }),
+        },
+        firstTokenAt: undefined,
+        // A call cut after its answer began is charged its input; before, nothing came from upstream.
+        nothingCame: inFlight === undefined,
+      })
+      return errorResponseWith(answer, idHeader)
     }
 
     const chosen = endpoint
     const assembler = new ResponseAssembler(resultBaseOf(request, { model: chosen.modelId }), { stream: streaming })
     const finishExtras = (): FinishExtras => {
-      const extras: Types.Mutable<FinishExtras> = {
-        cost: costOf(chosen.pricing, assembler.usage ?? { inputTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 }),
-        isByok: chosen.isByok,
-      }
+      // The answer shows what the key is charged: the same usage and cost as the record.
+      const usage = chargedUsage(prepared, chosen, assembler)
+      const extras: Types.Mutable<FinishExtras> = { cost: Math.max(0, costOf(chosen.pricing, usage)), isByok: chosen.isByok }
+      if (usage !== assembler.usage) extras.usage = usage
       // Assigned, not spread (a builtin call per answer).
       if (withMetadata) extras.serviceMetadata = serviceMetadata(chosen)
       return extras
