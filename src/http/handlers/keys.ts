@@ -115,6 +115,9 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
               workspace_id: view.workspace_id,
               expires_at: view.expires_at,
               rate_limit: { requests: -1, interval: "10s", note: "This gateway sets no request rate limit per key." },
+              allowed_data_regions: ["global"] as const,
+              free_model_daily_requests: { limit: -1, remaining: -1, used: -1 },
+              organization_id: null,
             },
           }
         }),
