@@ -7,6 +7,7 @@
  */
 import { Effect, Either, Option } from "effect"
 import { type ApiError, BadRequest, Unauthorized } from "../../domain/errors.js"
+import { CLIENT_HEADER_MAX } from "../../domain/generations.js"
 import { estimateTokens, worstCaseCost } from "../../domain/pricing.js"
 import { decodeResponsesRequest, type ResponsesRequest } from "../../domain/responses.js"
 import { applyPreset, presetSlugOf } from "../../routing/presets.js"
@@ -34,6 +35,10 @@ export interface Decision {
   readonly worstCase: number
   /** Every candidate is BYOK (a failover may land on one that is not, so only then). */
   readonly allByok: boolean
+  /** What the client said about itself, for the generation record (capped, null when absent). */
+  readonly httpReferer: string | null
+  readonly appTitle: string | null
+  readonly userAgent: string | null
 }
 
 export interface Prepared extends Decision {
@@ -99,6 +104,10 @@ const sessionIdOf = (request: ResponsesRequest, header: string | null): Either.E
   }
   return Either.right(header)
 }
+
+/** A client header kept on the generation: null when absent or empty, cut at CLIENT_HEADER_MAX. */
+const clientHeader = (v: string | null): string | null =>
+  v === null || v === "" ? null : v.length > CLIENT_HEADER_MAX ? v.slice(0, CLIENT_HEADER_MAX) : v
 
 /** `X-Service-Metadata: enabled` (or the legacy header) asks for routing metadata. */
 const metadataEnabled = (headers: Headers) => {
@@ -233,6 +242,10 @@ export const makePreparer = (services: PrepareServices) => {
       estimatedInputTokens,
       worstCase,
       allByok: candidates.length > 0 && candidates.every((e) => e.isByok),
+      // Read once, when the decision is made (3-4 header lookups per request).
+      httpReferer: clientHeader(headers.get("http-referer")),
+      appTitle: clientHeader(headers.get("x-openrouter-title") ?? headers.get("x-title")),
+      userAgent: clientHeader(headers.get("user-agent")),
     }
   }
 

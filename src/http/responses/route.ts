@@ -145,6 +145,9 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
         generationTimeMs: Math.round(now - startedAt),
         latencyMs: outcome.firstTokenAt === undefined ? null : Math.round(outcome.firstTokenAt - startedAt),
         status: outcome.status,
+        httpReferer: prepared.httpReferer,
+        appTitle: prepared.appTitle,
+        userAgent: prepared.userAgent,
       }
       // Assigned, not spread: a spread is a builtin call, and this runs once per request.
       if (outcome.error) row.error = { message: outcome.error.message, status: outcome.error.status, providerName: endpoint.provider.id }

@@ -11,6 +11,7 @@ import destinations from "./0005_destinations.js"
 import reservations from "./0006_reservations.js"
 import ledgerIndexes from "./0007_ledger_indexes.js"
 import spendDaily from "./0008_spend_daily.js"
+import generationClient from "./0009_generation_client.js"
 
 export interface Migration {
   readonly id: number
@@ -26,4 +27,5 @@ export const migrations: ReadonlyArray<Migration> = [
   { id: 6, name: "reservations", up: reservations },
   { id: 7, name: "ledger_indexes", up: ledgerIndexes },
   { id: 8, name: "spend_daily", up: spendDaily },
+  { id: 9, name: "generation_client", up: generationClient },
 ]
