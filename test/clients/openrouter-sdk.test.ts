@@ -17,9 +17,11 @@ import { HTTPClient, OpenRouter } from "@openrouter/sdk"
 import type { ObservabilityDestination, OpenResponsesResult } from "@openrouter/sdk/models"
 import * as errors from "@openrouter/sdk/models/errors"
 import type { CreateResponsesResponse } from "@openrouter/sdk/models/operations"
+import { demoCatalog } from "../../src/config/Config.js"
 import { useGateway } from "../support/gateway.js"
 
-const gw = useGateway()
+// One guardrail, for the typed 403 that carries routing metadata.
+const gw = useGateway({ catalog: { ...demoCatalog, guardrails: [{ id: "gr_sdk", name: "No secrets", patterns: ["password\\s*[:=]"] }] } })
 
 /** The `X-Generation-Id` of the latest answer any SDK client here received. */
 let lastGenerationId: string | undefined
@@ -312,5 +314,73 @@ describe("responses and generations", () => {
       403,
     )
     expectTyped(await caught(sdk().generations.getGeneration({ id: "" })), errors.OpenRouterDefaultError, 400)
+  })
+})
+
+describe("routing metadata: X-OpenRouter-Metadata is an alias of X-Service-Metadata", () => {
+  const ROUTED = { requested: "demo/echo", attempt: 0, isByok: false, region: null }
+
+  test("responses.send with xOpenRouterMetadata: enabled carries openrouterMetadata on the typed result", async () => {
+    const result = whole(
+      await sdk().responses.send({ xOpenRouterMetadata: "enabled", responsesRequest: { model: "demo/echo", input: "meta" } }),
+    )
+    expect(result.openrouterMetadata).toMatchObject(ROUTED)
+    expect(result.openrouterMetadata?.endpoints.total).toBeGreaterThan(0)
+  })
+
+  test("the stream's response.completed carries it too", async () => {
+    const stream = streamOf(
+      await sdk().responses.send({ xOpenRouterMetadata: "enabled", responsesRequest: { model: "demo/echo", input: "meta", stream: true } }),
+    )
+    let completed: OpenResponsesResult | undefined
+    for await (const event of stream) if (event.type === "response.completed") completed = event.response
+    expect(completed?.openrouterMetadata).toMatchObject(ROUTED)
+  })
+
+  test("without the header the SDK's result has no openrouterMetadata", async () => {
+    const result = whole(await sdk().responses.send({ responsesRequest: { model: "demo/echo", input: "no meta" } }))
+    expect(result.openrouterMetadata).toBeUndefined()
+  })
+
+  test("a guardrail block is a ForbiddenResponseError whose openrouterMetadata names the guardrail", async () => {
+    const e = await caught(
+      sdk().responses.send({ xOpenRouterMetadata: "enabled", responsesRequest: { model: "demo/echo", input: "password: hunter2" } }),
+    )
+    expectTyped(e, errors.ForbiddenResponseError, 403)
+    const pipeline = (e as errors.ForbiddenResponseError).openrouterMetadata?.pipeline as Array<{ type: string; guardrail_id: string }>
+    expect(pipeline[0]).toMatchObject({ type: "guardrail", guardrail_id: "gr_sdk" })
+  })
+
+  /** The raw answer to a plain request with `headers`. */
+  const raw = async (headers: Record<string, string>, stream = false) => {
+    const res = await gw().fetch("/v1/responses", { method: "POST", json: { model: "demo/echo", input: "raw", stream }, headers })
+    expect(res.status).toBe(200)
+    return res.text()
+  }
+
+  test("each name answers as asked: the SDK's header gets both keys (same content), the contract's only service_metadata", async () => {
+    for (const header of ["x-openrouter-metadata", "x-openrouter-experimental-metadata"]) {
+      const body = JSON.parse(await raw({ [header]: "enabled" })) as Record<string, unknown>
+      expect(body.openrouter_metadata).toEqual(body.service_metadata)
+      expect(body.service_metadata).toMatchObject({ requested: "demo/echo" })
+    }
+    const contract = JSON.parse(await raw({ "x-service-metadata": "enabled" })) as Record<string, unknown>
+    expect(contract.service_metadata).toMatchObject({ requested: "demo/echo" })
+    expect("openrouter_metadata" in contract).toBe(false)
+    const disabled = JSON.parse(await raw({ "x-openrouter-metadata": "disabled" })) as Record<string, unknown>
+    expect("service_metadata" in disabled || "openrouter_metadata" in disabled).toBe(false)
+  })
+
+  test("streamed: response.completed holds openrouter_metadata only when the SDK's header asked", async () => {
+    const completedOf = (text: string) => {
+      const line = text.split("\n").find((l) => l.startsWith("data: ") && l.includes('"type":"response.completed"'))
+      return (JSON.parse(line!.slice(6)) as { response: Record<string, unknown> }).response
+    }
+    const aliased = completedOf(await raw({ "x-openrouter-metadata": "enabled" }, true))
+    expect(aliased.openrouter_metadata).toMatchObject({ requested: "demo/echo" })
+    expect(aliased.openrouter_metadata).toEqual(aliased.service_metadata)
+    const contract = completedOf(await raw({ "x-service-metadata": "enabled" }, true))
+    expect("openrouter_metadata" in contract).toBe(false)
+    expect(contract.service_metadata).toBeDefined()
   })
 })

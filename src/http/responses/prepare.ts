@@ -27,8 +27,10 @@ export interface Decision {
   readonly plan: RoutePlan
   readonly sessionId: string | null
   readonly storeContent: boolean
-  /** The caller asked for routing metadata (`X-Service-Metadata: enabled`). */
+  /** The caller asked for routing metadata (`X-Service-Metadata: enabled` or the SDK's alias). */
   readonly withMetadata: boolean
+  /** It asked with the SDK's header (`X-OpenRouter-Metadata`): answer `openrouter_metadata` too. */
+  readonly metadataAlias: boolean
   /** Prompt tokens estimated from the body, for the reservation and for aborted calls without usage. */
   readonly estimatedInputTokens: number
   /** The most the request can cost: the estimate plus the output bound at the dearest candidate's price. */
@@ -109,11 +111,15 @@ const sessionIdOf = (request: ResponsesRequest, header: string | null): Either.E
 const clientHeader = (v: string | null): string | null =>
   v === null || v === "" ? null : v.length > CLIENT_HEADER_MAX ? v.slice(0, CLIENT_HEADER_MAX) : v
 
+const isEnabled = (v: string | null) => v !== null && v.toLowerCase() === "enabled"
+
 /** `X-Service-Metadata: enabled` (or the legacy header) asks for routing metadata. */
-const metadataEnabled = (headers: Headers) => {
-  const v = headers.get("x-service-metadata") ?? headers.get("x-service-experimental-metadata")
-  return v !== null && v.toLowerCase() === "enabled"
-}
+const metadataEnabled = (headers: Headers) =>
+  isEnabled(headers.get("x-service-metadata") ?? headers.get("x-service-experimental-metadata"))
+
+/** The official SDK's names for the same ask; its answer also carries `openrouter_metadata`. */
+const sdkMetadataEnabled = (headers: Headers) =>
+  isEnabled(headers.get("x-openrouter-metadata") ?? headers.get("x-openrouter-experimental-metadata"))
 
 /** The services prepare reads, as plain objects. */
 export interface PrepareServices {
@@ -220,7 +226,8 @@ export const makePreparer = (services: PrepareServices) => {
     for (const e of plan.right.candidates) {
       worstCase = Math.max(worstCase, worstCaseCost(e.pricing, estimatedInputTokens, outputBound(request, e).total))
     }
-    const withMetadata = metadataEnabled(headers)
+    const metadataAlias = sdkMetadataEnabled(headers)
+    const withMetadata = metadataAlias || metadataEnabled(headers)
     // Guardrails run before any spend is held: a block costs nothing.
     const blocked = guardrails.blocked({
       request,
@@ -229,6 +236,7 @@ export const makePreparer = (services: PrepareServices) => {
       strategy: plan.right.strategy,
       candidates: plan.right.candidates,
       withMetadata,
+      metadataAlias,
     })
     if (blocked !== undefined) return blocked
     const candidates = plan.right.candidates
@@ -239,6 +247,7 @@ export const makePreparer = (services: PrepareServices) => {
       sessionId: sessionId.right,
       storeContent: storesContent(settings, Number(principal.right.key.id)),
       withMetadata,
+      metadataAlias,
       estimatedInputTokens,
       worstCase,
       allByok: candidates.length > 0 && candidates.every((e) => e.isByok),

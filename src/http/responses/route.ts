@@ -358,7 +358,10 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
         isByok: chosen.isByok,
       }
       // Assigned, not spread (a builtin call per answer).
-      if (withMetadata) extras.serviceMetadata = serviceMetadata(chosen)
+      if (withMetadata) {
+        extras.serviceMetadata = serviceMetadata(chosen)
+        if (prepared.metadataAlias) extras.metadataAlias = true
+      }
       return extras
     }
 
