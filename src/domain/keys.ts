@@ -90,6 +90,8 @@ export const ListKeysParams = Schema.Struct({
     ),
   ),
   include_disabled: Schema.optional(Schema.BooleanFromString),
+  /** Only the keys of this workspace (one the caller can use; else 404). */
+  workspace_id: Schema.optional(Schema.String),
 })
 
 export const Deleted = Schema.Struct({ deleted: Schema.Literal(true) })

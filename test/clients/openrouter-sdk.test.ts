@@ -95,6 +95,14 @@ describe("apiKeys", () => {
     expect(deleted.deleted).toBe(true)
   })
 
+  test("list({workspaceId}) lists only that workspace's keys; a workspace the caller cannot use is NotFound", async () => {
+    const ws = await sdk().workspaces.create({ createWorkspaceRequest: { name: "Keyed", slug: "sdk-keyed" } })
+    const made = await sdk().apiKeys.create({ requestBody: { name: "in keyed", workspaceId: ws.data.id } })
+    const listed = await sdk().apiKeys.list({ workspaceId: ws.data.id })
+    expect(listed.data.map((k) => k.hash)).toEqual([made.data.hash])
+    expectTyped(await caught(sdk().apiKeys.list({ workspaceId: "00000000-0000-4000-8000-000000000000" })), errors.OpenRouterDefaultError, 404)
+  })
+
   test("getCurrentKeyMetadata (GET /key) validates, for a management and an inference key", async () => {
     const admin = await sdk().apiKeys.getCurrentKeyMetadata()
     expect(admin.data.isManagementKey).toBe(true)

@@ -31,9 +31,14 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
       .handle("list", ({ urlParams }) =>
         Effect.gen(function* () {
           const p = yield* requireManagement
+          const workspaceId = urlParams.workspace_id
+          if (workspaceId !== undefined && !(yield* users.canUseWorkspace(p.userId, workspaceId))) {
+            return yield* new NotFound({ message: `Workspace ${workspaceId} not found` })
+          }
           const rows = yield* keys.list(p.userId, {
             offset: urlParams.offset ?? 0,
             includeDisabled: urlParams.include_disabled ?? false,
+            ...(workspaceId === undefined ? {} : { workspaceId }),
           })
           return { data: yield* viewMany(rows) }
         }),
