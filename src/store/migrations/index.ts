@@ -11,7 +11,7 @@ import destinations from "./0005_destinations.js"
 import reservations from "./0006_reservations.js"
 import ledgerIndexes from "./0007_ledger_indexes.js"
 import spendDaily from "./0008_spend_daily.js"
-import generationClient from "./0009_generation_client.js"
+import generationClient from "./0012_generation_client.js"
 
 export interface Migration {
   readonly id: number
@@ -27,5 +27,6 @@ export const migrations: ReadonlyArray<Migration> = [
   { id: 6, name: "reservations", up: reservations },
   { id: 7, name: "ledger_indexes", up: ledgerIndexes },
   { id: 8, name: "spend_daily", up: spendDaily },
-  { id: 9, name: "generation_client", up: generationClient },
+  // 12, not 9: other branches in flight take 9 to 11.
+  { id: 12, name: "generation_client", up: generationClient },
 ]
