@@ -4,6 +4,7 @@
  */
 import { Either, ParseResult, Schema } from "effect"
 import { BadRequest } from "./errors.js"
+import { PageParams } from "./paging.js"
 import { describeParseError } from "./validation.js"
 
 export const DESTINATION_TYPES = [
@@ -362,8 +363,8 @@ export const Destination = Schema.Struct({
 export type Destination = typeof Destination.Type
 
 export const DestinationData = Schema.Struct({ data: Destination })
-export const DestinationList = Schema.Struct({ data: Schema.Array(Destination) })
+export const DestinationList = Schema.Struct({ data: Schema.Array(Destination), total_count: Schema.Int })
 
 export const DestinationIdPath = Schema.Struct({ id: Schema.String })
 
-export const ListDestinationsParams = Schema.Struct({ workspace_id: Schema.optional(Schema.String) })
+export const ListDestinationsParams = Schema.Struct({ ...PageParams.fields, workspace_id: Schema.optional(Schema.String) })

@@ -12,6 +12,8 @@ const fields = {
   metadata: Schema.optional(Metadata),
   /** Routing context, present on some 4xx/5xx of POST /responses when metadata is enabled. */
   service_metadata: Schema.optional(Schema.NullOr(Metadata)),
+  /** The same, under the official SDK's name, when it was asked for with the SDK's header. */
+  openrouter_metadata: Schema.optional(Schema.NullOr(Metadata)),
 }
 
 /** The envelope every error response uses: `{error: {code, message, metadata?}, user_id}`. */
@@ -22,6 +24,7 @@ export const ErrorEnvelope = Schema.Struct({
     metadata: Schema.optional(Metadata),
   }),
   service_metadata: Schema.optional(Schema.NullOr(Metadata)),
+  openrouter_metadata: Schema.optional(Schema.NullOr(Metadata)),
   user_id: Schema.NullOr(Schema.String),
 })
 export type ErrorEnvelope = typeof ErrorEnvelope.Type
@@ -112,6 +115,7 @@ export const envelopeOf = (e: ApiError): ErrorEnvelope => ({
     ? { code: e.status, message: e.message }
     : { code: e.status, message: e.message, metadata: e.metadata },
   ...(e.service_metadata !== undefined ? { service_metadata: e.service_metadata } : {}),
+  ...(e.openrouter_metadata !== undefined ? { openrouter_metadata: e.openrouter_metadata } : {}),
   user_id: null,
 })
 
@@ -134,6 +138,7 @@ interface ErrorArgs {
   readonly message: string
   readonly metadata?: Record<string, unknown>
   readonly service_metadata?: Record<string, unknown> | null
+  readonly openrouter_metadata?: Record<string, unknown> | null
 }
 
 /**
@@ -148,6 +153,7 @@ const wire = <E extends ApiError, I>(Class: Schema.Schema<E, I> & (new (args: Er
         message: env.error.message,
         ...(env.error.metadata ? { metadata: env.error.metadata } : {}),
         ...(env.service_metadata !== undefined ? { service_metadata: env.service_metadata } : {}),
+        ...(env.openrouter_metadata !== undefined ? { openrouter_metadata: env.openrouter_metadata } : {}),
       }),
     encode: (e) => envelopeOf(e),
   }).annotations(HttpApiSchema.annotations({ status }))

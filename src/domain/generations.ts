@@ -74,7 +74,16 @@ export interface GenerationEntry {
   readonly error?: GenerationError | null
   /** Present only when the workspace logs content (the caller decides). */
   readonly content?: GenerationContent | null
+  /** The request's `HTTP-Referer`, capped (see CLIENT_HEADER_MAX); null when absent. */
+  readonly httpReferer?: string | null
+  /** The request's `X-OpenRouter-Title` or `X-Title`: the calling app's name. */
+  readonly appTitle?: string | null
+  /** The request's `User-Agent`. */
+  readonly userAgent?: string | null
 }
+
+/** Longest client header (`HTTP-Referer`, app title, `User-Agent`) kept on a generation. */
+export const CLIENT_HEADER_MAX = 512
 
 /** A generation as read back from the store (its content is read separately). */
 export type StoredGeneration = Omit<GenerationEntry, "content"> & { readonly hasContent: boolean }
@@ -164,6 +173,35 @@ export const Generation = Schema.Struct({
   session_id: Schema.NullOr(Schema.String),
   external_user: Schema.NullOr(Schema.String),
   has_content: Schema.Boolean,
+  // Keys the official SDK requires (GenerationResponseData); null where the gateway has no such fact.
+  /** The kind of API: every generation here is a text generation. */
+  api_type: Schema.Literal("completions"),
+  /** The gateway keeps no app registry: the app's name is `app_name`. */
+  app_id: Schema.Null,
+  /** The request's `X-OpenRouter-Title` or `X-Title`, or null (our extension). */
+  app_name: Schema.NullOr(Schema.String),
+  /** The request's `HTTP-Referer`, or null. */
+  http_referer: Schema.NullOr(Schema.String),
+  /** The request's `HTTP-Referer`, or "" (the SDK requires a string). */
+  origin: Schema.String,
+  /** The request's `User-Agent`, or null. */
+  user_agent: Schema.NullOr(Schema.String),
+  /** The gateway serves from one place. */
+  data_region: Schema.Literal("global"),
+  cache_discount: Schema.Null,
+  moderation_latency: Schema.Null,
+  native_tokens_completion_images: Schema.Null,
+  num_fetches: Schema.Null,
+  num_input_audio_prompt: Schema.Null,
+  num_media_completion: Schema.Null,
+  num_media_prompt: Schema.Null,
+  num_search_results: Schema.Null,
+  preset_id: Schema.Null,
+  provider_responses: Schema.Null,
+  router: Schema.Null,
+  service_tier: Schema.Null,
+  upstream_inference_cost: Schema.Null,
+  web_search_engine: Schema.Null,
 })
 export type Generation = typeof Generation.Type
 
@@ -201,6 +239,27 @@ export const generationView = (g: StoredGeneration): Generation => ({
   session_id: g.sessionId,
   external_user: null,
   has_content: g.hasContent,
+  api_type: "completions",
+  app_id: null,
+  app_name: g.appTitle ?? null,
+  http_referer: g.httpReferer ?? null,
+  origin: g.httpReferer ?? "",
+  user_agent: g.userAgent ?? null,
+  data_region: "global",
+  cache_discount: null,
+  moderation_latency: null,
+  native_tokens_completion_images: null,
+  num_fetches: null,
+  num_input_audio_prompt: null,
+  num_media_completion: null,
+  num_media_prompt: null,
+  num_search_results: null,
+  preset_id: null,
+  provider_responses: null,
+  router: null,
+  service_tier: null,
+  upstream_inference_cost: null,
+  web_search_engine: null,
 })
 
 /** The wire object of `GET /generation/content`: input, output and error, always all three. */

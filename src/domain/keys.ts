@@ -90,6 +90,8 @@ export const ListKeysParams = Schema.Struct({
     ),
   ),
   include_disabled: Schema.optional(Schema.BooleanFromString),
+  /** Only the keys of this workspace (one the caller can use; else 404). */
+  workspace_id: Schema.optional(Schema.String),
 })
 
 export const Deleted = Schema.Struct({ deleted: Schema.Literal(true) })
@@ -109,6 +111,12 @@ export const CurrentKey = Schema.Struct({
     workspace_id: Schema.String,
     expires_at: Schema.NullOr(Schema.String),
     rate_limit: Schema.Struct({ requests: Schema.Int, interval: Schema.String, note: Schema.String }),
+    /** Regions the key may be served from: the gateway has one, `global`. */
+    allowed_data_regions: Schema.Array(Schema.Literal("global", "europe", "us")),
+    /** -1 in each: the gateway sets no daily cap on free models and does not count them. */
+    free_model_daily_requests: Schema.Struct({ limit: Schema.Int, remaining: Schema.Int, used: Schema.Int }),
+    /** The gateway has no organizations. */
+    organization_id: Schema.Null,
   }),
 })
 

@@ -6,6 +6,7 @@
  */
 import { Either, Schema } from "effect"
 import type { BadRequest } from "./errors.js"
+import { PageParams } from "./paging.js"
 import { decodeResponsesRequest, ResponsesRequest } from "./responses.js"
 
 /** URL-safe: a lowercase letter or digit, then up to 99 of `a-z 0-9 . _ -`. */
@@ -25,23 +26,10 @@ export const VersionNumber = integerString("must be a positive integer").pipe(
   Schema.greaterThanOrEqualTo(1, { message: () => "must be a positive integer" }),
 )
 
-export const PAGE_SIZE_DEFAULT = 50
-export const PAGE_SIZE_MAX = 100
+export { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX } from "./paging.js"
 
-export const ListVersionsParams = Schema.Struct({
-  /** Page size, 1 to 100; default 50. */
-  limit: Schema.optional(
-    integerString(`must be an integer from 1 to ${PAGE_SIZE_MAX}`).pipe(
-      Schema.between(1, PAGE_SIZE_MAX, { message: () => `must be an integer from 1 to ${PAGE_SIZE_MAX}` }),
-    ),
-  ),
-  /** Records to skip, at least 0; default 0. */
-  offset: Schema.optional(
-    integerString("must be an integer of at least 0").pipe(
-      Schema.nonNegative({ message: () => "must be an integer of at least 0" }),
-    ),
-  ),
-})
+/** Page size 1 to 100 (default 50) and offset ≥ 0 (default 0). */
+export const ListVersionsParams = PageParams
 
 export const SlugPath = Schema.Struct({ slug: PresetSlug })
 export const VersionPath = Schema.Struct({ slug: PresetSlug, version: VersionNumber })
@@ -80,8 +68,9 @@ export type PresetVersion = typeof PresetVersion.Type
 
 export const PresetWithVersion = Schema.Struct({ ...Preset.fields, designated_version: PresetVersion })
 
-export const PresetData = Schema.Struct({ data: Preset })
-export const PresetList = Schema.Struct({ data: Schema.Array(Preset) })
+/** `GET /presets/{slug}`: the preset with its designated version (the official SDK requires it). */
+export const PresetData = Schema.Struct({ data: PresetWithVersion })
+export const PresetList = Schema.Struct({ data: Schema.Array(Preset), total_count: Schema.Int })
 export const CreatedPresetVersion = Schema.Struct({ data: PresetWithVersion })
 export const PresetVersionData = Schema.Struct({ data: PresetVersion })
 export const PresetVersionList = Schema.Struct({ data: Schema.Array(PresetVersion), total_count: Schema.Int })

@@ -704,6 +704,8 @@ export const ResponseResult = Schema.Struct({
   text: ResultText,
   /** Routing metadata; only when the caller enables it with `X-Service-Metadata: enabled`. */
   service_metadata: Schema.optional(AnyRecord),
+  /** The same object, when asked for with the official SDK's header (`X-OpenRouter-Metadata`). */
+  openrouter_metadata: Schema.optional(AnyRecord),
   error_type: Schema.optional(Schema.String),
 })
 export type ResponseResult = typeof ResponseResult.Type

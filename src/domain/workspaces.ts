@@ -144,7 +144,7 @@ export const Member = Schema.Struct({
 })
 export type Member = typeof Member.Type
 
-export const MemberList = Schema.Struct({ data: Schema.Array(Member) })
+export const MemberList = Schema.Struct({ data: Schema.Array(Member), total_count: Schema.Int })
 
 export const AddMembersPayload = Schema.Struct({
   user_ids: UserIds,

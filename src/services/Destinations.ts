@@ -19,6 +19,7 @@ import {
   type UpdateDestinationPayload,
 } from "../domain/destinations.js"
 import { BadRequest, NotFound } from "../domain/errors.js"
+import { type PageParams, pageOf } from "../domain/paging.js"
 import { KeyStore } from "./KeyStore.js"
 import { Secrets } from "./secrets.js"
 import { Users } from "./Users.js"
@@ -197,8 +198,8 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
         return yield* view(Option.getOrThrow(yield* load(id)))
       })
 
-    /** The destinations of every workspace the user can use, or of one of them. */
-    const list = (userId: string, workspaceId?: string) =>
+    /** One page of the destinations of every workspace the user can use, or of one of them, and their total. */
+    const list = (userId: string, workspaceId: string | undefined, page: PageParams) =>
       Effect.gen(function* () {
         if (workspaceId !== undefined && !(yield* users.canUseWorkspace(userId, workspaceId))) {
           return yield* new NotFound({ message: `Workspace ${workspaceId} not found` })
@@ -209,7 +210,9 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
             UNION SELECT m.workspace_id FROM workspace_members m WHERE m.user_id = ${userId})
           ${workspaceId === undefined ? sql`` : sql`AND d.workspace_id = ${workspaceId}`}
           ORDER BY d.created_at, d.id`.pipe(Effect.orDie)
-        return yield* Effect.forEach(rows, view)
+        // Paged before `view`: only the page's secrets are decrypted.
+        const { data, total_count } = pageOf(rows, page)
+        return { data: yield* Effect.forEach(data, view), total_count }
       })
 
     const get = (userId: string, id: string) => Effect.flatMap(visible(userId, id), view)

@@ -24,6 +24,8 @@ export interface GuardrailContext {
   readonly strategy: string
   readonly candidates: ReadonlyArray<Endpoint>
   readonly withMetadata: boolean
+  /** Asked with the official SDK's header: the metadata goes under `openrouter_metadata` too. */
+  readonly metadataAlias?: boolean
 }
 
 export interface GuardrailsShape {
@@ -69,35 +71,35 @@ export const makeGuardrails = (entries: ReadonlyArray<GuardrailEntry>): Guardrai
         const matched = g.patterns.filter((p) => p.regex.test(text!)).map((p) => p.source)
         if (matched.length === 0) continue
         const summary = `Guardrail "${g.entry.name}" blocked the request: ${matched.length} pattern(s) matched`
+        const serviceMetadata = context.withMetadata
+          ? {
+              requested: context.requested,
+              strategy: context.strategy,
+              region: null,
+              summary,
+              attempt: 0,
+              is_byok: false,
+              endpoints: {
+                total: context.candidates.length,
+                available: context.candidates.map((e) => ({ model: e.modelId, provider: e.provider.id, selected: false })),
+              },
+              pipeline: [
+                {
+                  type: "guardrail",
+                  name: g.entry.name,
+                  guardrail_id: g.entry.id,
+                  guardrail_scope: g.workspaces === undefined ? "global" : "workspace",
+                  summary,
+                  data: { action: "blocked", detected: true, engines: ["regex"], patterns: matched },
+                },
+              ],
+            }
+          : undefined
         return new Forbidden({
           message: `Request blocked: ${summary}`,
           metadata: { patterns: matched },
-          ...(context.withMetadata
-            ? {
-                service_metadata: {
-                  requested: context.requested,
-                  strategy: context.strategy,
-                  region: null,
-                  summary,
-                  attempt: 0,
-                  is_byok: false,
-                  endpoints: {
-                    total: context.candidates.length,
-                    available: context.candidates.map((e) => ({ model: e.modelId, provider: e.provider.id, selected: false })),
-                  },
-                  pipeline: [
-                    {
-                      type: "guardrail",
-                      name: g.entry.name,
-                      guardrail_id: g.entry.id,
-                      guardrail_scope: g.workspaces === undefined ? "global" : "workspace",
-                      summary,
-                      data: { action: "blocked", detected: true, engines: ["regex"], patterns: matched },
-                    },
-                  ],
-                },
-              }
-            : {}),
+          ...(serviceMetadata === undefined ? {} : { service_metadata: serviceMetadata }),
+          ...(serviceMetadata !== undefined && context.metadataAlias === true ? { openrouter_metadata: serviceMetadata } : {}),
         })
       }
       return undefined

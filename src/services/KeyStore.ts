@@ -180,9 +180,10 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
     const findForUser = (userId: string, hash: string) =>
       Effect.map(loadByHash(hash), Option.filter((row) => row.user_id === userId))
 
-    const list = (userId: string, options: { offset: number; includeDisabled: boolean; limit?: number }) =>
+    const list = (userId: string, options: { offset: number; includeDisabled: boolean; limit?: number; workspaceId?: string }) =>
       sql<KeyRow>`SELECT * FROM api_keys WHERE user_id = ${userId} AND deleted = 0
           ${options.includeDisabled ? sql`` : sql`AND disabled = 0`}
+          ${options.workspaceId === undefined ? sql`` : sql`AND workspace_id = ${options.workspaceId}`}
           ORDER BY id LIMIT ${options.limit ?? 100} OFFSET ${options.offset}`.pipe(Effect.orDie)
 
     const update = (hash: string, patch: KeyPatch) =>

@@ -144,6 +144,7 @@ export class PresetStore extends Effect.Service<PresetStore>()("PresetStore", {
         Effect.orDie,
       )
 
+    /** The user's preset with its designated version, read from the store (not the request path's cache). */
     const loadResolved = (userId: string, slug: string) =>
       sql<PresetRow & { v_id: string; v_version: number; v_config: string; v_system_prompt: string | null; v_creator_id: string; v_created_at: string; v_updated_at: string }>`
         SELECT p.*, v.id AS v_id, v.version AS v_version, v.config AS v_config, v.system_prompt AS v_system_prompt,
@@ -199,6 +200,6 @@ export class PresetStore extends Effect.Service<PresetStore>()("PresetStore", {
         )
       })
 
-    return { createVersion, find, list, versions, version, resolve, peek } as const
+    return { createVersion, find, findWithVersion: loadResolved, list, versions, version, resolve, peek } as const
   }),
 }) {}

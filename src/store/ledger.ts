@@ -43,6 +43,9 @@ export type GenerationRow = {
   readonly error: string | null
   readonly has_content: number
   readonly usage_estimated: number
+  readonly http_referer: string | null
+  readonly app_title: string | null
+  readonly user_agent: string | null
 }
 
 const count = (n: number) => Math.max(0, Math.round(Number.isFinite(n) ? n : 0))
@@ -75,6 +78,9 @@ export const toRow = (e: GenerationEntry): GenerationRow => ({
   error: e.error == null ? null : JSON.stringify(e.error),
   has_content: bit(e.content != null),
   usage_estimated: bit(e.usageEstimated === true),
+  http_referer: e.httpReferer ?? null,
+  app_title: e.appTitle ?? null,
+  user_agent: e.userAgent ?? null,
 })
 
 export const fromRow = (r: GenerationRow): StoredGeneration => ({
@@ -104,6 +110,9 @@ export const fromRow = (r: GenerationRow): StoredGeneration => ({
   error: r.error === null ? null : (JSON.parse(r.error) as GenerationError),
   hasContent: Number(r.has_content) === 1,
   usageEstimated: Number(r.usage_estimated) === 1,
+  httpReferer: r.http_referer ?? null,
+  appTitle: r.app_title ?? null,
+  userAgent: r.user_agent ?? null,
 })
 
 /** The columns of `generations`: the prepared insert binds a row's fields by these names. */
@@ -112,6 +121,7 @@ const GENERATION_COLUMNS: ReadonlyArray<keyof GenerationRow> = [
   "created_at", "streamed", "cancelled", "finish_reason", "session_id", "input_tokens", "cached_tokens",
   "cache_write_tokens", "output_tokens", "reasoning_tokens", "total_cost", "is_byok", "generation_time_ms",
   "latency_ms", "status", "error", "has_content", "usage_estimated",
+  "latency_ms", "status", "error", "has_content", "http_referer", "app_title", "user_agent",
 ]
 
 const contentRowOf = (e: GenerationEntry) =>

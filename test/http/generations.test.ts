@@ -217,6 +217,27 @@ const GENERATION = {
   workspace_id: ["string"],
   api_key_hash: ["string"],
   upstream_id: ["string", "null"],
+  // Required by the official SDK (GenerationResponseData).
+  api_type: ["string"],
+  app_id: ["null"],
+  cache_discount: ["null"],
+  data_region: ["string"],
+  http_referer: ["string", "null"],
+  moderation_latency: ["null"],
+  native_tokens_completion_images: ["null"],
+  num_fetches: ["null"],
+  num_input_audio_prompt: ["null"],
+  num_media_completion: ["null"],
+  num_media_prompt: ["null"],
+  num_search_results: ["null"],
+  origin: ["string"],
+  preset_id: ["null"],
+  provider_responses: ["null"],
+  router: ["null"],
+  service_tier: ["null"],
+  upstream_inference_cost: ["null"],
+  user_agent: ["string", "null"],
+  web_search_engine: ["null"],
 } as const
 
 describe("GET /generation", () => {
@@ -275,6 +296,45 @@ describe("GET /generation", () => {
     const theirs = await recordGeneration({ keyHash: other.hash, userId: other.userId, workspaceId: other.workspaceId })
     await expectError(await gw().fetch(`/v1/generation?id=${theirs.id}`), 404)
     await expectError(await gw().fetch("/v1/generation?id=gen-0-unknown"), 404)
+  })
+
+  /** Answers one request with `headers` and reads its generation back. */
+  const generationOfRequestWith = async (headers: Record<string, string>) => {
+    const answer = await gw().fetch("/v1/responses", { method: "POST", json: { model: "demo/echo", input: "who am i" }, headers })
+    expect(answer.status).toBe(200)
+    const res = await gw().fetch(`/v1/generation?id=${answer.headers.get("x-generation-id")}`)
+    return ((await res.json()) as { data: Record<string, unknown> }).data
+  }
+
+  test("HTTP-Referer, X-OpenRouter-Title (or X-Title) and User-Agent are recorded as http_referer/origin, app_name, user_agent", async () => {
+    const g = await generationOfRequestWith({
+      "http-referer": "https://app.example.com/chat",
+      "x-openrouter-title": "My App",
+      "x-title": "Legacy Title",
+      "user-agent": "my-client/1.2",
+    })
+    expect(g).toMatchObject({
+      http_referer: "https://app.example.com/chat",
+      origin: "https://app.example.com/chat",
+      app_name: "My App",
+      app_id: null,
+      user_agent: "my-client/1.2",
+      data_region: "global",
+    })
+    expect((await generationOfRequestWith({ "x-title": "Legacy Title" })).app_name).toBe("Legacy Title")
+  })
+
+  test("without those headers: http_referer and app_name are null, origin is \"\"", async () => {
+    const g = await generationOfRequestWith({})
+    expect(g).toMatchObject({ http_referer: null, origin: "", app_name: null })
+  })
+
+  test("a client header longer than 512 characters is kept cut at 512", async () => {
+    const long = `https://app.example.com/${"a".repeat(2000)}`
+    const g = await generationOfRequestWith({ "http-referer": long, "x-title": "t".repeat(600), "user-agent": "u".repeat(513) })
+    expect(g.http_referer).toBe(long.slice(0, 512))
+    expect(g.app_name).toBe("t".repeat(512))
+    expect(g.user_agent).toBe("u".repeat(512))
   })
 
   test("a missing or empty id is 400 naming id; no credential is 401", async () => {

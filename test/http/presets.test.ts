@@ -396,13 +396,19 @@ describe("GET /presets and GET /presets/{slug}", () => {
     expect(theirs.data.map((p) => p.slug)).not.toContain(slug)
   })
 
-  test("GET /presets/{slug} answers {data: preset}; inference keys may read", async () => {
+  test("GET /presets/{slug} answers {data: preset & {designated_version}}; inference keys may read", async () => {
     const slug = newSlug("get-one")
     const created = await createVersion(slug)
-    const body = (await (await gw().fetch(`/v1/presets/${slug}`, { key: keys.inference })).json()) as { data: Preset }
+    await createVersion(slug)
+    const body = (await (await gw().fetch(`/v1/presets/${slug}`, { key: keys.inference })).json()) as {
+      data: Preset & { designated_version: Version }
+    }
     expectShape(body.data, PRESET)
-    const { designated_version: _, ...preset } = created.data
-    expect(body.data).toEqual(preset)
+    expectShape(body.data.designated_version, VERSION)
+    // The designated version is the latest one.
+    expect(body.data.designated_version.version).toBe(2)
+    expect(body.data.designated_version.id).toBe(body.data.designated_version_id)
+    expect(body.data.id).toBe(created.data.id)
   })
 
   test("unknown or another user's preset is 404; bad slug 400; no credential 401", async () => {

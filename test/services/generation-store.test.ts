@@ -325,6 +325,9 @@ describe("get and getContent", () => {
         input: { messages: [{ role: "user", content: "hi" }] },
         output: { completion: "hello", reasoning: null },
       },
+      httpReferer: "https://app.example.com",
+      appTitle: "My App",
+      userAgent: "client/1.0",
     })
     const plain = entry({ inputTokens: 7.6 })
     const got = await rt.runPromise(
@@ -347,6 +350,8 @@ describe("get and getContent", () => {
     expect(got.p.hasContent).toBe(false)
     expect(got.p.inputTokens).toBe(8) // token counts are stored as integers
     expect(got.p.error).toBeNull()
+    // A request without client headers reads back nulls.
+    expect([got.p.httpReferer, got.p.appTitle, got.p.userAgent]).toEqual([null, null, null])
     expect(Option.isNone(got.noContent)).toBe(true)
     expect(Option.isNone(got.unknown)).toBe(true)
   })

@@ -81,7 +81,7 @@ describe(`the spend_daily migration and upsert (${engine})`, () => {
         yield* spend("k1", "u1", 1, 1, "2026-11-22T12:00:00.000Z")
         yield* spend("k1", "u1", 2, 0, "2026-11-23T00:00:00.000Z")
         yield* spend("k2", "u2", 4, 0, "2026-11-23T09:00:00.000Z")
-        // The first migration run is the rollup (later ones follow it).
+        // Migration 8 and every later one run; 8 is the one under test.
         expect((yield* migrate)[0]).toBe("8_spend_daily")
         const rows = yield* sql<{ key_hash: string; day: string; is_byok: number; user_id: string; workspace_id: string; amount_usd: number }>`
           SELECT key_hash, day, is_byok, user_id, workspace_id, amount_usd FROM spend_daily ORDER BY key_hash, day, is_byok`

@@ -5,6 +5,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Errors } from "../../domain/errors.js"
+import { PageParams } from "../../domain/paging.js"
 import {
   CreatedPresetVersion,
   ListVersionsParams,
@@ -23,7 +24,7 @@ const VersionPayload = Schema.Unknown.annotations({
 })
 
 export class PresetsApi extends HttpApiGroup.make("presets")
-  .add(HttpApiEndpoint.get("list", "/presets").addSuccess(PresetList))
+  .add(HttpApiEndpoint.get("list", "/presets").setUrlParams(PageParams).addSuccess(PresetList))
   .add(HttpApiEndpoint.get("get", "/presets/:slug").setPath(SlugPath).addSuccess(PresetData))
   .add(
     HttpApiEndpoint.post("createVersion", "/presets/:slug/responses")

@@ -2,6 +2,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Errors } from "../../domain/errors.js"
+import { PageParams } from "../../domain/paging.js"
 import { Deleted } from "../../domain/keys.js"
 import {
   AddedMembers,
@@ -37,7 +38,9 @@ export class WorkspacesApi extends HttpApiGroup.make("workspaces")
       .addSuccess(WorkspaceData),
   )
   .add(HttpApiEndpoint.del("delete", "/workspaces/:id").setPath(WorkspacePath).addSuccess(Deleted))
-  .add(HttpApiEndpoint.get("listMembers", "/workspaces/:id/members").setPath(WorkspacePath).addSuccess(MemberList))
+  .add(
+    HttpApiEndpoint.get("listMembers", "/workspaces/:id/members").setPath(WorkspacePath).setUrlParams(PageParams).addSuccess(MemberList),
+  )
   .add(
     HttpApiEndpoint.post("addMembers", "/workspaces/:id/members/add")
       .setPath(WorkspacePath)

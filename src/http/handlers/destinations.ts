@@ -12,7 +12,7 @@ export const DestinationsLive = HttpApiBuilder.group(GatewayApi, "destinations",
       .handle("list", ({ urlParams }) =>
         Effect.gen(function* () {
           const p = yield* requireManagement
-          return { data: yield* destinations.list(p.userId, urlParams.workspace_id) }
+          return yield* destinations.list(p.userId, urlParams.workspace_id, urlParams)
         }),
       )
       .handle("create", ({ payload }) =>

@@ -31,9 +31,14 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
       .handle("list", ({ urlParams }) =>
         Effect.gen(function* () {
           const p = yield* requireManagement
+          const workspaceId = urlParams.workspace_id
+          if (workspaceId !== undefined && !(yield* users.canUseWorkspace(p.userId, workspaceId))) {
+            return yield* new NotFound({ message: `Workspace ${workspaceId} not found` })
+          }
           const rows = yield* keys.list(p.userId, {
             offset: urlParams.offset ?? 0,
             includeDisabled: urlParams.include_disabled ?? false,
+            ...(workspaceId === undefined ? {} : { workspaceId }),
           })
           return { data: yield* viewMany(rows) }
         }),
@@ -115,6 +120,9 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
               workspace_id: view.workspace_id,
               expires_at: view.expires_at,
               rate_limit: { requests: -1, interval: "10s", note: "This gateway sets no request rate limit per key." },
+              allowed_data_regions: ["global"] as const,
+              free_model_daily_requests: { limit: -1, remaining: -1, used: -1 },
+              organization_id: null,
             },
           }
         }),

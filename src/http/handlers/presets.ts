@@ -5,6 +5,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { NotFound } from "../../domain/errors.js"
+import { pageOf } from "../../domain/paging.js"
 import { PAGE_SIZE_DEFAULT, versionBodyFromRequest } from "../../domain/presets.js"
 import { Principal, requireManagement } from "../../services/Auth.js"
 import { PresetStore } from "../../services/PresetStore.js"
@@ -25,8 +26,17 @@ export const PresetsLive = HttpApiBuilder.group(GatewayApi, "presets", (handlers
       })
 
     return handlers
-      .handle("list", () => Effect.flatMap(Principal, (p) => Effect.map(presets.list(p.userId), (data) => ({ data }))))
-      .handle("get", ({ path }) => Effect.map(ownPreset(path.slug), (data) => ({ data })))
+      .handle("list", ({ urlParams }) => Effect.flatMap(Principal, (p) => Effect.map(presets.list(p.userId), (all) => pageOf(all, urlParams))))
+      .handle("get", ({ path }) =>
+        Effect.gen(function* () {
+          const p = yield* Principal
+          const found = yield* presets.findWithVersion(p.userId, path.slug)
+          return yield* Option.match(found, {
+            onNone: () => Effect.fail(presetNotFound(path.slug)),
+            onSome: ({ preset, version }) => Effect.succeed({ data: { ...preset, designated_version: version } }),
+          })
+        }),
+      )
       .handle("createVersion", ({ path, payload }) =>
         Effect.gen(function* () {
           const p = yield* requireManagement

@@ -2,6 +2,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { Forbidden, NotFound } from "../../domain/errors.js"
+import { pageOf } from "../../domain/paging.js"
 import type { UpdateWorkspacePayload } from "../../domain/workspaces.js"
 import { requireManagement } from "../../services/Auth.js"
 import { ContentPolicy } from "../../services/ContentPolicy.js"
@@ -82,10 +83,10 @@ export const WorkspacesLive = HttpApiBuilder.group(GatewayApi, "workspaces", (ha
           return { deleted: true as const }
         }),
       )
-      .handle("listMembers", ({ path }) =>
+      .handle("listMembers", ({ path, urlParams }) =>
         Effect.gen(function* () {
           const ws = yield* visible(path.id)
-          return { data: (yield* store.members(ws.row.id)).map(store.memberView) }
+          return pageOf((yield* store.members(ws.row.id)).map(store.memberView), urlParams)
         }),
       )
       .handle("addMembers", ({ path, payload }) =>

@@ -139,6 +139,8 @@ export interface FinishExtras {
   readonly isByok?: boolean
   /** Only when the caller enabled it (`X-Service-Metadata: enabled`). */
   readonly serviceMetadata?: Record<string, unknown>
+  /** Enabled with the official SDK's header: the metadata also goes under `openrouter_metadata`. */
+  readonly metadataAlias?: boolean
 }
 
 export interface ResponseFailure {
@@ -315,6 +317,7 @@ export class ResponseAssembler {
   private error: ResponseFailure | null = null
   private incomplete: { readonly reason: string } | null = null
   private serviceMetadata: Record<string, unknown> | undefined = undefined
+  private metadataAlias = false
 
   constructor(base: ResultBase, options: AssemblerOptions) {
     this.base = base
@@ -548,7 +551,10 @@ export class ResponseAssembler {
       text: b.text ?? { format: { type: "text" } },
     }
     // Assigned, not spread (a builtin call per snapshot); still the last key.
-    if (this.serviceMetadata !== undefined) result.service_metadata = this.serviceMetadata
+    if (this.serviceMetadata !== undefined) {
+      result.service_metadata = this.serviceMetadata
+      if (this.metadataAlias) result.openrouter_metadata = this.serviceMetadata
+    }
     return result
   }
 
@@ -585,6 +591,7 @@ export class ResponseAssembler {
     this.completedAt = this.now()
     this.usageOut = responseUsage(extras.usage ?? this.lastUsage ?? ZERO_USAGE, extras)
     if (extras.serviceMetadata !== undefined) this.serviceMetadata = extras.serviceMetadata
+    if (extras.metadataAlias === true) this.metadataAlias = true
   }
 
   /** An item's part of its delta events, between the sequence number and the delta; "" when not streaming. */

@@ -7,6 +7,7 @@
  */
 import { Effect, Either, Option } from "effect"
 import { type ApiError, BadRequest, Unauthorized } from "../../domain/errors.js"
+import { CLIENT_HEADER_MAX } from "../../domain/generations.js"
 import { estimateTokens, worstCaseCost } from "../../domain/pricing.js"
 import { decodeResponsesRequest, type ResponsesRequest } from "../../domain/responses.js"
 import { applyPreset, presetSlugOf } from "../../routing/presets.js"
@@ -27,9 +28,11 @@ export interface Decision {
   readonly plan: RoutePlan
   readonly sessionId: string | null
   readonly storeContent: boolean
-  /** The caller asked for routing metadata (`X-Service-Metadata: enabled`). */
+  /** The caller asked for routing metadata (`X-Service-Metadata: enabled` or the SDK's alias). */
   readonly withMetadata: boolean
-  /** Prompt tokens estimated from the body (characters ÷ 4), charged for calls cut without usage. */
+  /** It asked with the SDK's header (`X-OpenRouter-Metadata`): answer `openrouter_metadata` too. */
+  readonly metadataAlias: boolean
+  /** Prompt tokens estimated from the body, (characters ÷ 4), charged for calls cut without usage. */
   readonly estimatedInputTokens: number
   /** A true upper bound of the prompt's tokens (`promptTokenBound`): reserved, and the most input ever charged. */
   readonly promptBound: number
@@ -37,6 +40,10 @@ export interface Decision {
   readonly worstCase: number
   /** Every candidate is BYOK (a failover may land on one that is not, so only then). */
   readonly allByok: boolean
+  /** What the client said about itself, for the generation record (capped, null when absent). */
+  readonly httpReferer: string | null
+  readonly appTitle: string | null
+  readonly userAgent: string | null
 }
 
 export interface Prepared extends Decision {
@@ -103,11 +110,19 @@ const sessionIdOf = (request: ResponsesRequest, header: string | null): Either.E
   return Either.right(header)
 }
 
+/** A client header kept on the generation: null when absent or empty, cut at CLIENT_HEADER_MAX. */
+const clientHeader = (v: string | null): string | null =>
+  v === null || v === "" ? null : v.length > CLIENT_HEADER_MAX ? v.slice(0, CLIENT_HEADER_MAX) : v
+
+const isEnabled = (v: string | null) => v !== null && v.toLowerCase() === "enabled"
+
 /** `X-Service-Metadata: enabled` (or the legacy header) asks for routing metadata. */
-const metadataEnabled = (headers: Headers) => {
-  const v = headers.get("x-service-metadata") ?? headers.get("x-service-experimental-metadata")
-  return v !== null && v.toLowerCase() === "enabled"
-}
+const metadataEnabled = (headers: Headers) =>
+  isEnabled(headers.get("x-service-metadata") ?? headers.get("x-service-experimental-metadata"))
+
+/** The official SDK's names for the same ask; its answer also carries `openrouter_metadata`. */
+const sdkMetadataEnabled = (headers: Headers) =>
+  isEnabled(headers.get("x-openrouter-metadata") ?? headers.get("x-openrouter-experimental-metadata"))
 
 /** The services prepare reads, as plain objects. */
 export interface PrepareServices {
@@ -220,7 +235,8 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
     for (const e of plan.right.candidates) {
       worstCase = Math.max(worstCase, worstCaseCost(e.pricing, inputBound(promptBound, e), outputBound(request, e).total))
     }
-    const withMetadata = metadataEnabled(headers)
+    const metadataAlias = sdkMetadataEnabled(headers)
+    const withMetadata = metadataAlias || metadataEnabled(headers)
     // Guardrails run before any spend is held: a block costs nothing.
     const blocked = guardrails.blocked({
       request,
@@ -229,6 +245,7 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
       strategy: plan.right.strategy,
       candidates: plan.right.candidates,
       withMetadata,
+      metadataAlias,
     })
     if (blocked !== undefined) return blocked
     const candidates = plan.right.candidates
@@ -239,10 +256,15 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
       sessionId: sessionId.right,
       storeContent: storesContent(settings, Number(principal.right.key.id)),
       withMetadata,
+      metadataAlias,
       estimatedInputTokens,
       promptBound,
       worstCase,
       allByok: candidates.length > 0 && candidates.every((e) => e.isByok),
+      // Read once, when the decision is made (3-4 header lookups per request).
+      httpReferer: clientHeader(headers.get("http-referer")),
+      appTitle: clientHeader(headers.get("x-openrouter-title") ?? headers.get("x-title")),
+      userAgent: clientHeader(headers.get("user-agent")),
     }
   }
 

@@ -168,6 +168,9 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
         latencyMs: outcome.firstTokenAt === undefined ? null : Math.round(outcome.firstTokenAt - startedAt),
         status: outcome.status,
         usageEstimated: counted && assembler?.usage === undefined,
+        httpReferer: prepared.httpReferer,
+        appTitle: prepared.appTitle,
+        userAgent: prepared.userAgent,
       }
       // Assigned, not spread: a spread is a builtin call, and this runs once per request.
       if (outcome.error) {
@@ -401,7 +404,10 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
       const extras: Types.Mutable<FinishExtras> = { cost: Math.max(0, costOf(chosen.pricing, usage)), isByok: chosen.isByok }
       if (usage !== assembler.usage) extras.usage = usage
       // Assigned, not spread (a builtin call per answer).
-      if (withMetadata) extras.serviceMetadata = serviceMetadata(chosen)
+      if (withMetadata) {
+        extras.serviceMetadata = serviceMetadata(chosen)
+        if (prepared.metadataAlias) extras.metadataAlias = true
+      }
       return extras
     }
 

@@ -12,6 +12,7 @@ import reservations from "./0006_reservations.js"
 import ledgerIndexes from "./0007_ledger_indexes.js"
 import spendDaily from "./0008_spend_daily.js"
 import usageEstimated from "./0009_usage_estimated.js"
+import generationClient from "./0010_generation_client.js"
 
 export interface Migration {
   readonly id: number
@@ -28,4 +29,5 @@ export const migrations: ReadonlyArray<Migration> = [
   { id: 7, name: "ledger_indexes", up: ledgerIndexes },
   { id: 8, name: "spend_daily", up: spendDaily },
   { id: 9, name: "usage_estimated", up: usageEstimated },
+  { id: 10, name: "generation_client", up: generationClient },
 ]
