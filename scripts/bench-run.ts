@@ -9,9 +9,11 @@
  *
  *   bun scripts/bench-run.ts [--rounds 5] [--duration-ms 5000] [--warmup-ms 5000] [--held 2000] [--held-seconds 60]
  *                            [--no-peer] [--no-held] [--no-held-proxy] [--log-level info] [--quick]
+ *                            [--unread 500] [--only unread]
  *                            [--gateway path/to/binary]   (another build to measure; default dist/gateway, rebuilt if stale)
  *
- * Writes bench/results/latest.md and prints it.
+ * `--only unread` runs the never-reading clients line alone (`--unread N` clients, 0 skips it).
+ * Writes bench/results/latest.md (a full run only) and prints it.
  */
 import { execSync } from "node:child_process"
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -48,7 +50,13 @@ const options = {
   held: !has("no-held"),
   gateway: text("gateway", ""),
   logLevel: text("log-level", "info"),
+  /** Never-reading clients on ~4 MB streams, beside a JSON client. */
+  unread: value("unread", quick ? 200 : 500),
+  /** One line alone ("unread"); the full run when empty. */
+  only: text("only", ""),
 }
+if (options.only !== "" && options.only !== "unread") throw new Error(`--only takes "unread", not ${options.only}`)
+const fullRun = options.only === ""
 
 const root = join(import.meta.dir, "..")
 const bun = process.execPath
@@ -185,6 +193,8 @@ const managementKey = process.env["GATEWAY_MANAGEMENT_KEY"] ?? `sk-bench-${crypt
 const fetchLimit = { BUN_CONFIG_MAX_HTTP_REQUESTS: String(Math.max(4096, options.heldStreams * 2)) }
 const STREAM_TOKENS = 200
 const heldTokens = options.heldSeconds * 10
+/** Deltas of an answer no client reads: ~4 MB of SSE to the client (~190 bytes an event), ~3 MB from the upstream. */
+const UNREAD_TOKENS = 20_000
 
 const provider = (id: string, headers: Record<string, string>) => ({ id, kind: "openai-chat", base_url: mockBase, headers })
 const model = (id: string, providerId: string) => ({
@@ -198,12 +208,14 @@ const benchConfig = {
     provider("mock-stream", { "x-mock-tokens": String(STREAM_TOKENS) }),
     provider("mock-paced", { "x-mock-tokens": String(STREAM_TOKENS), "x-mock-interval-ms": "1" }),
     provider("mock-held", { "x-mock-tokens": String(heldTokens), "x-mock-interval-ms": "100" }),
+    provider("mock-unread", { "x-mock-tokens": String(UNREAD_TOKENS) }),
   ],
   models: [
     model("bench/json", "mock"),
     model("bench/stream", "mock-stream"),
     model("bench/paced", "mock-paced"),
     model("bench/held", "mock-held"),
+    model("bench/unread", "mock-unread"),
   ],
 }
 writeFileSync(join(runDir, "config.json"), JSON.stringify(benchConfig, null, 2))
@@ -263,7 +275,7 @@ const gateway = start(
 )
 let peerNote = "not run (--no-peer)"
 let peer: Proc | undefined
-if (options.peer) {
+if (options.peer && fullRun) {
   const dir = ensurePeer()
   if (dir === undefined) peerNote = "skipped: the npm install of @portkey-ai/gateway@1.15.2 failed"
   else {
@@ -400,7 +412,7 @@ const specOf = (target: Target, scenario: Scenario, durationMs: number): LoadSpe
 const targetsOf = (scenario: Scenario) => (scenario.limitedKey ? targets.filter((t) => t.kind === "gateway") : targets)
 
 const t0 = Date.now()
-for (const scenario of scenarios) {
+for (const scenario of fullRun ? scenarios : []) {
   say(`${scenario.id}: warm-up`)
   for (const target of targetsOf(scenario)) await load(specOf(target, scenario, options.warmupMs))
   for (let round = 1; round <= options.rounds; round++) {
@@ -438,7 +450,7 @@ interface Held {
   readonly timeline: Array<[number, number]>
 }
 const heldRuns: Array<Held> = []
-const heldTargets = options.held ? targets.filter((t) => t.kind === "gateway" || (t.kind === "proxy" && options.heldProxy)) : []
+const heldTargets = options.held && fullRun ? targets.filter((t) => t.kind === "gateway" || (t.kind === "proxy" && options.heldProxy)) : []
 for (const target of heldTargets) {
   say(`held streams on ${target.kind}: ${options.heldStreams} streams, a token every 100 ms for ${options.heldSeconds} s`)
   await Bun.sleep(2000)
@@ -488,6 +500,52 @@ for (const target of heldTargets) {
   say(
     `held on ${target.kind}: idle ${(idle / 1048576).toFixed(1)} MB, all open ${(allOpen / 1048576).toFixed(1)} MB, ` +
       `peak ${(peak / 1048576).toFixed(1)} MB, after ${(after / 1048576).toFixed(1)} MB; ${result.requests} ok, ${result.errors} errors`,
+  )
+}
+
+// ------------------------------------------------------------------ never-reading clients
+
+interface Unread {
+  readonly idle: number
+  readonly peak: number
+  readonly unread: LoadResult
+  readonly json: LoadResult
+}
+let unreadRun: Unread | undefined
+const UNREAD_JSON_MS = 10_000
+if (options.unread > 0) {
+  const target = targets.find((t) => t.kind === "gateway") as Target
+  say(`never-reading clients: ${options.unread} streams of ${UNREAD_TOKENS} deltas (~4 MB), a JSON client beside them for ${UNREAD_JSON_MS / 1000} s`)
+  await Bun.sleep(2000)
+  const idle = rssBytes(target.pid)
+  let peak = idle
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, rssBytes(target.pid))
+  }, 250)
+  const unreadShape: Shape = { stream: true, mock: { "x-mock-tokens": String(UNREAD_TOKENS) }, gatewayModel: "bench/unread" }
+  // From the first stream on: the JSON client's latency while the streams open and while they wait.
+  const json = load({ host: "127.0.0.1", port: target.port, connections: 1, mode: "loop", durationMs: UNREAD_JSON_MS, ...requestFor(target, JSON_SHAPE) })
+  const unread = await load(
+    {
+      host: "127.0.0.1",
+      port: target.port,
+      connections: options.unread,
+      mode: "unread",
+      rampPerSec: 500,
+      holdMs: UNREAD_JSON_MS,
+      deadlineMs: UNREAD_JSON_MS + 120_000,
+      ...requestFor(target, unreadShape),
+    },
+    (event) => {
+      if (event.event === "all-open") say(`all ${options.unread} never-reading streams open: RSS ${(rssBytes(target.pid) / 1048576).toFixed(1)} MB`)
+    },
+  )
+  clearInterval(sampler)
+  unreadRun = { idle, peak: Math.max(peak, rssBytes(target.pid)), unread, json: await json }
+  writeFileSync(join(runDir, "unread.json"), JSON.stringify(unreadRun))
+  say(
+    `never-reading: idle ${(idle / 1048576).toFixed(1)} MB, peak ${(unreadRun.peak / 1048576).toFixed(1)} MB; ${unread.requests} streams answered 200, ` +
+      `${unread.errors} errors; JSON p99 ${unreadRun.json.latency.p99.toFixed(2)} ms over ${unreadRun.json.requests} requests`,
   )
 }
 const elapsed = (Date.now() - t0) / 1000
@@ -619,6 +677,20 @@ if (heldRuns.length > 0) {
   out()
 }
 
+if (unreadRun !== undefined) {
+  out(`## Clients that read nothing: ${options.unread} streams of ~4 MB (${UNREAD_TOKENS} deltas), beside a JSON client (gateway only)`)
+  out()
+  out("Each client reads the answer's first bytes and then nothing; the gateway pauses their upstreams (backpressure).")
+  out()
+  out("| idle RSS MB | peak RSS MB | RSS added MB | streams answered | stream errors | JSON requests | JSON p50 ms | JSON p99 ms | JSON errors |")
+  out("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+  const u = unreadRun
+  out(
+    `| ${mb(u.idle)} | ${mb(u.peak)} | ${mb(u.peak - u.idle)} | ${u.unread.requests} | ${u.unread.errors} | ${u.json.requests} | ${f3(u.json.latency.p50)} | ${f3(u.json.latency.p99)} | ${u.json.errors} |`,
+  )
+  out()
+}
+
 // ------------------------------------------------------------------ targets
 
 const verdict = (ok: boolean) => (ok ? "holds" : "**missed**")
@@ -651,7 +723,14 @@ if (heldGateway !== undefined) {
   out(`| ${options.heldStreams} held streams in ≤ 200 MB RSS | peak ${mb(heldGateway.peak)} MB | ${verdict(peakOk)} |`)
   out(`| RSS back within 10 % of idle after | ${mb(heldGateway.idle)} → ${mb(heldGateway.after)} MB | ${verdict(backOk)} |`)
 }
-if (jc32.gw && jc32.peer) {
+if (unreadRun !== undefined) {
+  const added = unreadRun.peak - unreadRun.idle
+  out(`| ${options.unread} never-reading clients on ~4 MB streams add ≤ 150 MB RSS | ${mb(added)} MB | ${verdict(added <= 150 * 1048576)} |`)
+  out(`| beside them, a JSON client's p99 < 50 ms | ${f2(unreadRun.json.latency.p99)} ms | ${verdict(unreadRun.json.latency.p99 < 50)} |`)
+}
+if (!fullRun) {
+  // One line alone: no comparison with the peer.
+} else if (jc32.gw && jc32.peer) {
   const r = jc32.peer.cpuPerReq / jc32.gw.cpuPerReq
   out(`| ≥ 10× the peer's requests per CPU-second (JSON, c=32) | ${r.toFixed(1)}× (${f0(1e6 / jc32.gw.cpuPerReq)} vs ${f0(1e6 / jc32.peer.cpuPerReq)}) | ${verdict(r >= 10)} |`)
 } else {
@@ -663,10 +742,11 @@ out(`Raw samples: bench/scratch/run-${runId}/raw.json (not committed).`)
 const report = lines.join("\n") + "\n"
 writeFileSync(
   join(runDir, "raw.json"),
-  JSON.stringify({ options, samples: Object.fromEntries(samples), held: heldRuns.map((h) => ({ ...h, target: h.target.kind })) }, null, 2),
+  JSON.stringify({ options, samples: Object.fromEntries(samples), held: heldRuns.map((h) => ({ ...h, target: h.target.kind })), unread: unreadRun }, null, 2),
 )
 mkdirSync(join(root, "bench", "results"), { recursive: true })
-writeFileSync(join(root, "bench", "results", "latest.md"), report)
+// One line alone is not the benchmark: it stays in the run's folder.
+writeFileSync(fullRun ? join(root, "bench", "results", "latest.md") : join(runDir, "report.md"), report)
 await stopAll()
 // The ledger of a full run is ~100 MB of rows nobody reads: keep the logs and raw.json only.
 for (const suffix of ["", "-wal", "-shm"]) rmSync(join(runDir, `gateway.db${suffix}`), { force: true })
