@@ -76,6 +76,20 @@ const statusOfFailure = (e: ProviderError) =>
 
 class DeadlineExceeded extends Error {}
 
+type TextLiterals = Extract<ProviderEvent, { readonly type: "text_literals" }>
+
+/** More deltas than one write takes: translated in pieces (`translateLiteral`). */
+const isLongLiteral = (event: ProviderEvent): boolean => event.type === "text_literals" && event.spans.length > 2 * EVENTS_PER_WRITE
+
+/** The deltas of `event` from span `at` on, copied out of their read (which is then not kept). */
+const restOfLiteral = (event: TextLiterals, at: number): TextLiterals => {
+  const spans = event.spans
+  const base = spans[at] as number
+  const rest = new Array<number>(spans.length - at)
+  for (let i = at; i < spans.length; i++) rest[i - at] = (spans[i] as number) - base
+  return { type: "text_literals", source: event.source.slice(base, spans[spans.length - 1] as number), spans: rest }
+}
+
 export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: ResponsesRouteOptions) => {
   const { settings } = options
   const maxBody = settings.maxBodyBytes
@@ -482,6 +496,8 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
         // Batches read while blocked (what one upstream read held), the first from `heldFrom`.
         const held: Array<ReadonlyArray<ProviderEvent>> = []
         let heldFrom = 0
+        // The deltas of a long literal event not translated yet, before `held`.
+        let heldLiteral: TextLiterals | undefined
         // The end or failure, once what came before it is written.
         let ending: (() => void) | undefined
         const write = (text: string | Uint8Array) => {
@@ -508,6 +524,12 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
           if (stall !== undefined) stalls.remove(stall)
           stall = undefined
           if (done) return
+          if (heldLiteral !== undefined) {
+            const literal = heldLiteral
+            heldLiteral = undefined
+            translateLiteral(literal, 0)
+            if (blocked) return
+          }
           while (held.length > 0) {
             const events = held[0] as ReadonlyArray<ProviderEvent>
             const stopped = translate(events, heldFrom)
@@ -529,17 +551,41 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
           // In pieces of a few KB: Bun's sink sends a write of over 16 KB at once, apart from
           // what it buffers (a system call more per stream: 200 deltas make ~47 KB); smaller
           // writes go out together when the turn of the event loop ends.
-          for (let from = start; from < events.length; from += EVENTS_PER_WRITE) {
+          for (let from = start; from < events.length; ) {
             if (blocked) return from
-            const text = assembler.push(events, from, Math.min(events.length, from + EVENTS_PER_WRITE))
-            if (typeof text === "string") {
-              if (text !== "") write(text)
+            let to = from
+            while (to < events.length && to - from < EVENTS_PER_WRITE && !isLongLiteral(events[to] as ProviderEvent)) to++
+            if (to === from) {
+              translateLiteral(events[from] as TextLiterals, 0)
+              from++
               continue
             }
-            // The sink copies what it is given: the view can be cut and the writer reused.
-            for (let at = 0; at < text.length; at += BYTES_PER_WRITE) write(text.subarray(at, at + BYTES_PER_WRITE))
+            writeOut(assembler.push(events, from, to))
+            from = to
           }
           return events.length
+        }
+        const writeOut = (text: string | Uint8Array) => {
+          if (typeof text === "string") {
+            if (text !== "") write(text)
+            return
+          }
+          // The sink copies what it is given: the view can be cut and the writer reused.
+          for (let at = 0; at < text.length; at += BYTES_PER_WRITE) write(text.subarray(at, at + BYTES_PER_WRITE))
+        }
+        /**
+         * A whole read's deltas in one event (a fast upstream), in pieces: a socket that fills stops it
+         * part way, and the deltas not yet translated are kept, copied out of the read, not their SSE.
+         */
+        const translateLiteral = (event: TextLiterals, start: number) => {
+          const spans = event.spans
+          for (let at = start; at < spans.length; at += 2 * EVENTS_PER_WRITE) {
+            if (blocked) {
+              heldLiteral = restOfLiteral(event, at)
+              return
+            }
+            writeOut(assembler.push([{ type: "text_literals", source: event.source, spans: spans.slice(at, at + 2 * EVENTS_PER_WRITE) }]))
+          }
         }
         /** The client read nothing for the stall timeout: cut, recorded cancelled, charged for what was produced. */
         const cutStalled = () => {
@@ -581,7 +627,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
           settled()
         }
         cutOnDeadline = () => {
-          if (blocked || held.length > 0) fail(new DeadlineExceeded())
+          if (blocked || held.length > 0 || heldLiteral !== undefined) fail(new DeadlineExceeded())
         }
         const finishStream = () => {
           write(assembler.finish(finishExtras()))
@@ -607,7 +653,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
               firstTokenAt = Date.now()
               trace?.markFirstToken()
             }
-            if (held.length > 0) return void held.push(events)
+            if (held.length > 0 || heldLiteral !== undefined) return void held.push(events)
             const stopped = translate(events, 0)
             if (stopped < events.length) {
               held.push(events)
@@ -616,12 +662,12 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
           },
           end() {
             if (done) return settled()
-            if (blocked || held.length > 0) ending = finishStream
+            if (blocked || held.length > 0 || heldLiteral !== undefined) ending = finishStream
             else finishStream()
           },
           error(e) {
             // Our own abort ends the stream now; an upstream failure comes after what was read before it.
-            if (done || upstreamAbort.signal.aborted || !(blocked || held.length > 0)) fail(e)
+            if (done || upstreamAbort.signal.aborted || !(blocked || held.length > 0 || heldLiteral !== undefined)) fail(e)
             else ending = () => fail(e)
           },
         })
