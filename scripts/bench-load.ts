@@ -11,6 +11,9 @@
  * - `hold`: `connections` sockets each send the request once (opened at `rampPerSec`) and read
  *   the answer to its end. When every one has its first byte, an `{"event":"all-open"}` line is
  *   printed (the orchestrator samples the server's RSS then); the result follows at the end.
+ * - `unread`: as `hold`, but each socket reads the answer's first bytes and then nothing (a client
+ *   that stopped reading); `holdMs` after all have their first byte, every socket is closed. An
+ *   answer counts when its status is 200, an error when its connection closes before the end.
  *
  * An answer counts as an error unless its status is 200 and, when `expectTail` is set, its body
  * ends with that text (e.g. "data: [DONE]\n\n"): a stream cut short is not a success.
@@ -24,15 +27,17 @@ export interface LoadSpec {
   readonly headers: Readonly<Record<string, string>>
   readonly body: string
   readonly connections: number
-  readonly mode: "loop" | "hold"
+  readonly mode: "loop" | "hold" | "unread"
   /** loop: how long to measure. */
   readonly durationMs?: number
   /** loop: stop after this many answers in all (with or without durationMs). */
   readonly requests?: number
   /** loop: run this long first without recording. */
   readonly warmupMs?: number
-  /** hold: sockets opened per second (default 500). */
+  /** hold, unread: sockets opened per second (default 500). */
   readonly rampPerSec?: number
+  /** unread: how long the sockets stay open, reading nothing, once all have their first byte. */
+  readonly holdMs?: number
   /** The whole run gives up after this long (default durationMs + 120 s). */
   readonly deadlineMs?: number
   readonly expectTail?: string
@@ -105,7 +110,7 @@ export const runLoad = (spec: LoadSpec, onEvent: (event: string) => void = () =>
     let errors = 0
     let answered = 0
     let bytes = 0
-    let recording = spec.mode === "hold" || (spec.warmupMs ?? 0) === 0
+    let recording = spec.mode !== "loop" || (spec.warmupMs ?? 0) === 0
     let stopping = false
     let measureStart = performance.now()
     let measureEnd = 0
@@ -240,6 +245,22 @@ export const runLoad = (spec: LoadSpec, onEvent: (event: string) => void = () =>
           },
           data: (_socket, chunk) => {
             if (c.state === "idle") return
+            if (spec.mode === "unread") {
+              // The first bytes only: the status, then the socket reads nothing more.
+              c.firstByteAt = performance.now()
+              c.state = "idle"
+              _socket.pause()
+              const status = Number(chunk.toString("latin1", 9, 12))
+              if (status === 200) {
+                answered++
+                ttfbs.push(c.firstByteAt - c.sentAt)
+              } else fail(`status ${status}`)
+              if (++firstBytes === spec.connections) {
+                onEvent(JSON.stringify({ event: "all-open" }))
+                setTimeout(done, spec.holdMs ?? 10_000)
+              }
+              return
+            }
             if (c.firstByteAt === 0) {
               c.firstByteAt = performance.now()
               if (spec.mode === "hold" && ++firstBytes === spec.connections) onEvent(JSON.stringify({ event: "all-open" }))
@@ -251,6 +272,7 @@ export const runLoad = (spec: LoadSpec, onEvent: (event: string) => void = () =>
           close: () => {
             c.socket = undefined
             if (stopping) return
+            if (spec.mode === "unread") return fail("connection closed while the client read nothing")
             if (c.state !== "idle") complete(c, false, `connection closed in state ${c.state}`)
             // A server that closed a keep-alive connection: open another one.
             if (spec.mode === "loop" && !stopping) void reconnect(c)
@@ -291,7 +313,7 @@ export const runLoad = (spec: LoadSpec, onEvent: (event: string) => void = () =>
       spec.deadlineMs ?? (spec.durationMs ?? 0) + (spec.warmupMs ?? 0) + 120_000,
     )
 
-    if (spec.mode === "hold") {
+    if (spec.mode !== "loop") {
       const perTick = Math.max(1, Math.round((spec.rampPerSec ?? 500) / 20))
       let opened = 0
       const ramp = setInterval(() => {

@@ -9,12 +9,14 @@
  *
  *   bun scripts/bench-run.ts [--rounds 5] [--duration-ms 5000] [--warmup-ms 5000] [--held 2000] [--held-seconds 60]
  *                            [--no-peer] [--no-held] [--no-held-proxy] [--log-level info] [--quick]
+ *                            [--unread 500] [--only unread]
  *                            [--gateway path/to/binary]   (another build to measure; default dist/gateway, rebuilt if stale)
  *                            [--baseline path/to/binary]  (an A/B: this build too, interleaved with the others in the
  *                                                          same rounds; the report gains an A/B table and goes to the
  *                                                          run's folder, not bench/results/latest.md)
  *
- * Writes bench/results/latest.md and prints it.
+ * `--only unread` runs the never-reading clients line alone (`--unread N` clients, 0 skips it).
+ * Writes bench/results/latest.md (a full run only) and prints it.
  */
 import { execSync } from "node:child_process"
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -52,7 +54,13 @@ const options = {
   gateway: text("gateway", ""),
   baseline: text("baseline", ""),
   logLevel: text("log-level", "info"),
+  /** Never-reading clients on ~4 MB streams, beside a JSON client. */
+  unread: value("unread", quick ? 200 : 500),
+  /** One line alone ("unread"); the full run when empty. */
+  only: text("only", ""),
 }
+if (options.only !== "" && options.only !== "unread") throw new Error(`--only takes "unread", not ${options.only}`)
+const fullRun = options.only === ""
 
 const root = join(import.meta.dir, "..")
 const bun = process.execPath
@@ -190,6 +198,8 @@ const managementKey = process.env["GATEWAY_MANAGEMENT_KEY"] ?? `sk-bench-${crypt
 const fetchLimit = { BUN_CONFIG_MAX_HTTP_REQUESTS: String(Math.max(4096, options.heldStreams * 2)) }
 const STREAM_TOKENS = 200
 const heldTokens = options.heldSeconds * 10
+/** Deltas of an answer no client reads: ~4 MB of SSE to the client (~190 bytes an event), ~3 MB from the upstream. */
+const UNREAD_TOKENS = 20_000
 
 const provider = (id: string, headers: Record<string, string>) => ({ id, kind: "openai-chat", base_url: mockBase, headers })
 const model = (id: string, providerId: string) => ({
@@ -203,12 +213,14 @@ const benchConfig = {
     provider("mock-stream", { "x-mock-tokens": String(STREAM_TOKENS) }),
     provider("mock-paced", { "x-mock-tokens": String(STREAM_TOKENS), "x-mock-interval-ms": "1" }),
     provider("mock-held", { "x-mock-tokens": String(heldTokens), "x-mock-interval-ms": "100" }),
+    provider("mock-unread", { "x-mock-tokens": String(UNREAD_TOKENS) }),
   ],
   models: [
     model("bench/json", "mock"),
     model("bench/stream", "mock-stream"),
     model("bench/paced", "mock-paced"),
     model("bench/held", "mock-held"),
+    model("bench/unread", "mock-unread"),
   ],
 }
 writeFileSync(join(runDir, "config.json"), JSON.stringify(benchConfig, null, 2))
@@ -274,7 +286,7 @@ const gateway = startGateway("gateway", gatewayBinary, gatewayPort)
 const baseline = options.baseline === "" ? undefined : startGateway("baseline", options.baseline, baselinePort)
 let peerNote = "not run (--no-peer)"
 let peer: Proc | undefined
-if (options.peer) {
+if (options.peer && fullRun) {
   const dir = ensurePeer()
   if (dir === undefined) peerNote = "skipped: the npm install of @portkey-ai/gateway@1.15.2 failed"
   else {
@@ -417,7 +429,7 @@ const specOf = (target: Target, scenario: Scenario, durationMs: number): LoadSpe
 const targetsOf = (scenario: Scenario) => (scenario.limitedKey ? targets.filter((t) => isGateway(t.kind)) : targets)
 
 const t0 = Date.now()
-for (const scenario of scenarios) {
+for (const scenario of fullRun ? scenarios : []) {
   say(`${scenario.id}: warm-up`)
   for (const target of targetsOf(scenario)) await load(specOf(target, scenario, options.warmupMs))
   for (let round = 1; round <= options.rounds; round++) {
@@ -455,7 +467,7 @@ interface Held {
   readonly timeline: Array<[number, number]>
 }
 const heldRuns: Array<Held> = []
-const heldTargets = options.held ? targets.filter((t) => t.kind === "gateway" || (t.kind === "proxy" && options.heldProxy)) : []
+const heldTargets = options.held && fullRun ? targets.filter((t) => t.kind === "gateway" || (t.kind === "proxy" && options.heldProxy)) : []
 for (const target of heldTargets) {
   say(`held streams on ${target.kind}: ${options.heldStreams} streams, a token every 100 ms for ${options.heldSeconds} s`)
   await Bun.sleep(2000)
@@ -505,6 +517,61 @@ for (const target of heldTargets) {
   say(
     `held on ${target.kind}: idle ${(idle / 1048576).toFixed(1)} MB, all open ${(allOpen / 1048576).toFixed(1)} MB, ` +
       `peak ${(peak / 1048576).toFixed(1)} MB, after ${(after / 1048576).toFixed(1)} MB; ${result.requests} ok, ${result.errors} errors`,
+  )
+}
+
+// ------------------------------------------------------------------ never-reading clients
+
+interface Unread {
+  readonly idle: number
+  readonly peak: number
+  /** Once every stream is open and paused: a second before the clients close. */
+  readonly held: number
+  readonly unread: LoadResult
+  readonly json: LoadResult
+}
+let unreadRun: Unread | undefined
+const UNREAD_JSON_MS = 10_000
+if (options.unread > 0) {
+  const target = targets.find((t) => t.kind === "gateway") as Target
+  say(`never-reading clients: ${options.unread} streams of ${UNREAD_TOKENS} deltas (~4 MB), a JSON client beside them for ${UNREAD_JSON_MS / 1000} s`)
+  await Bun.sleep(2000)
+  const idle = rssBytes(target.pid)
+  let peak = idle
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, rssBytes(target.pid))
+  }, 250)
+  const unreadShape: Shape = { stream: true, mock: { "x-mock-tokens": String(UNREAD_TOKENS) }, gatewayModel: "bench/unread" }
+  // Once every stream is open (and, its client reading nothing, paused): a JSON client beside them.
+  let json: Promise<LoadResult> | undefined
+  let held = 0
+  const unread = await load(
+    {
+      host: "127.0.0.1",
+      port: target.port,
+      connections: options.unread,
+      mode: "unread",
+      rampPerSec: 500,
+      holdMs: UNREAD_JSON_MS,
+      deadlineMs: UNREAD_JSON_MS + 120_000,
+      ...requestFor(target, unreadShape),
+    },
+    (event) => {
+      if (event.event !== "all-open") return
+      say(`all ${options.unread} never-reading streams open: RSS ${(rssBytes(target.pid) / 1048576).toFixed(1)} MB`)
+      json = load({ host: "127.0.0.1", port: target.port, connections: 1, mode: "loop", durationMs: UNREAD_JSON_MS - 1000, ...requestFor(target, JSON_SHAPE) })
+      setTimeout(() => {
+        held = rssBytes(target.pid)
+      }, UNREAD_JSON_MS - 1000)
+    },
+  )
+  clearInterval(sampler)
+  const jsonResult = json === undefined ? await load({ host: "127.0.0.1", port: target.port, connections: 1, mode: "loop", durationMs: 1000, ...requestFor(target, JSON_SHAPE) }) : await json
+  unreadRun = { idle, peak: Math.max(peak, rssBytes(target.pid)), held, unread, json: jsonResult }
+  writeFileSync(join(runDir, "unread.json"), JSON.stringify(unreadRun))
+  say(
+    `never-reading: idle ${(idle / 1048576).toFixed(1)} MB, peak ${(unreadRun.peak / 1048576).toFixed(1)} MB, held ${(held / 1048576).toFixed(1)} MB; ${unread.requests} streams answered 200, ` +
+      `${unread.errors} errors; JSON p99 ${unreadRun.json.latency.p99.toFixed(2)} ms over ${unreadRun.json.requests} requests`,
   )
 }
 const elapsed = (Date.now() - t0) / 1000
@@ -636,6 +703,24 @@ if (heldRuns.length > 0) {
   out()
 }
 
+if (unreadRun !== undefined) {
+  out(`## Clients that read nothing: ${options.unread} streams of ~4 MB (${UNREAD_TOKENS} deltas), beside a JSON client (gateway only)`)
+  out()
+  out(
+    "Each client reads the answer's first bytes and then nothing; the gateway pauses their upstreams (backpressure). " +
+      "Peak RSS includes the garbage of relaying what the sockets' kernel buffers took before any write waited; " +
+      "held RSS is taken with every stream open and paused. The JSON client runs once all streams are open.",
+  )
+  out()
+  out("| idle RSS MB | peak RSS MB | held RSS MB | added (held) MB | streams answered | stream TTFB p50 ms | stream errors | JSON requests | JSON p50 ms | JSON p99 ms | JSON errors |")
+  out("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+  const u = unreadRun
+  out(
+    `| ${mb(u.idle)} | ${mb(u.peak)} | ${mb(u.held)} | ${mb(u.held - u.idle)} | ${u.unread.requests} | ${f0(u.unread.ttfb.p50)} | ${u.unread.errors} | ${u.json.requests} | ${f3(u.json.latency.p50)} | ${f3(u.json.latency.p99)} | ${u.json.errors} |`,
+  )
+  out()
+}
+
 // ------------------------------------------------------------------ targets
 
 const verdict = (ok: boolean) => (ok ? "holds" : "**missed**")
@@ -668,7 +753,16 @@ if (heldGateway !== undefined) {
   out(`| ${options.heldStreams} held streams in ≤ 200 MB RSS | peak ${mb(heldGateway.peak)} MB | ${verdict(peakOk)} |`)
   out(`| RSS back within 10 % of idle after | ${mb(heldGateway.idle)} → ${mb(heldGateway.after)} MB | ${verdict(backOk)} |`)
 }
-if (jc32.gw && jc32.peer) {
+if (unreadRun !== undefined) {
+  const added = unreadRun.held - unreadRun.idle
+  out(
+    `| ${options.unread} never-reading clients on ~4 MB streams add ≤ 150 MB RSS | held ${mb(added)} MB (peak ${mb(unreadRun.peak - unreadRun.idle)} MB) | ${verdict(added <= 150 * 1048576)} |`,
+  )
+  out(`| beside them, a JSON client's p99 < 50 ms | ${f2(unreadRun.json.latency.p99)} ms | ${verdict(unreadRun.json.latency.p99 < 50)} |`)
+}
+if (!fullRun) {
+  // One line alone: no comparison with the peer.
+} else if (jc32.gw && jc32.peer) {
   const r = jc32.peer.cpuPerReq / jc32.gw.cpuPerReq
   out(`| ≥ 10× the peer's requests per CPU-second (JSON, c=32) | ${r.toFixed(1)}× (${f0(1e6 / jc32.gw.cpuPerReq)} vs ${f0(1e6 / jc32.peer.cpuPerReq)}) | ${verdict(r >= 10)} |`)
 } else {
@@ -696,10 +790,10 @@ out(`Raw samples: bench/scratch/run-${runId}/raw.json (not committed).`)
 const report = lines.join("\n") + "\n"
 writeFileSync(
   join(runDir, "raw.json"),
-  JSON.stringify({ options, samples: Object.fromEntries(samples), held: heldRuns.map((h) => ({ ...h, target: h.target.kind })) }, null, 2),
+  JSON.stringify({ options, samples: Object.fromEntries(samples), held: heldRuns.map((h) => ({ ...h, target: h.target.kind })), unread: unreadRun }, null, 2),
 )
-// An A/B is a comparison, not the build's figures: it stays in the run's folder.
-const reportPath = baseline === undefined ? join(root, "bench", "results", "latest.md") : join(runDir, "ab.md")
+// An A/B is a comparison and one line alone is not the benchmark: both stay in the run's folder.
+const reportPath = baseline !== undefined ? join(runDir, "ab.md") : fullRun ? join(root, "bench", "results", "latest.md") : join(runDir, "report.md")
 mkdirSync(join(root, "bench", "results"), { recursive: true })
 writeFileSync(reportPath, report)
 await stopAll()

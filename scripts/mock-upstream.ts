@@ -75,6 +75,8 @@ export interface MockStats {
   aborted: number
   /** Streams the mock broke on purpose (reset-mid-stream, mid-stream-error). */
   failed: number
+  /** Bytes of stream bodies handed to the sockets (a reader that does not read holds this back). */
+  sent: number
 }
 
 export interface MockUpstream {
@@ -156,6 +158,8 @@ const REASONING_JSON = JSON.stringify(REASONING_CHUNK)
 const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" }
 const JSON_HEADERS = { "content-type": "application/json" }
 const DONE = bytes("data: [DONE]\n\n")
+/** A stream body queues ~64 KB ahead of its socket, so a reader that stops reading stops the stream. */
+const QUEUE: QueuingStrategy<Uint8Array> = { highWaterMark: 64 * 1024, size: (chunk) => chunk?.byteLength ?? 0 }
 
 const recordOf = (value: unknown): Record<string, unknown> | undefined =>
   typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
@@ -564,7 +568,7 @@ export const startMockUpstream = async (options: MockUpstreamOptions = {}): Prom
   const defaults = knobsOf(options)
   const maxLogged = options.maxLoggedRequests ?? 1000
   const requests: Array<MockRequest> = []
-  const stats: MockStats = { open: 0, completed: 0, aborted: 0, failed: 0 }
+  const stats: MockStats = { open: 0, completed: 0, aborted: 0, failed: 0, sent: 0 }
   /** Resolvers of `hang` requests, released on stop. */
   const hanging = new Set<() => void>()
 
@@ -609,14 +613,18 @@ export const startMockUpstream = async (options: MockUpstreamOptions = {}): Prom
             }
             deltasSent++
           }
-          controller.enqueue(frames.bytes[next++])
+          const frame = frames.bytes[next++] as Uint8Array
+          stats.sent += frame.byteLength
+          controller.enqueue(frame)
           sent = true
+          // A reader that does not read holds the rest back (the queue takes ~64 KB).
+          if ((controller.desiredSize ?? 1) <= 0) return
         }
         controller.close()
         end("completed")
       },
       cancel: () => end("aborted"),
-    })
+    }, QUEUE)
     return new Response(body, { headers: SSE_HEADERS })
   }
 
@@ -691,6 +699,7 @@ export const startMockUpstream = async (options: MockUpstreamOptions = {}): Prom
     stats.completed = 0
     stats.aborted = 0
     stats.failed = 0
+    stats.sent = 0
   }
 
   const port = server.port ?? 0

@@ -33,6 +33,8 @@ export interface Settings {
   readonly metrics: boolean
   /** On SIGTERM, how long open streams may take to finish before they are cut. */
   readonly shutdownGraceMs: number
+  /** A stream whose client has read nothing for this long is cut and recorded cancelled. */
+  readonly stallTimeoutMs: number
 }
 
 /** A high-detail image is at most ~1,600 tokens at the major providers (tiles or pixels). */
@@ -98,6 +100,7 @@ const loadSettings = Effect.gen(function* () {
   const secretKey = yield* Config.option(Config.redacted("GATEWAY_SECRET_KEY"))
   const maxBodyEnv = yield* Config.option(Config.integer("GATEWAY_MAX_BODY_BYTES"))
   const timeoutEnv = yield* Config.option(Config.integer("GATEWAY_REQUEST_TIMEOUT_MS"))
+  const stallEnv = yield* Config.option(Config.integer("GATEWAY_STALL_TIMEOUT_MS"))
   const keepAliveMs = yield* Config.integer("GATEWAY_STREAM_KEEPALIVE_MS").pipe(Config.withDefault(15_000))
   const logLevel = yield* Config.literal("debug", "info", "warn", "error", "none")("GATEWAY_LOG_LEVEL").pipe(
     Config.withDefault("info" as const),
@@ -123,6 +126,7 @@ const loadSettings = Effect.gen(function* () {
     logLevel,
     metrics: metrics === "on",
     shutdownGraceMs,
+    stallTimeoutMs: Option.getOrElse(stallEnv, () => catalog.server?.stall_timeout_ms ?? 60_000),
   } satisfies Settings
 }).pipe(
   Effect.mapError((e) =>
@@ -151,6 +155,7 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   logLevel: "none",
   metrics: true,
   shutdownGraceMs: 30_000,
+  stallTimeoutMs: 60_000,
   ...overrides,
 })
 

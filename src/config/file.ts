@@ -19,6 +19,8 @@ export const ProviderEntry = Schema.Struct({
   headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
   /** Spend through this provider is on the workspace's own key (BYOK). */
   byok: Schema.optional(Schema.Boolean),
+  /** Open connections to this provider's origin at most (default 512); calls beyond wait in line. */
+  max_connections: Schema.optional(positiveInt),
 })
 export type ProviderEntry = typeof ProviderEntry.Type
 
@@ -85,6 +87,8 @@ export const ConfigFile = Schema.Struct({
     Schema.Struct({
       max_body_bytes: Schema.optional(positiveInt),
       request_timeout_ms: Schema.optional(positiveInt),
+      /** A stream whose client has read nothing for this long is cut (default 60 s). */
+      stall_timeout_ms: Schema.optional(positiveInt),
     }),
   ),
 })

@@ -211,8 +211,9 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     },
     /**
      * Graceful shutdown (SIGTERM): stop accepting connections, let requests and open streams
-     * finish for up to `graceMs`, cut what is still open (recorded as cancelled), make every
-     * generation record durable, close the store. Resolves with how many requests were cut.
+     * finish for up to `graceMs`, end the streams still open with `response.failed`
+     * (server_shutting_down) and [DONE], cut what is still open (recorded as cancelled), make
+     * every generation record durable, close the store. Resolves with how many requests were cut.
      */
     shutdown: async (graceMs: number = settings.shutdownGraceMs): Promise<{ readonly cut: number }> => {
       draining = true
@@ -229,6 +230,8 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
             })
       await idle(graceMs)
       const cut = inflight
+      // A stream's client gets a terminal event rather than a reset; its last bytes get a moment to leave.
+      if (responses.cutStreams() > 0) await flushed(server, 1_000)
       await server.stop(true)
       // Streams cut just now end (and settle) on their cancel callbacks.
       await idle(1_000)
@@ -241,6 +244,12 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     /** The counters behind GET /metrics (undefined when GATEWAY_METRICS=off). */
     metrics,
   }
+}
+
+/** Resolves once Bun has no request in progress (a closed stream's last bytes sent), or after `ms`. */
+const flushed = async (server: Bun.Server<undefined>, ms: number): Promise<void> => {
+  const until = performance.now() + ms
+  while (server.pendingRequests > 0 && performance.now() < until) await Bun.sleep(10)
 }
 
 export type RunningServer = Awaited<ReturnType<typeof startServer>>

@@ -2,17 +2,21 @@
  * An upstream call's events, pushed to a consumer: straight from the read callback when the
  * call can (`UpstreamCall.subscribe`), otherwise by iterating its `events`.
  */
-import type { EventConsumer, ProviderEvent, UpstreamCall } from "./types"
+import type { EventConsumer, ProviderEvent, Subscription, UpstreamCall } from "./types"
 
-/** Starts delivering `call`'s events to `consumer`; the returned function stops and drops the upstream. */
-export const consumeEvents = (call: UpstreamCall, consumer: EventConsumer): (() => void) => {
+/** Starts delivering `call`'s events to `consumer`; paused, an iteration waits before its next step. */
+export const consumeEvents = (call: UpstreamCall, consumer: EventConsumer): Subscription => {
   if (call.subscribe !== undefined) return call.subscribe(consumer)
   const iterator = call.events[Symbol.asyncIterator]()
   let stopped = false
+  let paused = false
+  let wake: (() => void) | undefined
   const run = async () => {
     let next: IteratorResult<ReadonlyArray<ProviderEvent>>
     for (;;) {
       try {
+        if (paused) await new Promise<void>((resolve) => (wake = resolve))
+        if (stopped) return
         next = await iterator.next()
         if (stopped) return
         if (next.done !== true) consumer.batch(next.value)
@@ -31,8 +35,21 @@ export const consumeEvents = (call: UpstreamCall, consumer: EventConsumer): (() 
     }
   }
   void run()
-  return () => {
-    stopped = true
-    void iterator.return?.()
+  const resume = () => {
+    paused = false
+    const waiting = wake
+    wake = undefined
+    waiting?.()
+  }
+  return {
+    stop: () => {
+      stopped = true
+      resume()
+      void iterator.return?.()
+    },
+    pause: () => {
+      paused = true
+    },
+    resume,
   }
 }

@@ -6,9 +6,9 @@
  */
 import { type AbortLike, PlainAbort } from "./abort"
 import { errorDetailOf, errorFromStatus } from "./errors"
-import { type BodySink, defaultTransport, type Transport, type UpstreamResponse } from "./http1"
+import { type BodySink, DEFAULT_MAX_CONNECTIONS, defaultTransport, type Transport, type UpstreamResponse } from "./http1"
 import { createSseParser, endSse, feedSse, sseIdle } from "./sse"
-import { type EventConsumer, ProviderError, type NormalizedRequest, type Provider, type ProviderConfig, type ProviderEvent, type CallOptions, type UpstreamCall } from "./types"
+import { type EventConsumer, ProviderError, type Subscription, type NormalizedRequest, type Provider, type ProviderConfig, type ProviderEvent, type CallOptions, type UpstreamCall } from "./types"
 import type { WireFormat } from "./wire"
 
 export const DEFAULT_TIMEOUT_MS = 120_000
@@ -24,6 +24,8 @@ const sharedTransport = (): Transport => (shared ??= defaultTransport())
 class UpstreamLink {
   readonly controller = new PlainAbort()
   timedOut = false
+  /** The reader paused the body: its silence is the client's, not the upstream's. */
+  paused = false
   private lastActivity = performance.now()
   private timer: ReturnType<typeof setTimeout> | undefined
 
@@ -62,6 +64,10 @@ class UpstreamLink {
 
   private readonly check = (): void => {
     const idle = performance.now() - this.lastActivity
+    if (this.paused) {
+      this.timer = setTimeout(this.check, this.timeoutMs)
+      return
+    }
     if (idle + 1 < this.timeoutMs) {
       this.timer = setTimeout(this.check, this.timeoutMs - idle)
       return
@@ -147,15 +153,33 @@ class StreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>
     })
   }
 
-  subscribe(consumer: EventConsumer): () => void {
+  subscribe(consumer: EventConsumer): Subscription {
     this.consumer = consumer
     const queued = this.queue.splice(0)
     for (const batch of queued) this.push(batch)
     if (this.last !== undefined && this.consumer !== undefined) this.settle(this.last)
-    return () => {
-      this.consumer = undefined
-      void this.return()
+    return {
+      stop: () => {
+        this.consumer = undefined
+        void this.return()
+      },
+      pause: () => this.pause(),
+      resume: () => this.resume(),
     }
+  }
+
+  /** Stops reading the upstream (its socket pauses) until `resume`; not once the answer is over. */
+  pause(): void {
+    if (this.bodyOver || this.last !== undefined || this.link.paused) return
+    this.link.paused = true
+    this.response.pause()
+  }
+
+  resume(): void {
+    if (!this.link.paused) return
+    this.link.paused = false
+    this.link.touch()
+    this.response.resume()
   }
 
   /** The consumer stopped early: drop the upstream at once. */
@@ -268,6 +292,8 @@ class StreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>
 
   private settle(last: Step | ProviderError): void {
     this.last = last
+    // The rest of the body (the chunked encoding's end) is still read, for the connection's reuse.
+    if (this.link.paused) this.resume()
     const consumer = this.consumer
     if (consumer !== undefined) {
       this.consumer = undefined
@@ -337,7 +363,13 @@ const openUpstream = async (
   const link = new UpstreamLink(options.signal, config.timeout_ms ?? DEFAULT_TIMEOUT_MS)
   let response: UpstreamResponse
   try {
-    response = await transport({ url, headers, body: JSON.stringify(upstreamBody), signal: link.controller })
+    response = await transport({
+      url,
+      headers,
+      body: JSON.stringify(upstreamBody),
+      signal: link.controller,
+      maxConnections: config.max_connections ?? DEFAULT_MAX_CONNECTIONS,
+    })
   } catch (cause) {
     link.close()
     throw link.failure(cause)

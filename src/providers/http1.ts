@@ -10,9 +10,10 @@
  * not do (HTTP proxies from the environment): see `defaultTransport`.
  *
  * What it does not do: HTTP/2, request pipelining, proxies, compressed bodies (it asks for
- * `identity`; a compressed answer fails clearly). There is no read backpressure (Bun sockets
- * cannot pause): a body arrives as fast as the upstream sends it, which for model answers is
- * bounded by the output tokens reserved.
+ * `identity`; a compressed answer fails clearly). A body's reader may pause it (`pause`, the
+ * socket stops reading: Bun 1.4.5), so a client that reads slowly slows its upstream instead of
+ * filling the gateway's memory. Connections per origin are capped (`maxConnections`, default
+ * 512); calls beyond the cap wait in line for one to free.
  */
 import type { Socket } from "bun"
 import type { AbortLike } from "./abort"
@@ -45,6 +46,9 @@ export interface UpstreamResponse {
   text(): Promise<string>
   /** Drops the answer: its connection is closed, not reused. */
   cancel(): void
+  /** Stops reading the body (what has been read is still delivered) until `resume`. */
+  pause(): void
+  resume(): void
 }
 
 export interface UpstreamRequest {
@@ -53,6 +57,8 @@ export interface UpstreamRequest {
   readonly body: string
   /** Aborting closes the connection and fails the request or its body with the signal's reason. */
   readonly signal: AbortLike
+  /** Connections to the URL's origin at most (default 512); a call beyond waits for one to free. */
+  readonly maxConnections?: number
 }
 
 export type Transport = (request: UpstreamRequest) => Promise<UpstreamResponse>
@@ -232,6 +238,14 @@ class Exchange implements UpstreamResponse {
     this.outcome = new Error("the answer was dropped")
     this.onSettled()
     this.connection.destroy()
+  }
+
+  pause(): void {
+    if (this.outcome === "open") this.connection.pause()
+  }
+
+  resume(): void {
+    this.connection.resume()
   }
 
   /** Parses a packet of this exchange's answer. */
@@ -450,6 +464,25 @@ interface Origin {
 /** Idle connections per origin; closed after this long unused (servers drop theirs at 5-120 s). */
 const IDLE_SECONDS = 4
 const MAX_IDLE_PER_ORIGIN = 1024
+/** Connections per origin when the provider does not say (`max_connections`). */
+export const DEFAULT_MAX_CONNECTIONS = 512
+
+/** A call waiting for a connection to an origin at its cap. */
+interface Waiter {
+  readonly signal: AbortLike
+  readonly resolve: (connection: Connection) => void
+  readonly reject: (cause: unknown) => void
+  readonly onAbort: () => void
+}
+
+/** One origin's connections: the idle ones, how many are open (idle, busy or connecting), the calls in line. */
+interface OriginSlots {
+  readonly idle: Array<Connection>
+  open: number
+  /** The cap the latest call asked for. */
+  max: number
+  readonly waiting: Array<Waiter>
+}
 
 class Connection {
   exchange: Exchange | undefined
@@ -459,13 +492,29 @@ class Connection {
   reused = false
   /** Why the TLS handshake failed, for the error the caller sees. */
   tlsError: Error | undefined
+  /** Counted in its origin's `open` until it is closed. */
+  counted = true
   private pending: Uint8Array | undefined
   private dead = false
+  private paused = false
 
   constructor(
     readonly pool: Pool,
     readonly origin: Origin,
+    readonly slots: OriginSlots,
   ) {}
+
+  pause(): void {
+    if (this.paused || this.dead) return
+    this.paused = true
+    this.socket.pause()
+  }
+
+  resume(): void {
+    if (!this.paused) return
+    this.paused = false
+    if (!this.dead) this.socket.resume()
+  }
 
   send(bytes: Uint8Array): void {
     const written = this.socket.write(bytes)
@@ -481,6 +530,7 @@ class Connection {
 
   release(keepAlive: boolean): void {
     this.exchange = undefined
+    this.resume()
     if (!keepAlive || this.dead || this.pending !== undefined) {
       this.destroy()
       return
@@ -536,7 +586,7 @@ const handlers: Bun.SocketHandler<Connection> = {
 }
 
 class Pool {
-  private readonly idleByOrigin = new Map<string, Array<Connection>>()
+  private readonly byOrigin = new Map<string, OriginSlots>()
 
   /** Whether certificates are verified (`rejectUnauthorized: false` turns it off, for tests and private setups). */
   readonly verifies: boolean
@@ -545,44 +595,98 @@ class Pool {
     this.verifies = tlsOptions?.rejectUnauthorized !== false
   }
 
+  private slotsOf(origin: Origin): OriginSlots {
+    let slots = this.byOrigin.get(origin.key)
+    if (slots === undefined) {
+      slots = { idle: [], open: 0, max: DEFAULT_MAX_CONNECTIONS, waiting: [] }
+      this.byOrigin.set(origin.key, slots)
+    }
+    return slots
+  }
+
   /** An idle connection to `origin`, taken out of the pool; synchronous, for the common case. */
   takeIdle(origin: Origin): Connection | undefined {
-    const connection = this.idleByOrigin.get(origin.key)?.pop()
+    const connection = this.byOrigin.get(origin.key)?.idle.pop()
     if (connection !== undefined) connection.socket.timeout(0)
     return connection
   }
 
-  async connect(origin: Origin): Promise<Connection> {
-    const fresh = new Connection(this, origin)
-    fresh.socket = await Bun.connect<Connection>({
-      hostname: origin.hostname,
-      port: origin.port,
-      ...(origin.tls ? { tls: { serverName: origin.hostname, ...this.tlsOptions } } : {}),
-      socket: handlers,
-      data: fresh,
+  /** A new connection while `origin` is under `max`, else the next one freed, in the order asked (aborting leaves the line). */
+  acquire(origin: Origin, max: number, signal: AbortLike): Promise<Connection> {
+    const slots = this.slotsOf(origin)
+    slots.max = max
+    if (slots.open < max && slots.waiting.length === 0) return connectUnlessAborted(this, origin, signal)
+    if (signal.aborted) return Promise.reject(abortError(signal))
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        signal,
+        resolve,
+        reject,
+        onAbort: () => {
+          const at = slots.waiting.indexOf(waiter)
+          if (at !== -1) slots.waiting.splice(at, 1)
+          reject(abortError(signal))
+        },
+      }
+      signal.addEventListener("abort", waiter.onAbort, { once: true })
+      slots.waiting.push(waiter)
     })
+  }
+
+  async connect(origin: Origin): Promise<Connection> {
+    const slots = this.slotsOf(origin)
+    slots.open++
+    const fresh = new Connection(this, origin, slots)
+    try {
+      fresh.socket = await Bun.connect<Connection>({
+        hostname: origin.hostname,
+        port: origin.port,
+        ...(origin.tls ? { tls: { serverName: origin.hostname, ...this.tlsOptions } } : {}),
+        socket: handlers,
+        data: fresh,
+      })
+    } catch (cause) {
+      this.uncount(fresh)
+      throw cause
+    }
     fresh.socket.setNoDelay(true)
     return fresh
   }
 
   idle(connection: Connection): void {
-    let idle = this.idleByOrigin.get(connection.origin.key)
-    if (idle === undefined) {
-      idle = []
-      this.idleByOrigin.set(connection.origin.key, idle)
+    const slots = connection.slots
+    // A call waiting in line takes the connection as it is freed.
+    const waiter = slots.waiting.shift()
+    if (waiter !== undefined) {
+      waiter.signal.removeEventListener("abort", waiter.onAbort)
+      waiter.resolve(connection)
+      return
     }
-    if (idle.length >= MAX_IDLE_PER_ORIGIN) {
+    if (slots.idle.length >= MAX_IDLE_PER_ORIGIN) {
       connection.destroy()
       return
     }
     connection.socket.timeout(IDLE_SECONDS)
-    idle.push(connection)
+    slots.idle.push(connection)
   }
 
   forget(connection: Connection): void {
-    const idle = this.idleByOrigin.get(connection.origin.key)
-    const at = idle === undefined ? -1 : idle.indexOf(connection)
-    if (at !== -1) idle?.splice(at, 1)
+    const idle = connection.slots.idle
+    const at = idle.indexOf(connection)
+    if (at !== -1) idle.splice(at, 1)
+    this.uncount(connection)
+  }
+
+  /** A connection closed (or never opened): its place goes to the first call in line. */
+  private uncount(connection: Connection): void {
+    if (!connection.counted) return
+    connection.counted = false
+    const slots = connection.slots
+    slots.open--
+    const waiter = slots.open < slots.max ? slots.waiting.shift() : undefined
+    if (waiter === undefined) return
+    waiter.signal.removeEventListener("abort", waiter.onAbort)
+    connectUnlessAborted(this, connection.origin, waiter.signal).then(waiter.resolve, waiter.reject)
   }
 }
 
@@ -700,7 +804,9 @@ export const http1Transport = (tls?: Bun.TLSOptions): Transport => {
     if (request.signal.aborted) return Promise.reject(abortError(request.signal))
     const pooled = pool.takeIdle(origin)
     if (pooled !== undefined) return exchangeOn(pooled, bytes, request, retried)
-    return connectUnlessAborted(pool, origin, request.signal).then((connection) => exchangeOn(connection, bytes, request, retried))
+    return pool
+      .acquire(origin, request.maxConnections ?? DEFAULT_MAX_CONNECTIONS, request.signal)
+      .then((connection) => exchangeOn(connection, bytes, request, retried))
   }
   return (request) => attempt(request, false)
 }
@@ -727,6 +833,9 @@ export const fetchTransport: Transport = async (request) => {
   })
   const body = response.body
   let reader: ReadableStreamDefaultReader<Uint8Array> | undefined
+  // Paused by not reading: `wake` continues the read loop.
+  let paused = false
+  let wake: (() => void) | undefined
   const self: UpstreamResponse = {
     status: response.status,
     statusText: response.statusText,
@@ -738,6 +847,7 @@ export const fetchTransport: Transport = async (request) => {
       void (async () => {
         try {
           for (;;) {
+            if (paused) await new Promise<void>((resolve) => (wake = resolve))
             const chunk = await current.read()
             if (chunk.done) return sink.end()
             sink.data(chunk.value, 0, chunk.value.length)
@@ -752,6 +862,16 @@ export const fetchTransport: Transport = async (request) => {
     cancel() {
       if (reader !== undefined) reader.cancel().catch(() => undefined)
       else body?.cancel().catch(() => undefined)
+      self.resume()
+    },
+    pause() {
+      paused = true
+    },
+    resume() {
+      paused = false
+      const waiting = wake
+      wake = undefined
+      waiting?.()
     },
   }
   return self

@@ -156,6 +156,8 @@ export interface ProviderConfig {
   readonly headers?: Record<string, string>
   /** Spend through this provider is the workspace's own key (BYOK). */
   readonly byok?: boolean
+  /** Open connections to the provider's origin at most (default 512); calls beyond wait in line. */
+  readonly max_connections?: number
 }
 
 export interface CallOptions {
@@ -174,6 +176,16 @@ export interface EventConsumer {
   error(cause: unknown): void
 }
 
+/**
+ * A consumer's hold on an upstream call's events. `pause` stops reading the upstream (its socket
+ * is paused, an iteration is not continued); batches already read may still come. `stop` drops it.
+ */
+export interface Subscription {
+  readonly stop: () => void
+  readonly pause: () => void
+  readonly resume: () => void
+}
+
 /** An opened upstream call: events arrive in batches, one batch per upstream chunk. */
 export interface UpstreamCall {
   /** The body sent upstream, for `debug.echo_upstream_body`. */
@@ -181,9 +193,9 @@ export interface UpstreamCall {
   readonly events: AsyncIterable<ReadonlyArray<ProviderEvent>>
   /**
    * The same batches pushed to `consumer` from the upstream's read callback, with no promise per
-   * batch; instead of iterating `events`, not both. Returns a function that drops the upstream.
+   * batch; instead of iterating `events`, not both.
    */
-  readonly subscribe?: (consumer: EventConsumer) => () => void
+  readonly subscribe?: (consumer: EventConsumer) => Subscription
   /** A non-streamed answer already read whole: its events, the one batch `events` yields (no iteration needed). */
   readonly whole?: ReadonlyArray<ProviderEvent>
 }

@@ -1,7 +1,8 @@
 /**
  * Graceful shutdown of the real server process (`bun src/main.ts serve`): SIGTERM stops new
  * connections, lets an open stream finish, makes its generation record durable and exits 0; a
- * stream still open at GATEWAY_SHUTDOWN_GRACE_MS is cut and recorded as cancelled. The record
+ * stream still open at GATEWAY_SHUTDOWN_GRACE_MS gets `response.failed` (server_shutting_down)
+ * and [DONE], then its connection is closed; it is recorded as cancelled. The record
  * is read afterwards by a new connection to the database (a file for SQLite, or Postgres).
  */
 import { afterAll, describe, expect, test } from "bun:test"
@@ -149,7 +150,7 @@ describe("SIGTERM", () => {
     expect(JSON.stringify(line)).not.toContain("one two three")
   }, 30_000)
 
-  test("a stream still open at the grace deadline is cut and recorded as cancelled", async () => {
+  test("a stream still open at the grace deadline ends with response.failed (server_shutting_down) and [DONE], recorded as cancelled", async () => {
     const db = await database()
     const server = await serve(db.url, { GATEWAY_SHUTDOWN_GRACE_MS: "300" })
     const res = await startStream(server.url, "a b c d e f g h i j k l m n o p q r s t [slow:200]")
@@ -159,7 +160,14 @@ describe("SIGTERM", () => {
     const killedAt = Date.now()
     server.proc.kill("SIGTERM")
     const text = await body
-    expect(text).not.toContain("data: [DONE]")
+    // A terminal event before the connection closes, not a reset mid-stream.
+    expect(text).not.toContain("response.completed")
+    const failed = /event: response\.failed\ndata: (.*)\n\n/.exec(text)
+    expect(failed).not.toBeNull()
+    const event = JSON.parse(failed?.[1] ?? "{}") as { response: { status: string; error: { code: string } } }
+    expect(event.response.status).toBe("failed")
+    expect(event.response.error.code).toBe("server_shutting_down")
+    expect(text).toEndWith("data: [DONE]\n\n")
     expect(await server.proc.exited).toBe(0)
     expect(Date.now() - killedAt).toBeLessThan(5_000)
     const row = await generationRow(db.url, generationId)

@@ -23,7 +23,7 @@ const consume = (call: UpstreamCall, onBatch?: (events: ReadonlyArray<ProviderEv
     settle = resolve
   })
   const seen = { events: [] as Array<ProviderEvent>, ends: 0, errors: [] as Array<unknown>, settled }
-  const stop = consumeEvents(call, {
+  const { stop } = consumeEvents(call, {
     batch(events) {
       onBatch?.(events)
       seen.events.push(...events.flatMap(literalTexts))

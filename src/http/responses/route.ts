@@ -12,7 +12,7 @@ import { capUsage, costOf, estimateTokens } from "../../domain/pricing.js"
 import { PlainAbort } from "../../providers/abort.js"
 import { consumeEvents } from "../../providers/consume.js"
 import { providerFor } from "../../providers/index.js"
-import { ProviderError, type UpstreamCall, type Usage } from "../../providers/types.js"
+import { type ProviderEvent, ProviderError, type Subscription, type UpstreamCall, type Usage } from "../../providers/types.js"
 import { Router } from "../../routing/Router.js"
 import type { Endpoint } from "../../services/Catalog.js"
 import { type GenerationEntry, newGenerationId, type PreviousError } from "../../domain/generations.js"
@@ -32,7 +32,7 @@ import { makePreparer, type Prepared } from "./prepare.js"
 import { toNormalizedRequest } from "./normalize.js"
 import { apiErrorOf, asProviderError, failureCodeOf, isRetryable } from "./upstream-errors.js"
 import { inputBound, outputBound } from "./bounds.js"
-import { Deadlines } from "./deadlines.js"
+import { type Deadline, Deadlines } from "./deadlines.js"
 import type { RequestTrace } from "../metrics.js"
 
 type Services = KeyStore | ContentPolicy | PresetStore | Router | Guardrails | GenerationStore | Spend
@@ -105,11 +105,31 @@ class DeadlineExceeded extends Error {}
 const CLIENT_CLOSED = 499
 const CLIENT_CLOSED_MESSAGE = "The client closed the request before the answer began"
 
+type TextLiterals = Extract<ProviderEvent, { readonly type: "text_literals" }>
+
+/** More deltas than one write takes: translated in pieces (`translateLiteral`). */
+const isLongLiteral = (event: ProviderEvent): boolean => event.type === "text_literals" && event.spans.length > 2 * EVENTS_PER_WRITE
+
+/** The deltas of `event` from span `at` on, copied out of their read (which is then not kept). */
+const restOfLiteral = (event: TextLiterals, at: number): TextLiterals => {
+  const spans = event.spans
+  const base = spans[at] as number
+  const rest = new Array<number>(spans.length - at)
+  for (let i = at; i < spans.length; i++) rest[i - at] = (spans[i] as number) - base
+  return { type: "text_literals", source: event.source.slice(base, spans[spans.length - 1] as number), spans: rest }
+}
+
 export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: ResponsesRouteOptions) => {
   const { settings } = options
   const maxBody = settings.maxBodyBytes
   const deadlineMessage = `The request exceeded the gateway's deadline of ${settings.requestTimeoutMs} ms`
   const deadlines = new Deadlines(settings.requestTimeoutMs)
+  // A stream whose client has read nothing for this long is cut: armed only while a write waits on the client.
+  const stalls = new Deadlines(settings.stallTimeoutMs)
+  const stallMessage = `The client read nothing for ${settings.stallTimeoutMs} ms; the stream was cut`
+  const shutdownMessage = "The gateway is shutting down; the answer was cut before its end"
+  // Each open stream's cut for a shutdown's deadline (response.failed, then [DONE]).
+  const openStreams = new Set<() => void>()
   // While waiting long for the first token, a comment line keeps proxies from closing the stream.
   const keepAliveMs = settings.streamKeepAliveMs
   const runExit = Runtime.runPromiseExit(runtime)
@@ -290,7 +310,12 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     clientSignal.onabort = onClientAbort
     // The client may have gone while we read the body or decided: its abort event already fired.
     if (clientSignal.aborted) onClientAbort()
-    const deadline = deadlines.add(() => upstreamAbort.abort(new DeadlineExceeded()))
+    // Set by a stream's relay: a deadline must end a stream that waits on its client (no upstream read comes to end it).
+    let cutOnDeadline: (() => void) | undefined
+    const deadline = deadlines.add(() => {
+      upstreamAbort.abort(new DeadlineExceeded())
+      cutOnDeadline?.()
+    })
     const cleanup = () => {
       deadlines.remove(deadline)
       clientSignal.onabort = null
@@ -488,16 +513,20 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     let done = false
     let lastWrite = Date.now()
     let keepAlive: ReturnType<typeof setInterval> | undefined
-    let stop: (() => void) | undefined
+    let subscription: Subscription | undefined
+    let stall: Deadline | undefined
     const end = (status: Outcome["status"], error?: Outcome["error"]) => {
       if (done) return
       done = true
       streamGcPacer.closed()
       if (keepAlive !== undefined) clearInterval(keepAlive)
+      if (stall !== undefined) stalls.remove(stall)
+      openStreams.delete(cutForShutdown)
       cleanup()
       finalize(prepared, generationId, startedAt, true, { endpoint: chosen, assembler, status, error, firstTokenAt })
       trace?.endStream(status)
     }
+    let cutForShutdown: () => void = () => undefined
     // Bun's direct stream: each event string goes straight to the socket's sink, with no queue and
     // no TextEncoder per chunk (a 200-event relay: ~120 µs of CPU instead of ~240 µs, Bun 1.4).
     // Events are pushed to it as each upstream read is translated: no promise per event, so nothing
@@ -507,78 +536,201 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     const relay: Bun.DirectUnderlyingSource<string> = {
       type: "direct",
       pull(controller: ReadableStreamDirectController) {
+        let settled: () => void = () => undefined
+        const streamed = new Promise<void>((resolve) => {
+          settled = resolve
+        })
+        // Backpressure: a write the client's socket cannot take yet returns a promise (Bun 1.4.5;
+        // the sink keeps that chunk). Until it settles, nothing more is translated and the upstream
+        // is paused, so a client that reads nothing holds a write or two here, not the whole answer.
+        let blocked = false
+        let pendingWrite: Promise<number> | undefined
+        // Batches read while blocked (what one upstream read held), the first from `heldFrom`.
+        const held: Array<ReadonlyArray<ProviderEvent>> = []
+        let heldFrom = 0
+        // The deltas of a long literal event not translated yet, before `held`.
+        let heldLiteral: TextLiterals | undefined
+        // The end or failure, once what came before it is written.
+        let ending: (() => void) | undefined
         const write = (text: string | Uint8Array) => {
           lastWrite = Date.now()
-          // A slow client's socket buffers in Bun's sink (the chunk is accepted even when the write
-          // reports backpressure): an answer is bounded by its reserved output.
           const written = controller.write(text)
-          if (typeof written !== "number") written.catch(() => undefined)
+          if (typeof written !== "number") blockedOn(written)
         }
-        write((request.debug?.echo_upstream_body === true ? debugChunk(upstreamBody) : "") + assembler.start())
-        const streamed = new Promise<void>((settled) => {
-          const fail = (e: unknown) => {
-            if (done) return settled()
-            if (upstreamAbort.signal.aborted && !(upstreamAbort.signal.reason instanceof DeadlineExceeded)) {
-              end("cancelled")
-              controller.close()
-              return settled()
-            }
-            const error = asProviderError(e)
-            const deadlineHit = upstreamAbort.signal.reason instanceof DeadlineExceeded
-            if (!deadlineHit) router.recordFailure(chosen, error.kind)
-            const message = deadlineHit ? deadlineMessage : `Provider ${chosen.provider.id} failed mid-stream: ${error.message}`
-            write(assembler.fail({ code: deadlineHit ? "timeout" : failureCodeOf(error), message }, finishExtras()))
-            end("failed", { message, status: deadlineHit ? 408 : statusOfFailure(error) })
-            controller.close()
-            settled()
+        const blockedOn = (written: Promise<number>) => {
+          pendingWrite = written
+          written.then(
+            () => {
+              if (pendingWrite === written) drained()
+            },
+            () => undefined,
+          )
+          if (blocked) return
+          blocked = true
+          subscription?.pause()
+          if (!done) stall = stalls.add(cutStalled)
+        }
+        const drained = () => {
+          pendingWrite = undefined
+          blocked = false
+          if (stall !== undefined) stalls.remove(stall)
+          stall = undefined
+          if (done) return
+          if (heldLiteral !== undefined) {
+            const literal = heldLiteral
+            heldLiteral = undefined
+            translateLiteral(literal, 0)
+            if (blocked) return
           }
-          stop = consumeEvents(call, {
-            batch(events) {
-              if (done) return
-              if (firstTokenAt === undefined) {
-                firstTokenAt = Date.now()
-                trace?.markFirstToken()
-              }
-              // In pieces of a few KB: Bun's sink sends a write of over 16 KB at once, apart from
-              // what it buffers (a system call more per stream: 200 deltas make ~47 KB); smaller
-              // writes go out together when the turn of the event loop ends.
-              for (let from = 0; from < events.length; from += EVENTS_PER_WRITE) {
-                const text = assembler.push(events, from, Math.min(events.length, from + EVENTS_PER_WRITE))
-                if (typeof text === "string") {
-                  if (text !== "") write(text)
-                  continue
-                }
-                // The sink copies what it is given: the view can be cut and the writer reused.
-                for (let at = 0; at < text.length; at += BYTES_PER_WRITE) write(text.subarray(at, at + BYTES_PER_WRITE))
-              }
-            },
-            end() {
-              if (done) return settled()
-              write(assembler.finish(finishExtras()))
-              if (assembler.status === "failed") {
-                // The upstream ended with an error of its own: the client got response.failed.
-                router.recordFailure(chosen, "server")
-                end("failed", { message: `Provider ${chosen.provider.id} ended the answer with an error`, status: 502 })
-              } else {
-                router.recordSuccess(plan, chosen, {
-                  ttftMs: firstTokenAt === undefined ? undefined : firstTokenAt - attemptStartedAt,
-                  outputTokens: assembler.usage?.outputTokens ?? 0,
-                  generationMs: firstTokenAt === undefined ? undefined : Date.now() - firstTokenAt,
-                })
-                end(assembler.status === "incomplete" ? "incomplete" : "completed")
-              }
-              controller.close()
-              settled()
-            },
-            error: fail,
-          })
+          while (held.length > 0) {
+            const events = held[0] as ReadonlyArray<ProviderEvent>
+            const stopped = translate(events, heldFrom)
+            if (stopped < events.length) {
+              heldFrom = stopped
+              return
+            }
+            held.shift()
+            heldFrom = 0
+          }
+          if (blocked) return
+          const next = ending
+          ending = undefined
+          if (next !== undefined) next()
+          else subscription?.resume()
+        }
+        /** Translates and writes `events` from `start`; where it stopped on backpressure, or their length. */
+        const translate = (events: ReadonlyArray<ProviderEvent>, start: number): number => {
+          // In pieces of a few KB: Bun's sink sends a write of over 16 KB at once, apart from
+          // what it buffers (a system call more per stream: 200 deltas make ~47 KB); smaller
+          // writes go out together when the turn of the event loop ends.
+          for (let from = start; from < events.length; ) {
+            if (blocked) return from
+            let to = from
+            while (to < events.length && to - from < EVENTS_PER_WRITE && !isLongLiteral(events[to] as ProviderEvent)) to++
+            if (to === from) {
+              translateLiteral(events[from] as TextLiterals, 0)
+              from++
+              continue
+            }
+            writeOut(assembler.push(events, from, to))
+            from = to
+          }
+          return events.length
+        }
+        const writeOut = (text: string | Uint8Array) => {
+          if (typeof text === "string") {
+            if (text !== "") write(text)
+            return
+          }
+          // The sink copies what it is given: the view can be cut and the writer reused.
+          for (let at = 0; at < text.length; at += BYTES_PER_WRITE) write(text.subarray(at, at + BYTES_PER_WRITE))
+        }
+        /**
+         * A whole read's deltas in one event (a fast upstream), in pieces: a socket that fills stops it
+         * part way, and the deltas not yet translated are kept, copied out of the read, not their SSE.
+         */
+        const translateLiteral = (event: TextLiterals, start: number) => {
+          const spans = event.spans
+          for (let at = start; at < spans.length; at += 2 * EVENTS_PER_WRITE) {
+            if (blocked) {
+              heldLiteral = restOfLiteral(event, at)
+              return
+            }
+            writeOut(assembler.push([{ type: "text_literals", source: event.source, spans: spans.slice(at, at + 2 * EVENTS_PER_WRITE) }]))
+          }
+        }
+        /** The client read nothing for the stall timeout: cut, recorded cancelled, charged for what was produced. */
+        const cutStalled = () => {
+          stall = undefined
+          if (done) return
+          end("cancelled", { message: stallMessage, status: 408 })
+          subscription?.stop()
+          upstreamAbort.abort(new Error("client stalled"))
+          // With an error the connection is closed at once (a reset), not left to flush to a client that does not read.
+          controller.close(new Error(stallMessage))
+          settled()
+        }
+        cutForShutdown = () => {
+          if (done) return
+          const text = assembler.fail({ code: "server_shutting_down", message: shutdownMessage }, finishExtras())
+          end("cancelled", { message: shutdownMessage, status: 503 })
+          subscription?.stop()
+          upstreamAbort.abort(new Error("server shutting down"))
+          write(text)
+          controller.close()
+          settled()
+        }
+        openStreams.add(cutForShutdown)
+        write((request.debug?.echo_upstream_body === true ? debugChunk(upstreamBody) : "") + assembler.start())
+        const fail = (e: unknown) => {
+          if (done) return settled()
+          if (upstreamAbort.signal.aborted && !(upstreamAbort.signal.reason instanceof DeadlineExceeded)) {
+            end("cancelled")
+            controller.close()
+            return settled()
+          }
+          const error = asProviderError(e)
+          const deadlineHit = upstreamAbort.signal.reason instanceof DeadlineExceeded
+          if (!deadlineHit) router.recordFailure(chosen, error.kind)
+          const message = deadlineHit ? deadlineMessage : `Provider ${chosen.provider.id} failed mid-stream: ${error.message}`
+          write(assembler.fail({ code: deadlineHit ? "timeout" : failureCodeOf(error), message }, finishExtras()))
+          end("failed", { message, status: deadlineHit ? 408 : statusOfFailure(error) })
+          controller.close()
+          settled()
+        }
+        cutOnDeadline = () => {
+          if (blocked || held.length > 0 || heldLiteral !== undefined) fail(new DeadlineExceeded())
+        }
+        const finishStream = () => {
+          write(assembler.finish(finishExtras()))
+          if (assembler.status === "failed") {
+            // The upstream ended with an error of its own: the client got response.failed.
+            router.recordFailure(chosen, "server")
+            end("failed", { message: `Provider ${chosen.provider.id} ended the answer with an error`, status: 502 })
+          } else {
+            router.recordSuccess(plan, chosen, {
+              ttftMs: firstTokenAt === undefined ? undefined : firstTokenAt - attemptStartedAt,
+              outputTokens: assembler.usage?.outputTokens ?? 0,
+              generationMs: firstTokenAt === undefined ? undefined : Date.now() - firstTokenAt,
+            })
+            end(assembler.status === "incomplete" ? "incomplete" : "completed")
+          }
+          controller.close()
+          settled()
+        }
+        subscription = consumeEvents(call, {
+          batch(events) {
+            if (done) return
+            if (firstTokenAt === undefined) {
+              firstTokenAt = Date.now()
+              trace?.markFirstToken()
+            }
+            if (held.length > 0 || heldLiteral !== undefined) return void held.push(events)
+            const stopped = translate(events, 0)
+            if (stopped < events.length) {
+              held.push(events)
+              heldFrom = stopped
+            }
+          },
+          end() {
+            if (done) return settled()
+            if (blocked || held.length > 0 || heldLiteral !== undefined) ending = finishStream
+            else finishStream()
+          },
+          error(e) {
+            // Our own abort ends the stream now; an upstream failure comes after what was read before it.
+            if (done || upstreamAbort.signal.aborted || !(blocked || held.length > 0 || heldLiteral !== undefined)) fail(e)
+            else ending = () => fail(e)
+          },
         })
+        // The start was written before the subscription: it may have found the socket full.
+        if (blocked) subscription.pause()
         // Comments keep an idle connection open until the first token. Set once the events already
         // read are translated: an answer that came whole with its head ends above, with no timer.
         if (!done && firstTokenAt === undefined) {
           keepAlive = setInterval(() => {
             if (done || firstTokenAt !== undefined) return clearInterval(keepAlive)
-            if (Date.now() - lastWrite >= keepAliveMs) write(KEEP_ALIVE)
+            if (!blocked && Date.now() - lastWrite >= keepAliveMs) write(KEEP_ALIVE)
           }, Math.max(10, Math.floor(keepAliveMs / 2)))
         }
         return streamed
@@ -586,7 +738,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
       cancel() {
         // The client went away: stop the upstream at once and record what was used.
         upstreamAbort.abort(new Error("client disconnected"))
-        stop?.()
+        subscription?.stop()
         end("cancelled")
       },
     }
@@ -601,5 +753,12 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     return new Response(body, { status: 200, headers: trace === undefined ? headers : trace.head(headers) })
   }
 
-  return { handle, drain }
+  /** Ends every open stream with `response.failed` (server_shutting_down) and [DONE]; returns how many. */
+  const cutStreams = (): number => {
+    const cuts = [...openStreams]
+    for (const cut of cuts) cut()
+    return cuts.length
+  }
+
+  return { handle, drain, cutStreams }
 }
