@@ -29,6 +29,11 @@ export interface Settings {
   readonly metrics: boolean
   /** On SIGTERM, how long open streams may take to finish before they are cut. */
   readonly shutdownGraceMs: number
+  /**
+   * `ledger.durable_answers`: an answer's last byte goes out only once its generation record
+   * (and its settlement) is committed, and the ledger writer commits without a window.
+   */
+  readonly durableAnswers: boolean
 }
 
 export class ConfigFileError extends Data.TaggedError("ConfigFileError")<{ readonly message: string }> {}
@@ -95,6 +100,7 @@ const loadSettings = Effect.gen(function* () {
   )
   const metrics = yield* Config.literal("on", "off")("GATEWAY_METRICS").pipe(Config.withDefault("on" as const))
   const shutdownGraceMs = yield* Config.integer("GATEWAY_SHUTDOWN_GRACE_MS").pipe(Config.withDefault(30_000))
+  const durableEnv = yield* Config.option(Config.boolean("GATEWAY_DURABLE_ANSWERS"))
   const { source, catalog } = yield* readCatalog(configPath)
   return {
     port,
@@ -112,6 +118,7 @@ const loadSettings = Effect.gen(function* () {
     logLevel,
     metrics: metrics === "on",
     shutdownGraceMs,
+    durableAnswers: Option.getOrElse(durableEnv, () => catalog.ledger?.durable_answers ?? false),
   } satisfies Settings
 }).pipe(
   Effect.mapError((e) =>
@@ -138,6 +145,7 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   logLevel: "none",
   metrics: true,
   shutdownGraceMs: 30_000,
+  durableAnswers: false,
   ...overrides,
 })
 
