@@ -10,6 +10,8 @@
  *   bun scripts/bench-run.ts [--rounds 5] [--duration-ms 5000] [--warmup-ms 5000] [--held 2000] [--held-seconds 60]
  *                            [--no-peer] [--no-held] [--no-held-proxy] [--log-level info] [--quick]
  *                            [--gateway path/to/binary]   (another build to measure; default dist/gateway, rebuilt if stale)
+ *                            [--only id,id]   (just these scenarios, no peer and no held streams; e.g. --only durable
+ *                                              for the ledger.durable_answers rows: `bun scripts/bench-run.ts --only durable`)
  *
  * Writes bench/results/latest.md and prints it.
  */
@@ -35,6 +37,11 @@ const text = (name: string, fallback: string): string => {
   return at === -1 ? fallback : (argv[at + 1] ?? fallback)
 }
 const quick = has("quick")
+/** `--only a,b`: those scenario ids ("durable" stands for both durable-answers scenarios). */
+const only = text("only", "")
+  .split(",")
+  .filter((id) => id !== "")
+  .flatMap((id) => (id === "durable" ? ["json-c32-ledger", "stream-c16-ledger"] : [id]))
 const options = {
   rounds: value("rounds", quick ? 3 : 5),
   durationMs: value("duration-ms", quick ? 2000 : 5000),
@@ -43,9 +50,9 @@ const options = {
   warmupMs: value("warmup-ms", quick ? 1000 : 5000),
   heldStreams: value("held", quick ? 500 : 2000),
   heldSeconds: value("held-seconds", quick ? 10 : 60),
-  peer: !has("no-peer"),
+  peer: !has("no-peer") && only.length === 0,
   heldProxy: !has("no-held-proxy"),
-  held: !has("no-held"),
+  held: !has("no-held") && only.length === 0,
   gateway: text("gateway", ""),
   logLevel: text("log-level", "info"),
 }
@@ -178,6 +185,7 @@ const load = async (spec: LoadSpec, onEvent: (event: { event: string }) => void 
 const mockPort = freePort()
 const proxyPort = freePort()
 const gatewayPort = freePort()
+const durablePort = freePort()
 const peerPort = freePort()
 const mockBase = `http://127.0.0.1:${mockPort}/v1`
 const managementKey = process.env["GATEWAY_MANAGEMENT_KEY"] ?? `sk-bench-${crypto.randomUUID().replaceAll("-", "")}`
@@ -261,6 +269,27 @@ const gateway = start(
   // One JSON line per request: written (the cost is measured), not kept.
   true,
 )
+// The same binary with ledger.durable_answers on, for the durability rows (started only when they run).
+const durableRuns = only.length === 0 || only.some((id) => id.endsWith("-ledger"))
+const durableGateway = durableRuns
+  ? start(
+      "gateway-durable",
+      [...pin(SERVER_CORE), gatewayBinary, "serve"],
+      {
+        ...fetchLimit,
+        PORT: String(durablePort),
+        HOST: "127.0.0.1",
+        GATEWAY_DATA_DIR: runDir,
+        DATABASE_URL: join(runDir, "gateway-durable.db"),
+        GATEWAY_CONFIG: join(runDir, "config.json"),
+        GATEWAY_MANAGEMENT_KEY: managementKey,
+        GATEWAY_LOG_LEVEL: options.logLevel,
+        GATEWAY_DURABLE_ANSWERS: "true",
+      },
+      root,
+      true,
+    )
+  : undefined
 let peerNote = "not run (--no-peer)"
 let peer: Proc | undefined
 if (options.peer) {
@@ -276,6 +305,7 @@ try {
   await waitReady("mock", `${mockBase.replace("/v1", "")}/__mock/stats`)
   await waitReady("proxy", `http://127.0.0.1:${proxyPort}/`)
   await waitReady("gateway", `http://127.0.0.1:${gatewayPort}/v1/health`)
+  if (durableGateway !== undefined) await waitReady("gateway-durable", `http://127.0.0.1:${durablePort}/v1/health`)
   if (peer !== undefined) {
     try {
       await waitReady("peer", `http://127.0.0.1:${peerPort}/`)
@@ -291,7 +321,7 @@ try {
 
 // ------------------------------------------------------------------ scenarios
 
-type Kind = "proxy" | "gateway" | "peer"
+type Kind = "proxy" | "gateway" | "peer" | "durable"
 interface Target {
   readonly kind: Kind
   readonly label: string
@@ -303,6 +333,8 @@ const targets: Array<Target> = [
   { kind: "gateway", label: "gateway (dist/gateway)", port: gatewayPort, pid: gateway.proc.pid },
 ]
 if (peer !== undefined) targets.push({ kind: "peer", label: "peer (Portkey, Node)", port: peerPort, pid: peer.proc.pid })
+const durableTarget: Target | undefined =
+  durableGateway === undefined ? undefined : { kind: "durable", label: "gateway, durable answers on", port: durablePort, pid: durableGateway.proc.pid }
 
 interface Shape {
   readonly stream: boolean
@@ -347,6 +379,8 @@ interface Scenario {
   readonly events: number
   /** The gateway alone, on an API key with a spending limit (a reservation and a settlement per request). */
   readonly limitedKey?: true
+  /** The gateway with ledger.durable_answers off and on (two processes of the same binary). */
+  readonly ledger?: true
 }
 const JSON_SHAPE: Shape = { stream: false, mock: {}, gatewayModel: "bench/json" }
 const BURST_SHAPE: Shape = { stream: true, mock: { "x-mock-tokens": String(STREAM_TOKENS) }, gatewayModel: "bench/stream" }
@@ -355,13 +389,17 @@ const PACED_SHAPE: Shape = {
   mock: { "x-mock-tokens": String(STREAM_TOKENS), "x-mock-interval-ms": "1" },
   gatewayModel: "bench/paced",
 }
-const scenarios: Array<Scenario> = [
+const allScenarios: Array<Scenario> = [
   { id: "json-c1", connections: 1, shape: JSON_SHAPE, events: 0 },
   { id: "json-c32", connections: 32, shape: JSON_SHAPE, events: 0 },
   { id: "stream-c1", connections: 1, shape: BURST_SHAPE, events: STREAM_TOKENS },
   { id: "paced-c16", connections: 16, shape: PACED_SHAPE, events: STREAM_TOKENS },
   { id: "json-c32-limited", connections: 32, shape: JSON_SHAPE, events: 0, limitedKey: true },
+  { id: "json-c32-ledger", connections: 32, shape: JSON_SHAPE, events: 0, ledger: true },
+  { id: "stream-c16-ledger", connections: 16, shape: BURST_SHAPE, events: STREAM_TOKENS, ledger: true },
 ]
+const scenarios = only.length === 0 ? allScenarios : allScenarios.filter((s) => only.includes(s.id))
+if (scenarios.length === 0) throw new Error(`--only: no scenario among ${allScenarios.map((s) => s.id).join(", ")}, durable`)
 
 /** An API key with a limit no run reaches, made through the gateway's own API. */
 const limitedSecret = await (async () => {
@@ -397,7 +435,12 @@ const specOf = (target: Target, scenario: Scenario, durationMs: number): LoadSpe
   durationMs,
   ...requestFor(target, scenario.shape, scenario.limitedKey ? limitedSecret : managementKey),
 })
-const targetsOf = (scenario: Scenario) => (scenario.limitedKey ? targets.filter((t) => t.kind === "gateway") : targets)
+const targetsOf = (scenario: Scenario): Array<Target> =>
+  scenario.ledger
+    ? [...targets.filter((t) => t.kind === "gateway"), ...(durableTarget === undefined ? [] : [durableTarget])]
+    : scenario.limitedKey
+      ? targets.filter((t) => t.kind === "gateway")
+      : targets
 
 const t0 = Date.now()
 for (const scenario of scenarios) {
@@ -528,7 +571,7 @@ const ratio = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b
 const mb = (bytes: number) => (bytes / 1048576).toFixed(1)
 const signed = (n: number, digits: number) => (Number.isFinite(n) ? `${n >= 0 ? "+" : ""}${n.toFixed(digits)}` : "–")
 
-const byId = (id: string) => scenarios.find((s) => s.id === id)!
+const byId = (id: string) => allScenarios.find((s) => s.id === id)!
 const lines: Array<string> = []
 const out = (line = "") => lines.push(line)
 
@@ -550,7 +593,11 @@ out(
 out(`Load: scripts/bench-load.ts (closed loop, keep-alive HTTP/1.1 over raw sockets). Upstream: scripts/mock-upstream.ts, zero delay unless stated.`)
 out()
 
+/** Whether a scenario ran (--only leaves the others out, and their tables with them). */
+const ran = (id: string) => scenarios.some((s) => s.id === id)
+
 const jsonTable = (id: string, title: string) => {
+  if (!ran(id)) return
   const scenario = byId(id)
   const base = figures(scenario, "proxy")
   out(`## ${title}`)
@@ -571,6 +618,7 @@ jsonTable("json-c1", "JSON answers, zero-delay upstream, 1 connection")
 jsonTable("json-c32", "JSON answers, zero-delay upstream, 32 connections")
 
 const streamTable = (id: string, title: string) => {
+  if (!ran(id)) return
   const scenario = byId(id)
   const base = figures(scenario, "proxy")
   out(`## ${title}`)
@@ -587,7 +635,7 @@ const streamTable = (id: string, title: string) => {
   }
   out()
 }
-{
+if (ran("json-c32-limited")) {
   const limited = figures(byId("json-c32-limited"), "gateway")
   const unlimited = figures(byId("json-c32"), "gateway")
   out("## JSON answers on a key with a spending limit, 32 connections (gateway only)")
@@ -605,6 +653,31 @@ const streamTable = (id: string, title: string) => {
 }
 streamTable("stream-c1", `Streams of ${STREAM_TOKENS} text deltas sent at once, 1 connection`)
 streamTable("paced-c16", `Streams of ${STREAM_TOKENS} text deltas 1 ms apart (one upstream chunk per delta), 16 connections`)
+
+if (ran("json-c32-ledger") || ran("stream-c16-ledger")) {
+  out("## Ledger durability: `ledger.durable_answers` off and on (two processes of the same binary, SQLite file)")
+  out()
+  out(
+    "Off: the group-commit writer commits every 25 ms; a process crash loses at most that window's records. " +
+      "On: an answer's last byte (the JSON body; a stream's `response.completed` and `[DONE]`) waits for the commit of its record, " +
+      "and the writer commits as soon as the previous commit ends (no window); nothing answered is lost.",
+  )
+  out()
+  out("| setting | load | req/s | p50 ms | p99 ms | CPU µs/req | CPU vs off | errors |")
+  out("|---|---|---:|---:|---:|---:|---:|---:|")
+  for (const [id, load] of [["json-c32-ledger", "JSON, 32 connections"], [`stream-c16-ledger`, `streams of ${STREAM_TOKENS} deltas, 16 connections`]] as const) {
+    if (!ran(id)) continue
+    const off = figures(byId(id), "gateway")
+    const on = figures(byId(id), "durable")
+    for (const [label, f] of [["off (default)", off], ["on", on]] as const) {
+      if (f === undefined) continue
+      out(
+        `| ${label} | ${load} | ${f0(f.rps)} | ${f3(f.p50)} | ${f3(f.p99)} | ${f1(f.cpuPerReq)} | ${off === undefined ? "–" : ratio(f.cpuPerReq, off.cpuPerReq)} | ${f.errors} |`,
+      )
+    }
+  }
+  out()
+}
 
 if (heldRuns.length > 0) {
   out(`## Held streams: ${options.heldStreams} concurrent, a token every 100 ms for ${options.heldSeconds} s`)
@@ -665,10 +738,13 @@ writeFileSync(
   join(runDir, "raw.json"),
   JSON.stringify({ options, samples: Object.fromEntries(samples), held: heldRuns.map((h) => ({ ...h, target: h.target.kind })) }, null, 2),
 )
+// A partial run (--only) does not replace the full run's figures: it stays with its raw samples.
 mkdirSync(join(root, "bench", "results"), { recursive: true })
-writeFileSync(join(root, "bench", "results", "latest.md"), report)
+writeFileSync(only.length === 0 ? join(root, "bench", "results", "latest.md") : join(runDir, "report.md"), report)
 await stopAll()
 // The ledger of a full run is ~100 MB of rows nobody reads: keep the logs and raw.json only.
-for (const suffix of ["", "-wal", "-shm"]) rmSync(join(runDir, `gateway.db${suffix}`), { force: true })
+for (const db of ["gateway.db", "gateway-durable.db"]) {
+  for (const suffix of ["", "-wal", "-shm"]) rmSync(join(runDir, `${db}${suffix}`), { force: true })
+}
 console.log(report)
 process.exit(0)
