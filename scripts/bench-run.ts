@@ -354,7 +354,7 @@ const DONE_TAIL = "data: [DONE]\n\n"
 
 const requestFor = (target: Target, shape: Shape, secret = managementKey): Pick<LoadSpec, "path" | "headers" | "body" | "expectTail"> => {
   const tail = shape.stream ? { expectTail: DONE_TAIL } : {}
-  if (target.kind === "gateway") {
+  if (target.kind === "gateway" || target.kind === "durable") {
     return {
       path: "/v1/responses",
       headers: { authorization: `Bearer ${secret}` },
