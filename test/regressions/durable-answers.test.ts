@@ -128,6 +128,15 @@ describe(`ledger.durable_answers on (${engine})`, () => {
     }
   })
 
+  test("a stream that fails mid-way sends response.failed and [DONE] once its record is committed", async () => {
+    const res = await post(g, "/v1/responses", { ...BODY, input: "a b c d e [fail-mid]", stream: true })
+    const id = res.headers.get("x-generation-id") ?? ""
+    const text = await readToDone(res)
+    const records = await g.reader.count("generations", "id", id)
+    expect(text).toContain("response.failed")
+    expect(records).toBe(1)
+  })
+
   test("concurrent answers are all committed before their last bytes (group commit)", async () => {
     const seen = await Promise.all(Array.from({ length: 40 }, (_, i) => answerAndLook(g, i % 2 === 0, i % 4 < 2 ? undefined : limited)))
     expect(seen.filter((s) => s.records !== 1)).toEqual([])

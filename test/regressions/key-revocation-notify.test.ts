@@ -121,3 +121,26 @@ describe.skipIf(engine !== "postgres")("key changes reach every process on the d
     await refusedWithin(() => infer(b, k2.secret))
   })
 })
+
+describe.skipIf(engine === "postgres")("notifications on SQLite (one process)", () => {
+  test("are a no-op: nothing listens, publishing succeeds and reaches no handler", async () => {
+    const db = await freshDatabase()
+    const server = await startServer(GatewayConfig.layer(testSettings({ databaseUrl: db.url })))
+    try {
+      const heard: Array<unknown> = []
+      const stats = await server.runtime.runPromise(
+        Effect.gen(function* () {
+          const n = yield* Notifications
+          n.subscribe("test.notice", (payload) => heard.push(payload))
+          yield* n.publish("test.notice", { x: 1 })
+          return { enabled: n.enabled, ...n.stats() }
+        }),
+      )
+      expect(stats).toMatchObject({ enabled: false, listening: false, connects: 0, received: 0 })
+      expect(heard).toEqual([])
+    } finally {
+      await server.stop()
+      await db.drop()
+    }
+  })
+})
