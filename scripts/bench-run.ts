@@ -9,13 +9,16 @@
  *
  *   bun scripts/bench-run.ts [--rounds 5] [--duration-ms 5000] [--warmup-ms 5000] [--held 2000] [--held-seconds 60]
  *                            [--no-peer] [--no-held] [--no-held-proxy] [--log-level info] [--quick]
- *                            [--unread 500] [--only unread]
+ *                            [--unread 500]
  *                            [--gateway path/to/binary]   (another build to measure; default dist/gateway, rebuilt if stale)
  *                            [--baseline path/to/binary]  (an A/B: this build too, interleaved with the others in the
  *                                                          same rounds; the report gains an A/B table and goes to the
  *                                                          run's folder, not bench/results/latest.md)
+ *                            [--only id,id]  (just these: scenario ids, "unread" for the never-reading clients, "durable"
+ *                                             for the ledger.durable_answers rows; no peer, no held streams, and the
+ *                                             report stays in the run's folder)
  *
- * `--only unread` runs the never-reading clients line alone (`--unread N` clients, 0 skips it).
+ * `--unread N`: never-reading clients for that line (0 skips it).
  * Writes bench/results/latest.md (a full run only) and prints it.
  */
 import { execSync } from "node:child_process"
@@ -40,6 +43,11 @@ const text = (name: string, fallback: string): string => {
   return at === -1 ? fallback : (argv[at + 1] ?? fallback)
 }
 const quick = has("quick")
+/** `--only a,b`: those scenario ids ("durable" stands for both durable-answers scenarios). */
+const only = text("only", "")
+  .split(",")
+  .filter((id) => id !== "")
+  .flatMap((id) => (id === "durable" ? ["json-c32-ledger", "stream-c16-ledger"] : [id]))
 const options = {
   rounds: value("rounds", quick ? 3 : 5),
   durationMs: value("duration-ms", quick ? 2000 : 5000),
@@ -48,19 +56,16 @@ const options = {
   warmupMs: value("warmup-ms", quick ? 1000 : 5000),
   heldStreams: value("held", quick ? 500 : 2000),
   heldSeconds: value("held-seconds", quick ? 10 : 60),
-  peer: !has("no-peer"),
+  peer: !has("no-peer") && only.length === 0,
   heldProxy: !has("no-held-proxy"),
-  held: !has("no-held"),
+  held: !has("no-held") && only.length === 0,
   gateway: text("gateway", ""),
   baseline: text("baseline", ""),
   logLevel: text("log-level", "info"),
   /** Never-reading clients on ~4 MB streams, beside a JSON client. */
   unread: value("unread", quick ? 200 : 500),
-  /** One line alone ("unread"); the full run when empty. */
-  only: text("only", ""),
 }
-if (options.only !== "" && options.only !== "unread") throw new Error(`--only takes "unread", not ${options.only}`)
-const fullRun = options.only === ""
+const fullRun = only.length === 0
 
 const root = join(import.meta.dir, "..")
 const bun = process.execPath
@@ -191,6 +196,7 @@ const mockPort = freePort()
 const proxyPort = freePort()
 const gatewayPort = freePort()
 const baselinePort = freePort()
+const durablePort = freePort()
 const peerPort = freePort()
 const mockBase = `http://127.0.0.1:${mockPort}/v1`
 const managementKey = process.env["GATEWAY_MANAGEMENT_KEY"] ?? `sk-bench-${crypto.randomUUID().replaceAll("-", "")}`
@@ -284,6 +290,27 @@ const startGateway = (name: "gateway" | "baseline", binary: string, port: number
 }
 const gateway = startGateway("gateway", gatewayBinary, gatewayPort)
 const baseline = options.baseline === "" ? undefined : startGateway("baseline", options.baseline, baselinePort)
+// The same binary with ledger.durable_answers on, for the durability rows (started only when they run).
+const durableRuns = only.length === 0 || only.some((id) => id.endsWith("-ledger"))
+const durableGateway = durableRuns
+  ? start(
+      "gateway-durable",
+      [...pin(SERVER_CORE), gatewayBinary, "serve"],
+      {
+        ...fetchLimit,
+        PORT: String(durablePort),
+        HOST: "127.0.0.1",
+        GATEWAY_DATA_DIR: runDir,
+        DATABASE_URL: join(runDir, "gateway-durable.db"),
+        GATEWAY_CONFIG: join(runDir, "config.json"),
+        GATEWAY_MANAGEMENT_KEY: managementKey,
+        GATEWAY_LOG_LEVEL: options.logLevel,
+        GATEWAY_DURABLE_ANSWERS: "true",
+      },
+      root,
+      true,
+    )
+  : undefined
 let peerNote = "not run (--no-peer)"
 let peer: Proc | undefined
 if (options.peer && fullRun) {
@@ -300,6 +327,7 @@ try {
   await waitReady("proxy", `http://127.0.0.1:${proxyPort}/`)
   await waitReady("gateway", `http://127.0.0.1:${gatewayPort}/v1/health`)
   if (baseline !== undefined) await waitReady("baseline", `http://127.0.0.1:${baselinePort}/v1/health`)
+  if (durableGateway !== undefined) await waitReady("gateway-durable", `http://127.0.0.1:${durablePort}/v1/health`)
   if (peer !== undefined) {
     try {
       await waitReady("peer", `http://127.0.0.1:${peerPort}/`)
@@ -315,7 +343,7 @@ try {
 
 // ------------------------------------------------------------------ scenarios
 
-type Kind = "proxy" | "gateway" | "baseline" | "peer"
+type Kind = "proxy" | "gateway" | "baseline" | "peer" | "durable"
 interface Target {
   readonly kind: Kind
   readonly label: string
@@ -330,6 +358,8 @@ if (baseline !== undefined) targets.push({ kind: "baseline", label: `baseline ($
 /** The gateway builds measured: this one, and the baseline of an A/B. */
 const isGateway = (kind: Kind) => kind === "gateway" || kind === "baseline"
 if (peer !== undefined) targets.push({ kind: "peer", label: "peer (Portkey, Node)", port: peerPort, pid: peer.proc.pid })
+const durableTarget: Target | undefined =
+  durableGateway === undefined ? undefined : { kind: "durable", label: "gateway, durable answers on", port: durablePort, pid: durableGateway.proc.pid }
 
 interface Shape {
   readonly stream: boolean
@@ -349,7 +379,7 @@ const DONE_TAIL = "data: [DONE]\n\n"
 
 const requestFor = (target: Target, shape: Shape, secret = managementKey): Pick<LoadSpec, "path" | "headers" | "body" | "expectTail"> => {
   const tail = shape.stream ? { expectTail: DONE_TAIL } : {}
-  if (isGateway(target.kind)) {
+  if (isGateway(target.kind) || target.kind === "durable") {
     return {
       path: "/v1/responses",
       headers: { authorization: `Bearer ${secret}` },
@@ -374,6 +404,8 @@ interface Scenario {
   readonly events: number
   /** The gateway alone, on an API key with a spending limit (a reservation and a settlement per request). */
   readonly limitedKey?: true
+  /** The gateway with ledger.durable_answers off and on (two processes of the same binary). */
+  readonly ledger?: true
 }
 const JSON_SHAPE: Shape = { stream: false, mock: {}, gatewayModel: "bench/json" }
 const BURST_SHAPE: Shape = { stream: true, mock: { "x-mock-tokens": String(STREAM_TOKENS) }, gatewayModel: "bench/stream" }
@@ -382,13 +414,18 @@ const PACED_SHAPE: Shape = {
   mock: { "x-mock-tokens": String(STREAM_TOKENS), "x-mock-interval-ms": "1" },
   gatewayModel: "bench/paced",
 }
-const scenarios: Array<Scenario> = [
+const allScenarios: Array<Scenario> = [
   { id: "json-c1", connections: 1, shape: JSON_SHAPE, events: 0 },
   { id: "json-c32", connections: 32, shape: JSON_SHAPE, events: 0 },
   { id: "stream-c1", connections: 1, shape: BURST_SHAPE, events: STREAM_TOKENS },
   { id: "paced-c16", connections: 16, shape: PACED_SHAPE, events: STREAM_TOKENS },
   { id: "json-c32-limited", connections: 32, shape: JSON_SHAPE, events: 0, limitedKey: true },
+  { id: "json-c32-ledger", connections: 32, shape: JSON_SHAPE, events: 0, ledger: true },
+  { id: "stream-c16-ledger", connections: 16, shape: BURST_SHAPE, events: STREAM_TOKENS, ledger: true },
 ]
+const scenarios = only.length === 0 ? allScenarios : allScenarios.filter((s) => only.includes(s.id))
+const unknownIds = only.filter((id) => id !== "unread" && !allScenarios.some((s) => s.id === id))
+if (unknownIds.length > 0) throw new Error(`--only: ${unknownIds.join(", ")}? (scenarios: ${allScenarios.map((s) => s.id).join(", ")}; also durable, unread)`)
 
 /** An API key with a limit no run reaches, made through each gateway's own API. */
 const limitedSecretOf = async (port: number) => {
@@ -426,10 +463,15 @@ const specOf = (target: Target, scenario: Scenario, durationMs: number): LoadSpe
   durationMs,
   ...requestFor(target, scenario.shape, scenario.limitedKey ? (limitedSecrets.get(target.port) ?? managementKey) : managementKey),
 })
-const targetsOf = (scenario: Scenario) => (scenario.limitedKey ? targets.filter((t) => isGateway(t.kind)) : targets)
+const targetsOf = (scenario: Scenario): Array<Target> =>
+  scenario.ledger
+    ? [...targets.filter((t) => t.kind === "gateway"), ...(durableTarget === undefined ? [] : [durableTarget])]
+    : scenario.limitedKey
+      ? targets.filter((t) => isGateway(t.kind))
+      : targets
 
 const t0 = Date.now()
-for (const scenario of fullRun ? scenarios : []) {
+for (const scenario of scenarios) {
   say(`${scenario.id}: warm-up`)
   for (const target of targetsOf(scenario)) await load(specOf(target, scenario, options.warmupMs))
   for (let round = 1; round <= options.rounds; round++) {
@@ -532,7 +574,7 @@ interface Unread {
 }
 let unreadRun: Unread | undefined
 const UNREAD_JSON_MS = 10_000
-if (options.unread > 0) {
+if (options.unread > 0 && (fullRun || only.includes("unread"))) {
   const target = targets.find((t) => t.kind === "gateway") as Target
   say(`never-reading clients: ${options.unread} streams of ${UNREAD_TOKENS} deltas (~4 MB), a JSON client beside them for ${UNREAD_JSON_MS / 1000} s`)
   await Bun.sleep(2000)
@@ -612,7 +654,7 @@ const ratio = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b
 const mb = (bytes: number) => (bytes / 1048576).toFixed(1)
 const signed = (n: number, digits: number) => (Number.isFinite(n) ? `${n >= 0 ? "+" : ""}${n.toFixed(digits)}` : "–")
 
-const byId = (id: string) => scenarios.find((s) => s.id === id)!
+const byId = (id: string) => allScenarios.find((s) => s.id === id)!
 const lines: Array<string> = []
 const out = (line = "") => lines.push(line)
 
@@ -634,7 +676,11 @@ out(
 out(`Load: scripts/bench-load.ts (closed loop, keep-alive HTTP/1.1 over raw sockets). Upstream: scripts/mock-upstream.ts, zero delay unless stated.`)
 out()
 
+/** Whether a scenario ran (--only leaves the others out, and their tables with them). */
+const ran = (id: string) => scenarios.some((s) => s.id === id)
+
 const jsonTable = (id: string, title: string) => {
+  if (!ran(id)) return
   const scenario = byId(id)
   const base = figures(scenario, "proxy")
   out(`## ${title}`)
@@ -655,6 +701,7 @@ jsonTable("json-c1", "JSON answers, zero-delay upstream, 1 connection")
 jsonTable("json-c32", "JSON answers, zero-delay upstream, 32 connections")
 
 const streamTable = (id: string, title: string) => {
+  if (!ran(id)) return
   const scenario = byId(id)
   const base = figures(scenario, "proxy")
   out(`## ${title}`)
@@ -671,7 +718,7 @@ const streamTable = (id: string, title: string) => {
   }
   out()
 }
-{
+if (ran("json-c32-limited")) {
   const limited = figures(byId("json-c32-limited"), "gateway")
   const unlimited = figures(byId("json-c32"), "gateway")
   out("## JSON answers on a key with a spending limit, 32 connections (gateway only)")
@@ -689,6 +736,31 @@ const streamTable = (id: string, title: string) => {
 }
 streamTable("stream-c1", `Streams of ${STREAM_TOKENS} text deltas sent at once, 1 connection`)
 streamTable("paced-c16", `Streams of ${STREAM_TOKENS} text deltas 1 ms apart (one upstream chunk per delta), 16 connections`)
+
+if (ran("json-c32-ledger") || ran("stream-c16-ledger")) {
+  out("## Ledger durability: `ledger.durable_answers` off and on (two processes of the same binary, SQLite file)")
+  out()
+  out(
+    "Off: the group-commit writer commits every 25 ms; a process crash loses at most that window's records. " +
+      "On: an answer's last byte (the JSON body; a stream's `response.completed` and `[DONE]`) waits for the commit of its record, " +
+      "and the writer commits as soon as the previous commit ends (no window); nothing answered is lost.",
+  )
+  out()
+  out("| setting | load | req/s | p50 ms | p99 ms | CPU µs/req | CPU vs off | errors |")
+  out("|---|---|---:|---:|---:|---:|---:|---:|")
+  for (const [id, load] of [["json-c32-ledger", "JSON, 32 connections"], [`stream-c16-ledger`, `streams of ${STREAM_TOKENS} deltas, 16 connections`]] as const) {
+    if (!ran(id)) continue
+    const off = figures(byId(id), "gateway")
+    const on = figures(byId(id), "durable")
+    for (const [label, f] of [["off (default)", off], ["on", on]] as const) {
+      if (f === undefined) continue
+      out(
+        `| ${label} | ${load} | ${f0(f.rps)} | ${f3(f.p50)} | ${f3(f.p99)} | ${f1(f.cpuPerReq)} | ${off === undefined ? "–" : ratio(f.cpuPerReq, off.cpuPerReq)} | ${f.errors} |`,
+      )
+    }
+  }
+  out()
+}
 
 if (heldRuns.length > 0) {
   out(`## Held streams: ${options.heldStreams} concurrent, a token every 100 ms for ${options.heldSeconds} s`)
@@ -792,14 +864,14 @@ writeFileSync(
   join(runDir, "raw.json"),
   JSON.stringify({ options, samples: Object.fromEntries(samples), held: heldRuns.map((h) => ({ ...h, target: h.target.kind })), unread: unreadRun }, null, 2),
 )
-// An A/B is a comparison and one line alone is not the benchmark: both stay in the run's folder.
+// An A/B is a comparison and a partial run (--only) is not the benchmark: both stay in the run's folder.
 const reportPath = baseline !== undefined ? join(runDir, "ab.md") : fullRun ? join(root, "bench", "results", "latest.md") : join(runDir, "report.md")
 mkdirSync(join(root, "bench", "results"), { recursive: true })
 writeFileSync(reportPath, report)
 await stopAll()
 // The ledger of a full run is ~100 MB of rows nobody reads: keep the logs and raw.json only.
-for (const dir of [runDir, join(runDir, "baseline")]) {
-  for (const suffix of ["", "-wal", "-shm"]) rmSync(join(dir, `gateway.db${suffix}`), { force: true })
+for (const db of ["gateway.db", "gateway-durable.db", join("baseline", "gateway.db")]) {
+  for (const suffix of ["", "-wal", "-shm"]) rmSync(join(runDir, `${db}${suffix}`), { force: true })
 }
 console.log(report)
 process.exit(0)

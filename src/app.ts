@@ -21,6 +21,7 @@ import { ContentPolicy } from "./services/ContentPolicy.js"
 import { Guardrails } from "./services/Guardrails.js"
 import { Spend } from "./services/Spend.js"
 import { KeyStore } from "./services/KeyStore.js"
+import { Notifications } from "./services/Notifications.js"
 import { GenerationStore } from "./services/GenerationStore.js"
 import { Destinations } from "./services/Destinations.js"
 import { Secrets } from "./services/secrets.js"
@@ -38,6 +39,8 @@ export const ServicesLayer = Layer.mergeAll(Auth.Default, KeyStore.Default, User
   Spend.Default,
   ContentPolicy.Default,
   Guardrails.Live,
+  // The same instance KeyStore hears key notices on (layers are memoized), for services and metrics.
+  Notifications.Default,
 )
 
 /** The control plane's HttpApi with its handlers and middleware. */

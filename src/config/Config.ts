@@ -35,6 +35,11 @@ export interface Settings {
   readonly shutdownGraceMs: number
   /** A stream whose client has read nothing for this long is cut and recorded cancelled. */
   readonly stallTimeoutMs: number
+  /**
+   * `ledger.durable_answers`: an answer's last byte goes out only once its generation record
+   * (and its settlement) is committed, and the ledger writer commits without a window.
+   */
+  readonly durableAnswers: boolean
 }
 
 /** A high-detail image is at most ~1,600 tokens at the major providers (tiles or pixels). */
@@ -107,6 +112,7 @@ const loadSettings = Effect.gen(function* () {
   )
   const metrics = yield* Config.literal("on", "off")("GATEWAY_METRICS").pipe(Config.withDefault("on" as const))
   const shutdownGraceMs = yield* Config.integer("GATEWAY_SHUTDOWN_GRACE_MS").pipe(Config.withDefault(30_000))
+  const durableEnv = yield* Config.option(Config.boolean("GATEWAY_DURABLE_ANSWERS"))
   const { source, catalog } = yield* readCatalog(configPath)
   return {
     port,
@@ -127,6 +133,7 @@ const loadSettings = Effect.gen(function* () {
     metrics: metrics === "on",
     shutdownGraceMs,
     stallTimeoutMs: Option.getOrElse(stallEnv, () => catalog.server?.stall_timeout_ms ?? 60_000),
+    durableAnswers: Option.getOrElse(durableEnv, () => catalog.ledger?.durable_answers ?? false),
   } satisfies Settings
 }).pipe(
   Effect.mapError((e) =>
@@ -156,6 +163,7 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   metrics: true,
   shutdownGraceMs: 30_000,
   stallTimeoutMs: 60_000,
+  durableAnswers: false,
   ...overrides,
 })
 

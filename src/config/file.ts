@@ -91,6 +91,12 @@ export const ConfigFile = Schema.Struct({
       stall_timeout_ms: Schema.optional(positiveInt),
     }),
   ),
+  ledger: Schema.optional(
+    Schema.Struct({
+      /** An answer's last byte waits until its generation record is committed (no loss on a process crash). */
+      durable_answers: Schema.optional(Schema.Boolean),
+    }),
+  ),
 })
 export type ConfigFile = typeof ConfigFile.Type
 

@@ -9,7 +9,8 @@
  * so a clean shutdown loses nothing. A failed flush is retried once; if it fails again the rows are
  * written one by one, so one bad row cannot take its batch down, and a row that still fails
  * is logged with its id. A busy SQLite database (another process holds the write lock) is
- * waited out, not counted as a failure.
+ * waited out, not counted as a failure. With `ledger.durable_answers` there is no window: a commit
+ * starts as soon as something is queued and the previous commit has ended (the answers wait for it).
  */
 import { SqlClient } from "@effect/sql"
 import { Cause, Context, Effect, Exit, Option, Runtime } from "effect"
@@ -85,6 +86,9 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     const runPromiseExit = Runtime.runPromiseExit(runtime)
     const log = (effect: Effect.Effect<void>) => Runtime.runFork(runtime)(effect)
     const maxBatch = Math.max(1, options.maxBatch)
+    // ledger.durable_answers: answers wait for their commit, so the writer never waits for a window;
+    // it commits whatever is queued as soon as the previous commit ends (group commit, no timer).
+    const eager = config.durableAnswers
 
     // A SQLite file gets the prepared-statement writer; Postgres and an in-memory SQLite (one
     // connection is the whole database) write through @effect/sql.
@@ -133,7 +137,7 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     /** Starts the next commit: at once when a batch is full or a flush was asked for, else when the window closes. */
     const wake = () => {
       if (committing || pending.length === 0 || immediate !== undefined) return
-      if (urgentQueued > 0 || pending.length >= maxBatch) {
+      if (eager || urgentQueued > 0 || pending.length >= maxBatch) {
         if (timer !== undefined) clearTimeout(timer)
         timer = undefined
         immediate = setImmediate(commitNext)
@@ -231,9 +235,11 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
 
     /**
      * `record` as a plain call, for the request path (a fiber per request costs more than the push).
+     * `done`, when given, runs once the batch holding the row has committed (or been given up on).
      * False when the store has shut down.
      */
-    const recordSync = (entry: GenerationEntry): boolean => enqueue({ entry })
+    const recordSync = (entry: GenerationEntry, done?: () => void): boolean =>
+      enqueue(done === undefined ? { entry } : { entry, done })
 
     /**
      * Whether `recordSettled` is available: on a SQLite file (one write lock for the whole
@@ -309,6 +315,8 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
       )
 
     return {
+      /** `ledger.durable_answers`: answers wait for their records' commit (src/http/responses/route.ts). */
+      durable: eager,
       record,
       recordSync,
       recordDurable,

@@ -5,10 +5,11 @@
  */
 import { SqlClient } from "@effect/sql"
 import { randomBytes } from "node:crypto"
-import { Clock, Effect, Option } from "effect"
+import { Clock, Context, Effect, Option, Schema } from "effect"
 import type { ApiKey, LimitReset } from "../domain/keys.js"
 import { windowStarts } from "../domain/windows.js"
 import { addSpendWith, dayOf, rollUp, type SpendItem } from "../store/spend-rollup.js"
+import { Notifications } from "./Notifications.js"
 
 export const SECRET_PREFIX = "sk-gw-v1-"
 
@@ -99,12 +100,23 @@ const bool = (b: boolean | undefined) => (b ? 1 : 0)
 
 export const round = (usd: number) => Math.round(usd * 1e12) / 1e12
 
+/** How long a cached key row is trusted: the bound on another process's change where notices do not reach (tests stretch it). */
+export class KeyCacheOptions extends Context.Reference<KeyCacheOptions>()("KeyCacheOptions", {
+  defaultValue: (): { readonly ttlMs: number } => ({ ttlMs: 2_000 }),
+}) {}
+
+/** The notice a key's write publishes to the other processes on the database: drop that key's cached row. */
+export const KEY_CHANGED = "key.changed"
+const decodeKeyChanged = Schema.decodeUnknownOption(Schema.Struct({ hash: Schema.String }))
+
 export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    // Hash → row. Entries expire so other processes' writes are seen within the TTL.
+    const notifications = yield* Notifications
+    // Hash → row. Entries expire so other processes' writes are seen within the TTL even when a
+    // notice is missed (on Postgres, a key's write reaches the others at once as a notice).
     const cache = new Map<string, { readonly row: KeyRow; readonly at: number }>()
-    const CACHE_TTL_MS = 2_000
+    const CACHE_TTL_MS = (yield* KeyCacheOptions).ttlMs
 
     const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
 
@@ -156,11 +168,25 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
         )
       })
 
-    const invalidate = (hash: string) =>
-      Effect.sync(() => {
-        epoch++
-        cache.delete(hash)
-      })
+    /** Drops a key's cached row here (a write of this process, or another's notice). */
+    const forget = (hash: string) => {
+      epoch++
+      cache.delete(hash)
+    }
+    /** A write to key `hash`: dropped here, and in every other process on the database. */
+    const changed = (hash: string) => Effect.zipRight(Effect.sync(() => forget(hash)), notifications.publish(KEY_CHANGED, { hash }))
+    notifications.subscribe(KEY_CHANGED, (payload, own) => {
+      if (own) return
+      const notice = decodeKeyChanged(payload)
+      if (Option.isSome(notice)) forget(notice.value.hash)
+    })
+    // Notices may have been missed (the listener's connection was lost): every row may be stale.
+    notifications.onResync(() => {
+      epoch++
+      cache.clear()
+    })
+
+    const invalidate = changed
 
     const create = (input: NewKey) =>
       Effect.gen(function* () {
@@ -172,6 +198,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
           VALUES (${hash}, ${input.userId}, ${input.workspaceId}, ${input.name}, ${labelOf(secret)},
             ${bool(input.isManagement)}, 0, ${input.limit ?? null}, ${input.limitReset ?? null},
             ${bool(input.includeByokInLimit)}, ${input.expiresAt ?? null}, ${now}, ${now})`
+        yield* changed(hash)
         const row = yield* loadByHash(hash)
         return { row: Option.getOrThrow(row), secret }
       }).pipe(Effect.orDie)
@@ -201,8 +228,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
           sets.push(sql`window_start = NULL`)
         }
         yield* sql`UPDATE api_keys SET ${sql.csv(sets)} WHERE hash = ${hash} AND deleted = 0`
-        epoch++
-        cache.delete(hash)
+        yield* changed(hash)
         return Option.getOrThrow(yield* loadByHash(hash))
       }).pipe(Effect.orDie)
 
@@ -211,8 +237,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
       Effect.gen(function* () {
         const now = yield* nowIso
         yield* sql`UPDATE api_keys SET deleted = 1, disabled = 1, updated_at = ${now} WHERE hash = ${hash}`
-        epoch++
-        cache.delete(hash)
+        yield* changed(hash)
       }).pipe(Effect.orDie)
 
     const usageOf = (rows: ReadonlyArray<KeyRow>) =>
@@ -357,4 +382,5 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
       countAll,
     } as const
   }),
+  dependencies: [Notifications.Default],
 }) {}

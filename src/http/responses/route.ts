@@ -135,6 +135,8 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
   const runExit = Runtime.runPromiseExit(runtime)
   const runPromise = Runtime.runPromise(runtime)
   const generationStore = Runtime.runSync(runtime)(GenerationStore)
+  // ledger.durable_answers: an answer's last byte waits for the commit of its record (finalize's promise).
+  const durable = generationStore.durable
   // Attempt outcomes go back to the router as plain calls (health, rolling stats, sticky sessions).
   const router = Context.get(runtime.context, Router)
   const preparer = makePreparer({
@@ -148,12 +150,21 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
   // Settlements and records in flight, so shutdown and tests can wait for them (drain).
   const pending = new Set<Promise<void>>()
 
-  /** Settles the reservation with the actual cost and enqueues the generation record. Never throws. */
+  /**
+   * Settles the reservation with the actual cost and enqueues the generation record. Never throws.
+   * With `durable`, returns a promise that resolves once both are committed (undefined otherwise).
+   */
   // Requests already settled: a second finalize (e.g. from the catch-all) does nothing.
   const finalized = new WeakSet<Prepared>()
 
-  const finalize = (prepared: Prepared, generationId: string, startedAt: number, streamed: boolean, outcome: Outcome) => {
-    if (finalized.has(prepared)) return
+  const finalize = (
+    prepared: Prepared,
+    generationId: string,
+    startedAt: number,
+    streamed: boolean,
+    outcome: Outcome,
+  ): Promise<void> | undefined => {
+    if (finalized.has(prepared)) return undefined
     finalized.add(prepared)
     const { assembler, endpoint } = outcome
     const counted = endpoint !== undefined && outcome.nothingCame !== true
@@ -161,7 +172,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     const cost = counted ? Math.max(0, costOf(endpoint.pricing, usage)) : 0
     const isByok = endpoint?.isByok ?? false
     const now = Date.now()
-    if (endpoint === undefined && Option.isNone(prepared.reservation)) return
+    if (endpoint === undefined && Option.isNone(prepared.reservation)) return undefined
     let entry: GenerationEntry | undefined
     if (endpoint !== undefined) {
       const row: Types.Mutable<GenerationEntry> = {
@@ -215,8 +226,9 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     }
     if (entry !== undefined && Option.isNone(prepared.reservation)) {
       // Nothing held: one push onto the ledger queue, no fiber (the common, unlimited-key case).
+      if (durable) return recordAndWait(entry)
       if (!generationStore.recordSync(entry)) console.error(`gateway: generation ${entry.id} recorded after shutdown`)
-      return
+      return undefined
     }
     const countsForKey = !isByok || prepared.principal.key.include_byok_in_limit === 1
     const actualUsd = countsForKey ? cost : 0
@@ -229,7 +241,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
       if (generationStore.recordSettled(entry, { ...prepared.reservation.value, actualUsd }, settled)) {
         pending.add(done)
         void done.then(() => pending.delete(done))
-        return
+        return durable ? done : undefined
       }
     }
     const program = Effect.gen(function* () {
@@ -250,7 +262,20 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
       },
     )
     pending.add(done)
+    return durable ? done : undefined
   }
+
+  /** `recordSync` that resolves once the row's batch has committed (or been given up on, which is logged). */
+  const recordAndWait = (entry: GenerationEntry): Promise<void> =>
+    new Promise<void>((resolve) => {
+      if (generationStore.recordSync(entry, resolve)) return
+      console.error(`gateway: generation ${entry.id} recorded after shutdown`)
+      resolve()
+    })
+
+  /** The answer, once `committed` (finalize's promise with durable answers) has resolved. */
+  const after = (committed: Promise<void> | undefined, response: Response): Response | Promise<Response> =>
+    committed === undefined ? response : committed.then(() => response)
 
   /** Resolves once every settlement and record started so far has been handed to the store. */
   const drain = async () => {
@@ -495,7 +520,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
         outputTokens: assembler.usage?.outputTokens ?? 0,
         generationMs: Date.now() - attemptStartedAt,
       })
-      finalize(prepared, generationId, startedAt, false, {
+      const committed = finalize(prepared, generationId, startedAt, false, {
         endpoint: chosen,
         assembler,
         status: assembler.status === "incomplete" ? "incomplete" : "completed",
@@ -504,7 +529,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
       const json = JSON.stringify(assembler.result())
       // A literal, not spreads of the shared header objects (a builtin call each, per answer).
       const headers = { "content-type": "application/json", "x-generation-id": generationId }
-      return new Response(json, { status: 200, headers: trace === undefined ? headers : trace.head(headers) })
+      return after(committed, new Response(json, { status: 200, headers: trace === undefined ? headers : trace.head(headers) }))
     }
 
     // Streaming: the first byte goes out now; from here a failure is `response.failed`, never a fallback.
@@ -515,16 +540,17 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     let keepAlive: ReturnType<typeof setInterval> | undefined
     let subscription: Subscription | undefined
     let stall: Deadline | undefined
-    const end = (status: Outcome["status"], error?: Outcome["error"]) => {
-      if (done) return
+    const end = (status: Outcome["status"], error?: Outcome["error"]): Promise<void> | undefined => {
+      if (done) return undefined
       done = true
       streamGcPacer.closed()
       if (keepAlive !== undefined) clearInterval(keepAlive)
       if (stall !== undefined) stalls.remove(stall)
       openStreams.delete(cutForShutdown)
       cleanup()
-      finalize(prepared, generationId, startedAt, true, { endpoint: chosen, assembler, status, error, firstTokenAt })
+      const committed = finalize(prepared, generationId, startedAt, true, { endpoint: chosen, assembler, status, error, firstTokenAt })
       trace?.endStream(status)
+      return committed
     }
     let cutForShutdown: () => void = () => undefined
     // Bun's direct stream: each event string goes straight to the socket's sink, with no queue and
@@ -661,6 +687,17 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
           settled()
         }
         openStreams.add(cutForShutdown)
+        /** Durable answers: the terminal event and [DONE] go out once the record is committed. */
+        const closeAfter = (committed: Promise<void> | undefined, last: string) =>
+          void (committed ?? Promise.resolve()).then(() => {
+            try {
+              write(last)
+              controller.close()
+            } catch {
+              // The client went away while the record was committed: nothing to send to.
+            }
+            settled()
+          })
         write((request.debug?.echo_upstream_body === true ? debugChunk(upstreamBody) : "") + assembler.start())
         const fail = (e: unknown) => {
           if (done) return settled()
@@ -673,8 +710,10 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
           const deadlineHit = upstreamAbort.signal.reason instanceof DeadlineExceeded
           if (!deadlineHit) router.recordFailure(chosen, error.kind)
           const message = deadlineHit ? deadlineMessage : `Provider ${chosen.provider.id} failed mid-stream: ${error.message}`
-          write(assembler.fail({ code: deadlineHit ? "timeout" : failureCodeOf(error), message }, finishExtras()))
-          end("failed", { message, status: deadlineHit ? 408 : statusOfFailure(error) })
+          const last = assembler.fail({ code: deadlineHit ? "timeout" : failureCodeOf(error), message }, finishExtras())
+          if (!durable) write(last)
+          const committed = end("failed", { message, status: deadlineHit ? 408 : statusOfFailure(error) })
+          if (durable) return closeAfter(committed, last)
           controller.close()
           settled()
         }
@@ -682,19 +721,22 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
           if (blocked || held.length > 0 || heldLiteral !== undefined) fail(new DeadlineExceeded())
         }
         const finishStream = () => {
-          write(assembler.finish(finishExtras()))
+          const last = assembler.finish(finishExtras())
+          if (!durable) write(last)
+          let committed: Promise<void> | undefined
           if (assembler.status === "failed") {
             // The upstream ended with an error of its own: the client got response.failed.
             router.recordFailure(chosen, "server")
-            end("failed", { message: `Provider ${chosen.provider.id} ended the answer with an error`, status: 502 })
+            committed = end("failed", { message: `Provider ${chosen.provider.id} ended the answer with an error`, status: 502 })
           } else {
             router.recordSuccess(plan, chosen, {
               ttftMs: firstTokenAt === undefined ? undefined : firstTokenAt - attemptStartedAt,
               outputTokens: assembler.usage?.outputTokens ?? 0,
               generationMs: firstTokenAt === undefined ? undefined : Date.now() - firstTokenAt,
             })
-            end(assembler.status === "incomplete" ? "incomplete" : "completed")
+            committed = end(assembler.status === "incomplete" ? "incomplete" : "completed")
           }
+          if (durable) return closeAfter(committed, last)
           controller.close()
           settled()
         }

@@ -1,0 +1,31 @@
+/**
+ * The little of node-postgres (`pg`, installed with @effect/sql-pg, no typings of its own here)
+ * that the notification listener uses (src/services/Notifications.ts).
+ */
+declare module "pg" {
+  export interface Notification {
+    readonly processId: number
+    readonly channel: string
+    readonly payload?: string
+  }
+  export interface ClientConfig {
+    readonly connectionString: string
+    readonly application_name?: string
+    readonly connectionTimeoutMillis?: number
+    readonly keepAlive?: boolean
+  }
+  export class Client {
+    constructor(config: ClientConfig)
+    /** The backend's process id once connected (for pg_terminate_backend). */
+    readonly processID: number | null
+    connect(): Promise<void>
+    query(text: string, values?: ReadonlyArray<unknown>): Promise<{ readonly rows: Array<Record<string, unknown>> }>
+    end(): Promise<void>
+    on(event: "notification", listener: (notification: Notification) => void): this
+    on(event: "error", listener: (error: Error) => void): this
+    on(event: "end", listener: () => void): this
+    removeAllListeners(): this
+  }
+  const pg: { readonly Client: typeof Client }
+  export default pg
+}
