@@ -1,5 +1,5 @@
 /**
- * The little of node-postgres (`pg`, installed with @effect/sql-pg, no typings of its own here)
+ * The little of node-postgres (`pg`, a direct dependency, pinned to the version @effect/sql-pg uses; it ships no typings)
  * that the notification listener uses (src/services/Notifications.ts).
  */
 declare module "pg" {
