@@ -79,6 +79,13 @@ export const ConfigFile = Schema.Struct({
       max_body_bytes: Schema.optional(positiveInt),
       request_timeout_ms: Schema.optional(positiveInt),
     }),
+  ),  /** This process's name among those sharing a database (holds are owned by it); default the host name. */
+  instance_id: Schema.optional(nonEmpty),
+  ledger: Schema.optional(
+    Schema.Struct({
+      /** How long a hold stays valid without its process renewing it (renewed every third of it). */
+      hold_lease_ms: Schema.optional(Schema.Int.pipe(Schema.greaterThanOrEqualTo(300, { message: () => "must be an integer ≥ 300" }))),
+    }),
   ),
 })
 export type ConfigFile = typeof ConfigFile.Type

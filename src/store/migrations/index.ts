@@ -11,6 +11,8 @@ import destinations from "./0005_destinations.js"
 import reservations from "./0006_reservations.js"
 import ledgerIndexes from "./0007_ledger_indexes.js"
 import spendDaily from "./0008_spend_daily.js"
+import moneyNano from "./0009_money_nano.js"
+import holdLeases from "./0010_hold_leases.js"
 
 export interface Migration {
   readonly id: number
@@ -26,4 +28,6 @@ export const migrations: ReadonlyArray<Migration> = [
   { id: 6, name: "reservations", up: reservations },
   { id: 7, name: "ledger_indexes", up: ledgerIndexes },
   { id: 8, name: "spend_daily", up: spendDaily },
+  { id: 9, name: "money_nano", up: moneyNano },
+  { id: 10, name: "hold_leases", up: holdLeases },
 ]
