@@ -7,7 +7,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, ManagedRuntime, Option } from "effect"
+import { ConfigProvider, Effect, Either, Layer, ManagedRuntime, Option } from "effect"
+import { rmSync } from "node:fs"
+import { hostname, tmpdir } from "node:os"
+import { join } from "node:path"
 import { ServicesLayer } from "../../src/app.js"
 import { demoCatalog, GatewayConfig, testSettings } from "../../src/config/Config.js"
 import type { ConfigFile } from "../../src/config/file.js"
@@ -157,4 +160,38 @@ describe("hold leases in a running process", () => {
     await run(gw.server.runtime, Effect.flatMap(Spend, (s) => Effect.zipRight(s.settle(hold, 0.01), s.settle(sibling, 0.01))))
     expect(await leaseOf()).toBeUndefined()
   }, 30_000)
+})
+
+describe("configuration of hold leases", () => {
+  const settingsFrom = async (env: Record<string, string>, file?: unknown) => {
+    const vars = new Map(Object.entries(env))
+    const path = join(tmpdir(), `gw-leases-${crypto.randomUUID()}.json`)
+    if (file !== undefined) {
+      await Bun.write(path, JSON.stringify(file))
+      vars.set("GATEWAY_CONFIG", path)
+    }
+    try {
+      return await Effect.runPromise(
+        Effect.either(Effect.provide(GatewayConfig, GatewayConfig.fromEnv)).pipe(Effect.withConfigProvider(ConfigProvider.fromMap(vars))),
+      )
+    } finally {
+      rmSync(path, { force: true })
+    }
+  }
+  const catalog = { providers: demoCatalog.providers, models: demoCatalog.models }
+
+  test("the instance id is the host name by default, the file's instance_id, or GATEWAY_INSTANCE_ID over both; the lease 30 s or ledger.hold_lease_ms", async () => {
+    const byDefault = Either.getOrThrow(await settingsFrom({}))
+    expect([byDefault.instanceId, byDefault.holdLeaseMs]).toEqual([hostname(), 30_000])
+    const fromFile = Either.getOrThrow(await settingsFrom({}, { ...catalog, instance_id: "edge-1", ledger: { hold_lease_ms: 9000 } }))
+    expect([fromFile.instanceId, fromFile.holdLeaseMs]).toEqual(["edge-1", 9000])
+    const fromEnv = Either.getOrThrow(await settingsFrom({ GATEWAY_INSTANCE_ID: "edge-2" }, { ...catalog, instance_id: "edge-1" }))
+    expect(fromEnv.instanceId).toBe("edge-2")
+  })
+
+  test("a lease under 300 ms is refused at start, naming the key and the rule", async () => {
+    const bad = await settingsFrom({}, { ...catalog, ledger: { hold_lease_ms: 10 } })
+    expect(Either.isLeft(bad) ? String(bad.left.message) : "").toContain("ledger.hold_lease_ms")
+    expect(Either.isLeft(bad) ? String(bad.left.message) : "").toContain("≥ 300")
+  })
 })
