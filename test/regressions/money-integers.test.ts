@@ -47,8 +47,8 @@ interface KeyView {
   readonly limit_remaining: number | null
 }
 
-describe("a $0.05 limit at $0.01 a request", () => {
-  test("admits exactly 5 of 11 concurrent requests, in 11 of 11 trials; usage shows 0.05 and nothing remains", async () => {
+describe("money counted in integer nano-dollars", () => {
+  test("a $0.05 limit at $0.01 a request admits exactly 5 of 11 concurrent requests, in 11 of 11 trials; usage shows 0.05 and nothing remains", async () => {
     const admitted: Array<number> = []
     const shown: Array<KeyView> = []
     for (let trial = 0; trial < 11; trial++) {
@@ -115,5 +115,15 @@ describe("a $0.05 limit at $0.01 a request", () => {
       }),
     )
     expect(result).toEqual({ statuses: [200, 200, 200, 402], credits: { total_credits: 0.3, total_usage: 0 } })
+  })
+
+  test("a limit over $9,000,000 (past exact nano-dollars) is refused with 400 naming the field", async () => {
+    const res = await gw.fetch("/v1/keys", { method: "POST", json: { name: "huge", limit: 1e10 } })
+    const body = (await res.json()) as { error: { message: string } }
+    expect(res.status).toBe(400)
+    expect(body.error.message).toContain("limit")
+    expect(body.error.message).toContain("at most 9000000")
+    const ok = await gw.fetch("/v1/keys", { method: "POST", json: { name: "large", limit: 9_000_000 } })
+    expect(((await ok.json()) as { data: { limit: number; limit_remaining: number } }).data).toMatchObject({ limit: 9_000_000, limit_remaining: 9_000_000 })
   })
 })
