@@ -38,13 +38,13 @@ export interface KeyRow {
 }
 
 /** A row of `api_keys` as the store returns it (BIGINT columns may come back as numbers or strings). */
-type StoredKeyRow = Omit<KeyRow, "limit_nano" | "limit_usd" | "reserved_nano"> & {
+export type StoredKeyRow = Omit<KeyRow, "limit_nano" | "limit_usd" | "reserved_nano"> & {
   readonly limit_nano: number | string | null
   readonly reserved_nano: number | string
 }
 
 /** The stored row with its money as numbers, and the limit in USD beside its nano-dollars. */
-const keyRowOf = (r: StoredKeyRow): KeyRow => {
+export const keyRowOf = (r: StoredKeyRow): KeyRow => {
   const limit = r.limit_nano === null ? null : Number(r.limit_nano)
   return { ...r, limit_nano: limit, limit_usd: limit === null ? null : fromNanoUsd(limit), reserved_nano: Number(r.reserved_nano) }
 }
