@@ -7,7 +7,7 @@ import { SqlClient } from "@effect/sql"
 import { Console, Effect, Layer, Option } from "effect"
 import { GatewayConfig } from "./config/Config.js"
 import { startServer } from "./http/server.js"
-import { KeyStore, type KeyRow } from "./services/KeyStore.js"
+import { KeyStore, type KeyRow, keyRowOf, type StoredKeyRow } from "./services/KeyStore.js"
 import { newUserId, Users } from "./services/Users.js"
 import { type MemberRow, WorkspaceStore } from "./services/WorkspaceStore.js"
 import { clientLayer, migrate, StoreLive } from "./store/Store.js"
@@ -115,7 +115,7 @@ const keysCreate = Command.make(
 const keysList = Command.make("list", {}, () =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<KeyRow>`SELECT * FROM api_keys WHERE deleted = 0 ORDER BY id`
+    const rows = (yield* sql<StoredKeyRow>`SELECT * FROM api_keys WHERE deleted = 0 ORDER BY id`).map(keyRowOf)
     if (rows.length === 0) yield* Console.log("No keys.")
     for (const row of rows) yield* Console.log(describeKey(row))
   }).pipe(Effect.provide(storeServices)),

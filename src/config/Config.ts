@@ -2,6 +2,7 @@
  * Settings from env plus the optional JSON config file, decoded once at start.
  * Every variable is listed in the README's configuration table.
  */
+import { hostname } from "node:os"
 import { Config, ConfigError, Context, Data, Effect, Either, Layer, Option, ParseResult, type Redacted } from "effect"
 import demo from "../../config/demo.json" with { type: "json" }
 import { describeParseError } from "../domain/validation.js"
@@ -40,6 +41,13 @@ export interface Settings {
    * (and its settlement) is committed, and the ledger writer commits without a window.
    */
   readonly durableAnswers: boolean
+  /**
+   * This process's name among those sharing the database: at start it releases the holds left
+   * under this name by an earlier run. Two processes running at once need different names.
+   */
+  readonly instanceId: string
+  /** A hold's lease: released by any process once its owner has not renewed it for this long. */
+  readonly holdLeaseMs: number
 }
 
 /** A high-detail image is at most ~1,600 tokens at the major providers (tiles or pixels). */
@@ -113,6 +121,7 @@ const loadSettings = Effect.gen(function* () {
   const metrics = yield* Config.literal("on", "off")("GATEWAY_METRICS").pipe(Config.withDefault("on" as const))
   const shutdownGraceMs = yield* Config.integer("GATEWAY_SHUTDOWN_GRACE_MS").pipe(Config.withDefault(30_000))
   const durableEnv = yield* Config.option(Config.boolean("GATEWAY_DURABLE_ANSWERS"))
+  const instanceEnv = yield* Config.option(Config.nonEmptyString("GATEWAY_INSTANCE_ID"))
   const { source, catalog } = yield* readCatalog(configPath)
   return {
     port,
@@ -134,6 +143,8 @@ const loadSettings = Effect.gen(function* () {
     shutdownGraceMs,
     stallTimeoutMs: Option.getOrElse(stallEnv, () => catalog.server?.stall_timeout_ms ?? 60_000),
     durableAnswers: Option.getOrElse(durableEnv, () => catalog.ledger?.durable_answers ?? false),
+    instanceId: Option.getOrElse(instanceEnv, () => catalog.instance_id ?? hostname()),
+    holdLeaseMs: catalog.ledger?.hold_lease_ms ?? 30_000,
   } satisfies Settings
 }).pipe(
   Effect.mapError((e) =>
@@ -164,6 +175,9 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   shutdownGraceMs: 30_000,
   stallTimeoutMs: 60_000,
   durableAnswers: false,
+  // A name of its own per test gateway: one starting never releases another's holds.
+  instanceId: `test-${crypto.randomUUID().slice(0, 8)}`,
+  holdLeaseMs: 30_000,
   ...overrides,
 })
 

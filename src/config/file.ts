@@ -95,8 +95,12 @@ export const ConfigFile = Schema.Struct({
     Schema.Struct({
       /** An answer's last byte waits until its generation record is committed (no loss on a process crash). */
       durable_answers: Schema.optional(Schema.Boolean),
+      /** How long a hold stays valid without its process renewing it (renewed every third of it). */
+      hold_lease_ms: Schema.optional(Schema.Int.pipe(Schema.greaterThanOrEqualTo(300, { message: () => "must be an integer ≥ 300" }))),
     }),
   ),
+  /** This process's name among those sharing a database (holds are owned by it); default the host name. */
+  instance_id: Schema.optional(nonEmpty),
 })
 export type ConfigFile = typeof ConfigFile.Type
 

@@ -11,9 +11,13 @@ export const ZonedTimestamp = Schema.String.pipe(
   }),
 )
 
+/** The largest amount a limit may be: money is counted in nano-dollars, exact in a JS number below 2^53 (~$9M). */
+export const MAX_LIMIT_USD = 9_000_000
+
 const Usd = Schema.Number.pipe(
   Schema.finite({ message: () => "must be a finite number" }),
   Schema.nonNegative({ message: () => "must be ≥ 0 (USD)" }),
+  Schema.lessThanOrEqualTo(MAX_LIMIT_USD, { message: () => `must be at most ${MAX_LIMIT_USD} (USD; money is counted in nano-dollars)` }),
 )
 
 export const KeyName = Schema.String.pipe(

@@ -4,6 +4,15 @@ import type { Usage } from "../providers/types.js"
 
 const PER_TOKEN = 1 / 1_000_000
 
+/** Money is stored and compared as integers of this unit: nano-dollars (1e-9 USD), exact in a JS number up to ~$9M. */
+export const NANO_PER_USD = 1_000_000_000
+
+/** USD → nano-dollars: the one place money is rounded (a generation's cost, a hold, a limit, a grant). */
+export const toNanoUsd = (usd: number): number => (Number.isFinite(usd) ? Math.round(usd * NANO_PER_USD) : 0)
+
+/** Nano-dollars → USD for the API: the double nearest the exact decimal (50000000 → 0.05). */
+export const fromNanoUsd = (nano: number | bigint | string): number => Number(nano) / NANO_PER_USD
+
 export const costOf = (pricing: Pricing, usage: Usage): number => {
   const cached = Math.min(usage.cachedTokens, usage.inputTokens)
   const written = Math.min(usage.cacheWriteTokens, usage.inputTokens - cached)
@@ -14,7 +23,8 @@ export const costOf = (pricing: Pricing, usage: Usage): number => {
     written * (pricing.cache_write ?? pricing.prompt) * PER_TOKEN +
     usage.outputTokens * pricing.completion * PER_TOKEN +
     (pricing.request ?? 0)
-  return Math.round(usd * 1e12) / 1e12
+  // Rounded to whole nano-dollars once, here: the record, the answer and the ledger agree exactly.
+  return fromNanoUsd(toNanoUsd(usd))
 }
 
 /** The worst case of a request before it runs: every input token uncached, every output token used. */

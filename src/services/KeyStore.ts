@@ -7,6 +7,7 @@ import { SqlClient } from "@effect/sql"
 import { randomBytes } from "node:crypto"
 import { Clock, Context, Effect, Option, Schema } from "effect"
 import type { ApiKey, LimitReset } from "../domain/keys.js"
+import { fromNanoUsd, toNanoUsd } from "../domain/pricing.js"
 import { windowStarts } from "../domain/windows.js"
 import { addSpendWith, dayOf, rollUp, type SpendItem } from "../store/spend-rollup.js"
 import { Notifications } from "./Notifications.js"
@@ -22,10 +23,13 @@ export interface KeyRow {
   readonly label: string
   readonly is_management: number
   readonly disabled: number
+  /** The limit in nano-dollars, as stored and compared. */
+  readonly limit_nano: number | null
+  /** The same limit in USD (`limit_nano` / 1e9), for the API and messages. */
   readonly limit_usd: number | null
   readonly limit_reset: LimitReset | null
   readonly include_byok_in_limit: number
-  readonly reserved_usd: number
+  readonly reserved_nano: number
   readonly expires_at: string | null
   readonly deleted: number
   readonly created_at: string
@@ -34,6 +38,19 @@ export interface KeyRow {
   readonly in_workspace?: number
 }
 
+/** A row of `api_keys` as the store returns it (BIGINT columns may come back as numbers or strings). */
+export type StoredKeyRow = Omit<KeyRow, "limit_nano" | "limit_usd" | "reserved_nano"> & {
+  readonly limit_nano: number | string | null
+  readonly reserved_nano: number | string
+}
+
+/** The stored row with its money as numbers, and the limit in USD beside its nano-dollars. */
+export const keyRowOf = (r: StoredKeyRow): KeyRow => {
+  const limit = r.limit_nano === null ? null : Number(r.limit_nano)
+  return { ...r, limit_nano: limit, limit_usd: limit === null ? null : fromNanoUsd(limit), reserved_nano: Number(r.reserved_nano) }
+}
+
+/** Sums of nano-dollars (integers), one field per window. */
 export interface UsageSummary {
   readonly usage: number
   readonly usage_daily: number
@@ -98,7 +115,9 @@ export interface SpendEntry extends Omit<SpendItem, "createdAt"> {
 
 const bool = (b: boolean | undefined) => (b ? 1 : 0)
 
-export const round = (usd: number) => Math.round(usd * 1e12) / 1e12
+/** A limit in USD (or none) as stored: nano-dollars. */
+const limitNano = (usd: number | null | undefined) => (usd == null ? null : toNanoUsd(usd))
+
 
 /** How long a cached key row is trusted: the bound on another process's change where notices do not reach (tests stretch it). */
 export class KeyCacheOptions extends Context.Reference<KeyCacheOptions>()("KeyCacheOptions", {
@@ -121,20 +140,20 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
     const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
 
     const loadByHash = (hash: string) =>
-      sql<KeyRow>`SELECT * FROM api_keys WHERE hash = ${hash} AND deleted = 0`.pipe(
-        Effect.map((rows) => Option.fromNullable(rows[0])),
+      sql<StoredKeyRow>`SELECT * FROM api_keys WHERE hash = ${hash} AND deleted = 0`.pipe(
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), keyRowOf)),
         Effect.orDie,
       )
 
     /** The hot-path lookup: memory first, the store on a miss or an expired entry. */
     /** The row with whether its user still belongs to its workspace (a removed member's key stops working). */
     const loadForAuth = (hash: string) =>
-      sql<KeyRow>`SELECT k.*, CASE WHEN EXISTS (
+      sql<StoredKeyRow>`SELECT k.*, CASE WHEN EXISTS (
           SELECT 1 FROM workspaces w WHERE w.id = k.workspace_id AND (w.owner_user_id = k.user_id
             OR EXISTS (SELECT 1 FROM workspace_members m WHERE m.workspace_id = w.id AND m.user_id = k.user_id))
         ) THEN 1 ELSE 0 END AS in_workspace
         FROM api_keys k WHERE k.hash = ${hash} AND k.deleted = 0`.pipe(
-        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), keyRowOf)),
         Effect.orDie,
       )
 
@@ -194,9 +213,9 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
         const hash = hashSecret(secret)
         const now = yield* nowIso
         yield* sql`INSERT INTO api_keys (hash, user_id, workspace_id, name, label, is_management, disabled,
-            limit_usd, limit_reset, include_byok_in_limit, expires_at, created_at, updated_at)
+            limit_nano, limit_reset, include_byok_in_limit, expires_at, created_at, updated_at)
           VALUES (${hash}, ${input.userId}, ${input.workspaceId}, ${input.name}, ${labelOf(secret)},
-            ${bool(input.isManagement)}, 0, ${input.limit ?? null}, ${input.limitReset ?? null},
+            ${bool(input.isManagement)}, 0, ${limitNano(input.limit)}, ${input.limitReset ?? null},
             ${bool(input.includeByokInLimit)}, ${input.expiresAt ?? null}, ${now}, ${now})`
         yield* changed(hash)
         const row = yield* loadByHash(hash)
@@ -208,10 +227,13 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
       Effect.map(loadByHash(hash), Option.filter((row) => row.user_id === userId))
 
     const list = (userId: string, options: { offset: number; includeDisabled: boolean; limit?: number; workspaceId?: string }) =>
-      sql<KeyRow>`SELECT * FROM api_keys WHERE user_id = ${userId} AND deleted = 0
+      sql<StoredKeyRow>`SELECT * FROM api_keys WHERE user_id = ${userId} AND deleted = 0
           ${options.includeDisabled ? sql`` : sql`AND disabled = 0`}
           ${options.workspaceId === undefined ? sql`` : sql`AND workspace_id = ${options.workspaceId}`}
-          ORDER BY id LIMIT ${options.limit ?? 100} OFFSET ${options.offset}`.pipe(Effect.orDie)
+          ORDER BY id LIMIT ${options.limit ?? 100} OFFSET ${options.offset}`.pipe(
+        Effect.map((rows) => rows.map(keyRowOf)),
+        Effect.orDie,
+      )
 
     const update = (hash: string, patch: KeyPatch) =>
       Effect.gen(function* () {
@@ -221,7 +243,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
         if (patch.disabled !== undefined) sets.push(sql`disabled = ${bool(patch.disabled)}`)
         if (patch.includeByokInLimit !== undefined)
           sets.push(sql`include_byok_in_limit = ${bool(patch.includeByokInLimit)}`)
-        if (patch.limit !== undefined) sets.push(sql`limit_usd = ${patch.limit}`)
+        if (patch.limit !== undefined) sets.push(sql`limit_nano = ${limitNano(patch.limit)}`)
         if (patch.limitReset !== undefined) sets.push(sql`limit_reset = ${patch.limitReset}`)
         // A changed limit policy: the next reservation recounts the window from the ledger.
         if (patch.limit !== undefined || patch.limitReset !== undefined || patch.includeByokInLimit !== undefined) {
@@ -257,14 +279,14 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
           byok_usage_weekly: number
           byok_usage_monthly: number
         }>`SELECT key_hash,
-            COALESCE(SUM(CASE WHEN is_byok = 0 THEN amount_usd END), 0) AS usage,
-            COALESCE(SUM(CASE WHEN is_byok = 0 AND day >= ${dayOf(w.day)} THEN amount_usd END), 0) AS usage_daily,
-            COALESCE(SUM(CASE WHEN is_byok = 0 AND day >= ${dayOf(w.week)} THEN amount_usd END), 0) AS usage_weekly,
-            COALESCE(SUM(CASE WHEN is_byok = 0 AND day >= ${dayOf(w.month)} THEN amount_usd END), 0) AS usage_monthly,
-            COALESCE(SUM(CASE WHEN is_byok = 1 THEN amount_usd END), 0) AS byok_usage,
-            COALESCE(SUM(CASE WHEN is_byok = 1 AND day >= ${dayOf(w.day)} THEN amount_usd END), 0) AS byok_usage_daily,
-            COALESCE(SUM(CASE WHEN is_byok = 1 AND day >= ${dayOf(w.week)} THEN amount_usd END), 0) AS byok_usage_weekly,
-            COALESCE(SUM(CASE WHEN is_byok = 1 AND day >= ${dayOf(w.month)} THEN amount_usd END), 0) AS byok_usage_monthly
+            COALESCE(SUM(CASE WHEN is_byok = 0 THEN amount_nano END), 0) AS usage,
+            COALESCE(SUM(CASE WHEN is_byok = 0 AND day >= ${dayOf(w.day)} THEN amount_nano END), 0) AS usage_daily,
+            COALESCE(SUM(CASE WHEN is_byok = 0 AND day >= ${dayOf(w.week)} THEN amount_nano END), 0) AS usage_weekly,
+            COALESCE(SUM(CASE WHEN is_byok = 0 AND day >= ${dayOf(w.month)} THEN amount_nano END), 0) AS usage_monthly,
+            COALESCE(SUM(CASE WHEN is_byok = 1 THEN amount_nano END), 0) AS byok_usage,
+            COALESCE(SUM(CASE WHEN is_byok = 1 AND day >= ${dayOf(w.day)} THEN amount_nano END), 0) AS byok_usage_daily,
+            COALESCE(SUM(CASE WHEN is_byok = 1 AND day >= ${dayOf(w.week)} THEN amount_nano END), 0) AS byok_usage_weekly,
+            COALESCE(SUM(CASE WHEN is_byok = 1 AND day >= ${dayOf(w.month)} THEN amount_nano END), 0) AS byok_usage_monthly
           FROM spend_daily WHERE ${sql.in("key_hash", rows.map((r) => r.hash))} GROUP BY key_hash`.pipe(Effect.orDie)
         const byHash = new Map(sums.map((s) => [s.key_hash, s]))
         for (const row of rows) {
@@ -284,15 +306,15 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
                   ? pick(s.usage_monthly, s.byok_usage_monthly)
                   : pick(s.usage, s.byok_usage)
           out.set(row.hash, {
-            usage: round(Number(s.usage)),
-            usage_daily: round(Number(s.usage_daily)),
-            usage_weekly: round(Number(s.usage_weekly)),
-            usage_monthly: round(Number(s.usage_monthly)),
-            byok_usage: round(Number(s.byok_usage)),
-            byok_usage_daily: round(Number(s.byok_usage_daily)),
-            byok_usage_weekly: round(Number(s.byok_usage_weekly)),
-            byok_usage_monthly: round(Number(s.byok_usage_monthly)),
-            limit_window: round(windowSpend),
+            usage: Number(s.usage),
+            usage_daily: Number(s.usage_daily),
+            usage_weekly: Number(s.usage_weekly),
+            usage_monthly: Number(s.usage_monthly),
+            byok_usage: Number(s.byok_usage),
+            byok_usage_daily: Number(s.byok_usage_daily),
+            byok_usage_weekly: Number(s.byok_usage_weekly),
+            byok_usage_monthly: Number(s.byok_usage_monthly),
+            limit_window: windowSpend,
           })
         }
         return out
@@ -305,17 +327,18 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
       label: row.label,
       disabled: row.disabled === 1,
       limit: row.limit_usd,
-      limit_remaining: row.limit_usd === null ? null : round(Math.max(0, row.limit_usd - usage.limit_window)),
+      // Subtracted in nano-dollars, then converted: $0.05 - $0.01 shows 0.04, not 0.04000000000000001.
+      limit_remaining: row.limit_nano === null ? null : fromNanoUsd(Math.max(0, row.limit_nano - usage.limit_window)),
       limit_reset: row.limit_reset,
       include_byok_in_limit: row.include_byok_in_limit === 1,
-      usage: usage.usage,
-      usage_daily: usage.usage_daily,
-      usage_weekly: usage.usage_weekly,
-      usage_monthly: usage.usage_monthly,
-      byok_usage: usage.byok_usage,
-      byok_usage_daily: usage.byok_usage_daily,
-      byok_usage_weekly: usage.byok_usage_weekly,
-      byok_usage_monthly: usage.byok_usage_monthly,
+      usage: fromNanoUsd(usage.usage),
+      usage_daily: fromNanoUsd(usage.usage_daily),
+      usage_weekly: fromNanoUsd(usage.usage_weekly),
+      usage_monthly: fromNanoUsd(usage.usage_monthly),
+      byok_usage: fromNanoUsd(usage.byok_usage),
+      byok_usage_daily: fromNanoUsd(usage.byok_usage_daily),
+      byok_usage_weekly: fromNanoUsd(usage.byok_usage_weekly),
+      byok_usage_monthly: fromNanoUsd(usage.byok_usage_monthly),
       created_at: row.created_at,
       updated_at: row.updated_at,
       expires_at: row.expires_at,
@@ -342,20 +365,20 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
     const credits = (userId: string) =>
       Effect.gen(function* () {
         const granted = yield* sql<{ total: number }>`
-          SELECT COALESCE(SUM(amount_usd), 0) AS total FROM credit_grants WHERE user_id = ${userId}`
+          SELECT COALESCE(SUM(amount_nano), 0) AS total FROM credit_grants WHERE user_id = ${userId}`
         const used = yield* sql<{ total: number }>`
-          SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily WHERE user_id = ${userId} AND is_byok = 0`
+          SELECT COALESCE(SUM(amount_nano), 0) AS total FROM spend_daily WHERE user_id = ${userId} AND is_byok = 0`
         return {
-          total_credits: round(Number(granted[0]?.total ?? 0)),
-          total_usage: round(Number(used[0]?.total ?? 0)),
+          total_credits: fromNanoUsd(granted[0]?.total ?? 0),
+          total_usage: fromNanoUsd(used[0]?.total ?? 0),
         }
       }).pipe(Effect.orDie)
 
     const addCredits = (userId: string, amountUsd: number, note?: string) =>
       Effect.gen(function* () {
         const now = yield* nowIso
-        yield* sql`INSERT INTO credit_grants (user_id, amount_usd, note, created_at)
-          VALUES (${userId}, ${amountUsd}, ${note ?? null}, ${now})`
+        yield* sql`INSERT INTO credit_grants (user_id, amount_nano, note, created_at)
+          VALUES (${userId}, ${toNanoUsd(amountUsd)}, ${note ?? null}, ${now})`
       }).pipe(Effect.orDie)
 
     const countAll = sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM api_keys`.pipe(

@@ -13,16 +13,14 @@ export interface Bootstrapped {
   readonly createdSecret: Option.Option<string>
 }
 
-/** A reservation older than the longest request deadline (plus a margin) was left by a crash. */
-const STALE_MARGIN_MS = 60_000
-
 export const bootstrap = Effect.gen(function* () {
   const config = yield* GatewayConfig
   const keys = yield* KeyStore
   const users = yield* Users
   const spend = yield* Spend
-  const released = yield* spend.releaseStale(config.requestTimeoutMs + STALE_MARGIN_MS)
-  if (released > 0) yield* Effect.logWarning(`Released ${released} reservation(s) left by an earlier crash`)
+  // Holds a crashed run of this instance left, and those whose owner stopped renewing their lease.
+  const released = yield* spend.releaseOrphans
+  if (released > 0) yield* Effect.logWarning(`Released ${released} hold(s) left by a crashed process`)
   if (Option.isSome(config.managementKey)) {
     const secret = Redacted.value(config.managementKey.value)
     const existing = yield* keys.cachedByHash(hashSecret(secret))

@@ -9,6 +9,7 @@ import { dirname } from "node:path"
 import { Effect, Layer, Redacted } from "effect"
 import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
 import { migrations } from "./migrations/index.js"
+import { pgTypes } from "./pg-types.js"
 import { type MainConnection, noMainConnection, sqliteLayer } from "./sqlite-client.js"
 
 const sqlitePragmas = Effect.gen(function* () {
@@ -25,6 +26,8 @@ export const clientLayer = (databaseUrl: string): Layer.Layer<SqlClient.SqlClien
       PgClient.layer({
         url: Redacted.make(databaseUrl),
         maxConnections: 20,
+        // BIGINT money and its sums as numbers, not strings.
+        types: pgTypes,
       }).pipe(Layer.orDie),
       noMainConnection,
     )

@@ -12,6 +12,7 @@ import type { SqlClient } from "@effect/sql"
 import { Database } from "bun:sqlite"
 import { Effect } from "effect"
 import type { GenerationEntry, GenerationError, GenerationStatus, StoredGeneration } from "../domain/generations.js"
+import { fromNanoUsd, toNanoUsd } from "../domain/pricing.js"
 import { type SettleArgs, settlementOn } from "./settlement.js"
 import { addSpendWith, rollUp, type SpendItem, spendAdderOn } from "./spend-rollup.js"
 
@@ -35,7 +36,8 @@ export type GenerationRow = {
   readonly cache_write_tokens: number
   readonly output_tokens: number
   readonly reasoning_tokens: number
-  readonly total_cost: number
+  /** Nano-dollars (1e-9 USD), the cost rounded once (`toNanoUsd`). */
+  readonly total_cost_nano: number
   readonly is_byok: number
   readonly generation_time_ms: number
   readonly latency_ms: number | null
@@ -70,7 +72,7 @@ export const toRow = (e: GenerationEntry): GenerationRow => ({
   cache_write_tokens: count(e.cacheWriteTokens),
   output_tokens: count(e.outputTokens),
   reasoning_tokens: count(e.reasoningTokens),
-  total_cost: Number.isFinite(e.totalCost) ? e.totalCost : 0,
+  total_cost_nano: toNanoUsd(e.totalCost),
   is_byok: bit(e.isByok),
   generation_time_ms: count(e.generationTimeMs),
   latency_ms: e.latencyMs === null ? null : count(e.latencyMs),
@@ -102,7 +104,7 @@ export const fromRow = (r: GenerationRow): StoredGeneration => ({
   cacheWriteTokens: Number(r.cache_write_tokens),
   outputTokens: Number(r.output_tokens),
   reasoningTokens: Number(r.reasoning_tokens),
-  totalCost: Number(r.total_cost),
+  totalCost: fromNanoUsd(r.total_cost_nano),
   isByok: Number(r.is_byok) === 1,
   generationTimeMs: Number(r.generation_time_ms),
   latencyMs: r.latency_ms === null ? null : Number(r.latency_ms),
@@ -119,9 +121,8 @@ export const fromRow = (r: GenerationRow): StoredGeneration => ({
 const GENERATION_COLUMNS: ReadonlyArray<keyof GenerationRow> = [
   "id", "key_hash", "user_id", "workspace_id", "model", "provider_name", "upstream_model", "upstream_id",
   "created_at", "streamed", "cancelled", "finish_reason", "session_id", "input_tokens", "cached_tokens",
-  "cache_write_tokens", "output_tokens", "reasoning_tokens", "total_cost", "is_byok", "generation_time_ms",
-  "latency_ms", "status", "error", "has_content", "usage_estimated",
-  "latency_ms", "status", "error", "has_content", "http_referer", "app_title", "user_agent",
+  "cache_write_tokens", "output_tokens", "reasoning_tokens", "total_cost_nano", "is_byok", "generation_time_ms",
+  "latency_ms", "status", "error", "has_content", "usage_estimated", "http_referer", "app_title", "user_agent",
 ]
 
 const contentRowOf = (e: GenerationEntry) =>

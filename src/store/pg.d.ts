@@ -1,6 +1,7 @@
 /**
  * The little of node-postgres (`pg`, a direct dependency, pinned to the version @effect/sql-pg uses; it ships no typings)
- * that the notification listener uses (src/services/Notifications.ts).
+ * that the gateway uses: the notification listener's client (src/services/Notifications.ts) and
+ * the default type parsers (src/store/pg-types.ts).
  */
 declare module "pg" {
   export interface Notification {
@@ -26,6 +27,10 @@ declare module "pg" {
     on(event: "end", listener: () => void): this
     removeAllListeners(): this
   }
-  const pg: { readonly Client: typeof Client }
+  export type TextParser = (value: string) => unknown
+  export interface TypeParsers {
+    readonly getTypeParser: (oid: number, format?: "text" | "binary") => TextParser
+  }
+  const pg: { readonly Client: typeof Client; readonly types: TypeParsers }
   export default pg
 }

@@ -11,6 +11,7 @@
 import type { SqlClient } from "@effect/sql"
 import type { Database } from "bun:sqlite"
 import { Effect, type Types } from "effect"
+import { toNanoUsd } from "../domain/pricing.js"
 
 /** What one request (or one recorded spend) adds to the ledger. */
 export interface SpendItem {
@@ -30,13 +31,13 @@ export type SpendDayRow = {
   readonly is_byok: number
   readonly user_id: string
   readonly workspace_id: string
-  readonly amount_usd: number
+  /** Nano-dollars (1e-9 USD): integers, so the sums are exact. */
+  readonly amount_nano: number
 }
 
 /** The UTC day (YYYY-MM-DD) of an ISO 8601 time, as `spend_daily.day` holds it. */
 export const dayOf = (iso: string): string => iso.slice(0, 10)
 
-const finite = (n: number) => (Number.isFinite(n) ? n : 0)
 
 /** The items summed per (key, day, BYOK), sorted by that key. */
 export const rollUp = (items: Iterable<SpendItem>): Array<SpendDayRow> => {
@@ -47,7 +48,7 @@ export const rollUp = (items: Iterable<SpendItem>): Array<SpendDayRow> => {
   for (const item of items) {
     const isByok = item.isByok ? 1 : 0
     if (last !== undefined && item.keyHash === last.key_hash && isByok === last.is_byok && item.createdAt.startsWith(last.day)) {
-      last.amount_usd += finite(item.amountUsd)
+      last.amount_nano += toNanoUsd(item.amountUsd)
       continue
     }
     const day = dayOf(item.createdAt)
@@ -60,17 +61,17 @@ export const rollUp = (items: Iterable<SpendItem>): Array<SpendDayRow> => {
         is_byok: isByok,
         user_id: item.userId,
         workspace_id: item.workspaceId,
-        amount_usd: finite(item.amountUsd),
+        amount_nano: toNanoUsd(item.amountUsd),
       }
       rows.set(id, row)
-    } else row.amount_usd += finite(item.amountUsd)
+    } else row.amount_nano += toNanoUsd(item.amountUsd)
     last = row
   }
   return [...rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row)
 }
 
 const UPSERT_TAIL =
-  "ON CONFLICT (key_hash, day, is_byok) DO UPDATE SET amount_usd = spend_daily.amount_usd + excluded.amount_usd"
+  "ON CONFLICT (key_hash, day, is_byok) DO UPDATE SET amount_nano = spend_daily.amount_nano + excluded.amount_nano"
 
 /** The rows added through @effect/sql (Postgres, an in-memory SQLite), in the caller's transaction. */
 export const addSpendWith = (sql: SqlClient.SqlClient, rows: ReadonlyArray<SpendDayRow>) =>
@@ -79,9 +80,9 @@ export const addSpendWith = (sql: SqlClient.SqlClient, rows: ReadonlyArray<Spend
 /** The rows added with a prepared statement on a SQLite connection, in the caller's transaction. */
 export const spendAdderOn = (db: Database): ((rows: ReadonlyArray<SpendDayRow>) => void) => {
   const upsert = db.prepare<unknown, [string, string, number, string, string, number]>(
-    `INSERT INTO spend_daily (key_hash, day, is_byok, user_id, workspace_id, amount_usd) VALUES (?, ?, ?, ?, ?, ?) ${UPSERT_TAIL}`,
+    `INSERT INTO spend_daily (key_hash, day, is_byok, user_id, workspace_id, amount_nano) VALUES (?, ?, ?, ?, ?, ?) ${UPSERT_TAIL}`,
   )
   return (rows) => {
-    for (const r of rows) upsert.run(r.key_hash, r.day, r.is_byok, r.user_id, r.workspace_id, r.amount_usd)
+    for (const r of rows) upsert.run(r.key_hash, r.day, r.is_byok, r.user_id, r.workspace_id, r.amount_nano)
   }
 }

@@ -16,9 +16,9 @@ export interface ReserveArgs {
   readonly id: string
   readonly keyHash: string
   readonly userId: string
-  /** Held against the key's limit (0 when the key is not charged). */
+  /** Held against the key's limit, in nano-dollars (0 when the key is not charged). */
   readonly amount: number
-  /** Held against the user's credits (0 when credits are not charged). */
+  /** Held against the user's credits, in nano-dollars (0 when credits are not charged). */
   readonly credits: number
   readonly chargesKey: boolean
   readonly chargesCredits: boolean
@@ -28,6 +28,11 @@ export interface ReserveArgs {
   readonly since: string | undefined
   readonly includeByok: boolean
   readonly now: string
+  /** The hold's owner and lease (src/services/Spend.ts, "Hold leases"). */
+  readonly instanceId: string
+  readonly bootId: string
+  /** Epoch ms until which the owner vouches for the hold; it renews the lease of all its holds at once. */
+  readonly leaseUntil: number
 }
 
 export type ReserveOutcome = "ok" | "key" | "credits"
@@ -69,37 +74,37 @@ const prepare = (db: Database): SqliteSpend => {
     const byok = args.includeByok ? "" : " AND is_byok = 0"
     if (args.since === undefined) {
       const row = db
-        .query<{ total: number }, [string]>(`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily WHERE key_hash = ?${byok}`)
+        .query<{ total: number }, [string]>(`SELECT COALESCE(SUM(amount_nano), 0) AS total FROM spend_daily WHERE key_hash = ?${byok}`)
         .get(args.keyHash)
       return Number(row?.total ?? 0)
     }
     const row = db
       .query<{ total: number }, [string, string]>(
-        `SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily WHERE key_hash = ?${byok} AND day >= ?`,
+        `SELECT COALESCE(SUM(amount_nano), 0) AS total FROM spend_daily WHERE key_hash = ?${byok} AND day >= ?`,
       )
       .get(args.keyHash, dayOf(args.since))
     return Number(row?.total ?? 0)
   }
   const holdKey = db.query<{ hash: string }, Record<string, string | number>>(
     `UPDATE api_keys SET
-       window_spend_usd = CASE WHEN window_start = $windowStart THEN window_spend_usd ELSE $carried END,
+       window_spend_nano = CASE WHEN window_start = $windowStart THEN window_spend_nano ELSE $carried END,
        window_start = $windowStart,
-       reserved_usd = reserved_usd + $amount
-     WHERE hash = $hash AND limit_usd IS NOT NULL
-       AND (CASE WHEN window_start = $windowStart THEN window_spend_usd ELSE $carried END) + reserved_usd < limit_usd
+       reserved_nano = reserved_nano + $amount
+     WHERE hash = $hash AND limit_nano IS NOT NULL
+       AND (CASE WHEN window_start = $windowStart THEN window_spend_nano ELSE $carried END) + reserved_nano < limit_nano
      RETURNING hash`,
   )
   const holdCredits = db.query<{ id: string }, Record<string, string | number>>(
-    `UPDATE users SET credits_reserved_usd = credits_reserved_usd + $credits
+    `UPDATE users SET credits_reserved_nano = credits_reserved_nano + $credits
      WHERE id = $userId
-       AND (SELECT COALESCE(SUM(amount_usd), 0) FROM credit_grants WHERE user_id = $userId)
-         - (SELECT COALESCE(SUM(amount_usd), 0) FROM spend_daily WHERE user_id = $userId AND is_byok = 0)
-         - credits_reserved_usd >= $credits
+       AND (SELECT COALESCE(SUM(amount_nano), 0) FROM credit_grants WHERE user_id = $userId)
+         - (SELECT COALESCE(SUM(amount_nano), 0) FROM spend_daily WHERE user_id = $userId AND is_byok = 0)
+         - credits_reserved_nano >= $credits
      RETURNING id`,
   )
   const insertReservation = db.query<unknown, Record<string, string | number>>(
-    `INSERT INTO reservations (id, key_hash, user_id, amount_usd, credits_usd, created_at)
-     VALUES ($id, $hash, $userId, $amount, $credits, $now)`,
+    `INSERT INTO reservations (id, key_hash, user_id, amount_nano, credits_nano, created_at, instance_id, boot_id, lease_until)
+     VALUES ($id, $hash, $userId, $amount, $credits, $now, $instanceId, $bootId, $leaseUntil)`,
   )
   const reserveIn = db.transaction((args: ReserveArgs) => {
     if (args.chargesKey) {
@@ -119,6 +124,9 @@ const prepare = (db: Database): SqliteSpend => {
       amount: args.amount,
       credits: args.credits,
       now: args.now,
+      instanceId: args.instanceId,
+      bootId: args.bootId,
+      leaseUntil: args.leaseUntil,
     })
   })
   const settleIn = db.transaction(settlementOn(db))

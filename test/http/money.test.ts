@@ -35,8 +35,8 @@ const ledgerSpend = (g: TestGateway, hash: string) =>
     g,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily WHERE key_hash = ${hash}`
-      return Number(rows[0]?.total ?? 0)
+      const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_nano), 0) AS total FROM spend_daily WHERE key_hash = ${hash}`
+      return Number(rows[0]?.total ?? 0) / 1e9
     }),
   )
 
@@ -123,9 +123,9 @@ describe("no reservation is left behind", () => {
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
         const old = new Date(Date.now() - 3_600_000).toISOString()
-        yield* sql`INSERT INTO reservations (id, key_hash, user_id, amount_usd, credits_usd, created_at)
-          SELECT ${"r-crash"}, hash, user_id, 0.5, 0, ${old} FROM api_keys WHERE hash = ${data.hash}`
-        yield* sql`UPDATE api_keys SET reserved_usd = reserved_usd + 0.5 WHERE hash = ${data.hash}`
+        yield* sql`INSERT INTO reservations (id, key_hash, user_id, amount_nano, credits_nano, created_at)
+          SELECT ${"r-crash"}, hash, user_id, 500000000, 0, ${old} FROM api_keys WHERE hash = ${data.hash}`
+        yield* sql`UPDATE api_keys SET reserved_nano = reserved_nano + 500000000 WHERE hash = ${data.hash}`
       }),
     )
     await first.server.stop()
@@ -137,7 +137,7 @@ describe("no reservation is left behind", () => {
         second,
         Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
-          return (yield* sql<{ r: number }>`SELECT reserved_usd AS r FROM api_keys WHERE hash = ${data.hash}`)[0]!.r
+          return (yield* sql<{ r: number }>`SELECT reserved_nano AS r FROM api_keys WHERE hash = ${data.hash}`)[0]!.r
         }),
       )
       expect(Number(reserved)).toBe(0)
@@ -275,11 +275,11 @@ describe.skipIf(engine !== "postgres")("two gateway processes on one Postgres da
       await Bun.sleep(300)
       const { SQL } = await import("bun")
       const pg = new SQL(db.url)
-      const [row] = await pg`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily WHERE key_hash = ${made.data.hash}`
+      const [row] = await pg`SELECT COALESCE(SUM(amount_nano), 0) AS total FROM spend_daily WHERE key_hash = ${made.data.hash}`
       const [open] = await pg`SELECT COUNT(*)::int AS n FROM reservations`
       await pg.close()
-      expect(Number(row.total)).toBeCloseTo(ok * ACTUAL, 12)
-      expect(Number(row.total)).toBeLessThanOrEqual(limit + maxReservation(JSON.stringify(BODY).length) + 1e-12)
+      expect(Number(row.total) / 1e9).toBeCloseTo(ok * ACTUAL, 12)
+      expect(Number(row.total) / 1e9).toBeLessThanOrEqual(limit + maxReservation(JSON.stringify(BODY).length) + 1e-12)
       expect(open.n).toBe(0)
     } finally {
       a.kill("SIGTERM")

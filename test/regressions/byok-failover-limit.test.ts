@@ -58,9 +58,9 @@ const ledger = (g: GW, hash: string) =>
   g.server.runtime.runPromise(
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      const rows = yield* sql<{ total: number; byok: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total,
-        COALESCE(SUM(CASE WHEN is_byok = 1 THEN amount_usd ELSE 0 END), 0) AS byok FROM spend_daily WHERE key_hash = ${hash}`
-      return { total: Number(rows[0]!.total), byok: Number(rows[0]!.byok) }
+      const rows = yield* sql<{ total: number; byok: number }>`SELECT COALESCE(SUM(amount_nano), 0) AS total,
+        COALESCE(SUM(CASE WHEN is_byok = 1 THEN amount_nano ELSE 0 END), 0) AS byok FROM spend_daily WHERE key_hash = ${hash}`
+      return { total: Number(rows[0]!.total) / 1e9, byok: Number(rows[0]!.byok) / 1e9 }
     }),
   )
 

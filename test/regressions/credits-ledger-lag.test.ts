@@ -1,7 +1,7 @@
 /**
  * Regression (found in review): the credit check (Spend.reserve) computes the balance from the `spend` LEDGER, but the
  * ledger row is written later by the group-commit writer (GenerationStore), while `settle`
- * releases `credits_reserved_usd` at once. Between the two, a finished request's cost is counted
+ * releases `credits_reserved_nano` at once. Between the two, a finished request's cost is counted
  * nowhere: concurrent requests are admitted against credits that are already spent, far past the
  * "one reservation" bound of DESIGN §6.
  */

@@ -20,7 +20,7 @@ const generationsOf = (hash: string) =>
   gw().server.runtime.runPromise(
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      return yield* sql<{ status: string; cancelled: number; total_cost: number }>`SELECT status, cancelled, total_cost
+      return yield* sql<{ status: string; cancelled: number; total_cost_nano: number }>`SELECT status, cancelled, total_cost_nano
         FROM generations WHERE key_hash = ${hash}`
     }),
   )

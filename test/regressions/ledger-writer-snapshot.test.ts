@@ -29,7 +29,7 @@ describe("main-connection transaction vs the ledger writer's connection", () => 
             // Any macrotask boundary inside the transaction lets the writer's timer run.
             yield* store.record(entry())
             yield* Effect.sleep(30)
-            yield* sql`UPDATE users SET credits_reserved_usd = credits_reserved_usd WHERE id = 'nobody'`
+            yield* sql`UPDATE users SET credits_reserved_nano = credits_reserved_nano WHERE id = 'nobody'`
           }),
         )
       }),

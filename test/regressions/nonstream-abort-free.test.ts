@@ -20,8 +20,8 @@ const ledgerOf = (hash: string) =>
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const gens = yield* sql<{ status: string }>`SELECT status FROM generations WHERE key_hash = ${hash}`
-      const spend = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily WHERE key_hash = ${hash}`
-      return { generations: gens.map((g) => g.status), spend: Number(spend[0]!.total) }
+      const spend = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_nano), 0) AS total FROM spend_daily WHERE key_hash = ${hash}`
+      return { generations: gens.map((g) => g.status), spend: Number(spend[0]!.total) / 1e9 }
     }),
   )
 

@@ -2,7 +2,7 @@
  * REVIEW (Postgres, READ COMMITTED): Spend.reserve decides `rolled` with a SELECT, then runs the
  * conditional UPDATE with `carried = 0` when the window had not rolled. A PATCH of the key's
  * limit in between sets `window_start = NULL`; the UPDATE then takes the ELSE branch and writes
- * `window_spend_usd = 0` (the "carried" 0) with `window_start = <current window>`: the spend of
+ * `window_spend_nano = 0` (the "carried" 0) with `window_start = <current window>`: the spend of
  * the window is forgotten and the used-up key is admitted again for its whole limit.
  * (On SQLite the transaction holds the only connection, so the PATCH cannot interleave.)
  * Run with GATEWAY_TEST_PG_URL=postgres://postgres@127.0.0.1:5432/postgres.

@@ -65,12 +65,12 @@ const ledger = (hash: string, id: string) =>
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const rows = yield* sql<{ error: string | null }>`SELECT error FROM generations WHERE id = ${id}`
-      const spend = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily WHERE key_hash = ${hash}`
+      const spend = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_nano), 0) AS total FROM spend_daily WHERE key_hash = ${hash}`
       const held = yield* sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM reservations WHERE key_hash = ${hash}`
       const raw = rows[0]?.error
       return {
         error: raw == null ? null : (JSON.parse(raw) as GenerationError),
-        spend: Number(spend[0]?.total ?? 0),
+        spend: Number(spend[0]?.total ?? 0) / 1e9,
         held: Number(held[0]?.n ?? 0),
       }
     }),

@@ -68,8 +68,8 @@ describe("the reservation bounds what the upstream may produce", () => {
     const spent = await gw.server.runtime.runPromise(
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
-        const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily WHERE key_hash = ${made.data.hash}`
-        return Number(rows[0]!.total)
+        const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_nano), 0) AS total FROM spend_daily WHERE key_hash = ${made.data.hash}`
+        return Number(rows[0]!.total) / 1e9
       }),
     )
     // The upstream is allowed the 16-token answer plus the 20 000-token thinking budget, all reserved.
@@ -95,8 +95,8 @@ describe("the reservation bounds what the upstream may produce", () => {
     const spent = await gw.server.runtime.runPromise(
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
-        const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily WHERE key_hash = ${made.data.hash}`
-        return Number(rows[0]!.total)
+        const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_nano), 0) AS total FROM spend_daily WHERE key_hash = ${made.data.hash}`
+        return Number(rows[0]!.total) / 1e9
       }),
     )
     expect(sent["max_tokens"]).toBe(4096)

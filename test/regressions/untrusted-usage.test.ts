@@ -90,8 +90,8 @@ const spendOf = (hash: string) =>
   gw.server.runtime.runPromise(
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily WHERE key_hash = ${hash}`
-      return Number(rows[0]?.total ?? 0)
+      const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_nano), 0) AS total FROM spend_daily WHERE key_hash = ${hash}`
+      return Number(rows[0]?.total ?? 0) / 1e9
     }),
   )
 

@@ -60,9 +60,9 @@ const countWhere = (ids: ReadonlyArray<string>, table: "generations") =>
 /** What the spend ledger holds for the keys of `entries`. */
 const spentOn = (entries: ReadonlyArray<GenerationEntry>) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily
+    sql<{ total: number }>`SELECT COALESCE(SUM(amount_nano), 0) AS total FROM spend_daily
       WHERE ${sql.in("key_hash", [...new Set(entries.map((e) => e.keyHash))])}`,
-  ).pipe(Effect.map((rows) => Number(rows[0]?.total ?? 0)))
+  ).pipe(Effect.map((rows) => Number(rows[0]?.total ?? 0) / 1e9))
 const costOf = (entries: ReadonlyArray<GenerationEntry>) => entries.reduce((n, e) => n + e.totalCost, 0)
 
 describe("newGenerationId", () => {

@@ -33,11 +33,11 @@ const reserved = Effect.gen(function* () {
 const state = (hash: string, reservationId: string, generationId: string) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const key = (yield* sql<{ reserved: number; spent: number }>`SELECT reserved_usd AS reserved, window_spend_usd AS spent
+    const key = (yield* sql<{ reserved: number; spent: number }>`SELECT reserved_nano AS reserved, window_spend_nano AS spent
       FROM api_keys WHERE hash = ${hash}`)[0]!
     const holds = (yield* sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM reservations WHERE id = ${reservationId}`)[0]!
     const rows = (yield* sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM generations WHERE id = ${generationId}`)[0]!
-    return { reserved: Number(key.reserved), spent: Number(key.spent), holds: Number(holds.n), rows: Number(rows.n) }
+    return { reserved: Number(key.reserved) / 1e9, spent: Number(key.spent) / 1e9, holds: Number(holds.n), rows: Number(rows.n) }
   })
 
 describe("a reservation settled in the ledger's batch", () => {
@@ -115,9 +115,9 @@ describe("reservations asked for together", () => {
           Array.from({ length: 10 }, () => Effect.either(spend.reserve(row, 0.3, { isByok: false }))),
           { concurrency: "unbounded" },
         )
-        const held = (yield* sql<{ r: number }>`SELECT reserved_usd AS r FROM api_keys WHERE hash = ${row.hash}`)[0]!
+        const held = (yield* sql<{ r: number }>`SELECT reserved_nano AS r FROM api_keys WHERE hash = ${row.hash}`)[0]!
         const rows = (yield* sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM reservations WHERE key_hash = ${row.hash}`)[0]!
-        return { admitted: outcomes.filter((o) => o._tag === "Right").length, refused: outcomes.filter((o) => o._tag === "Left").map((o) => (o._tag === "Left" ? o.left.status : 0)), reserved: Number(held.r), rows: Number(rows.n) }
+        return { admitted: outcomes.filter((o) => o._tag === "Right").length, refused: outcomes.filter((o) => o._tag === "Left").map((o) => (o._tag === "Left" ? o.left.status : 0)), reserved: Number(held.r) / 1e9, rows: Number(rows.n) }
       }),
     )
     // Admitted while reserved < $1: 0, 0.3, 0.6, 0.9; the other six are refused with 402 and hold nothing.
@@ -158,7 +158,7 @@ describe("reservations asked for together, with credits enforced", () => {
           { concurrency: "unbounded" },
         )
         const heldOf = (hash: string) =>
-          Effect.map(sql<{ r: number }>`SELECT reserved_usd AS r FROM api_keys WHERE hash = ${hash}`, (r) => Number(r[0]!.r))
+          Effect.map(sql<{ r: number }>`SELECT reserved_nano AS r FROM api_keys WHERE hash = ${hash}`, (r) => Number(r[0]!.r) / 1e9)
         return {
           poor: a._tag === "Left" ? a.left.status : 200,
           rich: b._tag === "Right" ? 200 : b.left.status,

@@ -47,9 +47,9 @@ const counts = (rt: ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown>,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const g = yield* sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM generations WHERE ${sql.in("id", ids)}`
-      const s = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_usd), 0) AS total FROM spend_daily WHERE key_hash = ${keyHash}`
+      const s = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_nano), 0) AS total FROM spend_daily WHERE key_hash = ${keyHash}`
       const c = yield* sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM generation_content WHERE ${sql.in("generation_id", ids)}`
-      return { generations: Number(g[0]!.n), spend: Math.round(Number(s[0]!.total) / COST), content: Number(c[0]!.n) }
+      return { generations: Number(g[0]!.n), spend: Math.round(Number(s[0]!.total) / 1e9 / COST), content: Number(c[0]!.n) }
     }),
   )
 

@@ -30,10 +30,10 @@ describe("rollUp", () => {
       item({ keyHash: "key-b", userId: "user-b", workspaceId: "ws-b", amountUsd: 8 }),
     ])
     expect(rows).toEqual([
-      { key_hash: "key-a", day: "2026-11-23", is_byok: 0, user_id: "user-a", workspace_id: "ws-a", amount_usd: 0.75 },
-      { key_hash: "key-a", day: "2026-11-23", is_byok: 1, user_id: "user-a", workspace_id: "ws-a", amount_usd: 4 },
-      { key_hash: "key-a", day: "2026-11-24", is_byok: 0, user_id: "user-a", workspace_id: "ws-a", amount_usd: 2 },
-      { key_hash: "key-b", day: "2026-11-23", is_byok: 0, user_id: "user-b", workspace_id: "ws-b", amount_usd: 8 },
+      { key_hash: "key-a", day: "2026-11-23", is_byok: 0, user_id: "user-a", workspace_id: "ws-a", amount_nano: 750_000_000 },
+      { key_hash: "key-a", day: "2026-11-23", is_byok: 1, user_id: "user-a", workspace_id: "ws-a", amount_nano: 4_000_000_000 },
+      { key_hash: "key-a", day: "2026-11-24", is_byok: 0, user_id: "user-a", workspace_id: "ws-a", amount_nano: 2_000_000_000 },
+      { key_hash: "key-b", day: "2026-11-23", is_byok: 0, user_id: "user-b", workspace_id: "ws-b", amount_nano: 8_000_000_000 },
     ])
   })
 
@@ -41,11 +41,11 @@ describe("rollUp", () => {
     const items = ["k3", "k1", "k2", "k1", "k3"].map((keyHash, i) => item({ keyHash, amountUsd: i + 1 }))
     const forward = rollUp(items)
     expect(forward.map((r) => r.key_hash)).toEqual(["k1", "k2", "k3"])
-    expect(rollUp([...items].reverse()).map((r) => [r.key_hash, r.amount_usd])).toEqual(forward.map((r) => [r.key_hash, r.amount_usd]))
+    expect(rollUp([...items].reverse()).map((r) => [r.key_hash, r.amount_nano])).toEqual(forward.map((r) => [r.key_hash, r.amount_nano]))
   })
 
   test("a cost that is not a finite number adds nothing", () => {
-    expect(rollUp([item({ amountUsd: Number.NaN }), item({ amountUsd: Infinity }), item({ amountUsd: 1 })])[0]!.amount_usd).toBe(1)
+    expect(rollUp([item({ amountUsd: Number.NaN }), item({ amountUsd: Infinity }), item({ amountUsd: 1 })])[0]!.amount_nano).toBe(1_000_000_000)
   })
 
   test("dayOf is the UTC date of an ISO time", () => {
@@ -81,19 +81,18 @@ describe(`the spend_daily migration and upsert (${engine})`, () => {
         yield* spend("k1", "u1", 1, 1, "2026-11-22T12:00:00.000Z")
         yield* spend("k1", "u1", 2, 0, "2026-11-23T00:00:00.000Z")
         yield* spend("k2", "u2", 4, 0, "2026-11-23T09:00:00.000Z")
-        // Migration 8 and every later one run; 8 is the one under test.
-        expect((yield* migrate)[0]).toBe("8_spend_daily")
-        const rows = yield* sql<{ key_hash: string; day: string; is_byok: number; user_id: string; workspace_id: string; amount_usd: number }>`
-          SELECT key_hash, day, is_byok, user_id, workspace_id, amount_usd FROM spend_daily ORDER BY key_hash, day, is_byok`
+        expect(yield* migrate).toEqual(["8_spend_daily", "9_usage_estimated", "10_generation_client", "11_money_nano", "12_hold_leases"])
+        const rows = yield* sql<{ key_hash: string; day: string; is_byok: number; user_id: string; workspace_id: string; amount_nano: number }>`
+          SELECT key_hash, day, is_byok, user_id, workspace_id, amount_nano FROM spend_daily ORDER BY key_hash, day, is_byok`
         const gone = yield* Effect.either(sql`SELECT COUNT(*) FROM spend`)
-        return { rows: rows.map((r) => ({ ...r, is_byok: Number(r.is_byok), amount_usd: Number(r.amount_usd) })), spendGone: gone._tag === "Left" }
+        return { rows: rows.map((r) => ({ ...r, is_byok: Number(r.is_byok), amount_nano: Number(r.amount_nano) })), spendGone: gone._tag === "Left" }
       }),
     )
     expect(sums.rows).toEqual([
-      { key_hash: "k1", day: "2026-11-22", is_byok: 0, user_id: "u1", workspace_id: "ws-u1", amount_usd: 0.75 },
-      { key_hash: "k1", day: "2026-11-22", is_byok: 1, user_id: "u1", workspace_id: "ws-u1", amount_usd: 1 },
-      { key_hash: "k1", day: "2026-11-23", is_byok: 0, user_id: "u1", workspace_id: "ws-u1", amount_usd: 2 },
-      { key_hash: "k2", day: "2026-11-23", is_byok: 0, user_id: "u2", workspace_id: "ws-u2", amount_usd: 4 },
+      { key_hash: "k1", day: "2026-11-22", is_byok: 0, user_id: "u1", workspace_id: "ws-u1", amount_nano: 750_000_000 },
+      { key_hash: "k1", day: "2026-11-22", is_byok: 1, user_id: "u1", workspace_id: "ws-u1", amount_nano: 1_000_000_000 },
+      { key_hash: "k1", day: "2026-11-23", is_byok: 0, user_id: "u1", workspace_id: "ws-u1", amount_nano: 2_000_000_000 },
+      { key_hash: "k2", day: "2026-11-23", is_byok: 0, user_id: "u2", workspace_id: "ws-u2", amount_nano: 4_000_000_000 },
     ])
     expect(sums.spendGone).toBe(true)
   })
@@ -105,11 +104,11 @@ describe(`the spend_daily migration and upsert (${engine})`, () => {
         yield* addSpendWith(sql, rollUp([item({ keyHash: "k1", userId: "u1", amountUsd: 0.125, createdAt: "2026-11-23T18:00:00.000Z" })]))
         yield* addSpendWith(sql, rollUp([item({ keyHash: "k1", userId: "u1", amountUsd: 0.125, createdAt: "2026-11-23T19:00:00.000Z" })]))
         yield* addSpendWith(sql, [])
-        return yield* sql<{ amount_usd: number; n: number }>`SELECT amount_usd, (SELECT COUNT(*) FROM spend_daily) AS n
+        return yield* sql<{ amount_nano: number; n: number }>`SELECT amount_nano, (SELECT COUNT(*) FROM spend_daily) AS n
           FROM spend_daily WHERE key_hash = 'k1' AND day = '2026-11-23' AND is_byok = 0`
       }),
     )
-    expect(Number(total[0]!.amount_usd)).toBe(2.25)
+    expect(Number(total[0]!.amount_nano)).toBe(2_250_000_000)
     expect(Number(total[0]!.n)).toBe(4)
   })
 })

@@ -13,6 +13,8 @@ import ledgerIndexes from "./0007_ledger_indexes.js"
 import spendDaily from "./0008_spend_daily.js"
 import usageEstimated from "./0009_usage_estimated.js"
 import generationClient from "./0010_generation_client.js"
+import moneyNano from "./0011_money_nano.js"
+import holdLeases from "./0012_hold_leases.js"
 
 export interface Migration {
   readonly id: number
@@ -30,4 +32,6 @@ export const migrations: ReadonlyArray<Migration> = [
   { id: 8, name: "spend_daily", up: spendDaily },
   { id: 9, name: "usage_estimated", up: usageEstimated },
   { id: 10, name: "generation_client", up: generationClient },
+  { id: 11, name: "money_nano", up: moneyNano },
+  { id: 12, name: "hold_leases", up: holdLeases },
 ]
