@@ -105,6 +105,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
     // Hash → row. Entries expire so other processes' writes are seen within the TTL.
     const cache = new Map<string, { readonly row: KeyRow; readonly at: number }>()
     const CACHE_TTL_MS = 2_000
+    const MISS_CAPACITY = 10_000
 
     const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
 
@@ -140,10 +141,32 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
       return hit.row
     }
 
+    // Hashes the store did not know, with when it said so: random keys are answered from memory,
+    // not by a store query each (least recently used first out; cleared when a key is created).
+    const misses = new Map<string, number>()
+
+    /** Whether the store said lately that no key has this hash (plain code, no I/O). */
+    const peekMissing = (hash: string): boolean => {
+      const at = misses.get(hash)
+      if (at === undefined) return false
+      misses.delete(hash)
+      if (Date.now() - at >= CACHE_TTL_MS) return false
+      misses.set(hash, at)
+      cacheStats.hits++
+      return true
+    }
+
+    const rememberMiss = (hash: string, at: number) => {
+      misses.delete(hash)
+      misses.set(hash, at)
+      if (misses.size > MISS_CAPACITY) misses.delete(misses.keys().next().value as string)
+    }
+
     const cachedByHash = (hash: string) =>
       Effect.suspend(() => {
         const row = peekByHash(hash)
         if (row !== undefined) return Effect.succeed(Option.some(row))
+        if (peekMissing(hash)) return Effect.succeed(Option.none<KeyRow>())
         const now = Date.now()
         cacheStats.misses++
         const seen = epoch
@@ -151,7 +174,10 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
           Effect.sync(() => {
             if (epoch !== seen) return
             if (Option.isSome(row)) cache.set(hash, { row: row.value, at: now })
-            else cache.delete(hash)
+            else {
+              cache.delete(hash)
+              rememberMiss(hash, now)
+            }
           }),
         )
       })
@@ -172,6 +198,9 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
           VALUES (${hash}, ${input.userId}, ${input.workspaceId}, ${input.name}, ${labelOf(secret)},
             ${bool(input.isManagement)}, 0, ${input.limit ?? null}, ${input.limitReset ?? null},
             ${bool(input.includeByokInLimit)}, ${input.expiresAt ?? null}, ${now}, ${now})`
+        // After the insert: a load that began before it must not leave this hash as a miss.
+        epoch++
+        misses.clear()
         const row = yield* loadByHash(hash)
         return { row: Option.getOrThrow(row), secret }
       }).pipe(Effect.orDie)
@@ -341,6 +370,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
       create,
       cachedByHash,
       peekByHash,
+      peekMissing,
       /** Key-cache lookups so far: answered from memory, or loaded. */
       cacheStats: (): { readonly hits: number; readonly misses: number } => ({ ...cacheStats }),
       findForUser,
