@@ -57,7 +57,7 @@ describe("InFlight", () => {
   test("counts return to zero after any mix of attributed and unattributed requests leave", () => {
     const { inFlight } = setup(100, 2)
     const slots = Array.from({ length: 6 }, () => slot())
-    slots.forEach((s, i) => inFlight.enter(request(`a${i % 3}`), s))
+    for (const [i, s] of slots.entries()) expect(inFlight.enter(request(`a${i % 3}`), s)).toBeUndefined()
     for (const s of slots) inFlight.leave(s)
     expect(inFlight.count).toBe(0)
     for (const address of ["a0", "a1", "a2"]) expect(inFlight.of(address)).toBe(0)
