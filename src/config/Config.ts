@@ -5,6 +5,7 @@
 import { Config, ConfigError, Context, Data, Effect, Either, Layer, Option, ParseResult, Redacted } from "effect"
 import demo from "../../config/demo.json" with { type: "json" }
 import { keyShaped } from "../domain/keys.js"
+import { DEFAULT_UPSTREAM_LIMITS } from "../providers/types.js"
 import { describeParseError } from "../domain/validation.js"
 import { checkReferences, ConfigFile } from "./file.js"
 
@@ -48,8 +49,8 @@ export const DEFAULT_LIMITS = {
   bodyTimeoutMs: 10_000,
   maxInFlight: 10_000,
   maxInFlightPerIp: 1_000,
-  maxUpstreamBodyBytes: 32 * 1024 * 1024,
-  maxUpstreamEventBytes: 1024 * 1024,
+  maxUpstreamBodyBytes: DEFAULT_UPSTREAM_LIMITS.bodyBytes,
+  maxUpstreamEventBytes: DEFAULT_UPSTREAM_LIMITS.eventBytes,
 } as const
 
 export class ConfigFileError extends Data.TaggedError("ConfigFileError")<{ readonly message: string }> {}

@@ -102,6 +102,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     spend: Context.get(runtime.context, Spend),
   })
   const bodyDeadline = makeBodyDeadline(settings.bodyTimeoutMs, maxBody)
+  const upstreamLimits = { bodyBytes: settings.maxUpstreamBodyBytes, eventBytes: settings.maxUpstreamEventBytes }
   const bodyTimeout = bodyTimedOut(settings.bodyTimeoutMs)
   // Settlements and records in flight, so shutdown and tests can wait for them (drain).
   const pending = new Set<Promise<void>>()
@@ -326,6 +327,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
           stream: streaming,
           signal: upstreamAbort.signal,
           apiKey: candidate.apiKey,
+          limits: upstreamLimits,
         })
         endpoint = candidate
         attempts.push({ model: candidate.modelId, provider: candidate.provider.id, status: 200 })
