@@ -115,7 +115,7 @@ const loadSettings = Effect.gen(function* () {
   const managementKey = yield* Config.option(
     Config.redacted("GATEWAY_MANAGEMENT_KEY").pipe(
       Config.validate({
-        message: "must be a generated key (sk-gw-v1- and 64 hex digits) or 1-256 visible ASCII characters not starting with sk-gw-v1-",
+        message: "GATEWAY_MANAGEMENT_KEY must be a generated key (sk-gw-v1- and 64 hex digits) or 1-256 visible ASCII characters not starting with sk-gw-v1-",
         validation: (secret) => keyShaped(Redacted.value(secret)),
       }),
     ),
