@@ -214,7 +214,7 @@ describe("requests in flight are capped", () => {
     } finally {
       await g.stop()
     }
-  })
+  }, 30_000)
 
   test("over max_in_flight_per_ip: 503 with Retry-After and Connection: close; served again once they end", async () => {
     const g = await startTestGateway({ maxInFlight: 100, maxInFlightPerIp: 2, bodyTimeoutMs: 60_000 })
@@ -226,5 +226,5 @@ describe("requests in flight are capped", () => {
     } finally {
       await g.stop()
     }
-  })
+  }, 30_000)
 })
