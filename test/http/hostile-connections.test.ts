@@ -105,6 +105,22 @@ describe("bodies have a deadline", () => {
     }
   })
 
+  test("a body declared over the maximum (413) or of another type (415) is refused and the connection closed, unread", async () => {
+    const auth = { authorization: `Bearer ${gw().adminKey}` }
+    const max = gw().server.settings.maxBodyBytes
+    for (const path of ["/v1/responses", "/v1/keys"]) {
+      for (const [head, status] of [
+        [postHead(path, max + 1, auth), 413],
+        [postHead(path, 1000, auth).replace("content-type: application/json", "content-type: text/plain"), 415],
+      ] as const) {
+        const c = await rawConnect(gw().server.port)
+        c.write(`${head}{"mo`)
+        expect(await c.waitClosed(ANSWER_MS)).toBe(true)
+        expect([path, statusOf(c.text()), headerOf(c.text(), "connection")]).toEqual([path, status, "close"])
+      }
+    }
+  })
+
   test("a body that arrives in parts within its deadline is served", async () => {
     const c = await rawConnect(gw().server.port)
     c.write(postHead("/v1/responses", Buffer.byteLength(BODY), { authorization: `Bearer ${gw().adminKey}` }))
