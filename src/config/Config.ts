@@ -3,8 +3,10 @@
  * Every variable is listed in the README's configuration table.
  */
 import { hostname } from "node:os"
-import { Config, ConfigError, Context, Data, Effect, Either, Layer, Option, ParseResult, type Redacted } from "effect"
+import { Config, ConfigError, Context, Data, Effect, Either, Layer, Option, ParseResult, Redacted } from "effect"
 import demo from "../../config/demo.json" with { type: "json" }
+import { keyShaped } from "../domain/keys.js"
+import { DEFAULT_UPSTREAM_LIMITS } from "../providers/types.js"
 import { describeParseError } from "../domain/validation.js"
 import { checkReferences, ConfigFile } from "./file.js"
 
@@ -48,12 +50,32 @@ export interface Settings {
   readonly instanceId: string
   /** A hold's lease: released by any process once its owner has not renewed it for this long. */
   readonly holdLeaseMs: number
+  /** Seconds of silence after which Bun closes a connection (0: never); lifted while an authenticated request runs. */
+  readonly idleTimeoutS: number
+  /** The time a request body may take: this plus its length at 64 KB/s (408 and close when exceeded). */
+  readonly bodyTimeoutMs: number
+  /** Requests in flight at once, overall and per client address (503 beyond). */
+  readonly maxInFlight: number
+  readonly maxInFlightPerIp: number
+  /** The most bytes read of an upstream's JSON or error body, and of one upstream SSE event (502 beyond). */
+  readonly maxUpstreamBodyBytes: number
+  readonly maxUpstreamEventBytes: number
 }
 
 /** A high-detail image is at most ~1,600 tokens at the major providers (tiles or pixels). */
 export const DEFAULT_MAX_TOKENS_PER_IMAGE = 2_000
 /** A file part (e.g. a PDF of ~10-20 pages, text and page images); beyond it the operator pays. */
 export const DEFAULT_MAX_TOKENS_PER_FILE = 32_000
+
+/** The connection and upstream limits' defaults (README, Configuration). */
+export const DEFAULT_LIMITS = {
+  idleTimeoutS: 30,
+  bodyTimeoutMs: 10_000,
+  maxInFlight: 10_000,
+  maxInFlightPerIp: 1_000,
+  maxUpstreamBodyBytes: DEFAULT_UPSTREAM_LIMITS.bodyBytes,
+  maxUpstreamEventBytes: DEFAULT_UPSTREAM_LIMITS.eventBytes,
+} as const
 
 export class ConfigFileError extends Data.TaggedError("ConfigFileError")<{ readonly message: string }> {}
 
@@ -103,13 +125,25 @@ const readCatalog = (path: Option.Option<string>) =>
       ),
   })
 
+const integerIn = (name: string, min: number, max = Number.MAX_SAFE_INTEGER) =>
+  Config.integer(name).pipe(
+    Config.validate({ message: `must be an integer from ${min} to ${max}`, validation: (n) => n >= min && n <= max }),
+  )
+
 const loadSettings = Effect.gen(function* () {
   const port = yield* Config.integer("PORT").pipe(Config.withDefault(8080))
   const host = yield* Config.string("HOST").pipe(Config.withDefault("0.0.0.0"))
   const dataDir = yield* Config.string("GATEWAY_DATA_DIR").pipe(Config.withDefault("./data"))
   const databaseUrl = yield* Config.string("DATABASE_URL").pipe(Config.withDefault(`${dataDir}/gateway.db`))
   const configPath = yield* Config.option(Config.string("GATEWAY_CONFIG"))
-  const managementKey = yield* Config.option(Config.redacted("GATEWAY_MANAGEMENT_KEY"))
+  const managementKey = yield* Config.option(
+    Config.redacted("GATEWAY_MANAGEMENT_KEY").pipe(
+      Config.validate({
+        message: "GATEWAY_MANAGEMENT_KEY must be a generated key (sk-gw-v1- and 64 hex digits) or 1-256 visible ASCII characters not starting with sk-gw-v1-",
+        validation: (secret) => keyShaped(Redacted.value(secret)),
+      }),
+    ),
+  )
   const secretKey = yield* Config.option(Config.redacted("GATEWAY_SECRET_KEY"))
   const maxBodyEnv = yield* Config.option(Config.integer("GATEWAY_MAX_BODY_BYTES"))
   const timeoutEnv = yield* Config.option(Config.integer("GATEWAY_REQUEST_TIMEOUT_MS"))
@@ -122,6 +156,11 @@ const loadSettings = Effect.gen(function* () {
   const shutdownGraceMs = yield* Config.integer("GATEWAY_SHUTDOWN_GRACE_MS").pipe(Config.withDefault(30_000))
   const durableEnv = yield* Config.option(Config.boolean("GATEWAY_DURABLE_ANSWERS"))
   const instanceEnv = yield* Config.option(Config.nonEmptyString("GATEWAY_INSTANCE_ID"))
+  // Bun's idleTimeout is at most 255 seconds.
+  const idleEnv = yield* Config.option(integerIn("GATEWAY_IDLE_TIMEOUT_S", 0, 255))
+  const bodyTimeoutEnv = yield* Config.option(integerIn("GATEWAY_BODY_TIMEOUT_MS", 1))
+  const maxInFlightEnv = yield* Config.option(integerIn("GATEWAY_MAX_IN_FLIGHT", 1))
+  const maxInFlightPerIpEnv = yield* Config.option(integerIn("GATEWAY_MAX_IN_FLIGHT_PER_IP", 1))
   const { source, catalog } = yield* readCatalog(configPath)
   return {
     port,
@@ -145,6 +184,12 @@ const loadSettings = Effect.gen(function* () {
     durableAnswers: Option.getOrElse(durableEnv, () => catalog.ledger?.durable_answers ?? false),
     instanceId: Option.getOrElse(instanceEnv, () => catalog.instance_id ?? hostname()),
     holdLeaseMs: catalog.ledger?.hold_lease_ms ?? 30_000,
+    idleTimeoutS: Option.getOrElse(idleEnv, () => catalog.server?.idle_timeout_s ?? DEFAULT_LIMITS.idleTimeoutS),
+    bodyTimeoutMs: Option.getOrElse(bodyTimeoutEnv, () => catalog.server?.body_timeout_ms ?? DEFAULT_LIMITS.bodyTimeoutMs),
+    maxInFlight: Option.getOrElse(maxInFlightEnv, () => catalog.server?.max_in_flight ?? DEFAULT_LIMITS.maxInFlight),
+    maxInFlightPerIp: Option.getOrElse(maxInFlightPerIpEnv, () => catalog.server?.max_in_flight_per_ip ?? DEFAULT_LIMITS.maxInFlightPerIp),
+    maxUpstreamBodyBytes: catalog.server?.max_upstream_body_bytes ?? DEFAULT_LIMITS.maxUpstreamBodyBytes,
+    maxUpstreamEventBytes: catalog.server?.max_upstream_event_bytes ?? DEFAULT_LIMITS.maxUpstreamEventBytes,
   } satisfies Settings
 }).pipe(
   Effect.mapError((e) =>
@@ -178,6 +223,7 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   // A name of its own per test gateway: one starting never releases another's holds.
   instanceId: `test-${crypto.randomUUID().slice(0, 8)}`,
   holdLeaseMs: 30_000,
+  ...DEFAULT_LIMITS,
   ...overrides,
 })
 

@@ -89,6 +89,13 @@ export const ConfigFile = Schema.Struct({
       request_timeout_ms: Schema.optional(positiveInt),
       /** A stream whose client has read nothing for this long is cut (default 60 s). */
       stall_timeout_ms: Schema.optional(positiveInt),
+      /** Seconds a connection may stay silent (0: never closed for silence). */
+      idle_timeout_s: Schema.optional(Schema.Int.pipe(Schema.between(0, 255, { message: () => "must be an integer from 0 to 255" }))),
+      body_timeout_ms: Schema.optional(positiveInt),
+      max_in_flight: Schema.optional(positiveInt),
+      max_in_flight_per_ip: Schema.optional(positiveInt),
+      max_upstream_body_bytes: Schema.optional(positiveInt),
+      max_upstream_event_bytes: Schema.optional(positiveInt),
     }),
   ),
   ledger: Schema.optional(

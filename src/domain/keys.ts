@@ -127,3 +127,15 @@ export const CurrentKey = Schema.Struct({
 export const Credits = Schema.Struct({
   data: Schema.Struct({ total_credits: Schema.Number, total_usage: Schema.Number }),
 })
+
+/** A generated secret: the prefix and 64 lower-case hex digits (KeyStore.newSecret). */
+const GENERATED_SECRET = /^sk-gw-v1-[0-9a-f]{64}$/
+/** Any other secret (a GATEWAY_MANAGEMENT_KEY): 1-256 visible ASCII characters. */
+const OTHER_SECRET = /^[\x21-\x7e]{1,256}$/
+
+/**
+ * Whether a bearer secret can be a key at all: one that cannot is refused without a store lookup.
+ * With the gateway's prefix it must be a generated secret; without, a custom one.
+ */
+export const keyShaped = (secret: string): boolean =>
+  secret.startsWith("sk-gw-v1-") ? GENERATED_SECRET.test(secret) : OTHER_SECRET.test(secret)

@@ -1,5 +1,6 @@
-/** Request bodies read with a cap: 413 without reading past the limit. */
-import { PayloadTooLarge, UnsupportedMediaType } from "../domain/errors.js"
+/** Request bodies read with a cap (413 without reading past the limit) and a deadline (408). */
+import { PayloadTooLarge, RequestTimeout, UnsupportedMediaType } from "../domain/errors.js"
+import { Deadlines } from "./responses/deadlines.js"
 
 export const tooLarge = (max: number) =>
   new PayloadTooLarge({ message: `Request body is larger than the maximum of ${max} bytes` })
@@ -58,4 +59,38 @@ export const checkJsonContentType = (req: Request): UnsupportedMediaType | undef
   return new UnsupportedMediaType({
     message: `Unsupported Content-Type ${type === null ? "(none)" : `'${type}'`}: send application/json`,
   })
+}
+
+export const BODY_TIMED_OUT = Symbol("body timed out")
+/** The slowest body rate allowed on top of the base body deadline: 64 KB/s. */
+const MIN_BODY_BYTES_PER_S = 64 * 1024
+
+/** Milliseconds a body of `bytes` may take beyond the base deadline. */
+export const bodyAllowanceMs = (bytes: number) => (bytes > 0 ? Math.ceil((bytes * 1000) / MIN_BODY_BYTES_PER_S) : 0)
+
+export const bodyTimedOut = (baseMs: number) =>
+  new RequestTimeout({
+    message: `The request body did not arrive in time (${baseMs} ms plus its length at 64 KB/s)`,
+  })
+
+/**
+ * A body read raced against its deadline: `baseMs` plus its declared length (or, chunked, the
+ * largest body allowed) at 64 KB/s. One list of deadlines, one timer (`Deadlines`).
+ */
+export const makeBodyDeadline = (baseMs: number, maxBytes: number) => {
+  const deadlines = new Deadlines(baseMs)
+  return <A>(read: Promise<A>, length: string | null): Promise<A | typeof BODY_TIMED_OUT> =>
+    new Promise((resolve, reject) => {
+      const deadline = deadlines.add(() => resolve(BODY_TIMED_OUT), bodyAllowanceMs(length === null ? maxBytes : Number(length)))
+      read.then(
+        (value) => {
+          deadlines.remove(deadline)
+          resolve(value)
+        },
+        (e: unknown) => {
+          deadlines.remove(deadline)
+          reject(e)
+        },
+      )
+    })
 }

@@ -262,6 +262,11 @@ export class RequestTrace {
   outcome: string | undefined = undefined
   /** The handler put `x-request-id` and `Server-Timing` on its response itself (see `head`). */
   headed = false
+  /** The request whose idle timeout is lifted until its answer ends (the server sets it back). */
+  lifted: Request | undefined = undefined
+  /** Where the server's in-flight count holds this request (`InFlight`). */
+  inFlightRequest: Request | undefined = undefined
+  address: string | undefined = undefined
   private ended = false
 
   constructor(

@@ -5,7 +5,7 @@
  * are refused with 413 before they are read.
  */
 import { HttpApi, HttpApiBuilder, HttpApp, OpenApi } from "@effect/platform"
-import { Context, Effect, Layer, ManagedRuntime } from "effect"
+import { Context, Effect, Either, Layer, ManagedRuntime } from "effect"
 import { appLayer } from "../app.js"
 import { GatewayConfig } from "../config/Config.js"
 import { errorResponse, InternalError, NotFound, ServiceUnavailable } from "../domain/errors.js"
@@ -13,7 +13,10 @@ import { bootstrap } from "../services/bootstrap.js"
 import { GenerationStore } from "../services/GenerationStore.js"
 import { KeyStore } from "../services/KeyStore.js"
 import { GatewayApi } from "./Api.js"
-import { checkJsonContentType, hasBody, readCapped, tooLarge } from "./body.js"
+import { Auth, bearerSecret } from "../services/Auth.js"
+import { Authentication } from "./api/security.js"
+import { BODY_TIMED_OUT, bodyTimedOut, checkJsonContentType, hasBody, makeBodyDeadline, readCapped, tooLarge } from "./body.js"
+import { InFlight, type Refusal } from "./inflight.js"
 import { loggerLayer, logWriter, makeRequestLogger } from "./log.js"
 import { GatewayMetrics, RequestTrace, requestIdOf, serverTiming, type TraceEnd } from "./metrics.js"
 import { makeResponsesRoute } from "./responses/route.js"
@@ -22,18 +25,24 @@ type Handler = (req: Request) => Response | Promise<Response>
 type TracedHandler = (req: Request, trace: RequestTrace) => Response | Promise<Response>
 type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
 
-/** Every (path, method) the control plane serves, read from the HttpApi itself. */
-const controlRoutes = (): Map<string, Set<Method>> => {
-  const routes = new Map<string, Set<Method>>()
+/** Every (path, method) the control plane serves, and whether it needs a key, read from the HttpApi itself. */
+const controlRoutes = (): Map<string, Map<Method, boolean>> => {
+  const routes = new Map<string, Map<Method, boolean>>()
   HttpApi.reflect(GatewayApi, {
     onGroup: () => {},
-    onEndpoint: ({ endpoint }) => {
-      const methods = routes.get(endpoint.path) ?? new Set<Method>()
-      methods.add(endpoint.method as Method)
+    onEndpoint: ({ endpoint, middleware }) => {
+      const methods = routes.get(endpoint.path) ?? new Map<Method, boolean>()
+      methods.set(endpoint.method as Method, [...middleware].some((m) => m.key === Authentication.key))
       routes.set(endpoint.path, methods)
     },
   })
   return routes
+}
+
+/** Early refusals close the connection: a body the client may still be sending is not read. */
+const closing = (res: Response): Response => {
+  res.headers.set("connection", "close")
+  return res
 }
 
 const patternOf = (path: string) => new RegExp(`^${path.replace(/:[^/]+/g, "[^/]+")}/?$`)
@@ -60,8 +69,9 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   })
   const logRequest = makeRequestLogger(settings.logLevel)
   const keepBodies = settings.logLevel === "debug"
-  // Requests in progress (streams until their last event), for a graceful shutdown.
-  let inflight = 0
+  // Requests in progress (streams until their last event): capped, and awaited by a graceful shutdown.
+  const inFlight = new InFlight(settings.maxInFlight, settings.maxInFlightPerIp, (req) => server.requestIP(req)?.address ?? "")
+  const idleTimeout = settings.idleTimeoutS
   let draining = false
   let onIdle: (() => void) | undefined
 
@@ -80,21 +90,36 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
         }
       }
       logRequest?.(trace, status, totalMs)
-      if (--inflight === 0) onIdle?.()
+      // The answer ends (a JSON body is handed over, a stream is closing): idle connections are bounded again.
+      if (trace.lifted !== undefined) {
+        server.timeout(trace.lifted, idleTimeout)
+        trace.lifted = undefined
+      }
+      inFlight.leave(trace)
+      if (inFlight.count === 0) onIdle?.()
     }
     return async (req) => {
       if (draining) return shuttingDown()
-      inflight++
       const trace = new RequestTrace(requestIdOf(req.headers), method, route, keepBodies, finish)
+      const over = inFlight.enter(req, trace)
+      if (over !== undefined) {
+        routeMetrics?.record(503, 0)
+        return busy(over)
+      }
       let res: Response
       try {
         res = await handler(req, trace)
       } catch (e) {
         trace.streaming = false
-        if (settings.logLevel !== "none") {
-          logWriter.write(JSON.stringify({ time: new Date().toISOString(), level: "error", msg: "unhandled failure", request_id: trace.id, error: String(e) }))
+        if (req.signal.aborted) {
+          // The client went away (e.g. before its body arrived): not a server error (499, as nginx logs it).
+          res = new Response(null, { status: 499 })
+        } else {
+          if (settings.logLevel !== "none") {
+            logWriter.write(JSON.stringify({ time: new Date().toISOString(), level: "error", msg: "unhandled failure", request_id: trace.id, error: String(e) }))
+          }
+          res = errorResponse(new InternalError({ message: "Internal server error" }))
         }
-        res = errorResponse(new InternalError({ message: "Internal server error" }))
       }
       const headMs = performance.now() - trace.startedAt
       trace.headMs = headMs
@@ -112,39 +137,56 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     }
   }
 
-  /** The control plane behind the body and content-type checks. */
-  const guardedControl: Handler = async (req) => {
+  /** The request is authenticated: Bun's idle timeout is lifted for it until its answer ends (`finish`). */
+  const authenticated = (req: Request, trace: RequestTrace | undefined) => {
+    if (idleTimeout === 0 || trace === undefined) return
+    server.timeout(req, 0)
+    trace.lifted = req
+  }
+
+  const auth = Context.get(rt.context, Auth)
+  const controlBodyDeadline = makeBodyDeadline(settings.bodyTimeoutMs, max)
+
+  /**
+   * The control plane behind the key, body and content-type checks. On a route that needs a key,
+   * the key is checked from the headers before the body is read (the HttpApi checks it again).
+   */
+  const guardedControl = (secured: boolean): TracedHandler => async (req, trace) => {
+    if (secured) {
+      const principal = await runtime.runPromise(Effect.either(auth.authenticateSecret(bearerSecret(req.headers.get("authorization")))))
+      if (Either.isLeft(principal)) return closing(errorResponse(principal.left))
+      authenticated(req, trace)
+    }
     if (!hasBody(req)) return control(req)
     const type = checkJsonContentType(req)
-    if (type !== undefined) return errorResponse(type)
-    if (req.headers.has("content-length")) {
-      if (Number(req.headers.get("content-length")) > max) return errorResponse(tooLarge(max))
-      return control(req)
-    }
-    // Chunked upload: read it under the cap, then hand the bytes on.
-    const body = await readCapped(req, max)
-    if (!(body instanceof Uint8Array)) return errorResponse(body)
+    if (type !== undefined) return closing(errorResponse(type))
+    const length = req.headers.get("content-length")
+    if (length !== null && Number(length) > max) return closing(errorResponse(tooLarge(max)))
+    // Read here under the cap and the body deadline, then the bytes are handed on.
+    const body = await controlBodyDeadline(readCapped(req, max), length)
+    if (body === BODY_TIMED_OUT) return closing(errorResponse(bodyTimedOut(settings.bodyTimeoutMs)))
+    if (!(body instanceof Uint8Array)) return closing(errorResponse(body))
     return control(new Request(req.url, { method: req.method, headers: req.headers, body }))
   }
 
   const routes: Record<string, Partial<Record<Method, Handler>>> = {}
   const known: Array<{ pattern: RegExp; methods: Array<string> }> = []
   for (const [path, methods] of controlRoutes()) {
-    routes[path] = Object.fromEntries([...methods].map((m) => [m, observed(path, m, guardedControl)]))
-    known.push({ pattern: patternOf(path), methods: [...methods] })
+    routes[path] = Object.fromEntries([...methods].map(([m, secured]) => [m, observed(path, m, guardedControl(secured))]))
+    known.push({ pattern: patternOf(path), methods: [...methods.keys()] })
   }
   const openapi = JSON.stringify(OpenApi.fromApi(GatewayApi))
   routes["/v1/openapi.json"] = {
     GET: observed("/v1/openapi.json", "GET", () => new Response(openapi, { headers: { "content-type": "application/json" } })),
   }
   known.push({ pattern: patternOf("/v1/openapi.json"), methods: ["GET"] })
-  const responses = makeResponsesRoute(rt, { settings })
+  const responses = makeResponsesRoute(rt, { settings, authenticated })
   routes["/v1/responses"] = {
     // Not async: the route's own promise is returned as it is (an async wrapper adds a promise and its ticks).
     POST: observed("/v1/responses", "POST", (req, trace) => {
       if (hasBody(req)) {
         const type = checkJsonContentType(req)
-        if (type !== undefined) return errorResponse(type)
+        if (type !== undefined) return closing(errorResponse(type))
       }
       return responses.handle(req, trace)
     }),
@@ -158,11 +200,22 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   }
 
   /** During a graceful shutdown, a request on a kept-alive connection is refused and the connection closed. */
-  const shuttingDown = () => {
-    const res = errorResponse(new ServiceUnavailable({ message: "The gateway is shutting down; retry on another instance" }))
-    res.headers.set("connection", "close")
-    return res
-  }
+  const shuttingDown = () =>
+    closing(errorResponse(new ServiceUnavailable({ message: "The gateway is shutting down; retry on another instance" })))
+
+  /** Over a cap on requests in flight: 503, retry in a second, and the connection closed. */
+  const busy = (over: Refusal) =>
+    closing(
+      errorResponse(
+        new ServiceUnavailable({
+          message:
+            over === "overall"
+              ? `The gateway has ${settings.maxInFlight} requests in flight, its maximum; retry shortly`
+              : `Your address has ${settings.maxInFlightPerIp} requests in flight, the maximum per client address; retry shortly`,
+          retry_after: 1,
+        }),
+      ),
+    )
 
   /** Anything no route takes: 405 on a known path, else 404, both in the envelope. */
   const unmatched = observed("unmatched", "ANY", (req) => {
@@ -185,7 +238,8 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     hostname: settings.host,
     // We enforce the body limit ourselves (Bun's own 413 has no envelope); this is a backstop.
     maxRequestBodySize: max * 2 + 1024,
-    idleTimeout: 0,
+    // Silence on a connection closes it; an authenticated request's own deadlines replace it while it runs.
+    idleTimeout,
     routes,
     fetch: unmatched,
     error: () => errorResponse(new InternalError({ message: "Internal server error" })),
@@ -219,7 +273,7 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
       draining = true
       void server.stop(false)
       const idle = (ms: number) =>
-        inflight === 0
+        inFlight.count === 0
           ? Promise.resolve()
           : new Promise<void>((resolve) => {
               const timer = setTimeout(resolve, ms)
@@ -229,7 +283,7 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
               }
             })
       await idle(graceMs)
-      const cut = inflight
+      const cut = inFlight.count
       // A stream's client gets a terminal event rather than a reset; its last bytes get a moment to leave.
       if (responses.cutStreams() > 0) await flushed(server, 1_000)
       await server.stop(true)

@@ -8,7 +8,7 @@ import { type AbortLike, PlainAbort } from "./abort"
 import { errorDetailOf, errorFromStatus } from "./errors"
 import { type BodySink, DEFAULT_MAX_CONNECTIONS, defaultTransport, type Transport, type UpstreamResponse } from "./http1"
 import { createSseParser, endSse, feedSse, sseIdle } from "./sse"
-import { type EventConsumer, ProviderError, type Subscription, type NormalizedRequest, type Provider, type ProviderConfig, type ProviderEvent, type CallOptions, type UpstreamCall } from "./types"
+import { DEFAULT_UPSTREAM_LIMITS, type EventConsumer, ProviderError, type Subscription, type NormalizedRequest, type Provider, type ProviderConfig, type ProviderEvent, type CallOptions, type UpstreamCall } from "./types"
 import type { WireFormat } from "./wire"
 
 export const DEFAULT_TIMEOUT_MS = 120_000
@@ -133,6 +133,8 @@ class StreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>
     private readonly wire: WireFormat,
     private readonly response: UpstreamResponse,
     private readonly link: UpstreamLink,
+    /** The longest event (its text so far) the parser may hold. */
+    private readonly maxEvent: number,
   ) {
     this.translator = wire.translator()
     response.pipe(this)
@@ -227,6 +229,13 @@ class StreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>
       return false
     }
     if (taken.length > 0) this.taken = taken
+    // What the parser holds is one event not yet complete: bounded, or the answer fails (two lengths per read).
+    const parser = this.parser
+    if (parser.pending.length + (parser.data === undefined ? 0 : parser.data.length) > this.maxEvent) {
+      this.closeBody(true)
+      this.settle(new ProviderError("server", `${this.wire.name} upstream sent an event larger than ${this.maxEvent} bytes`))
+      return false
+    }
     return true
   }
 
@@ -361,6 +370,7 @@ const openUpstream = async (
   copyHeaders(wire.headers(options.apiKey), headers)
   if (config.headers !== undefined) copyHeaders(config.headers, headers)
   const link = new UpstreamLink(options.signal, config.timeout_ms ?? DEFAULT_TIMEOUT_MS)
+  const limits = options.limits ?? DEFAULT_UPSTREAM_LIMITS
   let response: UpstreamResponse
   try {
     response = await transport({
@@ -378,7 +388,7 @@ const openUpstream = async (
   if (response.status < 200 || response.status > 299) {
     let text = ""
     try {
-      text = await response.text()
+      text = await response.text(limits.bodyBytes)
     } catch (cause) {
       if (link.timedOut || options.signal.aborted) {
         link.close()
@@ -394,7 +404,7 @@ const openUpstream = async (
   if (!options.stream || contentType.startsWith("application/json")) {
     let text: string
     try {
-      text = await response.text()
+      text = await response.text(limits.bodyBytes)
     } catch (cause) {
       const failure = link.failure(cause)
       failure.answerBegun = true
@@ -411,7 +421,7 @@ const openUpstream = async (
       },
     }
   }
-  const events = new StreamEvents(wire, response, link)
+  const events = new StreamEvents(wire, response, link, limits.eventBytes)
   return { upstreamBody, events, subscribe: (consumer) => events.subscribe(consumer) }
 }
 

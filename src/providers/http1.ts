@@ -17,6 +17,7 @@
  */
 import type { Socket } from "bun"
 import type { AbortLike } from "./abort"
+import { ProviderError } from "./types"
 
 /**
  * Where a body goes. A chunk is `bytes[start, end)`, valid only during the call: decode or copy
@@ -42,8 +43,8 @@ export interface UpstreamResponse {
   readonly headers: HeaderReader
   /** Sends the body to `sink`; what arrived before is delivered at once. Call once. */
   pipe(sink: BodySink): void
-  /** The whole body as text (UTF-8). */
-  text(): Promise<string>
+  /** The whole body as text (UTF-8); a body over `maxBytes` is dropped and fails (a "server" ProviderError). */
+  text(maxBytes?: number): Promise<string>
   /** Drops the answer: its connection is closed, not reused. */
   cancel(): void
   /** Stops reading the body (what has been read is still delivered) until `resume`. */
@@ -146,12 +147,20 @@ const bufferText = Buffer.prototype.toString
  * as a JSON body's is) is decoded on its own, one native call; a TextDecoder (a native object per
  * answer) is made only for a body that splits a character between chunks.
  */
-const textOf = (response: UpstreamResponse): Promise<string> =>
+const textOf = (response: UpstreamResponse, maxBytes = Number.POSITIVE_INFINITY): Promise<string> =>
   new Promise((resolve, reject) => {
     let decoder: TextDecoder | undefined
     let text = ""
+    let size = 0
     response.pipe({
       data: (bytes, start, end) => {
+        if (size > maxBytes) return
+        size += end - start
+        if (size > maxBytes) {
+          // An upstream that sends without end is not buffered without end.
+          response.cancel()
+          return reject(new ProviderError("server", `the upstream's answer is larger than ${maxBytes} bytes`))
+        }
         if (decoder === undefined && (bytes[end - 1] as number) < 0x80) {
           text += bufferText.call(bytes, "utf8", start, end)
           return
@@ -229,8 +238,8 @@ class Exchange implements UpstreamResponse {
     else if (this.outcome !== "open") sink.error(this.outcome)
   }
 
-  text(): Promise<string> {
-    return textOf(this)
+  text(maxBytes?: number): Promise<string> {
+    return textOf(this, maxBytes)
   }
 
   cancel(): void {
@@ -858,7 +867,7 @@ export const fetchTransport: Transport = async (request) => {
         }
       })()
     },
-    text: () => textOf(self),
+    text: (maxBytes) => textOf(self, maxBytes),
     cancel() {
       if (reader !== undefined) reader.cancel().catch(() => undefined)
       else body?.cancel().catch(() => undefined)

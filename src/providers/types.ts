@@ -160,11 +160,22 @@ export interface ProviderConfig {
   readonly max_connections?: number
 }
 
+/** The most the gateway reads of an upstream answer (502 beyond): a JSON or error body, one SSE event. */
+export interface UpstreamLimits {
+  readonly bodyBytes: number
+  /** Counted in characters of the decoded text. */
+  readonly eventBytes: number
+}
+
+export const DEFAULT_UPSTREAM_LIMITS: UpstreamLimits = { bodyBytes: 32 * 1024 * 1024, eventBytes: 1024 * 1024 }
+
 export interface CallOptions {
   readonly stream: boolean
   readonly signal: AbortLike
   /** Resolved API key (from `api_key_env`), if any. */
   readonly apiKey?: string
+  /** `server.max_upstream_body_bytes` and `max_upstream_event_bytes`; the defaults when absent. */
+  readonly limits?: UpstreamLimits
 }
 
 /** Takes an upstream call's event batches as they are translated (`consumeEvents`). */

@@ -5,6 +5,7 @@
  */
 import { Context, Effect, Either, Option } from "effect"
 import { Forbidden, Unauthorized } from "../domain/errors.js"
+import { keyShaped } from "../domain/keys.js"
 import { hashSecret, type KeyRow, KeyStore } from "./KeyStore.js"
 
 export interface PrincipalShape {
@@ -32,11 +33,13 @@ export const bearerSecret = (header: string | null | undefined): string | undefi
   return match?.[1]
 }
 
+export const INVALID_KEY = "Invalid API key"
+
 export const MISSING_CREDENTIALS = "Missing credentials: send your API key as 'Authorization: Bearer <key>'"
 
 /** The principal of a key row found by its hash, or why the key may not be used now. */
 export const principalOf = (hash: string, key: KeyRow | undefined, nowMs: number): Either.Either<PrincipalShape, Unauthorized> => {
-  if (key === undefined) return Either.left(new Unauthorized({ message: "Invalid API key" }))
+  if (key === undefined) return Either.left(new Unauthorized({ message: INVALID_KEY }))
   if (key.disabled === 1) return Either.left(new Unauthorized({ message: "API key is disabled" }))
   if (key.in_workspace === 0) {
     return Either.left(new Unauthorized({ message: "API key's user is no longer a member of the key's workspace" }))
@@ -60,6 +63,7 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
     const authenticateSecret = (secret: string | undefined) =>
       Effect.gen(function* () {
         if (secret === undefined || secret === "") return yield* new Unauthorized({ message: MISSING_CREDENTIALS })
+        if (!keyShaped(secret)) return yield* new Unauthorized({ message: INVALID_KEY })
         const hash = hashSecret(secret)
         const found = yield* keys.cachedByHash(hash)
         return yield* principalOf(hash, Option.getOrUndefined(found), Date.now())

@@ -136,6 +136,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
     // notice is missed (on Postgres, a key's write reaches the others at once as a notice).
     const cache = new Map<string, { readonly row: KeyRow; readonly at: number }>()
     const CACHE_TTL_MS = (yield* KeyCacheOptions).ttlMs
+    const MISS_CAPACITY = 10_000
 
     const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
 
@@ -171,10 +172,32 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
       return hit.row
     }
 
+    // Hashes the store did not know, with when it said so: random keys are answered from memory,
+    // not by a store query each (least recently used first out; cleared when a key is created).
+    const misses = new Map<string, number>()
+
+    /** Whether the store said lately that no key has this hash (plain code, no I/O). */
+    const peekMissing = (hash: string): boolean => {
+      const at = misses.get(hash)
+      if (at === undefined) return false
+      misses.delete(hash)
+      if (Date.now() - at >= CACHE_TTL_MS) return false
+      misses.set(hash, at)
+      cacheStats.hits++
+      return true
+    }
+
+    const rememberMiss = (hash: string, at: number) => {
+      misses.delete(hash)
+      misses.set(hash, at)
+      if (misses.size > MISS_CAPACITY) misses.delete(misses.keys().next().value as string)
+    }
+
     const cachedByHash = (hash: string) =>
       Effect.suspend(() => {
         const row = peekByHash(hash)
         if (row !== undefined) return Effect.succeed(Option.some(row))
+        if (peekMissing(hash)) return Effect.succeed(Option.none<KeyRow>())
         const now = Date.now()
         cacheStats.misses++
         const seen = epoch
@@ -182,7 +205,10 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
           Effect.sync(() => {
             if (epoch !== seen) return
             if (Option.isSome(row)) cache.set(hash, { row: row.value, at: now })
-            else cache.delete(hash)
+            else {
+              cache.delete(hash)
+              rememberMiss(hash, now)
+            }
           }),
         )
       })
@@ -191,6 +217,8 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
     const forget = (hash: string) => {
       epoch++
       cache.delete(hash)
+      // A key created on another process: its hash may have been refused here a moment ago.
+      misses.delete(hash)
     }
     /** A write to key `hash`: dropped here, and in every other process on the database. */
     const changed = (hash: string) => Effect.zipRight(Effect.sync(() => forget(hash)), notifications.publish(KEY_CHANGED, { hash }))
@@ -203,6 +231,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
     notifications.onResync(() => {
       epoch++
       cache.clear()
+      misses.clear()
     })
 
     const invalidate = changed
@@ -217,6 +246,8 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
           VALUES (${hash}, ${input.userId}, ${input.workspaceId}, ${input.name}, ${labelOf(secret)},
             ${bool(input.isManagement)}, 0, ${limitNano(input.limit)}, ${input.limitReset ?? null},
             ${bool(input.includeByokInLimit)}, ${input.expiresAt ?? null}, ${now}, ${now})`
+        // After the insert: a load that began before it must not leave this hash (or any) as a miss.
+        misses.clear()
         yield* changed(hash)
         const row = yield* loadByHash(hash)
         return { row: Option.getOrThrow(row), secret }
@@ -390,6 +421,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
       create,
       cachedByHash,
       peekByHash,
+      peekMissing,
       /** Key-cache lookups so far: answered from memory, or loaded. */
       cacheStats: (): { readonly hits: number; readonly misses: number } => ({ ...cacheStats }),
       findForUser,

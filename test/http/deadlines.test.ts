@@ -58,4 +58,17 @@ describe("Deadlines", () => {
     }
     expect(fired).toEqual(["after"])
   })
+
+  test("a deadline with extra time falls due after it, and a shorter one set later still fires first (body deadlines)", async () => {
+    const deadlines = new Deadlines(20)
+    const fired: Array<string> = []
+    deadlines.add(() => fired.push("long"), 400)
+    deadlines.add(() => fired.push("middle"), 200)
+    deadlines.add(() => fired.push("short"))
+    await Bun.sleep(100)
+    expect(fired).toEqual(["short"])
+    await Bun.sleep(600)
+    expect(fired).toEqual(["short", "middle", "long"])
+    expect(deadlines.size).toBe(0)
+  })
 })

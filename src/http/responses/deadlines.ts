@@ -23,6 +23,7 @@ export class Deadlines {
   private head: Deadline | undefined
   private tail: Deadline | undefined
   private timer: ReturnType<typeof setTimeout> | undefined
+  private armedAt = 0
   private count = 0
 
   constructor(
@@ -35,18 +36,35 @@ export class Deadlines {
     return this.count
   }
 
-  /** `onExpire` runs once `ms` from now, unless the deadline is removed before. */
-  add(onExpire: () => void): Deadline {
-    const entry = new Deadline(this.now() + this.ms, onExpire)
-    const tail = this.tail
-    if (tail === undefined) this.head = entry
-    else {
-      tail.next = entry
-      entry.prev = tail
+  /**
+   * `onExpire` runs once `ms` (plus `extraMs`) from now, unless the deadline is removed before.
+   * Deadlines of the same length append in O(1); a longer one walks back to its place.
+   */
+  add(onExpire: () => void, extraMs = 0): Deadline {
+    const entry = new Deadline(this.now() + this.ms + extraMs, onExpire)
+    let after = this.tail
+    while (after !== undefined && after.at > entry.at) after = after.prev
+    if (after === undefined) {
+      const head = this.head
+      entry.next = head
+      if (head === undefined) this.tail = entry
+      else head.prev = entry
+      this.head = entry
+    } else {
+      const next = after.next
+      entry.prev = after
+      entry.next = next
+      if (next === undefined) this.tail = entry
+      else next.prev = entry
+      after.next = entry
     }
-    this.tail = entry
     this.count++
     if (this.timer === undefined) this.arm(entry.at)
+    else if (entry.at < this.armedAt) {
+      // Due before the deadline the timer waits for (one set with a longer extra).
+      clearTimeout(this.timer)
+      this.arm(entry.at)
+    }
     return entry
   }
 
@@ -63,6 +81,7 @@ export class Deadlines {
   }
 
   private arm(at: number): void {
+    this.armedAt = at
     this.timer = setTimeout(this.fire, Math.max(0, Math.ceil(at - this.now())))
     this.timer.unref?.()
   }

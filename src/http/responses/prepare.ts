@@ -12,7 +12,8 @@ import { estimateTokens, worstCaseCost } from "../../domain/pricing.js"
 import { decodeResponsesRequest, type ResponsesRequest } from "../../domain/responses.js"
 import { applyPreset, presetSlugOf } from "../../routing/presets.js"
 import type { RoutePlan, Router } from "../../routing/Router.js"
-import { bearerSecret, MISSING_CREDENTIALS, type PrincipalShape, principalOf } from "../../services/Auth.js"
+import { keyShaped } from "../../domain/keys.js"
+import { bearerSecret, INVALID_KEY, MISSING_CREDENTIALS, type PrincipalShape, principalOf } from "../../services/Auth.js"
 import { type ContentPolicy, storesContent, type WorkspaceSettings } from "../../services/ContentPolicy.js"
 import type { GuardrailsShape } from "../../services/Guardrails.js"
 import { hashSecret, type KeyRow, type KeyStore } from "../../services/KeyStore.js"
@@ -136,6 +137,7 @@ export interface PrepareServices {
 
 /** Reads that missed memory, loaded from the store for this one request. */
 export interface Loaded {
+  principal?: PrincipalShape
   key?: { readonly hash: string; readonly row: KeyRow | undefined }
   settings?: { readonly workspaceId: string; readonly value: WorkspaceSettings }
   preset?: { readonly userId: string; readonly slug: string; readonly value: ResolvedPreset | undefined }
@@ -164,12 +166,17 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
    * The decision, in plain code: an ApiError for the caller, or `Missing` when a read is not in
    * memory (load it and decide again).
    */
-  const decide = (headers: Headers, bodyText: string, loaded: Loaded): Decision | ApiError | Missing => {
+  /**
+   * The caller, from the headers alone (before any body is read): a key of the wrong shape, or
+   * one the store lately did not know, is refused from memory.
+   */
+  const authenticate = (headers: Headers, loaded: Loaded): PrincipalShape | Unauthorized | Missing => {
     const secret = bearerSecret(headers.get("authorization"))
     if (secret === undefined || secret === "") return new Unauthorized({ message: MISSING_CREDENTIALS })
+    if (!keyShaped(secret)) return new Unauthorized({ message: INVALID_KEY })
     const hash = hashSecret(secret)
     const key = loaded.key?.hash === hash ? loaded.key : { row: keys.peekByHash(hash) }
-    if (key.row === undefined && loaded.key === undefined) {
+    if (key.row === undefined && loaded.key === undefined && !keys.peekMissing(hash)) {
       return new Missing(
         Effect.map(keys.cachedByHash(hash), (row) => {
           loaded.key = { hash, row: Option.getOrUndefined(row) }
@@ -179,8 +186,17 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
     // Decided again after a load: the key read now is the key of this request (one cache lookup each).
     loaded.key ??= { hash, row: key.row }
     const principal = principalOf(hash, key.row, Date.now())
-    if (Either.isLeft(principal)) return principal.left
-    const { userId, workspaceId } = principal.right
+    return Either.isLeft(principal) ? principal.left : principal.right
+  }
+
+  const decide = (headers: Headers, bodyText: string, loaded: Loaded): Decision | ApiError | Missing => {
+    let principal = loaded.principal
+    if (principal === undefined) {
+      const step = authenticate(headers, loaded)
+      if (step instanceof Missing || "_tag" in step) return step
+      principal = loaded.principal = step
+    }
+    const { userId, workspaceId } = principal
 
     const body = parseJson(bodyText)
     if (Either.isLeft(body)) return body.left
@@ -250,11 +266,11 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
     if (blocked !== undefined) return blocked
     const candidates = plan.right.candidates
     return {
-      principal: principal.right,
+      principal,
       request,
       plan: plan.right,
       sessionId: sessionId.right,
-      storeContent: storesContent(settings, Number(principal.right.key.id)),
+      storeContent: storesContent(settings, Number(principal.key.id)),
       withMetadata,
       metadataAlias,
       estimatedInputTokens,
@@ -285,8 +301,9 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
    * The request's preparation: ready at once when memory had every read and nothing is held
    * (the common case: no runtime call), refused, or pending on the program that completes it.
    */
-  const prepare = (headers: Headers, bodyText: string): Preparation => {
-    const loaded: Loaded = {}
+  const prepare = (headers: Headers, bodyText: string, principal?: PrincipalShape): Preparation => {
+    // Authenticated already (from the headers, before the body was read): not looked up again.
+    const loaded: Loaded = principal === undefined ? {} : { principal }
     const step = decide(headers, bodyText, loaded)
     if (step instanceof Missing) return { pending: settleDecision(headers, bodyText, loaded, step) }
     if ("_tag" in step) return { refused: step }
@@ -294,5 +311,5 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
     return { pending: settleDecision(headers, bodyText, loaded, step) }
   }
 
-  return { prepare } as const
+  return { authenticate, prepare } as const
 }

@@ -23,12 +23,12 @@ import { ContentPolicy } from "../../services/ContentPolicy.js"
 import { Guardrails } from "../../services/Guardrails.js"
 import { KeyStore } from "../../services/KeyStore.js"
 import { PresetStore } from "../../services/PresetStore.js"
-import { readCappedText } from "../body.js"
+import { BODY_TIMED_OUT, bodyTimedOut, makeBodyDeadline, readCappedText } from "../body.js"
 import { debugChunk, KEEP_ALIVE } from "./sse.js"
 import { type FinishExtras, ResponseAssembler, resultBaseOf } from "./assembler.js"
 import { streamGcPacer } from "./gc-pacer.js"
 import { storedInput } from "./content.js"
-import { makePreparer, type Prepared } from "./prepare.js"
+import { type Loaded, makePreparer, Missing, type Prepared } from "./prepare.js"
 import { toNormalizedRequest } from "./normalize.js"
 import { apiErrorOf, asProviderError, failureCodeOf, isRetryable } from "./upstream-errors.js"
 import { inputBound, outputBound } from "./bounds.js"
@@ -39,6 +39,8 @@ type Services = KeyStore | ContentPolicy | PresetStore | Router | Guardrails | G
 
 export interface ResponsesRouteOptions {
   readonly settings: Settings
+  /** The request's key is good: the server lifts its idle timeout (the route's own deadlines hold it now). */
+  readonly authenticated?: (req: Request, trace: RequestTrace | undefined) => void
 }
 
 interface Attempt {
@@ -119,6 +121,9 @@ const restOfLiteral = (event: TextLiterals, at: number): TextLiterals => {
   return { type: "text_literals", source: event.source.slice(base, spans[spans.length - 1] as number), spans: rest }
 }
 
+/** Early refusals close the connection: a body the client may still be sending is not read. */
+const CLOSE = { connection: "close" }
+
 export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: ResponsesRouteOptions) => {
   const { settings } = options
   const maxBody = settings.maxBodyBytes
@@ -147,6 +152,9 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     guardrails: Context.get(runtime.context, Guardrails),
     spend: Context.get(runtime.context, Spend),
   }, settings)
+  const bodyDeadline = makeBodyDeadline(settings.bodyTimeoutMs, maxBody)
+  const upstreamLimits = { bodyBytes: settings.maxUpstreamBodyBytes, eventBytes: settings.maxUpstreamEventBytes }
+  const bodyTimeout = bodyTimedOut(settings.bodyTimeoutMs)
   // Settlements and records in flight, so shutdown and tests can wait for them (drain).
   const pending = new Set<Promise<void>>()
 
@@ -285,10 +293,22 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
   /** `trace` (from the server) receives the upstream timings and learns when a stream ends. */
   const handle = async (req: Request, trace?: RequestTrace): Promise<Response> => {
     const startedAt = Date.now()
-    const bodyText = await readCappedText(req, maxBody)
-    if (typeof bodyText !== "string") return errorResponseWith(bodyText, {})
+    // The key is checked before a byte of the body is read: a caller without one holds nothing.
+    const loaded: Loaded = {}
+    let principal = preparer.authenticate(req.headers, loaded)
+    while (principal instanceof Missing) {
+      await runPromise(principal.load)
+      principal = preparer.authenticate(req.headers, loaded)
+    }
+    if ("_tag" in principal) return errorResponseWith(principal, CLOSE)
+    options.authenticated?.(req, trace)
+    const read = readCappedText(req, maxBody)
+    if (!(read instanceof Promise)) return errorResponseWith(read, CLOSE)
+    const bodyText = await bodyDeadline(read, req.headers.get("content-length"))
+    if (bodyText === BODY_TIMED_OUT) return errorResponseWith(bodyTimeout, CLOSE)
+    if (typeof bodyText !== "string") return errorResponseWith(bodyText, CLOSE)
     if (trace?.keepBody) trace.body = bodyText
-    const preparation = preparer.prepare(req.headers, bodyText)
+    const preparation = preparer.prepare(req.headers, bodyText, principal)
     if (preparation.refused !== undefined) return errorResponseWith(preparation.refused, {})
     let prepared: Prepared
     if (preparation.ready !== undefined) prepared = preparation.ready
@@ -399,6 +419,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
           stream: streaming,
           signal: upstreamAbort.signal,
           apiKey: candidate.apiKey,
+          limits: upstreamLimits,
         })
         endpoint = candidate
         attempts.push({ model: candidate.modelId, provider: candidate.provider.id, status: 200 })
