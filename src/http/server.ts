@@ -5,7 +5,7 @@
  * are refused with 413 before they are read.
  */
 import { HttpApi, HttpApiBuilder, HttpApp, OpenApi } from "@effect/platform"
-import { Context, Effect, Layer, ManagedRuntime } from "effect"
+import { Context, Effect, Either, Layer, ManagedRuntime } from "effect"
 import { appLayer } from "../app.js"
 import { GatewayConfig } from "../config/Config.js"
 import { errorResponse, InternalError, NotFound, ServiceUnavailable } from "../domain/errors.js"
@@ -13,9 +13,10 @@ import { bootstrap } from "../services/bootstrap.js"
 import { GenerationStore } from "../services/GenerationStore.js"
 import { KeyStore } from "../services/KeyStore.js"
 import { GatewayApi } from "./Api.js"
-import { checkJsonContentType, hasBody, readCapped, tooLarge } from "./body.js"
+import { checkJsonContentType, hasBody, readCappedText } from "./body.js"
 import { loggerLayer, logWriter, makeRequestLogger } from "./log.js"
 import { GatewayMetrics, RequestTrace, requestIdOf, serverTiming, type TraceEnd } from "./metrics.js"
+import { parseJson } from "./responses/prepare.js"
 import { makeResponsesRoute } from "./responses/route.js"
 
 type Handler = (req: Request) => Response | Promise<Response>
@@ -112,19 +113,29 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     }
   }
 
-  /** The control plane behind the body and content-type checks. */
+  /**
+   * The control plane behind the body and content-type checks. The body is parsed here as the
+   * data plane parses it (depth cap; `application/*+json` too) and handed on as plain JSON: the
+   * platform's own decode of a 15,000-deep body overflowed the stack formatting its error (500).
+   */
   const guardedControl: Handler = async (req) => {
-    if (!hasBody(req)) return control(req)
+    if (!hasBody(req)) {
+      // A declared type is checked on an empty body too: the platform would parse it as that type (multipart: 500).
+      if (!req.headers.has("content-type")) return control(req)
+      const type = checkJsonContentType(req)
+      return type === undefined ? control(req) : errorResponse(type)
+    }
     const type = checkJsonContentType(req)
     if (type !== undefined) return errorResponse(type)
-    if (req.headers.has("content-length")) {
-      if (Number(req.headers.get("content-length")) > max) return errorResponse(tooLarge(max))
-      return control(req)
-    }
-    // Chunked upload: read it under the cap, then hand the bytes on.
-    const body = await readCapped(req, max)
-    if (!(body instanceof Uint8Array)) return errorResponse(body)
-    return control(new Request(req.url, { method: req.method, headers: req.headers, body }))
+    const text = await readCappedText(req, max)
+    if (typeof text !== "string") return errorResponse(text)
+    const json = parseJson(text)
+    if (Either.isLeft(json)) return errorResponse(json.left)
+    const headers = new Headers(req.headers)
+    headers.set("content-type", "application/json")
+    headers.delete("content-length")
+    headers.delete("transfer-encoding")
+    return control(new Request(req.url, { method: req.method, headers, body: text }))
   }
 
   const routes: Record<string, Partial<Record<Method, Handler>>> = {}

@@ -78,7 +78,8 @@ const tooDeep = (value: unknown, max: number): boolean => {
   return false
 }
 
-const parseJson = (text: string): Either.Either<unknown, BadRequest> => {
+/** A body as JSON no deeper than MAX_JSON_DEPTH, or the 400 (both planes parse bodies with it). */
+export const parseJson = (text: string): Either.Either<unknown, BadRequest> => {
   let json: unknown
   try {
     json = JSON.parse(text)
