@@ -9,6 +9,7 @@
 import { Effect, Either } from "effect"
 import { type ApiError, BadRequest, NotFound } from "../domain/errors.js"
 import type { ResponsesRequest } from "../domain/responses.js"
+import { quote } from "../domain/validation.js"
 import type { ProviderErrorKind } from "../providers/types.js"
 import { Catalog, type CatalogShape, type Endpoint, type Model } from "../services/Catalog.js"
 import { EndpointHealth, type HealthOptions } from "./health.js"
@@ -146,13 +147,13 @@ export const makeRouter = (catalog: CatalogShape, options: Partial<RouterOptions
     for (const { id, field } of ids) {
       if (namesPreset(id)) {
         return Either.left(
-          new BadRequest({ message: `Invalid request: ${field}: "${id}": a preset can be named only in model or preset` }),
+          new BadRequest({ message: `Invalid request: ${field}: ${quote(id)}: a preset can be named only in model or preset` }),
         )
       }
       const ref = parseModelRef(id, (m) => catalog.model(m) !== undefined)
       const model = catalog.model(ref.id)
       if (model === undefined) {
-        return Either.left(new NotFound({ message: `${field}: model "${id}" does not exist in this gateway's catalog` }))
+        return Either.left(new NotFound({ message: `${field}: model ${quote(id)} does not exist in this gateway's catalog` }))
       }
       const group: Group = { model, variant: ref.variant, field, kept: [], removed: new Map() }
       const filters: ReadonlyArray<EndpointFilter> = filtersOf(prefs, request, ref.variant)

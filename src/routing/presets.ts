@@ -8,6 +8,7 @@
 import { Either } from "effect"
 import { BadRequest, NotFound } from "../domain/errors.js"
 import { decodeResponsesRequest, type ResponsesRequest } from "../domain/responses.js"
+import { quote } from "../domain/validation.js"
 import type { ResolvedPreset } from "../services/PresetStore.js"
 import { namesPreset, splitPreset } from "./model-id.js"
 
@@ -23,11 +24,11 @@ export interface WithPreset {
 export const presetOf = (request: ResponsesRequest): { readonly slug: string | undefined; readonly model: string | undefined } | BadRequest => {
   const split = request.model === undefined ? { model: undefined, preset: undefined } : splitPreset(request.model)
   if (split.preset === "") {
-    return new BadRequest({ message: `Invalid request: model: "${request.model}" names no preset after @preset/` })
+    return new BadRequest({ message: `Invalid request: model: ${quote(request.model ?? "")} names no preset after @preset/` })
   }
   if (split.preset !== undefined && request.preset !== undefined && split.preset !== request.preset) {
     return new BadRequest({
-      message: `Invalid request: preset: "${request.preset}" contradicts the preset "${split.preset}" named in model`,
+      message: `Invalid request: preset: ${quote(request.preset)} contradicts the preset ${quote(split.preset)} named in model`,
     })
   }
   return { slug: request.preset ?? split.preset, model: split.model }
@@ -53,7 +54,7 @@ export const applyPreset = (
   if (slug === undefined) return Either.right({ request, preset: undefined, requested: undefined })
   if (found === undefined) {
     return Either.left(
-      new NotFound({ message: `Preset "${slug}" does not exist (named by ${request.preset === undefined ? "model" : "preset"})` }),
+      new NotFound({ message: `Preset ${quote(slug)} does not exist (named by ${request.preset === undefined ? "model" : "preset"})` }),
     )
   }
   const { model: _model, preset: _preset, ...own } = body
