@@ -8,7 +8,7 @@
 import { Effect, Either, Option } from "effect"
 import { type ApiError, BadRequest, Unauthorized } from "../../domain/errors.js"
 import { estimateTokens, worstCaseCost } from "../../domain/pricing.js"
-import { decodeResponsesRequest, type ResponsesRequest } from "../../domain/responses.js"
+import { decodeResponsesRequest, missingInput, type ResponsesRequest } from "../../domain/responses.js"
 import { applyPreset, presetSlugOf } from "../../routing/presets.js"
 import type { RoutePlan, Router } from "../../routing/Router.js"
 import { bearerSecret, MISSING_CREDENTIALS, type PrincipalShape, principalOf } from "../../services/Auth.js"
@@ -183,6 +183,7 @@ export const makePreparer = (services: PrepareServices) => {
     const withPreset = applyPreset(body.right as Record<string, unknown>, decoded.right, slug, preset)
     if (Either.isLeft(withPreset)) return withPreset.left
     const request = withPreset.right.request
+    if (request.input === undefined && request.prompt === undefined) return missingInput(body.right)
     const sessionId = sessionIdOf(request, headers.get("x-session-id"))
     if (Either.isLeft(sessionId)) return sessionId.left
 
