@@ -18,6 +18,8 @@ export interface WithPreset {
   readonly preset: string | undefined
   /** The model as the caller wrote it (e.g. `@preset/slug`), for `service_metadata.requested`. */
   readonly requested: string | undefined
+  /** Which of `model` and `models` the preset's config gave (the request did not). */
+  readonly fromPreset?: { readonly model: boolean; readonly models: boolean }
 }
 
 /** Which preset a request names, or an error for a contradiction. */
@@ -63,9 +65,14 @@ export const applyPreset = (
   const named = presetOf(request)
   if (!(named instanceof BadRequest) && named.model !== undefined) merged["model"] = named.model
   if (merged["instructions"] == null && found.version.system_prompt !== null) merged["instructions"] = found.version.system_prompt
+  const fromPreset = {
+    model: (named instanceof BadRequest || named.model === undefined) && found.version.config.model !== undefined,
+    models: own["models"] === undefined && found.version.config.models !== undefined,
+  }
   return Either.map(decodeResponsesRequest(merged), (decoded) => ({
     request: decoded,
     preset: slug,
     requested: request.model ?? decoded.model,
+    fromPreset,
   }))
 }

@@ -203,6 +203,7 @@ export const makePreparer = (services: PrepareServices) => {
       sessionKey: sessionId.right ?? request.prompt_cache_key ?? null,
       preset: withPreset.right.preset,
       requested: withPreset.right.requested,
+      fromPreset: withPreset.right.fromPreset,
     })
     if (Either.isLeft(plan)) return plan.left
 
