@@ -36,7 +36,14 @@ export const describeIssue = (issue: {
   readonly message: string
 }): string => {
   const path = pathOf(issue.path)
-  const message = issue._tag === "Missing" ? "is missing" : clipRule(issue.message)
+  const message =
+    issue._tag === "Missing"
+      ? "is missing"
+      : issue._tag === "Unexpected"
+        ? typeof issue.path[issue.path.length - 1] === "number"
+          ? "unexpected element"
+          : "unknown key"
+        : clipRule(issue.message)
   if (path === "") return message.startsWith("Expected {") ? "the body must be a JSON object" : message
   return `${path}: ${message}`
 }
