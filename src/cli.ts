@@ -2,9 +2,9 @@
  * The command line, in the same entry point as the server:
  * `gateway serve | migrate | keys create | keys list | credits add`.
  */
-import { Command, Options } from "@effect/cli"
+import { Command, HelpDoc, Options, Usage } from "@effect/cli"
 import { SqlClient } from "@effect/sql"
-import { Console, Effect, Layer, Option } from "effect"
+import { Console, Data, Effect, Layer, Option } from "effect"
 import { GatewayConfig } from "./config/Config.js"
 import { startServer } from "./http/server.js"
 import { KeyStore, type KeyRow, keyRowOf, type StoredKeyRow } from "./services/KeyStore.js"
@@ -18,9 +18,18 @@ const storeServices = Layer.mergeAll(KeyStore.Default, Users.Default, WorkspaceS
   Layer.provide(GatewayConfig.fromEnv),
 )
 
+/** A refusal that stops the command: main.ts prints `gateway: <message>` on one line and exits 1. */
+export class CliError extends Data.TaggedError("CliError")<{ readonly message: string }> {}
+
+const isAddressInUse = (e: unknown) => typeof e === "object" && e !== null && "code" in e && e.code === "EADDRINUSE"
+
 const serve = Command.make("serve", {}, () =>
   Effect.gen(function* () {
-    const running = yield* Effect.promise(() => startServer(GatewayConfig.fromEnv))
+    const { port, host } = yield* Effect.provide(GatewayConfig, GatewayConfig.fromEnv)
+    const running = yield* Effect.tryPromise({
+      try: () => startServer(GatewayConfig.fromEnv),
+      catch: (e) => (isAddressInUse(e) ? new CliError({ message: `port ${port} on ${host} is in use (another gateway?); set PORT to a free port` }) : e),
+    }).pipe(Effect.catchIf((e) => !(e instanceof CliError), Effect.die))
     const { settings } = running
     yield* Console.log(
       `gateway listening on ${running.url}/v1 (store: ${settings.databaseUrl.startsWith("postgres") ? "postgres" : settings.databaseUrl}, catalog: ${settings.configSource})`,
@@ -37,6 +46,8 @@ const serve = Command.make("serve", {}, () =>
           "",
         ].join("\n"),
       )
+    } else {
+      yield* Console.log("A management key exists already (its secret is not shown again); make another with: gateway keys create --management --name NAME")
     }
     // SIGTERM/SIGINT interrupt the main fiber (runMain): stop accepting, let open streams finish
     // (GATEWAY_SHUTDOWN_GRACE_MS), flush the ledger, exit 0. A second signal cuts the streams at once.
@@ -134,6 +145,10 @@ const creditsAdd = Command.make(
   },
   ({ user, amount }) =>
     Effect.gen(function* () {
+      if (!Number.isFinite(amount) || amount <= 0) return yield* refuse(`--amount: must be a positive number of USD (got ${amount})`)
+      const sql = yield* SqlClient.SqlClient
+      const known = yield* sql<{ id: string }>`SELECT id FROM users WHERE id = ${user}`
+      if (known.length === 0) return yield* refuse(`no user ${user} (users come with their keys: gateway keys create --user ${user} --name NAME)`)
       const keys = yield* KeyStore
       yield* keys.addCredits(user, amount, "gateway credits add")
       const balance = yield* keys.credits(user)
@@ -155,13 +170,34 @@ const refuse = (message: string) =>
     }),
   )
 
-/** The one workspace --workspace names: its id, or a slug that only one workspace has. */
-const oneWorkspace = (ref: string) =>
+/** The user the members commands act for: --as, else the owner of the oldest management key (none on an empty store). */
+const actingUser = (as: Option.Option<string>) =>
   Effect.gen(function* () {
-    const found = yield* (yield* WorkspaceStore).findAny(ref)
+    if (Option.isSome(as)) return as
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ user_id: string }>`
+      SELECT user_id FROM api_keys WHERE is_management = 1 AND deleted = 0 ORDER BY id LIMIT 1`
+    return Option.fromNullable(rows[0]?.user_id)
+  })
+
+/**
+ * The one workspace --workspace names: its id; else a slug of the acting user's workspaces (its
+ * own first: every user has a `default`); else a slug only one workspace has.
+ */
+const oneWorkspace = (ref: string, as: Option.Option<string>) =>
+  Effect.gen(function* () {
+    const store = yield* WorkspaceStore
+    const found = yield* store.findAny(ref)
     if (found.length === 1) return Option.some(found[0])
+    const user = yield* actingUser(as)
+    if (found.length > 1 && Option.isSome(user)) {
+      const mine = yield* store.findForUser(user.value, ref)
+      if (Option.isSome(mine)) return Option.some(mine.value.row)
+    }
     yield* refuse(
-      found.length === 0 ? `no workspace ${ref}` : `${found.length} workspaces have the slug '${ref}'; pass the workspace id`,
+      found.length === 0
+        ? `no workspace ${ref}`
+        : `${found.length} workspaces have the slug '${ref}' and none is ${Option.isSome(user) ? `${user.value}'s` : "yours"}; pass the workspace id, or --as <owner user id>`,
     )
     return Option.none()
   })
@@ -171,6 +207,10 @@ const describeMember = (m: MemberRow) =>
 
 const workspaceOption = Options.text("workspace").pipe(Options.withDescription("Workspace id (or a slug only one workspace has)"))
 const userOption = Options.text("user").pipe(Options.withDescription("User id"))
+const asOption = Options.text("as").pipe(
+  Options.optional,
+  Options.withDescription("Resolve a workspace slug among this user's workspaces (default: the owner of the first management key)"),
+)
 
 const membersAdd = Command.make(
   "add",
@@ -179,10 +219,11 @@ const membersAdd = Command.make(
     user: userOption,
     scim: Options.boolean("scim").pipe(Options.withDescription("Mark the member as provisioned through SCIM")),
     role: Options.choice("role", ["admin", "member"]).pipe(Options.withDefault("member" as const)),
+    as: asOption,
   },
-  ({ workspace, user, scim, role }) =>
+  ({ workspace, user, scim, role, as }) =>
     Effect.gen(function* () {
-      const ws = yield* oneWorkspace(workspace)
+      const ws = yield* oneWorkspace(workspace, as)
       if (Option.isNone(ws)) return
       const store = yield* WorkspaceStore
       const { added, members } = yield* store.addMembers(ws.value.id, [user], { role, scim })
@@ -199,11 +240,12 @@ const membersSetScim = Command.make(
     user: userOption,
     on: Options.boolean("on").pipe(Options.withDescription("Provisioned through SCIM (cannot be removed by the API)")),
     off: Options.boolean("off").pipe(Options.withDescription("Not provisioned through SCIM")),
+    as: asOption,
   },
-  ({ workspace, user, on, off }) =>
+  ({ workspace, user, on, off, as }) =>
     Effect.gen(function* () {
       if (on === off) return yield* refuse("pass exactly one of --on and --off")
-      const ws = yield* oneWorkspace(workspace)
+      const ws = yield* oneWorkspace(workspace, as)
       if (Option.isNone(ws)) return
       const store = yield* WorkspaceStore
       if (!(yield* store.setScim(ws.value.id, user, on))) {
@@ -213,9 +255,9 @@ const membersSetScim = Command.make(
     }).pipe(Effect.provide(storeServices)),
 ).pipe(Command.withDescription("Mark or unmark a membership as provisioned through SCIM"))
 
-const membersList = Command.make("list", { workspace: workspaceOption }, ({ workspace }) =>
+const membersList = Command.make("list", { workspace: workspaceOption, as: asOption }, ({ workspace, as }) =>
   Effect.gen(function* () {
-    const ws = yield* oneWorkspace(workspace)
+    const ws = yield* oneWorkspace(workspace, as)
     if (Option.isNone(ws)) return
     const rows = yield* (yield* WorkspaceStore).members(ws.value.id)
     for (const m of rows) yield* Console.log(describeMember(m))
@@ -233,3 +275,26 @@ export const cli = Command.make("gateway").pipe(
 )
 
 export const runCli = Command.run(cli, { name: "gateway", version: "0.1.0" })
+
+/** Every command a user runs, by its words, with its usage (printed after a usage error). */
+const leaves: ReadonlyArray<readonly [ReadonlyArray<string>, Usage.Usage]> = [
+  [["serve"], Command.getUsage(serve)],
+  [["migrate"], Command.getUsage(migrateCommand)],
+  [["keys", "create"], Command.getUsage(keysCreate)],
+  [["keys", "list"], Command.getUsage(keysList)],
+  [["credits", "add"], Command.getUsage(creditsAdd)],
+  [["members", "add"], Command.getUsage(membersAdd)],
+  [["members", "set-scim"], Command.getUsage(membersSetScim)],
+  [["members", "list"], Command.getUsage(membersList)],
+]
+
+/** The usage of the command `args` (argv after the script) names, or the list of commands when it names none. */
+export const usageOf = (args: ReadonlyArray<string>): string => {
+  for (const [words, usage] of leaves) {
+    if (words.every((w, i) => args[i] === w)) {
+      const text = HelpDoc.toAnsiText(Usage.getHelp(usage)).trim()
+      return `usage: gateway ${words.slice(0, -1).map((w) => `${w} `).join("")}${text}`
+    }
+  }
+  return `usage: gateway ${leaves.map(([words]) => words.join(" ")).join(" | ")} (gateway <command> --help for its options)`
+}

@@ -1,8 +1,9 @@
 #!/usr/bin/env bun
 /** Entry point: the CLI (`gateway serve` starts the server). Nothing imports this file. */
+import { ValidationError } from "@effect/cli"
 import { BunContext, BunRuntime } from "@effect/platform-bun"
 import { Cause, Effect, Runtime } from "effect"
-import { runCli } from "./cli.js"
+import { CliError, runCli, usageOf } from "./cli.js"
 
 const argv = process.argv.length <= 2 ? [...process.argv, "serve"] : process.argv
 
@@ -18,8 +19,18 @@ runCli(argv).pipe(
         process.exit(1)
       })
     }
-    if (typeof failure === "object" && failure !== null && "_tag" in failure && failure._tag === "ValidationError") {
-      return Effect.sync(() => process.exit(2))
+    if (failure instanceof CliError) {
+      return Effect.sync(() => {
+        console.error(`gateway: ${failure.message}`)
+        process.exit(1)
+      })
+    }
+    // A usage error: @effect/cli has printed its one line; the command's usage follows, no Effect internals.
+    if (ValidationError.isValidationError(failure)) {
+      return Effect.sync(() => {
+        console.error(usageOf(argv.slice(2)))
+        process.exit(2)
+      })
     }
     return Effect.failCause(cause)
   }),

@@ -25,6 +25,9 @@ const env = (extra: Record<string, string> = {}) => ({
   ...extra,
 })
 
+/** Room for a test that starts the CLI several times (each start is a process of its own). */
+const MANY_SPAWNS_MS = 90_000
+
 const gateway = (args: Array<string>, extra: Record<string, string> = {}) => {
   const proc = Bun.spawnSync([process.execPath, "src/main.ts", ...args], { cwd: root, env: env(extra) })
   return { code: proc.exitCode, out: proc.stdout.toString(), err: proc.stderr.toString() }
@@ -61,9 +64,81 @@ describe("gateway keys", () => {
 
 describe("gateway credits add", () => {
   test("adds to the user's balance", () => {
+    expect(gateway(["keys", "create", "--name", "credited", "--user", "user_cli"]).code).toBe(0)
     const out = gateway(["credits", "add", "--user", "user_cli", "--amount", "12.5"])
     expect(out.code).toBe(0)
     expect(out.out).toContain("total_credits=12.5")
+  })
+})
+
+describe("usage errors", () => {
+  test("print @effect/cli's one line and the command's usage, no Effect internals, exit 2", () => {
+    for (const [args, usage] of [
+      [["credits", "add", "--user", "u"], "usage: gateway credits add --user text --amount float"],
+      [["credits", "add", "--user", "u", "--amount", "lots"], "usage: gateway credits add --user text --amount float"],
+      [["keys", "create"], "usage: gateway keys create --name text"],
+      [["no-such-command"], "usage: gateway serve | migrate | keys create"],
+    ] as const) {
+      const out = gateway([...args])
+      expect({ args, code: out.code }).toEqual({ args, code: 2 })
+      expect(out.err).not.toContain("_tag")
+      expect(out.err).not.toContain("ERROR")
+      expect(out.err).toContain(usage)
+      expect(out.err.trim().split("\n").filter((l) => l.trim() !== "")).toHaveLength(2)
+    }
+  }, MANY_SPAWNS_MS)
+})
+
+describe("gateway credits add refuses", () => {
+  test("an unknown user, with one line and exit 1", () => {
+    const out = gateway(["credits", "add", "--user", "user_nobody", "--amount", "5"])
+    expect(out.code).toBe(1)
+    expect(out.err.trim().split("\n")).toEqual([expect.stringContaining("no user user_nobody")])
+  })
+
+  test("zero, negative and non-finite amounts", () => {
+    expect(gateway(["keys", "create", "--name", "funded", "--user", "user_funded"]).code).toBe(0)
+    for (const amount of ["0", "-5", "NaN", "Infinity"]) {
+      const out = gateway(["credits", "add", "--user", "user_funded", "--amount", amount])
+      expect({ amount, code: out.code }).toEqual({ amount, code: 1 })
+      expect(out.err).toContain("--amount: must be a positive number")
+    }
+    const ok = gateway(["credits", "add", "--user", "user_funded", "--amount", "3"])
+    expect(ok.code).toBe(0)
+    expect(ok.out).toContain("total_credits=3")
+  }, MANY_SPAWNS_MS)
+})
+
+describe("--workspace <slug> with several users (each has a 'default')", () => {
+  let own: TestDatabase
+  beforeAll(async () => {
+    own = engine === "postgres" ? await freshDatabase() : { url: join(dir, "slugs.db"), drop: async () => {} }
+  })
+  afterAll(async () => {
+    await own.drop()
+  })
+  const run = (args: Array<string>) => gateway(args, { DATABASE_URL: own.url })
+
+  test("resolves among the acting user's workspaces: the first management key's owner, or --as", () => {
+    expect(run(["keys", "create", "--management", "--name", "operator", "--user", "user_operator"]).code).toBe(0)
+    expect(run(["keys", "create", "--name", "other", "--user", "user_other"]).code).toBe(0)
+    const added = run(["members", "add", "--workspace", "default", "--user", "user_new"])
+    expect(added.err).toBe("")
+    expect(added.code).toBe(0)
+    const listed = run(["members", "list", "--workspace", "default"])
+    expect(listed.code).toBe(0)
+    expect(listed.out).toContain("user_operator  admin")
+    expect(listed.out).toContain("user_new  member")
+    const theirs = run(["members", "list", "--workspace", "default", "--as", "user_other"])
+    expect(theirs.code).toBe(0)
+    expect(theirs.out).toContain("user_other  admin")
+    expect(theirs.out).not.toContain("user_new")
+  }, MANY_SPAWNS_MS)
+
+  test("a slug none of the acting user's workspaces has, and several others have, is refused with one line", () => {
+    const out = run(["members", "list", "--workspace", "default", "--as", "user_stranger"])
+    expect(out.code).toBe(1)
+    expect(out.err.trim().split("\n")).toEqual([expect.stringContaining("workspaces have the slug 'default'")])
   })
 })
 
@@ -104,6 +179,36 @@ describe("gateway serve", () => {
       proc.kill("SIGTERM")
     }
     expect(await proc.exited).toBe(0)
+  })
+
+  test("a start that creates no key says in one line how to make another", async () => {
+    const { proc, out } = await serveOnce({})
+    try {
+      expect(out).toContain("make another with: gateway keys create --management")
+      expect(out).not.toContain("sk-gw-v1-")
+    } finally {
+      proc.kill("SIGTERM")
+    }
+    expect(await proc.exited).toBe(0)
+  })
+
+  test("a port in use stops start-up with one line naming the port", () => {
+    const taken = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("taken") })
+    try {
+      const out = gateway(["serve"], { PORT: String(taken.port), HOST: "127.0.0.1" })
+      expect(out.code).toBe(1)
+      expect(out.err.trim().split("\n")).toEqual([`gateway: port ${taken.port} on 127.0.0.1 is in use (another gateway?); set PORT to a free port`])
+    } finally {
+      taken.stop(true)
+    }
+  })
+
+  test("an unknown key in the config file stops start-up with one line: the file, the path, unknown key", () => {
+    const file = join(dir, "unknown-key.json")
+    writeFileSync(file, JSON.stringify({ providers: [{ id: "p", kind: "fake", bse_url: "http://x" }], models: [] }))
+    const out = gateway(["serve"], { GATEWAY_CONFIG: file, PORT: "0" })
+    expect(out.code).toBe(1)
+    expect(out.err.trim().split("\n")).toEqual([`gateway: configuration error: ${file}: providers[0].bse_url: unknown key`])
   })
 
   test("a bad config file stops start-up with one line naming the file, the path and the rule", () => {

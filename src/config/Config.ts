@@ -89,7 +89,8 @@ export class GatewayConfig extends Context.Tag("GatewayConfig")<GatewayConfig, S
   static readonly layer = (settings: Settings) => Layer.succeed(GatewayConfig, settings)
 }
 
-const decodeFile = ParseResult.decodeUnknownEither(ConfigFile, { errors: "first", onExcessProperty: "ignore" })
+// A misspelt key is refused like any other mistake: ignored, it started as if the setting were absent.
+const decodeFile = ParseResult.decodeUnknownEither(ConfigFile, { errors: "first", onExcessProperty: "error" })
 
 /** Decodes and checks a config file's JSON text; the error names the source, the path and the rule. */
 export const parseConfigFile = (source: string, text: string): Either.Either<ConfigFile, ConfigFileError> => {

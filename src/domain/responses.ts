@@ -586,6 +586,19 @@ export const decodeResponsesRequest = (input: unknown): Either.Either<ResponsesR
     return Either.right(req)
   })
 
+/**
+ * The refusal of a request with neither `input` nor `prompt` (nothing to answer): a Chat
+ * Completions body (`messages`) was answered "Echo: " and billed. Preset bodies carry no input,
+ * so this is checked on POST /v1/responses only, after the preset is applied.
+ */
+export const missingInput = (body: unknown): BadRequest =>
+  new BadRequest({
+    message:
+      typeof body === "object" && body !== null && "messages" in body
+        ? 'Invalid request: input: is missing; `messages` is a Chat Completions field (this gateway serves the Responses API and has no chat completions endpoint): send the conversation as `input`, a string or items like {"type":"message","role":"user","content":"…"}'
+        : "Invalid request: input: is missing (send `input`, a string or an array of input items, or `prompt`)",
+  })
+
 // ---------------------------------------------------------------------------------------------
 // Result (non-streaming body, and the `response` of lifecycle stream events)
 // ---------------------------------------------------------------------------------------------

@@ -6,10 +6,27 @@ import { ParseResult, type Schema } from "effect"
 import { Either } from "effect"
 import { BadRequest } from "./errors.js"
 
+/** At most this many characters of a caller's value are quoted back in an error (a 1 MB value made a 1 MB 400). */
+export const MAX_QUOTED = 200
+
+/** `text` cut to `max` characters, an ellipsis marking the cut. */
+export const clipped = (text: string, max = MAX_QUOTED): string => (text.length <= max ? text : `${text.slice(0, max)}…`)
+
+/** A caller's string as an error message quotes it: in double quotes, at most MAX_QUOTED characters of it. */
+export const quote = (value: string): string => `"${clipped(value)}"`
+
+/** A rule's message with the value it quotes (`…, actual <value>`) cut to MAX_QUOTED characters. */
+const clipRule = (message: string): string => {
+  if (message.length <= MAX_QUOTED) return message
+  const at = message.indexOf("actual ")
+  return at < 0 ? clipped(message, MAX_QUOTED * 2) : `${message.slice(0, at + 7)}${clipped(message.slice(at + 7))}`
+}
+
 const pathOf = (path: ReadonlyArray<PropertyKey>): string =>
   path.reduce<string>((acc, key) => {
     if (typeof key === "number") return `${acc}[${key}]`
-    return acc === "" ? String(key) : `${acc}.${String(key)}`
+    // Keys are the caller's too (metadata, image_config).
+    return acc === "" ? clipped(String(key)) : `${acc}.${clipped(String(key))}`
   }, "")
 
 /** One decode issue (ParseResult's ArrayFormatter shape, also HttpApi's) as `path: rule`. */
@@ -19,7 +36,14 @@ export const describeIssue = (issue: {
   readonly message: string
 }): string => {
   const path = pathOf(issue.path)
-  const message = issue._tag === "Missing" ? "is missing" : issue.message
+  const message =
+    issue._tag === "Missing"
+      ? "is missing"
+      : issue._tag === "Unexpected"
+        ? typeof issue.path[issue.path.length - 1] === "number"
+          ? "unexpected element"
+          : "unknown key"
+        : clipRule(issue.message)
   if (path === "") return message.startsWith("Expected {") ? "the body must be a JSON object" : message
   return `${path}: ${message}`
 }

@@ -9,6 +9,7 @@
 import { Effect, Either } from "effect"
 import { type ApiError, BadRequest, NotFound } from "../domain/errors.js"
 import type { ResponsesRequest } from "../domain/responses.js"
+import { quote } from "../domain/validation.js"
 import type { ProviderErrorKind } from "../providers/types.js"
 import { Catalog, type CatalogShape, type Endpoint, type Model } from "../services/Catalog.js"
 import { EndpointHealth, type HealthOptions } from "./health.js"
@@ -50,6 +51,8 @@ export interface RouteInput {
   readonly preset?: string
   /** The model as the caller wrote it, when it differs from `request.model` (a preset form). */
   readonly requested?: string
+  /** Which of the request's `model` and `models` came from the preset's config, not from the caller. */
+  readonly fromPreset?: { readonly model: boolean; readonly models: boolean }
 }
 
 /** What the data plane learned from one attempt that answered. */
@@ -132,10 +135,18 @@ export const makeRouter = (catalog: CatalogShape, options: Partial<RouterOptions
     const prefs = request.provider ?? undefined
 
     // Model ids in order: `model`, each of `models`; the workspace default when none is named.
-    const ids: Array<{ id: string; field: string }> = []
-    if (request.model !== undefined && request.model !== "") ids.push({ id: request.model, field: "model" })
-    for (const [i, id] of (request.models ?? []).entries()) ids.push({ id, field: `models[${i}]` })
-    if (ids.length === 0 && input.defaultModel) ids.push({ id: input.defaultModel, field: "model" })
+    // `stored`: the id was stored earlier (preset, workspace setting): a catalog that lost it is a 400 naming where.
+    const ids: Array<{ id: string; field: string; stored?: string }> = []
+    const preset = input.preset === undefined ? undefined : `preset ${quote(input.preset)}`
+    if (request.model !== undefined && request.model !== "") {
+      ids.push({ id: request.model, field: "model", stored: input.fromPreset?.model ? preset : undefined })
+    }
+    for (const [i, id] of (request.models ?? []).entries()) {
+      ids.push({ id, field: `models[${i}]`, stored: input.fromPreset?.models ? preset : undefined })
+    }
+    if (ids.length === 0 && input.defaultModel) {
+      ids.push({ id: input.defaultModel, field: "model", stored: "the workspace setting default_text_model" })
+    }
     if (ids.length === 0) return Either.left(new BadRequest({ message: "Invalid request: model: is missing" }))
 
     const at = now()
@@ -143,16 +154,23 @@ export const makeRouter = (catalog: CatalogShape, options: Partial<RouterOptions
     const groups: Array<Group> = []
     const seen = new Set<string>()
     let index = 0
-    for (const { id, field } of ids) {
+    for (const { id, field, stored } of ids) {
       if (namesPreset(id)) {
         return Either.left(
-          new BadRequest({ message: `Invalid request: ${field}: "${id}": a preset can be named only in model or preset` }),
+          new BadRequest({ message: `Invalid request: ${field}: ${quote(id)}: a preset can be named only in model or preset` }),
         )
       }
       const ref = parseModelRef(id, (m) => catalog.model(m) !== undefined)
       const model = catalog.model(ref.id)
+      if (model === undefined && stored !== undefined) {
+        return Either.left(
+          new BadRequest({
+            message: `Invalid request: ${stored} names ${field === "model" ? "the model" : field} ${quote(id)}, which this gateway's catalog does not have (the catalog changed since it was saved)`,
+          }),
+        )
+      }
       if (model === undefined) {
-        return Either.left(new NotFound({ message: `${field}: model "${id}" does not exist in this gateway's catalog` }))
+        return Either.left(new NotFound({ message: `${field}: model ${quote(id)} does not exist in this gateway's catalog` }))
       }
       const group: Group = { model, variant: ref.variant, field, kept: [], removed: new Map() }
       const filters: ReadonlyArray<EndpointFilter> = filtersOf(prefs, request, ref.variant)

@@ -33,6 +33,9 @@ export const splitPreset = (id: string): PresetSplit => {
 
 export const namesPreset = (id: string) => id.includes(PRESET_MARK)
 
+/** Whether the catalog serves `id`, a routing suffix allowed (the check of a model id stored for later use). */
+export const servesModel = (id: string, known: (id: string) => boolean): boolean => known(parseModelRef(id, known).id)
+
 /**
  * The catalog model and variant of an id. An id the catalog knows as written wins (a catalog
  * may list `vendor/model:free` as a model of its own); otherwise a known suffix is split off.

@@ -8,6 +8,7 @@
 import { Either } from "effect"
 import { BadRequest, NotFound } from "../domain/errors.js"
 import { decodeResponsesRequest, type ResponsesRequest } from "../domain/responses.js"
+import { quote } from "../domain/validation.js"
 import type { ResolvedPreset } from "../services/PresetStore.js"
 import { namesPreset, splitPreset } from "./model-id.js"
 
@@ -17,17 +18,19 @@ export interface WithPreset {
   readonly preset: string | undefined
   /** The model as the caller wrote it (e.g. `@preset/slug`), for `service_metadata.requested`. */
   readonly requested: string | undefined
+  /** Which of `model` and `models` the preset's config gave (the request did not). */
+  readonly fromPreset?: { readonly model: boolean; readonly models: boolean }
 }
 
 /** Which preset a request names, or an error for a contradiction. */
 export const presetOf = (request: ResponsesRequest): { readonly slug: string | undefined; readonly model: string | undefined } | BadRequest => {
   const split = request.model === undefined ? { model: undefined, preset: undefined } : splitPreset(request.model)
   if (split.preset === "") {
-    return new BadRequest({ message: `Invalid request: model: "${request.model}" names no preset after @preset/` })
+    return new BadRequest({ message: `Invalid request: model: ${quote(request.model ?? "")} names no preset after @preset/` })
   }
   if (split.preset !== undefined && request.preset !== undefined && split.preset !== request.preset) {
     return new BadRequest({
-      message: `Invalid request: preset: "${request.preset}" contradicts the preset "${split.preset}" named in model`,
+      message: `Invalid request: preset: ${quote(request.preset)} contradicts the preset ${quote(split.preset)} named in model`,
     })
   }
   return { slug: request.preset ?? split.preset, model: split.model }
@@ -53,7 +56,7 @@ export const applyPreset = (
   if (slug === undefined) return Either.right({ request, preset: undefined, requested: undefined })
   if (found === undefined) {
     return Either.left(
-      new NotFound({ message: `Preset "${slug}" does not exist (named by ${request.preset === undefined ? "model" : "preset"})` }),
+      new NotFound({ message: `Preset ${quote(slug)} does not exist (named by ${request.preset === undefined ? "model" : "preset"})` }),
     )
   }
   const { model: _model, preset: _preset, ...own } = body
@@ -62,9 +65,14 @@ export const applyPreset = (
   const named = presetOf(request)
   if (!(named instanceof BadRequest) && named.model !== undefined) merged["model"] = named.model
   if (merged["instructions"] == null && found.version.system_prompt !== null) merged["instructions"] = found.version.system_prompt
+  const fromPreset = {
+    model: (named instanceof BadRequest || named.model === undefined) && found.version.config.model !== undefined,
+    models: own["models"] === undefined && found.version.config.models !== undefined,
+  }
   return Either.map(decodeResponsesRequest(merged), (decoded) => ({
     request: decoded,
     preset: slug,
     requested: request.model ?? decoded.model,
+    fromPreset,
   }))
 }

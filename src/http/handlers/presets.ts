@@ -4,10 +4,13 @@
  */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
-import { NotFound } from "../../domain/errors.js"
+import { BadRequest, NotFound } from "../../domain/errors.js"
 import { pageOf } from "../../domain/paging.js"
-import { PAGE_SIZE_DEFAULT, versionBodyFromRequest } from "../../domain/presets.js"
+import { PAGE_SIZE_DEFAULT, type PresetConfig, versionBodyFromRequest } from "../../domain/presets.js"
+import { quote } from "../../domain/validation.js"
+import { namesPreset, servesModel } from "../../routing/model-id.js"
 import { Principal, requireManagement } from "../../services/Auth.js"
+import { Catalog } from "../../services/Catalog.js"
 import { PresetStore } from "../../services/PresetStore.js"
 import { GatewayApi } from "../Api.js"
 
@@ -16,6 +19,23 @@ const presetNotFound = (slug: string) => new NotFound({ message: `Preset ${slug}
 export const PresetsLive = HttpApiBuilder.group(GatewayApi, "presets", (handlers) =>
   Effect.gen(function* () {
     const presets = yield* PresetStore
+    const catalog = yield* Catalog
+
+    /** A preset naming a model the catalog does not serve would fail every request that uses it: refused at write. */
+    const checkModels = (config: PresetConfig) => {
+      const named: Array<[string, string]> = []
+      if (config.model !== undefined) named.push(["model", config.model])
+      for (const [i, id] of (config.models ?? []).entries()) named.push([`models[${i}]`, id])
+      for (const [field, id] of named) {
+        const rule = namesPreset(id)
+          ? "names a preset; a preset's models are catalog models"
+          : servesModel(id, (m) => catalog.model(m) !== undefined)
+            ? undefined
+            : "is not a model of this gateway's catalog"
+        if (rule !== undefined) return Effect.fail(new BadRequest({ message: `Invalid request: ${field}: ${quote(id)} ${rule}` }))
+      }
+      return Effect.void
+    }
 
     /** The caller's preset; another user's is 404 like a missing one. */
     const ownPreset = (slug: string) =>
@@ -41,6 +61,7 @@ export const PresetsLive = HttpApiBuilder.group(GatewayApi, "presets", (handlers
         Effect.gen(function* () {
           const p = yield* requireManagement
           const body = yield* versionBodyFromRequest(payload)
+          yield* checkModels(body.config)
           const { preset, version } = yield* presets.createVersion({
             userId: p.userId,
             workspaceId: p.workspaceId,

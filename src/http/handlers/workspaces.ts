@@ -1,10 +1,13 @@
 /** Handlers of the workspaces group: they check the caller and call WorkspaceStore, nothing more. */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
-import { Forbidden, NotFound } from "../../domain/errors.js"
+import { BadRequest, Forbidden, NotFound } from "../../domain/errors.js"
 import { pageOf } from "../../domain/paging.js"
+import { quote } from "../../domain/validation.js"
 import type { UpdateWorkspacePayload } from "../../domain/workspaces.js"
+import { servesModel } from "../../routing/model-id.js"
 import { requireManagement } from "../../services/Auth.js"
+import { Catalog } from "../../services/Catalog.js"
 import { ContentPolicy } from "../../services/ContentPolicy.js"
 import { WorkspaceStore, type WorkspaceSettings } from "../../services/WorkspaceStore.js"
 import { GatewayApi } from "../Api.js"
@@ -29,6 +32,17 @@ export const WorkspacesLive = HttpApiBuilder.group(GatewayApi, "workspaces", (ha
   Effect.gen(function* () {
     const store = yield* WorkspaceStore
     const policy = yield* ContentPolicy
+    const catalog = yield* Catalog
+
+    /** A default model the catalog does not serve would fail every request that names none: refused at write. */
+    const checkDefaultModel = (model: string | null | undefined) =>
+      model == null || servesModel(model, (id) => catalog.model(id) !== undefined)
+        ? Effect.void
+        : Effect.fail(
+            new BadRequest({
+              message: `Invalid request: default_text_model: ${quote(model)} is not a model of this gateway's catalog`,
+            }),
+          )
 
     /** A workspace the caller owns or is a member of; anything else does not exist for it. */
     const visible = (ref: string) =>
@@ -62,6 +76,7 @@ export const WorkspacesLive = HttpApiBuilder.group(GatewayApi, "workspaces", (ha
       .handle("create", ({ payload }) =>
         Effect.gen(function* () {
           const p = yield* requireManagement
+          yield* checkDefaultModel(payload.default_text_model)
           const row = yield* store.create(p.userId, { name: payload.name, slug: payload.slug, ...settingsOf(payload) })
           return { data: store.view(row) }
         }),
@@ -70,6 +85,7 @@ export const WorkspacesLive = HttpApiBuilder.group(GatewayApi, "workspaces", (ha
       .handle("update", ({ path, payload }) =>
         Effect.gen(function* () {
           const ws = yield* administered(path.id)
+          yield* checkDefaultModel(payload.default_text_model)
           const row = yield* store.update(ws.userId, ws.row, { name: payload.name, slug: payload.slug, ...settingsOf(payload) })
           // The data plane caches logging settings; the next request must see the change.
           yield* policy.invalidate(row.id)

@@ -5,6 +5,7 @@
  */
 import { Either, type Types } from "effect"
 import { BadRequest } from "../../domain/errors.js"
+import { quote } from "../../domain/validation.js"
 import {
   type ContentPartInput,
   type InputItem,
@@ -75,7 +76,7 @@ const callOutput = (output: string | ReadonlyArray<ContentPartInput>, at: string
 
 const inputItem = (item: InputItem, i: number): Result<NormalizedItem> => {
   const at = `input[${i}]`
-  if (!isKnownInputItem(item)) return refuse(`${at}: item kind "${item.type}" cannot be sent to this provider`)
+  if (!isKnownInputItem(item)) return refuse(`${at}: item kind ${quote(String(item.type))} cannot be sent to this provider`)
   switch (item.type) {
     case "message": {
       if (item.content === null) return Either.right({ type: "message", role: item.role, content: [] })
@@ -108,7 +109,7 @@ const inputItem = (item: InputItem, i: number): Result<NormalizedItem> => {
 }
 
 const functionTool = (tool: ToolInput, i: number): Result<FunctionTool> => {
-  if (!isFunctionTool(tool)) return refuse(`tools[${i}]: tool type "${tool.type}" cannot be sent to this provider`)
+  if (!isFunctionTool(tool)) return refuse(`tools[${i}]: tool type ${quote(String(tool.type))} cannot be sent to this provider`)
   const fn: Types.Mutable<FunctionTool> = { type: "function", name: tool.name }
   if (tool.description != null) fn.description = tool.description
   if (tool.parameters != null) fn.parameters = tool.parameters
@@ -119,7 +120,7 @@ const functionTool = (tool: ToolInput, i: number): Result<FunctionTool> => {
 const toolChoice = (choice: ToolChoiceInput): Result<ToolChoice> => {
   if (typeof choice === "string") return Either.right(choice)
   if (isFunctionToolChoice(choice)) return Either.right({ type: "function", name: choice.name })
-  return refuse(`tool_choice: type "${choice.type}" cannot be sent to this provider`)
+  return refuse(`tool_choice: type ${quote(String(choice.type))} cannot be sent to this provider`)
 }
 
 const responseFormat = (format: NonNullable<NonNullable<ResponsesRequest["text"]>["format"]>): ResponseFormat => {

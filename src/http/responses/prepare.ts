@@ -9,7 +9,7 @@ import { Effect, Either, Option } from "effect"
 import { type ApiError, BadRequest, Unauthorized } from "../../domain/errors.js"
 import { CLIENT_HEADER_MAX } from "../../domain/generations.js"
 import { estimateTokens, worstCaseCost } from "../../domain/pricing.js"
-import { decodeResponsesRequest, type ResponsesRequest } from "../../domain/responses.js"
+import { decodeResponsesRequest, missingInput, type ResponsesRequest } from "../../domain/responses.js"
 import { applyPreset, presetSlugOf } from "../../routing/presets.js"
 import type { RoutePlan, Router } from "../../routing/Router.js"
 import { keyShaped } from "../../domain/keys.js"
@@ -89,7 +89,8 @@ const tooDeep = (value: unknown, max: number): boolean => {
   return false
 }
 
-const parseJson = (text: string): Either.Either<unknown, BadRequest> => {
+/** A body as JSON no deeper than MAX_JSON_DEPTH, or the 400 (both planes parse bodies with it). */
+export const parseJson = (text: string): Either.Either<unknown, BadRequest> => {
   let json: unknown
   try {
     json = JSON.parse(text)
@@ -221,6 +222,7 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
     const withPreset = applyPreset(body.right as Record<string, unknown>, decoded.right, slug, preset)
     if (Either.isLeft(withPreset)) return withPreset.left
     const request = withPreset.right.request
+    if (request.input === undefined && request.prompt === undefined) return missingInput(body.right)
     const sessionId = sessionIdOf(request, headers.get("x-session-id"))
     if (Either.isLeft(sessionId)) return sessionId.left
 
@@ -240,6 +242,7 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
       sessionKey: sessionId.right ?? request.prompt_cache_key ?? null,
       preset: withPreset.right.preset,
       requested: withPreset.right.requested,
+      fromPreset: withPreset.right.fromPreset,
     })
     if (Either.isLeft(plan)) return plan.left
 
