@@ -153,6 +153,12 @@ export class Notifications extends Effect.Service<Notifications>()("Notification
       retry = setTimeout(connect, delay * (0.5 + Math.random() / 2))
     }
 
+    // Resolved by the first LISTEN: start-up waits for it, so a change is heard from the first request on.
+    let markListening: () => void = () => undefined
+    const firstListen = new Promise<void>((resolve) => {
+      markListening = resolve
+    })
+
     const connect = () => {
       retry = undefined
       if (closed) return
@@ -171,6 +177,7 @@ export class Notifications extends Effect.Service<Notifications>()("Notification
             listening = true
             attempt = 0
             stats.connects++
+            markListening()
             resync()
             heartbeat = setInterval(() => beat(c), options.heartbeatMs)
           },
@@ -204,6 +211,8 @@ export class Notifications extends Effect.Service<Notifications>()("Notification
           await c?.end().catch(() => undefined)
         }),
       )
+      // Bounded: a database that refuses LISTEN (a pgbouncer in transaction mode) does not stop start-up.
+      yield* Effect.timeoutOption(Effect.promise(() => firstListen), "5 seconds")
     }
 
     return {

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import OpenAI from "openai"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
+import { untilListening } from "../support/spawned.js"
 
 const root = join(import.meta.dir, "..", "..")
 const binary = join(root, "dist", "gateway")
@@ -40,22 +41,7 @@ const start = async (env: Record<string, string>) => {
     stderr: "inherit",
   })
   running.push(proc)
-  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader()
-  const decoder = new TextDecoder()
-  let out = ""
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) throw new Error(`the binary exited before listening: ${out}`)
-    out += decoder.decode(value, { stream: true })
-    const match = /listening on (http:\/\/[\d.]+:\d+)\/v1/.exec(out)
-    if (match !== null) {
-      // Keep draining stdout so the process never blocks on a full pipe.
-      void (async () => {
-        while (!(await reader.read()).done) {}
-      })()
-      return { proc, url: match[1] }
-    }
-  }
+  return { proc, url: await untilListening(proc, "the binary") }
 }
 
 describe("dist/gateway", () => {

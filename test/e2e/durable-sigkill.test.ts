@@ -13,6 +13,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { demoCatalog } from "../../src/config/Config.js"
 import { engine, freshDatabase, type TestDatabase } from "../support/db.js"
+import { untilListening } from "../support/spawned.js"
 
 const root = join(import.meta.dir, "..", "..")
 const KEY = `sk-test-durable-${crypto.randomUUID().replaceAll("-", "")}`
@@ -52,21 +53,7 @@ const start = async (durable: boolean) => {
     stderr: "inherit",
   })
   running.push(proc)
-  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader()
-  const decoder = new TextDecoder()
-  let out = ""
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) throw new Error(`the gateway exited before listening: ${out}`)
-    out += decoder.decode(value, { stream: true })
-    const match = /listening on (http:\/\/[\d.]+:\d+)\/v1/.exec(out)
-    if (match !== null) {
-      void (async () => {
-        while (!(await reader.read()).done) {}
-      })()
-      return { proc, url: match[1] }
-    }
-  }
+  return { proc, url: await untilListening(proc) }
 }
 
 /** One request read to its last byte; resolves with its generation id. */

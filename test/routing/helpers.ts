@@ -44,12 +44,23 @@ export const catalogOf = (providers: ReadonlyArray<ProviderEntry>, models: Reado
   models,
 })
 
-/** A port nothing listens on (a connection to it is refused). */
+/**
+ * A port nothing listens on (a connection to it is refused). Below the ephemeral range
+ * (32768-60999 here), so a server of the same test asking for port 0 is never given it: a freed
+ * ephemeral port once went to the gateway itself, which then answered 404 for the "refused" upstream.
+ */
 export const closedPort = async (): Promise<number> => {
-  const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() })
-  const port = server.port ?? 0
-  await server.stop(true)
-  return port
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 10_000)
+    const refused = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } }).then(
+      (socket) => {
+        socket.end()
+        return false
+      },
+      () => true,
+    )
+    if (refused) return port
+  }
 }
 
 export type Gateway = TestGateway & { stop: () => Promise<void> }
