@@ -10,6 +10,7 @@ import net from "node:net"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
 import { catalogOf, endpoint, mockProvider, model } from "../routing/helpers.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { settledValue } from "../support/poll.js"
 
 /** Deltas of "tok " per answer: ~45 MB of upstream SSE (~150 bytes each), far more than the sockets between hold (~12 MB here). */
 const TOKENS = 300_000
@@ -124,22 +125,6 @@ const unreadStream = (to: TestGateway) => {
     })
   })
   return { firstChunk, ended, check, state, resume: () => void socket.resume() }
-}
-
-/** Waits until `value()` stops changing for `quietMs`, polling; its last value. */
-const settledValue = async (value: () => number, quietMs = 500, maxMs = 15_000): Promise<number> => {
-  const until = performance.now() + maxMs
-  let last = value()
-  let since = performance.now()
-  while (performance.now() < until) {
-    await Bun.sleep(50)
-    const now = value()
-    if (now !== last) {
-      last = now
-      since = performance.now()
-    } else if (performance.now() - since >= quietMs) break
-  }
-  return last
 }
 
 describe("backpressure: a client that reads nothing", () => {

@@ -11,28 +11,13 @@ import { openAiChatWire } from "../../src/providers/openai-chat/adapter"
 import { consumeEvents } from "../../src/providers/consume"
 import type { Subscription } from "../../src/providers/types"
 import { configFor, literalTexts, textRequest, useMockUpstream } from "./helpers"
+import { settledValue } from "../support/poll.js"
 
 const mocked = useMockUpstream()
 
 /** ~45 MB of upstream SSE: far more than the sockets' buffers hold. */
 const TOKENS = 300_000
 const UPSTREAM_BYTES = TOKENS * 150
-
-/** Waits until `value()` stops changing for `quietMs`; its last value. */
-const settledValue = async (value: () => number, quietMs = 500, maxMs = 15_000): Promise<number> => {
-  const until = performance.now() + maxMs
-  let last = value()
-  let since = performance.now()
-  while (performance.now() < until) {
-    await Bun.sleep(50)
-    const now = value()
-    if (now !== last) {
-      last = now
-      since = performance.now()
-    } else if (performance.now() - since >= quietMs) break
-  }
-  return last
-}
 
 const CLIENTS: ReadonlyArray<readonly [string, () => Transport]> = [
   ["http1", () => http1Transport()],

@@ -13,26 +13,14 @@ import { hostname, tmpdir } from "node:os"
 import { join } from "node:path"
 import { ServicesLayer } from "../../src/app.js"
 import { demoCatalog, GatewayConfig, testSettings } from "../../src/config/Config.js"
-import type { ConfigFile } from "../../src/config/file.js"
 import { startServer } from "../../src/http/server.js"
 import { KeyStore } from "../../src/services/KeyStore.js"
 import { Spend } from "../../src/services/Spend.js"
 import { StoreLive } from "../../src/store/Store.js"
 import { freshDatabase } from "../support/db.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { pennyCatalog } from "../support/catalog.js"
 
-/** Every request on test/penny costs (and holds) exactly $0.01. */
-const pennyCatalog: ConfigFile = {
-  ...demoCatalog,
-  models: [
-    ...demoCatalog.models,
-    {
-      id: "test/penny",
-      context_length: 100_000,
-      endpoints: [{ provider: "fake", upstream_model: "echo", pricing: { prompt: 0, completion: 0, request: 0.01 } }],
-    },
-  ],
-}
 const PENNY = { model: "test/penny", input: "hi", max_output_tokens: 3 }
 
 type Runtime = { readonly runPromise: <A, E>(effect: Effect.Effect<A, E, never>) => Promise<A> }

@@ -6,25 +6,12 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect, Either, Option } from "effect"
-import { demoCatalog } from "../../src/config/Config.js"
-import type { ConfigFile } from "../../src/config/file.js"
 import { KeyStore } from "../../src/services/KeyStore.js"
 import { Spend } from "../../src/services/Spend.js"
 import { Users } from "../../src/services/Users.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { pennyCatalog } from "../support/catalog.js"
 
-/** A model whose every request costs exactly $0.01, whatever its tokens: its worst case is $0.01 too. */
-const pennyCatalog: ConfigFile = {
-  ...demoCatalog,
-  models: [
-    ...demoCatalog.models,
-    {
-      id: "test/penny",
-      context_length: 100_000,
-      endpoints: [{ provider: "fake", upstream_model: "echo", pricing: { prompt: 0, completion: 0, request: 0.01 } }],
-    },
-  ],
-}
 
 type GW = TestGateway & { stop: () => Promise<void> }
 let gw: GW

@@ -13,3 +13,16 @@ export const demoCatalogWith = (ids: ReadonlyArray<string>): ConfigFile => ({
     })),
   ],
 })
+
+/** The demo catalog plus test/penny: every request costs (and holds, whatever its tokens) exactly $0.01. */
+export const pennyCatalog: ConfigFile = {
+  ...demoCatalog,
+  models: [
+    ...demoCatalog.models,
+    {
+      id: "test/penny",
+      context_length: 100_000,
+      endpoints: [{ provider: "fake", upstream_model: "echo", pricing: { prompt: 0, completion: 0, request: 0.01 } }],
+    },
+  ],
+}
