@@ -1,0 +1,80 @@
+/**
+ * The seam between a client format and the request path (issue 22): ingress decodes a format's
+ * body into the one normalized request (the Responses request: presets, guardrails, routing and
+ * money work on it), egress encodes the one normalized event stream (`ProviderEvent`s from any
+ * upstream) into the format's JSON result or SSE events. `ResponseAssembler` is the Responses
+ * encoder; Chat Completions and Messages each add a `ClientFormat` beside it.
+ *
+ * Encoders are plain classes: `push` runs per upstream read on the hot path (DESIGN §4).
+ */
+import type { Either } from "effect"
+import type { ApiError } from "../domain/errors.js"
+import type { ResponsesRequest } from "../domain/responses.js"
+import type { FinishReason, ProviderEvent, Usage } from "../providers/types.js"
+
+/** What the route adds when an answer ends: the charged usage and cost, and routing metadata when asked. */
+export interface FinishExtras {
+  /** Overrides the last usage event of the upstream (what the key is charged). */
+  readonly usage?: Usage
+  /** USD. */
+  readonly cost?: number
+  readonly isByok?: boolean
+  /** Only when the caller enabled it (`X-Service-Metadata: enabled`). */
+  readonly serviceMetadata?: Record<string, unknown>
+  /** Enabled with the official SDK's header: the metadata also goes under `openrouter_metadata`. */
+  readonly metadataAlias?: boolean
+}
+
+/** A failure after the first byte of a stream. */
+export interface StreamFailure {
+  /** A string code, e.g. `server_error`, `rate_limit_exceeded`, `timeout`, `server_shutting_down`. */
+  readonly code: string
+  readonly message: string
+}
+
+/** How an answer ended, as the record and the router see it. */
+export type EncodedStatus = "in_progress" | "completed" | "incomplete" | "failed" | "cancelled" | "queued"
+
+/**
+ * One answer in one client format. Built per request; streaming (`stream: true`) every method
+ * returns the SSE text to write (or UTF-8 bytes: a view valid until the next `push` of any
+ * encoder, written to the socket at once, where it is copied); not streaming they return "" and
+ * only `result()` is built.
+ */
+export interface Encoder {
+  /** The stream's opening events (Responses: created + in_progress; Chat: nothing or a role chunk; Messages: message_start). */
+  start(): string
+  /** One upstream batch, or its events `[from, to)`. */
+  push(events: ReadonlyArray<ProviderEvent>, from?: number, to?: number): string | Uint8Array
+  /** The terminal events (and `[DONE]` where the format has it). */
+  finish(extras?: FinishExtras): string
+  /** A failure after the first byte, in the format's own terms, and the stream's end. */
+  fail(failure: StreamFailure, extras?: FinishExtras): string
+  /** The JSON body of a non-streamed answer (after `finish`). */
+  result(): unknown
+  /** What the route and the record read. */
+  readonly status: EncodedStatus
+  readonly ended: boolean
+  readonly usage: Usage | undefined
+  readonly finishReason: FinishReason | undefined
+  readonly completionText: string
+  readonly reasoningText: string
+}
+
+export interface EncoderOptions {
+  readonly stream: boolean
+  /** The model id the answer names (the routed endpoint's model id). */
+  readonly model: string
+}
+
+/** A client format: its decoder, its encoder, and its error envelope. */
+export interface ClientFormat {
+  /** `responses`, `chat`, `messages`. */
+  readonly name: string
+  /** The parsed JSON body → the normalized request, or a 400 naming the field and the rule. */
+  readonly decode: (body: unknown) => Either.Either<ResponsesRequest, ApiError>
+  /** The encoder of one answer to `request` (as ingress decoded it and the pre-model stages left it). */
+  readonly encoder: (request: ResponsesRequest, options: EncoderOptions) => Encoder
+  /** The format's error body for `e` (Responses and Chat: the contract's envelope; Messages: Anthropic's). */
+  readonly errorBody: (e: ApiError) => string
+}
