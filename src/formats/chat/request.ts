@@ -10,7 +10,7 @@ import { BadRequest } from "../../domain/errors.js"
 import {
   CacheControl,
   type ContentPartInput,
-  FunctionToolInput,
+  type FunctionToolInput,
   type InputItem,
   Metadata,
   Plugin,
