@@ -84,6 +84,11 @@ export interface ClientFormat {
    * (`@preset/slug`). Default: the decoded request itself.
    */
   readonly ownFields?: (body: unknown, request: ResponsesRequest) => Record<string, unknown>
+  /**
+   * A stage replaced the request ingress decoded (a preset's merge makes a new one): the format's
+   * own per-request state (Chat's `stream_options.include_usage`) follows it to the encoder.
+   */
+  readonly replaced?: (from: ResponsesRequest, to: ResponsesRequest) => void
 }
 
 /** `e` as an HTTP answer in `format`'s envelope, with its status and headers (`Retry-After`). */

@@ -10,18 +10,12 @@ import { ChatEncoder, newChatId } from "./encoder.js"
 import { type ChatOptions, decodeChatBody } from "./request.js"
 
 /**
- * The chat-only options of each decoded request, by the request object ingress made. A stage that
- * replaces the request (a preset's merge) gives a new object: it keeps the defaults (usage sent).
+ * The chat-only options of each decoded request that sets one, by the request object: ingress
+ * makes it, a stage that replaces it passes them on (`replaced`), the encoder reads them.
  */
 const optionsOf = new WeakMap<ResponsesRequest, ChatOptions>()
 
 const DEFAULT_OPTIONS: ChatOptions = { includeUsage: true }
-
-/** Carries `options` to a request that replaces `from` (a stage's rewrite of it). */
-export const carryChatOptions = (from: ResponsesRequest, to: ResponsesRequest): void => {
-  const options = optionsOf.get(from)
-  if (options !== undefined && from !== to) optionsOf.set(to, options)
-}
 
 export const chatFormat: ClientFormat = {
   name: "chat",
@@ -40,5 +34,9 @@ export const chatFormat: ClientFormat = {
       },
       { stream: options.stream, includeUsage: (optionsOf.get(request) ?? DEFAULT_OPTIONS).includeUsage },
     ),
+  replaced: (from, to) => {
+    const options = optionsOf.get(from)
+    if (options !== undefined) optionsOf.set(to, options)
+  },
   errorBody: (e) => JSON.stringify(envelopeOf(e)),
 }

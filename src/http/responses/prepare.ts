@@ -226,6 +226,7 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
     const own = slug === undefined ? {} : format.ownFields === undefined ? (decoded.right as Record<string, unknown>) : format.ownFields(body.right, decoded.right)
     const withPreset = applyPreset(own, decoded.right, slug, preset)
     if (Either.isLeft(withPreset)) return withPreset.left
+    format.replaced?.(decoded.right, withPreset.right.request)
     const request = withPreset.right.request
     if (request.input === undefined && request.prompt === undefined) return missingInput(body.right)
     const sessionId = sessionIdOf(request, headers.get("x-session-id"))
