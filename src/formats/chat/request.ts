@@ -89,15 +89,16 @@ export const FilePart = Schema.Struct({
 
 export const RefusalPart = Schema.Struct({ type: Schema.Literal("refusal"), refusal: Schema.String })
 
-const knownPartKinds: ReadonlySet<string> = new Set(["text", "image_url", "file", "refusal"])
-
-/** input_audio, video_url, …: decoded, then refused with the reason (no upstream format carries them here). */
-export const OtherPart = Schema.Struct({ type: otherKind(knownPartKinds) }, AnyRecord)
+/**
+ * A part of a kind the message does not take (input_audio, video_url, an image in a system
+ * message, …): decoded, then refused with the reason, not with a type dump of the union.
+ */
+const otherPart = (...known: Array<string>) => Schema.Struct({ type: otherKind(new Set(known)) }, AnyRecord)
 
 const partRule = "a content part object with a type"
-const UserPart = objectOf(partRule, Schema.Union(TextPart, ImageUrlPart, FilePart, OtherPart))
-const TextOnlyPart = objectOf(partRule, Schema.Union(TextPart, OtherPart))
-const AssistantPart = objectOf(partRule, Schema.Union(TextPart, RefusalPart, OtherPart))
+const UserPart = objectOf(partRule, Schema.Union(TextPart, ImageUrlPart, FilePart, otherPart("text", "image_url", "file")))
+const TextOnlyPart = objectOf(partRule, Schema.Union(TextPart, otherPart("text")))
+const AssistantPart = objectOf(partRule, Schema.Union(TextPart, RefusalPart, otherPart("text", "refusal")))
 
 /** An array of parts or a string (the array first: a bad part gets its own message, another value `what`). */
 const contentOf = <A, I, R>(part: Schema.Schema<A, I, R>, what: string) =>
@@ -193,7 +194,6 @@ export const ChatFunctionTool = Schema.Struct({
     parameters: nullable(AnyRecord),
     strict: nullable(Schema.Boolean),
   }),
-  ...cacheable,
 })
 
 const functionKind: ReadonlySet<string> = new Set(["function"])
