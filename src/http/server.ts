@@ -21,7 +21,7 @@ import { BODY_TIMED_OUT, bodyTimedOut, checkJsonContentType, hasBody, makeBodyDe
 import { InFlight, type Refusal } from "./inflight.js"
 import { loggerLayer, logWriter, makeRequestLogger } from "./log.js"
 import { GatewayMetrics, RequestTrace, requestIdOf, serverTiming, type TraceEnd } from "./metrics.js"
-import { parseJson } from "./responses/prepare.js"
+import { parseJson } from "../pipeline/ingress.js"
 import { makeModelRoute } from "./responses/route.js"
 
 type Handler = (req: Request) => Response | Promise<Response>

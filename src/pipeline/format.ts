@@ -85,8 +85,9 @@ export interface ClientFormat {
    */
   readonly ownFields?: (body: unknown, request: ResponsesRequest) => Record<string, unknown>
   /**
-   * A stage replaced the request ingress decoded (a preset's merge makes a new one): the format's
-   * own per-request state (Chat's `stream_options.include_usage`) follows it to the encoder.
+   * The pre-model stages replaced the request ingress decoded (a preset's merge, a plugin's
+   * rewrite): the format's own per-request state (Chat's `stream_options.include_usage`) follows it
+   * to the encoder. Called once per decision, after the stages.
    */
   readonly replaced?: (from: ResponsesRequest, to: ResponsesRequest) => void
 }

@@ -28,7 +28,8 @@ import { BODY_TIMED_OUT, bodyTimedOut, makeBodyDeadline, readCappedText } from "
 import { debugChunk, KEEP_ALIVE } from "./sse.js"
 import { streamGcPacer } from "./gc-pacer.js"
 import { storedInput } from "./content.js"
-import { type Loaded, makePreparer, Missing, type Prepared } from "./prepare.js"
+import { type Loaded, Missing } from "../../pipeline/ingress.js"
+import { makePreparer, type Prepared } from "../../pipeline/pre-model.js"
 import { toNormalizedRequest } from "./normalize.js"
 import { apiErrorOf, asProviderError, failureCodeOf, isRetryable } from "./upstream-errors.js"
 import { inputBound, outputBound } from "./bounds.js"
@@ -360,7 +361,8 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Resp
     }
 
     const attempts: Array<Attempt> = []
-    const serviceMetadata = (selected: Endpoint | undefined) => ({
+    const serviceMetadata = (selected: Endpoint | undefined): Record<string, unknown> => {
+      const metadata: Record<string, unknown> = {
       requested: plan.requested,
       strategy: plan.strategy,
       region: null,
@@ -375,7 +377,11 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Resp
       },
       attempts,
       generation_time: Date.now() - startedAt,
-    })
+      }
+      // What the pre-model stages reported (none: no key, the answer as it was).
+      if (prepared.pipeline !== undefined) metadata["pipeline"] = prepared.pipeline
+      return metadata
+    }
 
     // Before the first byte: try each candidate in order while failures are retryable.
     let call: UpstreamCall | undefined
