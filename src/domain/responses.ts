@@ -595,7 +595,7 @@ export const missingInput = (body: unknown): BadRequest =>
   new BadRequest({
     message:
       typeof body === "object" && body !== null && "messages" in body
-        ? 'Invalid request: input: is missing; `messages` is a Chat Completions field (this gateway serves the Responses API and has no chat completions endpoint): send the conversation as `input`, a string or items like {"type":"message","role":"user","content":"…"}'
+        ? 'Invalid request: input: is missing; `messages` is a Chat Completions field: send this body to POST /v1/chat/completions, or send the conversation as `input`, a string or items like {"type":"message","role":"user","content":"…"}'
         : "Invalid request: input: is missing (send `input`, a string or an array of input items, or `prompt`)",
   })
 

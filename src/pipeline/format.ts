@@ -65,6 +65,8 @@ export interface EncoderOptions {
   readonly stream: boolean
   /** The model id the answer names (the routed endpoint's model id). */
   readonly model: string
+  /** The provider that answers (the routed endpoint's provider id), for formats whose answer names it. */
+  readonly provider?: string
 }
 
 /** A client format: its decoder, its encoder, and its error envelope. */
@@ -82,6 +84,12 @@ export interface ClientFormat {
    * (`@preset/slug`). Default: the decoded request itself.
    */
   readonly ownFields?: (body: unknown, request: ResponsesRequest) => Record<string, unknown>
+  /**
+   * The pre-model stages replaced the request ingress decoded (a preset's merge, a plugin's
+   * rewrite): the format's own per-request state (Chat's `stream_options.include_usage`) follows it
+   * to the encoder. Called once per decision, after the stages.
+   */
+  readonly replaced?: (from: ResponsesRequest, to: ResponsesRequest) => void
 }
 
 /** `e` as an HTTP answer in `format`'s envelope, with its status and headers (`Retry-After`). */

@@ -172,6 +172,8 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
     const plan = state.plan ?? routing.route(state, sessionId.right)
     if ("_tag" in plan) return plan
     const request = state.request
+    // A stage replaced the request: the format's own per-request state follows it to the encoder.
+    if (request !== ingress.request) format.replaced?.(ingress.request, request)
     // A preset's system prompt is input the body did not carry.
     const presetInstructions = state.hints?.preset === undefined ? "" : (request.instructions ?? "")
     const money = moneyOf(state.rewritten ? JSON.stringify(request) : bodyText, request, presetInstructions, plan, parts)

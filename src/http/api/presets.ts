@@ -23,6 +23,11 @@ const VersionPayload = Schema.Unknown.annotations({
   description: "A Responses request (the body of POST /v1/responses); instructions become system_prompt",
 })
 
+/** A Chat Completions request; decoded by the handler with the same rules as POST /v1/chat/completions. */
+const ChatVersionPayload = Schema.Unknown.annotations({
+  description: "A Chat Completions request (the body of POST /v1/chat/completions); system messages become system_prompt",
+})
+
 export class PresetsApi extends HttpApiGroup.make("presets")
   .add(HttpApiEndpoint.get("list", "/presets").setUrlParams(PageParams).addSuccess(PresetList))
   .add(HttpApiEndpoint.get("get", "/presets/:slug").setPath(SlugPath).addSuccess(PresetData))
@@ -32,6 +37,13 @@ export class PresetsApi extends HttpApiGroup.make("presets")
       .setPayload(VersionPayload)
       .addSuccess(CreatedPresetVersion)
       .annotate(OpenApi.Description, "Creates the preset on the first call and a new immutable version on each later call"),
+  )
+  .add(
+    HttpApiEndpoint.post("createVersionFromChat", "/presets/:slug/chat/completions")
+      .setPath(SlugPath)
+      .setPayload(ChatVersionPayload)
+      .addSuccess(CreatedPresetVersion)
+      .annotate(OpenApi.Description, "As /presets/{slug}/responses, from a Chat Completions body"),
   )
   .add(
     HttpApiEndpoint.get("listVersions", "/presets/:slug/versions")

@@ -3,10 +3,11 @@
  * Writes need a management key; reads take any key of the user (operation 6 lists no 403).
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect, Option } from "effect"
+import { Effect, type Either, Option } from "effect"
 import { BadRequest, NotFound } from "../../domain/errors.js"
 import { pageOf } from "../../domain/paging.js"
-import { PAGE_SIZE_DEFAULT, type PresetConfig, versionBodyFromRequest } from "../../domain/presets.js"
+import { PAGE_SIZE_DEFAULT, type PresetConfig, type VersionBody, versionBodyFromRequest } from "../../domain/presets.js"
+import { versionBodyFromChat } from "../../formats/chat/preset.js"
 import { quote } from "../../domain/validation.js"
 import { namesPreset, servesModel } from "../../routing/model-id.js"
 import { Principal, requireManagement } from "../../services/Auth.js"
@@ -45,6 +46,22 @@ export const PresetsLive = HttpApiBuilder.group(GatewayApi, "presets", (handlers
         return yield* Option.match(found, { onNone: () => Effect.fail(presetNotFound(slug)), onSome: Effect.succeed })
       })
 
+    /** A new version of the caller's preset `slug` (the preset made on the first), from a decoded body of any format. */
+    const createVersion = (slug: string, decoded: Either.Either<VersionBody, BadRequest>) =>
+      Effect.gen(function* () {
+        const p = yield* requireManagement
+        const body = yield* decoded
+        yield* checkModels(body.config)
+        const { preset, version } = yield* presets.createVersion({
+          userId: p.userId,
+          workspaceId: p.workspaceId,
+          slug,
+          systemPrompt: body.systemPrompt,
+          config: body.config,
+        })
+        return { data: { ...preset, designated_version: version } }
+      })
+
     return handlers
       .handle("list", ({ urlParams }) => Effect.flatMap(Principal, (p) => Effect.map(presets.list(p.userId), (all) => pageOf(all, urlParams))))
       .handle("get", ({ path }) =>
@@ -57,21 +74,8 @@ export const PresetsLive = HttpApiBuilder.group(GatewayApi, "presets", (handlers
           })
         }),
       )
-      .handle("createVersion", ({ path, payload }) =>
-        Effect.gen(function* () {
-          const p = yield* requireManagement
-          const body = yield* versionBodyFromRequest(payload)
-          yield* checkModels(body.config)
-          const { preset, version } = yield* presets.createVersion({
-            userId: p.userId,
-            workspaceId: p.workspaceId,
-            slug: path.slug,
-            systemPrompt: body.systemPrompt,
-            config: body.config,
-          })
-          return { data: { ...preset, designated_version: version } }
-        }),
-      )
+      .handle("createVersion", ({ path, payload }) => createVersion(path.slug, versionBodyFromRequest(payload)))
+      .handle("createVersionFromChat", ({ path, payload }) => createVersion(path.slug, versionBodyFromChat(payload)))
       .handle("listVersions", ({ path, urlParams }) =>
         Effect.gen(function* () {
           const preset = yield* ownPreset(path.slug)
