@@ -117,7 +117,7 @@ describe("POST /v1/messages decode: system", () => {
 
   test("a system message in messages becomes a system item", () => {
     const request = ok({ ...BASE, messages: [{ role: "system", content: "Rules" }, { role: "user", content: "Hi" }] })
-    expect((request.input as Array<{ role: string }>)[0].role).toBe("system")
+    expect((request.input as ReadonlyArray<{ readonly role?: string }>)[0].role).toBe("system")
   })
 })
 
