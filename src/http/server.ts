@@ -8,7 +8,9 @@ import { HttpApi, HttpApiBuilder, HttpApp, OpenApi } from "@effect/platform"
 import { Context, Effect, Either, Layer, ManagedRuntime } from "effect"
 import { appLayer } from "../app.js"
 import { GatewayConfig } from "../config/Config.js"
-import { errorResponse, InternalError, NotFound, ServiceUnavailable } from "../domain/errors.js"
+import { type ApiError, errorResponse, InternalError, MethodNotAllowed, NotFound, ServiceUnavailable } from "../domain/errors.js"
+import { formats as mountedFormats, type MountedFormat } from "../formats/index.js"
+import { errorResponseIn } from "../pipeline/format.js"
 import { bootstrap } from "../services/bootstrap.js"
 import { GenerationStore } from "../services/GenerationStore.js"
 import { KeyStore } from "../services/KeyStore.js"
@@ -20,7 +22,7 @@ import { InFlight, type Refusal } from "./inflight.js"
 import { loggerLayer, logWriter, makeRequestLogger } from "./log.js"
 import { GatewayMetrics, RequestTrace, requestIdOf, serverTiming, type TraceEnd } from "./metrics.js"
 import { parseJson } from "./responses/prepare.js"
-import { makeResponsesRoute } from "./responses/route.js"
+import { makeModelRoute } from "./responses/route.js"
 
 type Handler = (req: Request) => Response | Promise<Response>
 type TracedHandler = (req: Request, trace: RequestTrace) => Response | Promise<Response>
@@ -48,7 +50,13 @@ const closing = (res: Response): Response => {
 
 const patternOf = (path: string) => new RegExp(`^${path.replace(/:[^/]+/g, "[^/]+")}/?$`)
 
-export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, options: { port?: number } = {}) => {
+export interface ServerOptions {
+  readonly port?: number
+  /** The client formats of the data plane (default: the registry, src/formats/index.ts). */
+  readonly formats?: ReadonlyArray<MountedFormat>
+}
+
+export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, options: ServerOptions = {}) => {
   // The services' own logs: JSON lines at the configured level, like the request lines.
   const logging = Layer.unwrapEffect(Effect.map(GatewayConfig, (s) => loggerLayer(s.logLevel))).pipe(Layer.provide(config))
   const runtime = ManagedRuntime.make(appLayer(config).pipe(Layer.provide(logging)))
@@ -76,8 +84,11 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   let draining = false
   let onIdle: (() => void) | undefined
 
-  /** A handler measured and logged as `route`: the trace ends with the response, or with the stream's last event. */
-  const observed = (route: string, method: string, handler: TracedHandler): Handler => {
+  /**
+   * A handler measured and logged as `route`: the trace ends with the response, or with the
+   * stream's last event. Its own refusals (busy, shutting down, a failure) are in `errorOf`'s envelope.
+   */
+  const observed = (route: string, method: string, handler: TracedHandler, errorOf: (e: ApiError) => Response = errorResponse): Handler => {
     const routeMetrics = metrics?.route(route, method)
     const finish: TraceEnd = (trace, status) => {
       const totalMs = performance.now() - trace.startedAt
@@ -100,12 +111,12 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
       if (inFlight.count === 0) onIdle?.()
     }
     return async (req) => {
-      if (draining) return shuttingDown()
+      if (draining) return shuttingDown(errorOf)
       const trace = new RequestTrace(requestIdOf(req.headers), method, route, keepBodies, finish)
       const over = inFlight.enter(req, trace)
       if (over !== undefined) {
         routeMetrics?.record(503, 0)
-        return busy(over)
+        return busy(over, errorOf)
       }
       let res: Response
       try {
@@ -119,7 +130,7 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
           if (settings.logLevel !== "none") {
             logWriter.write(JSON.stringify({ time: new Date().toISOString(), level: "error", msg: "unhandled failure", request_id: trace.id, error: String(e) }))
           }
-          res = errorResponse(new InternalError({ message: "Internal server error" }))
+          res = errorOf(new InternalError({ message: "Internal server error" }))
         }
       }
       const headMs = performance.now() - trace.startedAt
@@ -184,7 +195,8 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   }
 
   const routes: Record<string, Partial<Record<Method, Handler>>> = {}
-  const known: Array<{ pattern: RegExp; methods: Array<string> }> = []
+  // `errorOf`: a data-plane path answers its 405 in its format's envelope.
+  const known: Array<{ pattern: RegExp; methods: Array<string>; errorOf?: (e: ApiError) => Response }> = []
   for (const [path, methods] of controlRoutes()) {
     routes[path] = Object.fromEntries([...methods].map(([m, secured]) => [m, observed(path, m, guardedControl(secured))]))
     known.push({ pattern: patternOf(path), methods: [...methods.keys()] })
@@ -194,18 +206,28 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     GET: observed("/v1/openapi.json", "GET", () => new Response(openapi, { headers: { "content-type": "application/json" } })),
   }
   known.push({ pattern: patternOf("/v1/openapi.json"), methods: ["GET"] })
-  const responses = makeResponsesRoute(rt, { settings, authenticated })
-  routes["/v1/responses"] = {
-    // Not async: the route's own promise is returned as it is (an async wrapper adds a promise and its ticks).
-    POST: observed("/v1/responses", "POST", (req, trace) => {
-      if (hasBody(req)) {
-        const type = checkJsonContentType(req)
-        if (type !== undefined) return closing(errorResponse(type))
-      }
-      return responses.handle(req, trace)
-    }),
+  // The data plane: every client format of the registry at its path, on the same route.
+  const responses = makeModelRoute(rt, { settings, authenticated })
+  for (const { path, format } of options.formats ?? mountedFormats) {
+    const handle = responses.handlerFor(format)
+    const errorOf = (e: ApiError) => errorResponseIn(format, e)
+    routes[path] = {
+      // Not async: the route's own promise is returned as it is (an async wrapper adds a promise and its ticks).
+      POST: observed(
+        path,
+        "POST",
+        (req, trace) => {
+          if (hasBody(req)) {
+            const type = checkJsonContentType(req)
+            if (type !== undefined) return closing(errorOf(type))
+          }
+          return handle(req, trace)
+        },
+        errorOf,
+      ),
+    }
+    known.push({ pattern: patternOf(path), methods: ["POST"], errorOf })
   }
-  known.push({ pattern: patternOf("/v1/responses"), methods: ["POST"] })
   if (metrics !== undefined) {
     // Prometheus text, no auth: expose the port to the scraper only (README, Operations).
     const exposition = { "content-type": "text/plain; version=0.0.4; charset=utf-8" }
@@ -214,13 +236,13 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   }
 
   /** During a graceful shutdown, a request on a kept-alive connection is refused and the connection closed. */
-  const shuttingDown = () =>
-    closing(errorResponse(new ServiceUnavailable({ message: "The gateway is shutting down; retry on another instance" })))
+  const shuttingDown = (errorOf: (e: ApiError) => Response) =>
+    closing(errorOf(new ServiceUnavailable({ message: "The gateway is shutting down; retry on another instance" })))
 
   /** Over a cap on requests in flight: 503, retry in a second, and the connection closed. */
-  const busy = (over: Refusal) =>
+  const busy = (over: Refusal, errorOf: (e: ApiError) => Response) =>
     closing(
-      errorResponse(
+      errorOf(
         new ServiceUnavailable({
           message:
             over === "overall"
@@ -235,6 +257,11 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   const unmatched = observed("unmatched", "ANY", (req) => {
     const path = new URL(req.url).pathname
     const match = known.find((k) => k.pattern.test(path))
+    if (match?.errorOf !== undefined) {
+      const res = match.errorOf(new MethodNotAllowed({ message: `Method ${req.method} is not allowed on ${path}; allowed: ${match.methods.join(", ")}` }))
+      res.headers.set("allow", match.methods.join(", "))
+      return res
+    }
     if (match !== undefined) {
       return new Response(
         JSON.stringify({

@@ -8,7 +8,7 @@
  * Encoders are plain classes: `push` runs per upstream read on the hot path (DESIGN §4).
  */
 import type { Either } from "effect"
-import type { ApiError } from "../domain/errors.js"
+import { type ApiError, errorHeaders } from "../domain/errors.js"
 import type { ResponsesRequest } from "../domain/responses.js"
 import type { FinishReason, ProviderEvent, Usage } from "../providers/types.js"
 
@@ -77,4 +77,16 @@ export interface ClientFormat {
   readonly encoder: (request: ResponsesRequest, options: EncoderOptions) => Encoder
   /** The format's error body for `e` (Responses and Chat: the contract's envelope; Messages: Anthropic's). */
   readonly errorBody: (e: ApiError) => string
+  /**
+   * The caller's own fields in the Responses shape, laid over a preset's config key by key
+   * (`@preset/slug`). Default: the decoded request itself.
+   */
+  readonly ownFields?: (body: unknown, request: ResponsesRequest) => Record<string, unknown>
 }
+
+/** `e` as an HTTP answer in `format`'s envelope, with its status and headers (`Retry-After`). */
+export const errorResponseIn = (format: ClientFormat, e: ApiError, extraHeaders?: Record<string, string>): Response =>
+  new Response(format.errorBody(e), {
+    status: e.status,
+    headers: { "content-type": "application/json", ...errorHeaders(e), ...extraHeaders },
+  })

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll } from "bun:test"
 import { Option } from "effect"
 import { GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
-import { type RunningServer, startServer } from "../../src/http/server.js"
+import { type RunningServer, type ServerOptions, startServer } from "../../src/http/server.js"
 import { freshDatabase, type TestDatabase } from "./db.js"
 
 export interface TestGateway {
@@ -13,11 +13,14 @@ export interface TestGateway {
   readonly fetch: (path: string, init?: RequestInit & { key?: string | null; json?: unknown }) => Promise<Response>
 }
 
-export const startTestGateway = async (overrides: Partial<Settings> = {}): Promise<TestGateway & { stop: () => Promise<void> }> => {
+export const startTestGateway = async (
+  overrides: Partial<Settings> = {},
+  serverOptions: ServerOptions = {},
+): Promise<TestGateway & { stop: () => Promise<void> }> => {
   // A caller that brings its own database keeps it (and drops it): none is made here then, so
   // none is left behind (an unused Postgres database per CI run, before).
   const db: TestDatabase = overrides.databaseUrl === undefined ? await freshDatabase() : { url: overrides.databaseUrl, drop: async () => {} }
-  const server = await startServer(GatewayConfig.layer(testSettings({ databaseUrl: db.url, ...overrides })))
+  const server = await startServer(GatewayConfig.layer(testSettings({ databaseUrl: db.url, ...overrides })), serverOptions)
   const adminKey = Option.getOrThrow(server.createdSecret)
   const base = server.url
   return {

@@ -9,7 +9,9 @@ import { Effect, Either, Option } from "effect"
 import { type ApiError, BadRequest, Unauthorized } from "../../domain/errors.js"
 import { CLIENT_HEADER_MAX } from "../../domain/generations.js"
 import { estimateTokens, worstCaseCost } from "../../domain/pricing.js"
-import { decodeResponsesRequest, missingInput, type ResponsesRequest } from "../../domain/responses.js"
+import { missingInput, type ResponsesRequest } from "../../domain/responses.js"
+import type { ClientFormat } from "../../pipeline/format.js"
+import { responsesFormat } from "../../formats/responses/index.js"
 import { applyPreset, presetSlugOf } from "../../routing/presets.js"
 import type { RoutePlan, Router } from "../../routing/Router.js"
 import { keyShaped } from "../../domain/keys.js"
@@ -172,7 +174,9 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
    * one the store lately did not know, is refused from memory.
    */
   const authenticate = (headers: Headers, loaded: Loaded): PrincipalShape | Unauthorized | Missing => {
-    const secret = bearerSecret(headers.get("authorization"))
+    // Anthropic's clients send the key as `x-api-key`; `Authorization` wins when both are sent.
+    const authorization = headers.get("authorization")
+    const secret = authorization === null ? (headers.get("x-api-key") ?? undefined) : bearerSecret(authorization)
     if (secret === undefined || secret === "") return new Unauthorized({ message: MISSING_CREDENTIALS })
     if (!keyShaped(secret)) return new Unauthorized({ message: INVALID_KEY })
     const hash = hashSecret(secret)
@@ -190,7 +194,7 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
     return Either.isLeft(principal) ? principal.left : principal.right
   }
 
-  const decide = (headers: Headers, bodyText: string, loaded: Loaded): Decision | ApiError | Missing => {
+  const decide = (format: ClientFormat, headers: Headers, bodyText: string, loaded: Loaded): Decision | ApiError | Missing => {
     let principal = loaded.principal
     if (principal === undefined) {
       const step = authenticate(headers, loaded)
@@ -201,7 +205,7 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
 
     const body = parseJson(bodyText)
     if (Either.isLeft(body)) return body.left
-    const decoded = decodeResponsesRequest(body.right)
+    const decoded = format.decode(body.right)
     if (Either.isLeft(decoded)) return decoded.left
 
     // `@preset/slug`, `vendor/model@preset/slug` or `preset`: the preset's config under the request's fields.
@@ -219,7 +223,8 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
         )
       }
     }
-    const withPreset = applyPreset(body.right as Record<string, unknown>, decoded.right, slug, preset)
+    const own = slug === undefined ? {} : format.ownFields === undefined ? (decoded.right as Record<string, unknown>) : format.ownFields(body.right, decoded.right)
+    const withPreset = applyPreset(own, decoded.right, slug, preset)
     if (Either.isLeft(withPreset)) return withPreset.left
     const request = withPreset.right.request
     if (request.input === undefined && request.prompt === undefined) return missingInput(body.right)
@@ -288,12 +293,12 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
   }
 
   /** Loads what `decide` missed until it decides, then holds the worst case against the key and credits. */
-  const settleDecision = (headers: Headers, bodyText: string, loaded: Loaded, first: Decision | Missing) =>
+  const settleDecision = (format: ClientFormat, headers: Headers, bodyText: string, loaded: Loaded, first: Decision | Missing) =>
     Effect.gen(function* () {
       let step: Decision | ApiError | Missing = first
       while (step instanceof Missing) {
         yield* step.load
-        step = decide(headers, bodyText, loaded)
+        step = decide(format, headers, bodyText, loaded)
       }
       if ("_tag" in step) return yield* Effect.fail(step)
       const reservation = yield* spend.reserve(step.principal.key, step.worstCase, { isByok: step.allByok })
@@ -304,14 +309,14 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
    * The request's preparation: ready at once when memory had every read and nothing is held
    * (the common case: no runtime call), refused, or pending on the program that completes it.
    */
-  const prepare = (headers: Headers, bodyText: string, principal?: PrincipalShape): Preparation => {
+  const prepare = (headers: Headers, bodyText: string, principal?: PrincipalShape, format: ClientFormat = responsesFormat): Preparation => {
     // Authenticated already (from the headers, before the body was read): not looked up again.
     const loaded: Loaded = principal === undefined ? {} : { principal }
-    const step = decide(headers, bodyText, loaded)
-    if (step instanceof Missing) return { pending: settleDecision(headers, bodyText, loaded, step) }
+    const step = decide(format, headers, bodyText, loaded)
+    if (step instanceof Missing) return { pending: settleDecision(format, headers, bodyText, loaded, step) }
     if ("_tag" in step) return { refused: step }
     if (!spend.holds(step.principal.key, { isByok: step.allByok })) return { ready: { ...step, reservation: Option.none() } }
-    return { pending: settleDecision(headers, bodyText, loaded, step) }
+    return { pending: settleDecision(format, headers, bodyText, loaded, step) }
   }
 
   return { authenticate, prepare } as const

@@ -7,7 +7,8 @@
  */
 import { Context, Effect, Either, Exit, Option, Runtime, type Types } from "effect"
 import type { Settings } from "../../config/Config.js"
-import { type ApiError, errorHeaders, envelopeOf, InternalError, RequestTimeout } from "../../domain/errors.js"
+import { type ApiError, InternalError, RequestTimeout } from "../../domain/errors.js"
+import { type ClientFormat, type Encoder, errorResponseIn, type FinishExtras } from "../../pipeline/format.js"
 import { capUsage, costOf, estimateTokens } from "../../domain/pricing.js"
 import { PlainAbort } from "../../providers/abort.js"
 import { consumeEvents } from "../../providers/consume.js"
@@ -25,7 +26,6 @@ import { KeyStore } from "../../services/KeyStore.js"
 import { PresetStore } from "../../services/PresetStore.js"
 import { BODY_TIMED_OUT, bodyTimedOut, makeBodyDeadline, readCappedText } from "../body.js"
 import { debugChunk, KEEP_ALIVE } from "./sse.js"
-import { type FinishExtras, ResponseAssembler, resultBaseOf } from "./assembler.js"
 import { streamGcPacer } from "./gc-pacer.js"
 import { storedInput } from "./content.js"
 import { type Loaded, makePreparer, Missing, type Prepared } from "./prepare.js"
@@ -52,7 +52,7 @@ interface Attempt {
 /** What happened to one request, for settlement and the generation record. */
 interface Outcome {
   readonly endpoint: Endpoint | undefined
-  readonly assembler: ResponseAssembler | undefined
+  readonly assembler: Encoder | undefined
   readonly status: "completed" | "incomplete" | "failed" | "cancelled"
   readonly error?: { readonly message: string; readonly status: number; readonly previousErrors?: ReadonlyArray<PreviousError> }
   readonly firstTokenAt: number | undefined
@@ -67,7 +67,7 @@ const NO_USAGE: Usage = { inputTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, 
  * produced when it gave none, or counts that are not counts), never past the bounds it was
  * reserved for, so a key is never charged more than its reservation.
  */
-const chargedUsage = (prepared: Prepared, endpoint: Endpoint, assembler: ResponseAssembler | undefined): Usage => {
+const chargedUsage = (prepared: Prepared, endpoint: Endpoint, assembler: Encoder | undefined): Usage => {
   let usage = assembler?.usage
   if (usage === undefined) {
     // No usage from upstream (aborted or failed mid-way, or untrustworthy): the estimate of what was produced.
@@ -89,13 +89,6 @@ const EVENTS_PER_WRITE = 48
 const BYTES_PER_WRITE = 12 * 1024
 /** Bun's ReadableStream takes a direct source; the DOM typings in scope do not know that overload. */
 const DirectStream = ReadableStream as unknown as new (source: Bun.DirectUnderlyingSource<string>) => ReadableStream<Uint8Array>
-const JSON_HEADERS = { "content-type": "application/json" }
-
-const errorResponseWith = (e: ApiError, extraHeaders: Record<string, string>) =>
-  new Response(JSON.stringify(envelopeOf(e)), {
-    status: e.status,
-    headers: { ...JSON_HEADERS, ...errorHeaders(e), ...extraHeaders },
-  })
 
 /** The HTTP-ish status an attempt ended with, for `service_metadata.attempts`. */
 const statusOfFailure = (e: ProviderError) =>
@@ -124,7 +117,7 @@ const restOfLiteral = (event: TextLiterals, at: number): TextLiterals => {
 /** Early refusals close the connection: a body the client may still be sending is not read. */
 const CLOSE = { connection: "close" }
 
-export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: ResponsesRouteOptions) => {
+export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: ResponsesRouteOptions) => {
   const { settings } = options
   const maxBody = settings.maxBodyBytes
   const deadlineMessage = `The request exceeded the gateway's deadline of ${settings.requestTimeoutMs} ms`
@@ -291,7 +284,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
   }
 
   /** `trace` (from the server) receives the upstream timings and learns when a stream ends. */
-  const handle = async (req: Request, trace?: RequestTrace): Promise<Response> => {
+  const handle = async (format: ClientFormat, req: Request, trace?: RequestTrace): Promise<Response> => {
     const startedAt = Date.now()
     // The key is checked before a byte of the body is read: a caller without one holds nothing.
     const loaded: Loaded = {}
@@ -300,29 +293,29 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
       await runPromise(principal.load)
       principal = preparer.authenticate(req.headers, loaded)
     }
-    if ("_tag" in principal) return errorResponseWith(principal, CLOSE)
+    if ("_tag" in principal) return errorResponseIn(format, principal, CLOSE)
     options.authenticated?.(req, trace)
     const read = readCappedText(req, maxBody)
-    if (!(read instanceof Promise)) return errorResponseWith(read, CLOSE)
+    if (!(read instanceof Promise)) return errorResponseIn(format, read, CLOSE)
     const bodyText = await bodyDeadline(read, req.headers.get("content-length"))
-    if (bodyText === BODY_TIMED_OUT) return errorResponseWith(bodyTimeout, CLOSE)
-    if (typeof bodyText !== "string") return errorResponseWith(bodyText, CLOSE)
+    if (bodyText === BODY_TIMED_OUT) return errorResponseIn(format, bodyTimeout, CLOSE)
+    if (typeof bodyText !== "string") return errorResponseIn(format, bodyText, CLOSE)
     if (trace?.keepBody) trace.body = bodyText
-    const preparation = preparer.prepare(req.headers, bodyText, principal)
-    if (preparation.refused !== undefined) return errorResponseWith(preparation.refused, {})
+    const preparation = preparer.prepare(req.headers, bodyText, principal, format)
+    if (preparation.refused !== undefined) return errorResponseIn(format, preparation.refused, {})
     let prepared: Prepared
     if (preparation.ready !== undefined) prepared = preparation.ready
     else {
       const decided = await runExit(preparation.pending)
       if (Exit.isFailure(decided)) {
         const failure = decided.cause._tag === "Fail" ? decided.cause.error : undefined
-        if (failure !== undefined) return errorResponseWith(failure, {})
+        if (failure !== undefined) return errorResponseIn(format, failure, {})
         throw new Error("prepare failed unexpectedly", { cause: decided.cause })
       }
       prepared = decided.value
     }
     try {
-      return await respond(req, prepared, startedAt, trace)
+      return await respond(format, req, prepared, startedAt, trace)
     } catch (e) {
       // Whatever failed, the reservation is settled: finalize runs once per request.
       finalize(prepared, "", startedAt, false, {
@@ -332,12 +325,12 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
         firstTokenAt: undefined,
       })
       console.error("gateway: a model request failed unexpectedly", e)
-      return errorResponseWith(new InternalError({ message: "Internal server error" }), {})
+      return errorResponseIn(format, new InternalError({ message: "Internal server error" }), {})
     }
   }
 
   /** Everything after the decision: the upstream call, failover, and the answer. */
-  const respond = async (req: Request, prepared: Prepared, startedAt: number, trace?: RequestTrace): Promise<Response> => {
+  const respond = async (format: ClientFormat, req: Request, prepared: Prepared, startedAt: number, trace?: RequestTrace): Promise<Response> => {
     const { request, plan } = prepared
     const streaming = request.stream === true
     const generationId = newGenerationId()
@@ -409,7 +402,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
           firstTokenAt: undefined,
           nothingCame: true,
         })
-        return errorResponseWith(normalized.left, idHeader)
+        return errorResponseIn(format, normalized.left, idHeader)
       }
       tried = candidate
       attemptStartedAt = Date.now()
@@ -464,11 +457,11 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
         // A call cut after its answer began is charged its input; before, nothing came from upstream.
         nothingCame: inFlight === undefined,
       })
-      return errorResponseWith(answer, idHeader)
+      return errorResponseIn(format, answer, idHeader)
     }
 
     const chosen = endpoint
-    const assembler = new ResponseAssembler(resultBaseOf(request, { model: chosen.modelId }), { stream: streaming })
+    const assembler = format.encoder(request, { stream: streaming, model: chosen.modelId })
     const finishExtras = (): FinishExtras => {
       // The answer shows what the key is charged: the same usage and cost as the record.
       const usage = chargedUsage(prepared, chosen, assembler)
@@ -512,12 +505,12 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
           firstTokenAt,
         })
         if (upstreamAbort.signal.reason instanceof DeadlineExceeded) {
-          return errorResponseWith(
+          return errorResponseIn(format, 
             new RequestTimeout({ message: deadlineMessage }),
             idHeader,
           )
         }
-        return errorResponseWith(apiErrorOf(error, chosen.provider.id), idHeader)
+        return errorResponseIn(format, apiErrorOf(error, chosen.provider.id), idHeader)
       }
       cleanup()
       assembler.finish(finishExtras())
@@ -531,7 +524,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
           error: { message: `Provider ${chosen.provider.id} ended the answer with an error`, status: 502 },
           firstTokenAt,
         })
-        return errorResponseWith(
+        return errorResponseIn(format, 
           apiErrorOf(new ProviderError("server", "the answer ended with an error"), chosen.provider.id),
           idHeader,
         )
@@ -823,5 +816,11 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
     return cuts.length
   }
 
-  return { handle, drain, cutStreams }
+  /** The POST handler of one client format (every format shares the deadlines, the open streams and the drain). */
+  const handlerFor =
+    (format: ClientFormat) =>
+    (req: Request, trace?: RequestTrace): Promise<Response> =>
+      handle(format, req, trace)
+
+  return { handlerFor, drain, cutStreams }
 }
