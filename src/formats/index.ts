@@ -4,6 +4,7 @@
  * for all of them (src/pipeline/), only ingress, egress and the error envelope differ.
  */
 import type { ClientFormat } from "../pipeline/format.js"
+import { messagesFormat } from "./messages/index.js"
 import { responsesFormat } from "./responses/index.js"
 
 export interface MountedFormat {
@@ -12,4 +13,7 @@ export interface MountedFormat {
   readonly format: ClientFormat
 }
 
-export const formats: ReadonlyArray<MountedFormat> = [{ path: "/v1/responses", format: responsesFormat }]
+export const formats: ReadonlyArray<MountedFormat> = [
+  { path: "/v1/responses", format: responsesFormat },
+  { path: "/v1/messages", format: messagesFormat },
+]

@@ -65,6 +65,8 @@ export interface EncoderOptions {
   readonly stream: boolean
   /** The model id the answer names (the routed endpoint's model id). */
   readonly model: string
+  /** The provider that answers (the routed endpoint's provider id), for formats whose answer names it. */
+  readonly provider?: string
 }
 
 /** A client format: its decoder, its encoder, and its error envelope. */

@@ -57,8 +57,6 @@ export interface MessagesResult {
 }
 
 export interface MessagesEncoderOptions extends EncoderOptions {
-  /** The provider that answers (the routed endpoint's provider id): the result's `provider`. */
-  readonly provider?: string
   /** The message id (`msg_…`) and tool-use ids; random by default. */
   readonly newId?: (prefix: string) => string
 }

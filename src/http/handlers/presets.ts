@@ -3,10 +3,11 @@
  * Writes need a management key; reads take any key of the user (operation 6 lists no 403).
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect, Option } from "effect"
+import { Effect, Either, Option } from "effect"
 import { BadRequest, NotFound } from "../../domain/errors.js"
 import { pageOf } from "../../domain/paging.js"
-import { PAGE_SIZE_DEFAULT, type PresetConfig, versionBodyFromRequest } from "../../domain/presets.js"
+import { PAGE_SIZE_DEFAULT, type PresetConfig, type VersionBody, versionBodyFromRequest } from "../../domain/presets.js"
+import { decodeMessagesPreset } from "../../formats/messages/request.js"
 import { quote } from "../../domain/validation.js"
 import { namesPreset, servesModel } from "../../routing/model-id.js"
 import { Principal, requireManagement } from "../../services/Auth.js"
@@ -36,6 +37,22 @@ export const PresetsLive = HttpApiBuilder.group(GatewayApi, "presets", (handlers
       }
       return Effect.void
     }
+
+    /** A new version from an Anthropic Messages body (POST /presets/{slug}/messages); management keys only. */
+    const createVersionFromMessages = (slug: string, decoded: Either.Either<VersionBody, BadRequest>) =>
+      Effect.gen(function* () {
+        const p = yield* requireManagement
+        const body = yield* decoded
+        yield* checkModels(body.config)
+        const { preset, version } = yield* presets.createVersion({
+          userId: p.userId,
+          workspaceId: p.workspaceId,
+          slug,
+          systemPrompt: body.systemPrompt,
+          config: body.config,
+        })
+        return { data: { ...preset, designated_version: version } }
+      })
 
     /** The caller's preset; another user's is 404 like a missing one. */
     const ownPreset = (slug: string) =>
@@ -71,6 +88,9 @@ export const PresetsLive = HttpApiBuilder.group(GatewayApi, "presets", (handlers
           })
           return { data: { ...preset, designated_version: version } }
         }),
+      )
+      .handle("createVersionFromMessages", ({ path, payload }) =>
+        createVersionFromMessages(path.slug, Either.flatMap(decodeMessagesPreset(payload), versionBodyFromRequest)),
       )
       .handle("listVersions", ({ path, urlParams }) =>
         Effect.gen(function* () {

@@ -461,7 +461,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Resp
     }
 
     const chosen = endpoint
-    const assembler = format.encoder(request, { stream: streaming, model: chosen.modelId })
+    const assembler = format.encoder(request, { stream: streaming, model: chosen.modelId, provider: chosen.provider.id })
     const finishExtras = (): FinishExtras => {
       // The answer shows what the key is charged: the same usage and cost as the record.
       const usage = chargedUsage(prepared, chosen, assembler)
