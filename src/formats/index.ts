@@ -5,6 +5,7 @@
  */
 import type { ClientFormat } from "../pipeline/format.js"
 import { chatFormat } from "./chat/index.js"
+import { messagesFormat } from "./messages/index.js"
 import { responsesFormat } from "./responses/index.js"
 
 export interface MountedFormat {
@@ -16,4 +17,5 @@ export interface MountedFormat {
 export const formats: ReadonlyArray<MountedFormat> = [
   { path: "/v1/responses", format: responsesFormat },
   { path: "/v1/chat/completions", format: chatFormat },
+  { path: "/v1/messages", format: messagesFormat },
 ]

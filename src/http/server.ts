@@ -23,6 +23,8 @@ import { GatewayMetrics, RequestTrace, requestIdOf, serverTiming, type TraceEnd 
 import { parseJson } from "../pipeline/ingress.js"
 import { RequestLifecycle, type Refusal } from "../pipeline/lifecycle.js"
 import { makeModelRoute } from "../pipeline/route.js"
+import { makeCountTokensRoute } from "./messages/count-tokens.js"
+import { messagesFormat } from "../formats/messages/index.js"
 
 type Handler = (req: Request) => Response | Promise<Response>
 type TracedHandler = (req: Request, trace: RequestTrace) => Response | Promise<Response>
@@ -227,6 +229,24 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     }
     known.push({ pattern: patternOf(path), methods: ["POST"], errorOf })
   }
+  // Anthropic's token count beside POST /v1/messages (coding agents call it before each turn).
+  const countTokens = makeCountTokensRoute(rt, settings)
+  const messagesError = (e: ApiError) => errorResponseIn(messagesFormat, e)
+  routes["/v1/messages/count_tokens"] = {
+    POST: observed(
+      "/v1/messages/count_tokens",
+      "POST",
+      (req) => {
+        if (hasBody(req)) {
+          const type = checkJsonContentType(req)
+          if (type !== undefined) return closing(messagesError(type))
+        }
+        return countTokens(req)
+      },
+      messagesError,
+    ),
+  }
+  known.push({ pattern: patternOf("/v1/messages/count_tokens"), methods: ["POST"], errorOf: messagesError })
   if (metrics !== undefined) {
     // Prometheus text, no auth: expose the port to the scraper only (README, Operations).
     const exposition = { "content-type": "text/plain; version=0.0.4; charset=utf-8" }

@@ -28,6 +28,11 @@ const ChatVersionPayload = Schema.Unknown.annotations({
   description: "A Chat Completions request (the body of POST /v1/chat/completions); system messages become system_prompt",
 })
 
+/** An Anthropic Messages body; decoded by the handler with the same rules as POST /v1/messages (none required). */
+const MessagesVersionPayload = Schema.Unknown.annotations({
+  description: "An Anthropic Messages request (the body of POST /v1/messages); system becomes system_prompt",
+})
+
 export class PresetsApi extends HttpApiGroup.make("presets")
   .add(HttpApiEndpoint.get("list", "/presets").setUrlParams(PageParams).addSuccess(PresetList))
   .add(HttpApiEndpoint.get("get", "/presets/:slug").setPath(SlugPath).addSuccess(PresetData))
@@ -44,6 +49,13 @@ export class PresetsApi extends HttpApiGroup.make("presets")
       .setPayload(ChatVersionPayload)
       .addSuccess(CreatedPresetVersion)
       .annotate(OpenApi.Description, "As /presets/{slug}/responses, from a Chat Completions body"),
+  )
+  .add(
+    HttpApiEndpoint.post("createVersionFromMessages", "/presets/:slug/messages")
+      .setPath(SlugPath)
+      .setPayload(MessagesVersionPayload)
+      .addSuccess(CreatedPresetVersion)
+      .annotate(OpenApi.Description, "As /presets/{slug}/responses, from an Anthropic Messages body; system becomes system_prompt"),
   )
   .add(
     HttpApiEndpoint.get("listVersions", "/presets/:slug/versions")

@@ -3,11 +3,12 @@
  * Writes need a management key; reads take any key of the user (operation 6 lists no 403).
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect, type Either, Option } from "effect"
+import { Effect, Either, Option } from "effect"
 import { BadRequest, NotFound } from "../../domain/errors.js"
 import { pageOf } from "../../domain/paging.js"
 import { PAGE_SIZE_DEFAULT, type PresetConfig, type VersionBody, versionBodyFromRequest } from "../../domain/presets.js"
 import { versionBodyFromChat } from "../../formats/chat/preset.js"
+import { decodeMessagesPreset } from "../../formats/messages/request.js"
 import { quote } from "../../domain/validation.js"
 import { namesPreset, servesModel } from "../../routing/model-id.js"
 import { Principal, requireManagement } from "../../services/Auth.js"
@@ -76,6 +77,9 @@ export const PresetsLive = HttpApiBuilder.group(GatewayApi, "presets", (handlers
       )
       .handle("createVersion", ({ path, payload }) => createVersion(path.slug, versionBodyFromRequest(payload)))
       .handle("createVersionFromChat", ({ path, payload }) => createVersion(path.slug, versionBodyFromChat(payload)))
+      .handle("createVersionFromMessages", ({ path, payload }) =>
+        createVersion(path.slug, Either.flatMap(decodeMessagesPreset(payload), versionBodyFromRequest)),
+      )
       .handle("listVersions", ({ path, urlParams }) =>
         Effect.gen(function* () {
           const preset = yield* ownPreset(path.slug)

@@ -1,0 +1,15 @@
+/**
+ * The Anthropic Messages client format (POST /v1/messages, issue 22 §3): its decoder into the
+ * normalized request, its encoder of the normalized events, and Anthropic's error envelope.
+ */
+import type { ClientFormat } from "../../pipeline/format.js"
+import { MessagesEncoder, type MessagesEncoderOptions } from "./encoder.js"
+import { messagesErrorBody } from "./errors.js"
+import { decodeMessagesRequest } from "./request.js"
+
+export const messagesFormat: ClientFormat = {
+  name: "messages",
+  decode: decodeMessagesRequest,
+  encoder: (request, options: MessagesEncoderOptions) => new MessagesEncoder(request, options),
+  errorBody: messagesErrorBody,
+}
