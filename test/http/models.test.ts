@@ -16,7 +16,7 @@ const catalog: ConfigFile = {
     {
       id: "test/stats",
       context_length: 1_000,
-      endpoints: [{ provider: "stats-a", upstream_model: "echo[ttft:40]", pricing: { prompt: 1, completion: 1 } }],
+      endpoints: [{ provider: "stats-a", upstream_model: "echo[ttft:40][slow:5]", pricing: { prompt: 1, completion: 1 } }],
     },
     {
       id: "test/down",
@@ -219,7 +219,7 @@ describe("GET /v1/models/{author}/{slug}/endpoints", () => {
     }
     const after = (await endpointsOf("test/stats"))[0]
     expect(after).toMatchObject({ status: 0, uptime_last_5m: 100, uptime_last_30m: 100, uptime_last_1d: 100 })
-    // The fake waits 40 ms before its first token.
+    // The fake waits 40 ms before its first token, then 5 ms between words (so the output takes time: a throughput).
     expect(after.latency_last_30m?.p50).toBeGreaterThanOrEqual(35)
     expect(after.latency_last_30m!.p99).toBeGreaterThanOrEqual(after.latency_last_30m!.p50)
     expect(after.throughput_last_30m?.p50).toBeGreaterThan(0)
