@@ -14,6 +14,7 @@ import { GenerationsLive } from "./http/handlers/generations.js"
 import { DestinationsLive } from "./http/handlers/destinations.js"
 import { WorkspacesLive } from "./http/handlers/workspaces.js"
 import { PresetsLive } from "./http/handlers/presets.js"
+import { ModelsLive, ProvidersLive } from "./http/handlers/models.js"
 import { Router } from "./routing/Router.js"
 import { Auth } from "./services/Auth.js"
 import { Catalog } from "./services/Catalog.js"
@@ -45,7 +46,7 @@ export const ServicesLayer = Layer.mergeAll(Auth.Default, KeyStore.Default, User
 
 /** The control plane's HttpApi with its handlers and middleware. */
 export const ControlPlaneLayer = HttpApiBuilder.api(GatewayApi).pipe(
-  Layer.provide([KeysLive, GenerationsLive, DestinationsLive, WorkspacesLive, HealthLive, PresetsLive]),
+  Layer.provide([KeysLive, GenerationsLive, DestinationsLive, WorkspacesLive, HealthLive, PresetsLive, ModelsLive, ProvidersLive]),
   Layer.provide(AuthenticationLive),
 )
 

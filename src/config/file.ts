@@ -3,10 +3,12 @@
  * Decoded once at start; a bad file stops start-up with the file, the path inside it and the rule.
  */
 import { Schema } from "effect"
+import { Category, DefaultParameters, InputModality, OutputModality, Parameter } from "../domain/models.js"
 
 const nonEmpty = Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
 const nonNegative = Schema.Number.pipe(Schema.nonNegative({ message: () => "must be a number ≥ 0" }))
 const positiveInt = Schema.Int.pipe(Schema.positive({ message: () => "must be a positive integer" }))
+const countryCode = Schema.String.pipe(Schema.pattern(/^[A-Z]{2}$/, { message: () => "must be an ISO 3166-1 alpha-2 country code, e.g. US" }))
 
 export const ProviderKind = Schema.Literal("openai-chat", "openai-responses", "anthropic", "fake")
 
@@ -21,6 +23,14 @@ export const ProviderEntry = Schema.Struct({
   byok: Schema.optional(Schema.Boolean),
   /** Open connections to this provider's origin at most (default 512); calls beyond wait in line. */
   max_connections: Schema.optional(positiveInt),
+  /** For `GET /providers` and the endpoints listing: the display name (default: the id) and the provider's pages. */
+  name: Schema.optional(nonEmpty),
+  privacy_policy_url: Schema.optional(nonEmpty),
+  terms_of_service_url: Schema.optional(nonEmpty),
+  status_page_url: Schema.optional(nonEmpty),
+  /** ISO 3166-1 alpha-2 country codes. */
+  headquarters: Schema.optional(countryCode),
+  datacenters: Schema.optional(Schema.Array(countryCode)),
 })
 export type ProviderEntry = typeof ProviderEntry.Type
 
@@ -47,6 +57,14 @@ export const EndpointEntry = Schema.Struct({
   data_collection: Schema.optional(Schema.Literal("allow", "deny")),
   zdr: Schema.optional(Schema.Boolean),
   quantization: Schema.optional(Schema.String),
+  /** For the listings: request parameters this endpoint honours (default: derived from `supports`). */
+  supported_parameters: Schema.optional(Schema.Array(Parameter)),
+  /** The most prompt tokens the endpoint takes, when it is less than its context. */
+  max_prompt_tokens: Schema.optional(positiveInt),
+  /** The provider moderates prompts on this endpoint (default false). */
+  is_moderated: Schema.optional(Schema.Boolean),
+  /** The provider caches prompts without cache_control (default false). */
+  implicit_caching: Schema.optional(Schema.Boolean),
 })
 export type EndpointEntry = typeof EndpointEntry.Type
 
@@ -56,6 +74,25 @@ export const ModelEntry = Schema.Struct({
   ),
   name: Schema.optional(Schema.String),
   context_length: positiveInt,
+  /** The rest is what `GET /models` shows; absent keys are listed as null (or derived where noted in docs/reference.md). */
+  description: Schema.optional(Schema.String),
+  /** When the model was released, Unix seconds. */
+  created: Schema.optional(Schema.Int.pipe(Schema.nonNegative({ message: () => "must be Unix seconds, an integer ≥ 0" }))),
+  canonical_slug: Schema.optional(nonEmpty),
+  hugging_face_id: Schema.optional(nonEmpty),
+  knowledge_cutoff: Schema.optional(nonEmpty),
+  expiration_date: Schema.optional(nonEmpty),
+  categories: Schema.optional(Schema.Array(Category)),
+  architecture: Schema.optional(
+    Schema.Struct({
+      modality: Schema.optional(nonEmpty),
+      input_modalities: Schema.optional(Schema.NonEmptyArray(InputModality)),
+      output_modalities: Schema.optional(Schema.NonEmptyArray(OutputModality)),
+      tokenizer: Schema.optional(nonEmpty),
+      instruct_type: Schema.optional(nonEmpty),
+    }),
+  ),
+  default_parameters: Schema.optional(DefaultParameters),
   endpoints: Schema.NonEmptyArray(EndpointEntry).annotations({ message: () => "needs at least one endpoint" }),
 })
 export type ModelEntry = typeof ModelEntry.Type

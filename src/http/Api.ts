@@ -10,6 +10,7 @@ import { GenerationsApi } from "./api/generations.js"
 import { DestinationsApi } from "./api/destinations.js"
 import { WorkspacesApi } from "./api/workspaces.js"
 import { PresetsApi } from "./api/presets.js"
+import { ModelsApi, ProvidersApi } from "./api/models.js"
 
 export class GatewayApi extends HttpApi.make("gateway")
   .add(HealthApi)
@@ -18,6 +19,8 @@ export class GatewayApi extends HttpApi.make("gateway")
   .add(DestinationsApi)
   .add(WorkspacesApi)
   .add(PresetsApi)
+  .add(ModelsApi)
+  .add(ProvidersApi)
   // Every error class is declared once here so any of them encodes to the envelope.
   .addError(Errors.BadRequest)
   .addError(Errors.Unauthorized)

@@ -13,6 +13,7 @@ import { quote } from "../domain/validation.js"
 import type { ProviderErrorKind } from "../providers/types.js"
 import { Catalog, type CatalogShape, type Endpoint, type Model } from "../services/Catalog.js"
 import { EndpointHealth, type HealthOptions } from "./health.js"
+import { RollingStats } from "./rolling.js"
 import { type ModelVariant, namesPreset, parseModelRef } from "./model-id.js"
 import {
   type EndpointFilter,
@@ -74,6 +75,9 @@ export interface RouterOptions {
 /** Failures that say the endpoint is unwell (not the request's fault): they count toward a cooldown. */
 const UNHEALTHY: ReadonlySet<ProviderErrorKind> = new Set(["rate_limited", "overloaded", "timeout", "server", "connection"])
 
+/** Failures that count against an endpoint's uptime: the unwell ones except rate limits (as the SDK documents uptime). */
+const DOWN: ReadonlySet<ProviderErrorKind> = new Set(["overloaded", "timeout", "server", "connection"])
+
 const VARIANT_SORT: Partial<Record<ModelVariant, SortBy>> = { nitro: "throughput", floor: "price" }
 
 interface Group {
@@ -98,6 +102,7 @@ export const makeRouter = (catalog: CatalogShape, options: Partial<RouterOptions
   const now = options.now ?? Date.now
   const health = new EndpointHealth(options.health)
   const sticky = new StickySessions(options.sticky)
+  const rolling = new RollingStats()
   const stats: StatsSource = {
     latencyOf: (id) => health.latencyOf(id),
     throughputOf: (id) => health.throughputOf(id),
@@ -293,20 +298,36 @@ export const makeRouter = (catalog: CatalogShape, options: Partial<RouterOptions
 
   /** An attempt that failed before answering; only failures that say the endpoint is unwell count. */
   const recordFailure = (endpoint: Endpoint, kind: ProviderErrorKind) => {
-    if (UNHEALTHY.has(kind)) health.recordFailure(endpoint.id, now())
+    if (!UNHEALTHY.has(kind)) return
+    const at = now()
+    health.recordFailure(endpoint.id, at)
+    if (DOWN.has(kind)) rolling.recordOutcome(endpoint.id, false, at)
   }
 
   /** An attempt that answered: health, rolling stats, and the session's endpoint. */
   const recordSuccess = (plan: RoutePlan, endpoint: Endpoint, timing: AttemptTiming) => {
+    const at = now()
     health.recordSuccess(endpoint.id)
-    if (timing.ttftMs !== undefined) health.recordLatency(endpoint.id, timing.ttftMs)
-    if (timing.generationMs !== undefined && timing.generationMs > 0 && timing.outputTokens > 0) {
-      health.recordThroughput(endpoint.id, (timing.outputTokens * 1000) / timing.generationMs)
+    rolling.recordOutcome(endpoint.id, true, at)
+    if (timing.ttftMs !== undefined) {
+      health.recordLatency(endpoint.id, timing.ttftMs)
+      rolling.recordLatency(endpoint.id, timing.ttftMs, at)
     }
-    if (plan.stickyScope !== undefined) sticky.set(stickyKeyOf(plan.stickyScope, endpoint.modelId), endpoint.id, now())
+    if (timing.generationMs !== undefined && timing.generationMs > 0 && timing.outputTokens > 0) {
+      const tokensPerSecond = (timing.outputTokens * 1000) / timing.generationMs
+      health.recordThroughput(endpoint.id, tokensPerSecond)
+      rolling.recordThroughput(endpoint.id, tokensPerSecond, at)
+    }
+    if (plan.stickyScope !== undefined) sticky.set(stickyKeyOf(plan.stickyScope, endpoint.modelId), endpoint.id, at)
   }
 
-  return { plan, recordFailure, recordSuccess, health, sticky } as const
+  /** What the endpoints listing shows of an endpoint: its health now and its rolling windows. */
+  const endpointStats = (endpoint: Endpoint) => {
+    const at = now()
+    return { health: health.stats(endpoint.id), coolingDown: health.isCoolingDown(endpoint.id, at), rolling: rolling.snapshot(endpoint.id, at) }
+  }
+
+  return { plan, recordFailure, recordSuccess, endpointStats, health, sticky } as const
 }
 
 export class Router extends Effect.Service<Router>()("Router", {

@@ -23,6 +23,8 @@ export interface Endpoint {
   readonly isByok: boolean
   /** The upstream API key, read from `api_key_env` at start. */
   readonly apiKey: string | undefined
+  /** The endpoint as the config file wrote it (the listings read its optional keys). */
+  readonly entry: EndpointEntry
 }
 
 export interface Model {
@@ -30,11 +32,14 @@ export interface Model {
   readonly name: string
   readonly contextLength: number
   readonly endpoints: ReadonlyArray<Endpoint>
+  /** The model as the config file wrote it (the listings read its optional keys). */
+  readonly entry: ModelEntry
 }
 
 export interface CatalogShape {
   readonly model: (id: string) => Model | undefined
   readonly models: ReadonlyArray<Model>
+  readonly providers: ReadonlyArray<ProviderEntry>
 }
 
 const endpointOf = (model: ModelEntry, entry: EndpointEntry, provider: ProviderEntry): Endpoint => ({
@@ -51,6 +56,7 @@ const endpointOf = (model: ModelEntry, entry: EndpointEntry, provider: ProviderE
   quantization: entry.quantization,
   isByok: provider.byok ?? false,
   apiKey: provider.api_key_env === undefined ? undefined : process.env[provider.api_key_env],
+  entry,
 })
 
 export const buildCatalog = (providers: ReadonlyArray<ProviderEntry>, models: ReadonlyArray<ModelEntry>): CatalogShape => {
@@ -60,9 +66,10 @@ export const buildCatalog = (providers: ReadonlyArray<ProviderEntry>, models: Re
     name: m.name ?? m.id,
     contextLength: m.context_length,
     endpoints: m.endpoints.map((e) => endpointOf(m, e, byProvider.get(e.provider)!)),
+    entry: m,
   }))
   const byId = new Map(list.map((m) => [m.id, m]))
-  return { model: (id) => byId.get(id), models: list }
+  return { model: (id) => byId.get(id), models: list, providers }
 }
 
 export class Catalog extends Context.Tag("Catalog")<Catalog, CatalogShape>() {
