@@ -603,7 +603,7 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
     const renewLeases = Effect.suspend(() => {
       const known = [...leases.values()].filter((l) => l.created && l.granting === undefined)
       return sql<{ id: string }>`UPDATE reservations SET lease_until = ${Date.now() + lease.leaseMs} WHERE boot_id = ${lease.bootId} RETURNING id`.pipe(
-        Effect.map((rows) => {
+        Effect.tap((rows) => {
           const renewed = new Set(rows.map((r) => r.id))
           for (const l of known) {
             if (renewed.has(l.id)) continue
