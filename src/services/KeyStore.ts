@@ -233,7 +233,8 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
 
     /** A write to key `hash`: dropped here (and what derives from it, before the write answers), and in every other process on the database. */
     const changed = (hash: string) =>
-      Effect.sync(() => forget(hash)).pipe(Effect.zipRight(hooksOf(hash)), Effect.zipRight(notifications.publish(KEY_CHANGED, { hash })))
+      // The notice first: the other processes act on it while this one does its own part.
+      Effect.sync(() => forget(hash)).pipe(Effect.zipRight(notifications.publish(KEY_CHANGED, { hash })), Effect.zipRight(hooksOf(hash)))
     notifications.subscribe(KEY_CHANGED, (payload, own) => {
       if (own) return
       const notice = decodeKeyChanged(payload)
