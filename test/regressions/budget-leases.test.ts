@@ -9,11 +9,13 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Option } from "effect"
+import { ConfigProvider, Effect, Either, Layer, Option } from "effect"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
+import { KeyStore } from "../../src/services/KeyStore.js"
+import { sliceSize } from "../../src/store/budget-slices.js"
 import { type RunningServer, startServer } from "../../src/http/server.js"
 import { KeyCacheOptions } from "../../src/services/KeyStore.js"
 import { Notifications } from "../../src/services/Notifications.js"
@@ -293,4 +295,74 @@ describe(`a killed process's slice (${engine})`, () => {
       await survivor.stop()
     }
   }, 30_000)
+})
+
+describe("the size of a slice", () => {
+  test("at most budget_slice_requests worst cases and an eighth of what is left; none under four worst cases (near the limit)", () => {
+    const cent = 10_000_000
+    expect(sliceSize(1_000 * cent, 100 * cent, cent)).toBe(100 * cent)
+    expect(sliceSize(100 * cent, 100 * cent, cent)).toBe(Math.floor((100 * cent) / 8))
+    expect(sliceSize(32 * cent, 100 * cent, cent)).toBe(4 * cent)
+    expect(sliceSize(31 * cent, 100 * cent, cent)).toBe(0)
+    expect(sliceSize(5 * cent, 100 * cent, cent)).toBe(0)
+    expect(sliceSize(-cent, 100 * cent, cent)).toBe(0)
+  })
+})
+
+describe(`credits through slices (${engine})`, () => {
+  test("enforced credits of $1 at $0.01 a request: 150 concurrent requests spend at most one request past them", async () => {
+    const db = await freshDatabase()
+    const g = await start(db.url, { creditsEnforced: true, catalog: { ...pennyCatalog, credits: { enforce: true } } })
+    try {
+      const admin = Option.getOrThrow(g.createdSecret)
+      const me = (await (await fetch(`${g.url}/v1/key`, { headers: { authorization: `Bearer ${admin}` } })).json()) as { data: { creator_user_id: string } }
+      const user = me.data.creator_user_id
+      await g.runtime.runPromise(Effect.flatMap(KeyStore, (k) => k.addCredits(user, 1)))
+      // The first request takes a slice of the credits (the key has no limit): the rest are admitted in memory.
+      expect(await ask(g, admin)).toBe(200)
+      expect(slicesOf(g).length).toBe(1)
+      const statuses = await Promise.all(Array.from({ length: 150 }, () => ask(g, admin)))
+      const ok = statuses.filter((s) => s === 200).length + 1
+      await g.drain()
+      const credits = await g.runtime.runPromise(Effect.flatMap(KeyStore, (k) => k.credits(user)))
+      expect(credits.total_usage).toBeLessThanOrEqual(1.01 + 1e-9)
+      expect(credits.total_usage).toBeCloseTo(ok * 0.01, 9)
+      expect(ok).toBeGreaterThanOrEqual(95)
+      expect(statuses.filter((s) => s !== 200 && s !== 402)).toEqual([])
+    } finally {
+      await g.stop()
+      await db.drop()
+    }
+  }, 30_000)
+})
+
+describe("configuration of budget leases", () => {
+  const settingsFrom = async (ledger: unknown) => {
+    const path = join(tmpdir(), `gw-slices-${crypto.randomUUID()}.json`)
+    await Bun.write(path, JSON.stringify({ ...pennyCatalog, ledger }))
+    try {
+      return await Effect.runPromise(
+        Effect.either(Effect.provide(GatewayConfig, GatewayConfig.fromEnv)).pipe(
+          Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["GATEWAY_CONFIG", path]]))),
+        ),
+      )
+    } finally {
+      rmSync(path, { force: true })
+    }
+  }
+
+  test("defaults: slices of up to 1,000 worst cases, given back after 1 s idle; both set in the file", async () => {
+    const byDefault = Either.getOrThrow(await settingsFrom({}))
+    expect([byDefault.budgetSliceRequests, byDefault.budgetSliceIdleMs]).toEqual([1_000, 1_000])
+    const set = Either.getOrThrow(await settingsFrom({ budget_slice_requests: 0, budget_slice_idle_ms: 250 }))
+    expect([set.budgetSliceRequests, set.budgetSliceIdleMs]).toEqual([0, 250])
+  })
+
+  test("out of range is refused at start, naming the key and the rule", async () => {
+    const bad = await settingsFrom({ budget_slice_requests: -1 })
+    expect(Either.isLeft(bad) ? String(bad.left.message) : "").toContain("ledger.budget_slice_requests")
+    expect(Either.isLeft(bad) ? String(bad.left.message) : "").toContain("from 0 to 1000000")
+    const idle = await settingsFrom({ budget_slice_idle_ms: 1 })
+    expect(Either.isLeft(idle) ? String(idle.left.message) : "").toContain("ledger.budget_slice_idle_ms")
+  })
 })
