@@ -56,7 +56,7 @@ export interface WriterStats {
 
 interface Pending {
   readonly entry?: GenerationEntry
-  /** Settled in the transaction that writes `entry` (only where `settlesInBatch`). */
+  /** Settled in the transaction that writes `entry`. */
   readonly settlement?: SettleArgs
   /** Called once the batch holding this item is committed (or given up on). */
   readonly done?: () => void
@@ -254,7 +254,7 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
      * `recordSync` with the reservation to settle in the same transaction: the hold is released
      * exactly when the row that replaces it is written (or, if the row cannot be, alone after it).
      * `done` runs once that transaction has committed or been given up on. False when the store
-     * has shut down or does not settle in its batches (`settlesInBatch`): settle another way.
+     * has shut down: settle another way.
      */
     const recordSettled = (entry: GenerationEntry, settlement: SettleArgs, done: () => void): boolean => {
       if (!enqueue({ entry, settlement, done })) return false
