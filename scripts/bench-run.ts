@@ -15,8 +15,11 @@
  *                                                          same rounds; the report gains an A/B table and goes to the
  *                                                          run's folder, not bench/results/latest.md)
  *                            [--only id,id]  (just these: scenario ids, "unread" for the never-reading clients, "durable"
- *                                             for the ledger.durable_answers rows; no peer, no held streams, and the
- *                                             report stays in the run's folder)
+ *                                             for the ledger.durable_answers rows, "pg" for the Postgres rows; no peer,
+ *                                             no held streams, and the report stays in the run's folder)
+ *                            [--pg postgres://…]  (the server for the Postgres rows, a database is made on it per run;
+ *                                                 default GATEWAY_BENCH_PG_URL, else postgres://postgres@127.0.0.1:5432/postgres;
+ *                                                 the rows are skipped when it cannot be reached)
  *
  * `--unread N`: never-reading clients for that line (0 skips it).
  * Writes bench/results/latest.md (a full run only) and prints it.
@@ -47,7 +50,9 @@ const quick = has("quick")
 const only = text("only", "")
   .split(",")
   .filter((id) => id !== "")
-  .flatMap((id) => (id === "durable" ? ["json-c32-ledger", "stream-c16-ledger"] : [id]))
+  .flatMap((id) =>
+    id === "durable" ? ["json-c32-ledger", "stream-c16-ledger"] : id === "pg" ? ["json-c32-pg", "json-c32-limited-pg", "json-c32-limited-2pg"] : [id],
+  )
 const options = {
   rounds: value("rounds", quick ? 3 : 5),
   durationMs: value("duration-ms", quick ? 2000 : 5000),
@@ -197,6 +202,8 @@ const proxyPort = freePort()
 const gatewayPort = freePort()
 const baselinePort = freePort()
 const durablePort = freePort()
+const pgPort = freePort()
+const pg2Port = freePort()
 const peerPort = freePort()
 const mockBase = `http://127.0.0.1:${mockPort}/v1`
 const managementKey = process.env["GATEWAY_MANAGEMENT_KEY"] ?? `sk-bench-${crypto.randomUUID().replaceAll("-", "")}`
@@ -227,6 +234,12 @@ const benchConfig = {
     model("bench/paced", "mock-paced"),
     model("bench/held", "mock-held"),
     model("bench/unread", "mock-unread"),
+    // $0.01 a request whatever its tokens: the two-process row's exactness check ($0.05 admits exactly 5).
+    {
+      id: "bench/penny",
+      context_length: 128000,
+      endpoints: [{ provider: "mock", upstream_model: "bench-model", pricing: { prompt: 0, completion: 0, request: 0.01 } }],
+    },
   ],
 }
 writeFileSync(join(runDir, "config.json"), JSON.stringify(benchConfig, null, 2))
@@ -311,6 +324,51 @@ const durableGateway = durableRuns
       true,
     )
   : undefined
+// The same binary on Postgres (issue 21): one process for the unlimited and limited rows, a second
+// beside it for the two-process row. A database of the run's own on the server given.
+const pgRuns = only.length === 0 || only.some((id) => id.endsWith("-pg") || id.endsWith("-2pg"))
+const pgBase = text("pg", process.env["GATEWAY_BENCH_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres")
+const pgDatabase = `gw_bench_${runId.replace(/[^0-9]/g, "").slice(0, 14)}_${process.pid}`
+let pgNote = "not run"
+let pgUrl: string | undefined
+if (pgRuns) {
+  try {
+    const admin = new Bun.SQL(pgBase)
+    await admin.unsafe(`CREATE DATABASE ${pgDatabase}`)
+    await admin.close()
+    const u = new URL(pgBase)
+    u.pathname = `/${pgDatabase}`
+    pgUrl = u.toString()
+    pgNote = `PostgreSQL at ${u.host}, database ${pgDatabase} (dropped after the run)`
+  } catch (e) {
+    pgNote = `skipped: ${(e as Error).message.split("\n")[0]} (--pg postgres://… or GATEWAY_BENCH_PG_URL)`
+    say(`Postgres rows ${pgNote}`)
+  }
+}
+const startPgGateway = (name: "gateway-pg" | "gateway-pg2", port: number) => {
+  const dataDir = join(runDir, name)
+  mkdirSync(dataDir, { recursive: true })
+  return start(
+    name,
+    [...pin(SERVER_CORE), gatewayBinary, "serve"],
+    {
+      ...fetchLimit,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      GATEWAY_DATA_DIR: dataDir,
+      DATABASE_URL: pgUrl ?? "",
+      GATEWAY_INSTANCE_ID: name,
+      GATEWAY_CONFIG: join(runDir, "config.json"),
+      GATEWAY_MANAGEMENT_KEY: managementKey,
+      GATEWAY_LOG_LEVEL: options.logLevel,
+    },
+    root,
+    true,
+  )
+}
+const pgGateway = pgUrl === undefined ? undefined : startPgGateway("gateway-pg", pgPort)
+let pg2Gateway: Proc | undefined
+
 let peerNote = "not run (--no-peer)"
 let peer: Proc | undefined
 if (options.peer && fullRun) {
@@ -328,6 +386,12 @@ try {
   await waitReady("gateway", `http://127.0.0.1:${gatewayPort}/v1/health`)
   if (baseline !== undefined) await waitReady("baseline", `http://127.0.0.1:${baselinePort}/v1/health`)
   if (durableGateway !== undefined) await waitReady("gateway-durable", `http://127.0.0.1:${durablePort}/v1/health`)
+  if (pgGateway !== undefined) {
+    await waitReady("gateway-pg", `http://127.0.0.1:${pgPort}/v1/health`)
+    // After the first has migrated the database: the second only finds it ready.
+    pg2Gateway = startPgGateway("gateway-pg2", pg2Port)
+    await waitReady("gateway-pg2", `http://127.0.0.1:${pg2Port}/v1/health`)
+  }
   if (peer !== undefined) {
     try {
       await waitReady("peer", `http://127.0.0.1:${peerPort}/`)
@@ -343,7 +407,7 @@ try {
 
 // ------------------------------------------------------------------ scenarios
 
-type Kind = "proxy" | "gateway" | "baseline" | "peer" | "durable"
+type Kind = "proxy" | "gateway" | "baseline" | "peer" | "durable" | "pg" | "pg2"
 interface Target {
   readonly kind: Kind
   readonly label: string
@@ -360,6 +424,12 @@ const isGateway = (kind: Kind) => kind === "gateway" || kind === "baseline"
 if (peer !== undefined) targets.push({ kind: "peer", label: "peer (Portkey, Node)", port: peerPort, pid: peer.proc.pid })
 const durableTarget: Target | undefined =
   durableGateway === undefined ? undefined : { kind: "durable", label: "gateway, durable answers on", port: durablePort, pid: durableGateway.proc.pid }
+const pgTarget: Target | undefined =
+  pgGateway === undefined ? undefined : { kind: "pg", label: "gateway on Postgres", port: pgPort, pid: pgGateway.proc.pid }
+const pg2Target = (): Target | undefined =>
+  pg2Gateway === undefined ? undefined : { kind: "pg2", label: "second gateway on Postgres", port: pg2Port, pid: pg2Gateway.proc.pid }
+/** Gateways answering on /v1/responses (every kind but the proxy and the peer). */
+const speaksResponses = (kind: Kind) => isGateway(kind) || kind === "durable" || kind === "pg" || kind === "pg2"
 
 interface Shape {
   readonly stream: boolean
@@ -379,7 +449,7 @@ const DONE_TAIL = "data: [DONE]\n\n"
 
 const requestFor = (target: Target, shape: Shape, secret = managementKey): Pick<LoadSpec, "path" | "headers" | "body" | "expectTail"> => {
   const tail = shape.stream ? { expectTail: DONE_TAIL } : {}
-  if (isGateway(target.kind) || target.kind === "durable") {
+  if (speaksResponses(target.kind)) {
     return {
       path: "/v1/responses",
       headers: { authorization: `Bearer ${secret}` },
@@ -406,6 +476,8 @@ interface Scenario {
   readonly limitedKey?: true
   /** The gateway with ledger.durable_answers off and on (two processes of the same binary). */
   readonly ledger?: true
+  /** The gateway on Postgres: one process, or two at once with a load of their own each (issue 21). */
+  readonly postgres?: "one" | "two"
 }
 const JSON_SHAPE: Shape = { stream: false, mock: {}, gatewayModel: "bench/json" }
 const BURST_SHAPE: Shape = { stream: true, mock: { "x-mock-tokens": String(STREAM_TOKENS) }, gatewayModel: "bench/stream" }
@@ -422,17 +494,20 @@ const allScenarios: Array<Scenario> = [
   { id: "json-c32-limited", connections: 32, shape: JSON_SHAPE, events: 0, limitedKey: true },
   { id: "json-c32-ledger", connections: 32, shape: JSON_SHAPE, events: 0, ledger: true },
   { id: "stream-c16-ledger", connections: 16, shape: BURST_SHAPE, events: STREAM_TOKENS, ledger: true },
+  { id: "json-c32-pg", connections: 32, shape: JSON_SHAPE, events: 0, postgres: "one" },
+  { id: "json-c32-limited-pg", connections: 32, shape: JSON_SHAPE, events: 0, limitedKey: true, postgres: "one" },
+  { id: "json-c32-limited-2pg", connections: 32, shape: JSON_SHAPE, events: 0, limitedKey: true, postgres: "two" },
 ]
 const scenarios = only.length === 0 ? allScenarios : allScenarios.filter((s) => only.includes(s.id))
 const unknownIds = only.filter((id) => id !== "unread" && !allScenarios.some((s) => s.id === id))
-if (unknownIds.length > 0) throw new Error(`--only: ${unknownIds.join(", ")}? (scenarios: ${allScenarios.map((s) => s.id).join(", ")}; also durable, unread)`)
+if (unknownIds.length > 0) throw new Error(`--only: ${unknownIds.join(", ")}? (scenarios: ${allScenarios.map((s) => s.id).join(", ")}; also durable, pg, unread)`)
 
 /** An API key with a limit no run reaches, made through each gateway's own API. */
-const limitedSecretOf = async (port: number) => {
+const limitedSecretOf = async (port: number, limit = 1_000_000) => {
   const res = await fetch(`http://127.0.0.1:${port}/v1/keys`, {
     method: "POST",
     headers: { authorization: `Bearer ${managementKey}`, "content-type": "application/json" },
-    body: JSON.stringify({ name: "bench-limited", limit: 1_000_000 }),
+    body: JSON.stringify({ name: "bench-limited", limit }),
   })
   const body = (await res.json()) as { key?: string }
   if (res.status !== 201 || typeof body.key !== "string") throw new Error(`creating the limited key answered ${res.status}`)
@@ -440,6 +515,12 @@ const limitedSecretOf = async (port: number) => {
 }
 const limitedSecrets = new Map<number, string>()
 for (const target of targets) if (isGateway(target.kind)) limitedSecrets.set(target.port, await limitedSecretOf(target.port))
+// One key for both Postgres processes (they share the database), made through the first.
+if (pgTarget !== undefined) {
+  const secret = await limitedSecretOf(pgTarget.port)
+  limitedSecrets.set(pgPort, secret)
+  limitedSecrets.set(pg2Port, secret)
+}
 
 interface Sample {
   readonly result: LoadResult
@@ -464,24 +545,69 @@ const specOf = (target: Target, scenario: Scenario, durationMs: number): LoadSpe
   ...requestFor(target, scenario.shape, scenario.limitedKey ? (limitedSecrets.get(target.port) ?? managementKey) : managementKey),
 })
 const targetsOf = (scenario: Scenario): Array<Target> =>
-  scenario.ledger
+  scenario.postgres !== undefined
+    ? pgTarget === undefined ? [] : [pgTarget]
+    : scenario.ledger
     ? [...targets.filter((t) => t.kind === "gateway"), ...(durableTarget === undefined ? [] : [durableTarget])]
     : scenario.limitedKey
       ? targets.filter((t) => isGateway(t.kind))
       : targets
 
+/** Two loads run at once (one per process) as one: requests and rates summed, latencies of the first, errors summed. */
+const combined = ([a, b]: Array<LoadResult>): LoadResult => ({
+  ...a,
+  requests: a.requests + b.requests,
+  rps: a.rps + b.rps,
+  errors: a.errors + b.errors,
+  errorSamples: [...a.errorSamples, ...b.errorSamples],
+})
+
+/**
+ * The limit's exactness with two processes: a $0.05 key at $0.01 a request (bench/penny), 200
+ * concurrent requests, 100 through each process: exactly 5 must be admitted.
+ */
+const exactness = async (): Promise<{ admitted: number; refused: number; other: number } | undefined> => {
+  const second = pg2Target()
+  if (pgTarget === undefined || second === undefined) return undefined
+  const secret = await limitedSecretOf(pgTarget.port, 0.05)
+  const statuses = await Promise.all(
+    Array.from({ length: 200 }, async (_, i) => {
+      const res = await fetch(`http://127.0.0.1:${i % 2 === 0 ? pgTarget.port : second.port}/v1/responses`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "bench/penny", input: PROMPT }),
+      })
+      await res.arrayBuffer()
+      return res.status
+    }),
+  )
+  return {
+    admitted: statuses.filter((s) => s === 200).length,
+    refused: statuses.filter((s) => s === 402).length,
+    other: statuses.filter((s) => s !== 200 && s !== 402).length,
+  }
+}
+let exact: Awaited<ReturnType<typeof exactness>>
+
 const t0 = Date.now()
 for (const scenario of scenarios) {
   say(`${scenario.id}: warm-up`)
-  for (const target of targetsOf(scenario)) await load(specOf(target, scenario, options.warmupMs))
+  for (const target of targetsOf(scenario)) {
+    const second = scenario.postgres === "two" ? pg2Target() : undefined
+    await Promise.all([load(specOf(target, scenario, options.warmupMs)), ...(second === undefined ? [] : [load(specOf(second, scenario, options.warmupMs))])])
+  }
   for (let round = 1; round <= options.rounds; round++) {
     // Order reversed every other round (A B C, C B A, …): a server measured first in a round
     // measured slower in same-build A/Bs here, and a fixed order would favour the others.
     const inOrder = targetsOf(scenario)
     for (const target of round % 2 === 1 ? inOrder : [...inOrder].reverse()) {
-      const before = cpuMicros(target.pid)
-      const result = await load(specOf(target, scenario, options.durationMs))
-      const cpuUs = cpuMicros(target.pid) - before
+      const second = scenario.postgres === "two" ? pg2Target() : undefined
+      const before = cpuMicros(target.pid) + (second === undefined ? 0 : cpuMicros(second.pid))
+      const result =
+        second === undefined
+          ? await load(specOf(target, scenario, options.durationMs))
+          : combined(await Promise.all([load(specOf(target, scenario, options.durationMs)), load(specOf(second, scenario, options.durationMs))]))
+      const cpuUs = cpuMicros(target.pid) + (second === undefined ? 0 : cpuMicros(second.pid)) - before
       const list = samples.get(key(scenario.id, target.kind)) ?? []
       list.push({ result, cpuUs })
       samples.set(key(scenario.id, target.kind), list)
@@ -493,6 +619,11 @@ for (const scenario of scenarios) {
       )
     }
   }
+}
+
+if (scenarios.some((sc) => sc.postgres === "two")) {
+  exact = await exactness()
+  if (exact !== undefined) say(`two processes, $0.05 at $0.01 a request: ${exact.admitted} of 200 admitted, ${exact.refused} refused (402), ${exact.other} other`)
 }
 
 // ------------------------------------------------------------------ held streams
@@ -723,7 +854,10 @@ if (ran("json-c32-limited")) {
   const unlimited = figures(byId("json-c32"), "gateway")
   out("## JSON answers on a key with a spending limit, 32 connections (gateway only)")
   out()
-  out("Each request reserves its worst case against the key's limit before the call and settles the actual after (SQLite).")
+  out(
+    "Each request holds its worst case against the key's limit before the call and settles the actual after (SQLite): " +
+      "admitted in memory against the process's budget slice, settled in the ledger writer's batch (issue 21).",
+  )
   out()
   out("| server | req/s | p50 ms | p99 ms | CPU µs/req | CPU vs the same gateway on an unlimited key | errors |")
   out("|---|---:|---:|---:|---:|---:|---:|")
@@ -733,6 +867,34 @@ if (ran("json-c32-limited")) {
     )
   }
   out()
+}
+if (ran("json-c32-pg") || ran("json-c32-limited-pg") || ran("json-c32-limited-2pg")) {
+  const unlimited = figures(byId("json-c32-pg"), "pg")
+  const limited = figures(byId("json-c32-limited-pg"), "pg")
+  const two = figures(byId("json-c32-limited-2pg"), "pg")
+  out("## JSON answers on Postgres, 32 connections (gateway only)")
+  out()
+  out(
+    `The same binary on Postgres (${pgNote}). A key with a limit takes budget slices and admits requests against them in memory (issue 21); ` +
+      "the two-process row runs two gateways on the one database at once, 32 connections each, on one limited key (req/s combined, CPU of both per request).",
+  )
+  out()
+  out("| server | req/s | p50 ms | p99 ms | CPU µs/req | CPU vs the same gateway on an unlimited key (Postgres) | errors |")
+  out("|---|---:|---:|---:|---:|---:|---:|")
+  for (const [label, f] of [["unlimited key", unlimited], ["limited key", limited], ["two processes, one limited key", two]] as const) {
+    if (f === undefined) continue
+    out(
+      `| ${label} | ${f0(f.rps)} | ${f3(f.p50)} | ${f3(f.p99)} | ${f1(f.cpuPerReq)} | ${unlimited === undefined ? "–" : ratio(f.cpuPerReq, unlimited.cpuPerReq)} | ${f.errors} |`,
+    )
+  }
+  out()
+  if (exact !== undefined) {
+    out(
+      `Limit exactness, two processes: a $0.05 key at $0.01 a request, 200 concurrent requests (100 through each): ` +
+        `${exact.admitted} admitted, ${exact.refused} refused with 402, ${exact.other} other (${exact.admitted === 5 && exact.other === 0 ? "exact" : "**not exact**"}).`,
+    )
+    out()
+  }
 }
 streamTable("stream-c1", `Streams of ${STREAM_TOKENS} text deltas sent at once, 1 connection`)
 streamTable("paced-c16", `Streams of ${STREAM_TOKENS} text deltas 1 ms apart (one upstream chunk per delta), 16 connections`)
@@ -832,6 +994,21 @@ if (unreadRun !== undefined) {
   )
   out(`| beside them, a JSON client's p99 < 50 ms | ${f2(unreadRun.json.latency.p99)} ms | ${verdict(unreadRun.json.latency.p99 < 50)} |`)
 }
+{
+  const unlimited = figures(byId("json-c32-pg"), "pg")
+  const limited = figures(byId("json-c32-limited-pg"), "pg")
+  if (unlimited !== undefined && limited !== undefined) {
+    const r = limited.cpuPerReq / unlimited.cpuPerReq
+    out(`| Postgres, limited key: CPU per request ≤ 1.3× the unlimited key's; ≥ 8,000 req/s | ${r.toFixed(2)}×; ${f0(limited.rps)} req/s | ${verdict(r <= 1.3 && limited.rps >= 8000)} |`)
+  }
+  const sqliteLimited = figures(byId("json-c32-limited"), "gateway")
+  const sqliteUnlimited = figures(byId("json-c32"), "gateway")
+  if (sqliteLimited !== undefined && sqliteUnlimited !== undefined) {
+    const r = sqliteLimited.cpuPerReq / sqliteUnlimited.cpuPerReq
+    out(`| SQLite, limited key: CPU per request ≤ 1.3× the unlimited key's | ${r.toFixed(2)}× | ${verdict(r <= 1.3)} |`)
+  }
+  if (exact !== undefined) out(`| Two processes on Postgres: a $0.05 limit at $0.01 admits exactly 5 of 200 | ${exact.admitted} of 200 | ${verdict(exact.admitted === 5 && exact.other === 0)} |`)
+}
 if (!fullRun) {
   // One line alone: no comparison with the peer.
 } else if (jc32.gw && jc32.peer) {
@@ -869,6 +1046,15 @@ const reportPath = baseline !== undefined ? join(runDir, "ab.md") : fullRun ? jo
 mkdirSync(join(root, "bench", "results"), { recursive: true })
 writeFileSync(reportPath, report)
 await stopAll()
+if (pgUrl !== undefined) {
+  try {
+    const admin = new Bun.SQL(pgBase)
+    await admin.unsafe(`DROP DATABASE IF EXISTS ${pgDatabase} WITH (FORCE)`)
+    await admin.close()
+  } catch (e) {
+    say(`could not drop the bench database ${pgDatabase}: ${(e as Error).message}`)
+  }
+}
 // The ledger of a full run is ~100 MB of rows nobody reads: keep the logs and raw.json only.
 for (const db of ["gateway.db", "gateway-durable.db", join("baseline", "gateway.db")]) {
   for (const suffix of ["", "-wal", "-shm"]) rmSync(join(runDir, `${db}${suffix}`), { force: true })

@@ -37,7 +37,8 @@ export const ServicesLayer = Layer.mergeAll(Auth.Default, KeyStore.Default, User
   // The data plane: catalog, routing, money, content policy.
   Catalog.Live,
   Router.Default.pipe(Layer.provide(Catalog.Live)),
-  Spend.Default,
+  // Spend hears key changes through KeyStore (the same instance: layers are memoized).
+  Spend.Default.pipe(Layer.provide(KeyStore.Default)),
   ContentPolicy.Default,
   Guardrails.Live,
   // The same instance KeyStore hears key notices on (layers are memoized), for services and metrics.

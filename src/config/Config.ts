@@ -50,6 +50,10 @@ export interface Settings {
   readonly instanceId: string
   /** A hold's lease: released by any process once its owner has not renewed it for this long. */
   readonly holdLeaseMs: number
+  /** A budget slice holds at most this many worst cases of the request asking for it (0: no slices, a hold per request). */
+  readonly budgetSliceRequests: number
+  /** An unused slice is given back once no request on its key came for this long. */
+  readonly budgetSliceIdleMs: number
   /** Seconds of silence after which Bun closes a connection (0: never); lifted while an authenticated request runs. */
   readonly idleTimeoutS: number
   /** The time a request body may take: this plus its length at 64 KB/s (408 and close when exceeded). */
@@ -76,6 +80,9 @@ export const DEFAULT_LIMITS = {
   maxUpstreamBodyBytes: DEFAULT_UPSTREAM_LIMITS.bodyBytes,
   maxUpstreamEventBytes: DEFAULT_UPSTREAM_LIMITS.eventBytes,
 } as const
+
+/** Budget leases (src/services/Spend.ts): a slice of up to 1,000 worst cases, given back after 1 s unused. */
+export const DEFAULT_BUDGET_SLICE = { requests: 1_000, idleMs: 1_000 } as const
 
 export class ConfigFileError extends Data.TaggedError("ConfigFileError")<{ readonly message: string }> {}
 
@@ -185,6 +192,8 @@ const loadSettings = Effect.gen(function* () {
     durableAnswers: Option.getOrElse(durableEnv, () => catalog.ledger?.durable_answers ?? false),
     instanceId: Option.getOrElse(instanceEnv, () => catalog.instance_id ?? hostname()),
     holdLeaseMs: catalog.ledger?.hold_lease_ms ?? 30_000,
+    budgetSliceRequests: catalog.ledger?.budget_slice_requests ?? DEFAULT_BUDGET_SLICE.requests,
+    budgetSliceIdleMs: catalog.ledger?.budget_slice_idle_ms ?? DEFAULT_BUDGET_SLICE.idleMs,
     idleTimeoutS: Option.getOrElse(idleEnv, () => catalog.server?.idle_timeout_s ?? DEFAULT_LIMITS.idleTimeoutS),
     bodyTimeoutMs: Option.getOrElse(bodyTimeoutEnv, () => catalog.server?.body_timeout_ms ?? DEFAULT_LIMITS.bodyTimeoutMs),
     maxInFlight: Option.getOrElse(maxInFlightEnv, () => catalog.server?.max_in_flight ?? DEFAULT_LIMITS.maxInFlight),
@@ -224,6 +233,8 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   // A name of its own per test gateway: one starting never releases another's holds.
   instanceId: `test-${crypto.randomUUID().slice(0, 8)}`,
   holdLeaseMs: 30_000,
+  budgetSliceRequests: DEFAULT_BUDGET_SLICE.requests,
+  budgetSliceIdleMs: DEFAULT_BUDGET_SLICE.idleMs,
   ...DEFAULT_LIMITS,
   ...overrides,
 })

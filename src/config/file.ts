@@ -141,6 +141,14 @@ export const ConfigFile = Schema.Struct({
       durable_answers: Schema.optional(Schema.Boolean),
       /** How long a hold stays valid without its process renewing it (renewed every third of it). */
       hold_lease_ms: Schema.optional(Schema.Int.pipe(Schema.greaterThanOrEqualTo(300, { message: () => "must be an integer ≥ 300" }))),
+      /** A budget slice holds at most this many worst cases of the request asking for it; 0: every request holds its own. */
+      budget_slice_requests: Schema.optional(
+        Schema.Int.pipe(Schema.between(0, 1_000_000, { message: () => "must be an integer from 0 to 1000000" })),
+      ),
+      /** A slice no request used for this long is given back. */
+      budget_slice_idle_ms: Schema.optional(
+        Schema.Int.pipe(Schema.between(10, 3_600_000, { message: () => "must be an integer from 10 to 3600000" })),
+      ),
     }),
   ),
   /** This process's name among those sharing a database (holds are owned by it); default the host name. */

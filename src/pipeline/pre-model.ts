@@ -221,6 +221,9 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
     if (step instanceof Missing) return { pending: settleDecision(format, headers, bodyText, loaded, step) }
     if ("_tag" in step) return { refused: step }
     if (!spend.holds(step.principal.key, { isByok: step.allByok })) return { ready: { ...step, reservation: Option.none() } }
+    // A limited key with a budget slice in memory: admitted there, no runtime call (src/services/Spend.ts).
+    const admitted = spend.admit(step.principal.key, step.worstCase, { isByok: step.allByok })
+    if (admitted !== undefined) return { ready: { ...step, reservation: Option.some(admitted) } }
     return { pending: settleDecision(format, headers, bodyText, loaded, step) }
   }
 

@@ -16,7 +16,7 @@ import { SqlClient } from "@effect/sql"
 import { Cause, Context, Effect, Exit, Option, Runtime } from "effect"
 import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
 import type { GenerationContent, GenerationEntry } from "../domain/generations.js"
-import { fromRow, type GenerationRow, isBusy, type LedgerItem, openSqliteBatchWriter, sqlBatchWriter } from "../store/ledger.js"
+import { fromRow, type GenerationRow, isBusy, type LedgerItem, openSqliteBatchWriter, sqlBatchWriter, sqlSettleAlone } from "../store/ledger.js"
 import type { SettleArgs } from "../store/settlement.js"
 import { MainConnection } from "../store/sqlite-client.js"
 
@@ -56,7 +56,7 @@ export interface WriterStats {
 
 interface Pending {
   readonly entry?: GenerationEntry
-  /** Settled in the transaction that writes `entry` (only where `settlesInBatch`). */
+  /** Settled in the transaction that writes `entry`. */
   readonly settlement?: SettleArgs
   /** Called once the batch holding this item is committed (or given up on). */
   readonly done?: () => void
@@ -100,6 +100,7 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     // call with no fiber (src/store/sqlite-client.ts).
     const main = yield* MainConnection
     const writeRows = sqlBatchWriter(sql)
+    const settleRow = sqlSettleAlone(sql)
     const settled = (exit: Exit.Exit<void, unknown>) => {
       if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
     }
@@ -115,11 +116,11 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     }
     const writeBatch = (items: ReadonlyArray<LedgerItem>): Promise<void> =>
       sqlite === undefined
-        ? runPromiseExit(writeRows(items.map((i) => i.entry))).then(settled)
+        ? runPromiseExit(writeRows(items)).then(settled)
         : besideMainNow(() => sqlite.write(items))
     /** A settlement whose row could not be written, alone: the hold is released all the same. */
     const settleAlone = (settlement: SettleArgs): Promise<void> =>
-      sqlite === undefined ? Promise.resolve() : besideMainNow(() => sqlite.settle(settlement))
+      sqlite === undefined ? runPromiseExit(settleRow(settlement)).then(settled) : besideMainNow(() => sqlite.settle(settlement))
 
     // The queue is a plain array: `record` is one push, no fiber, no I/O.
     const pending: Array<Pending> = []
@@ -242,21 +243,25 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
       enqueue(done === undefined ? { entry } : { entry, done })
 
     /**
-     * Whether `recordSettled` is available: on a SQLite file (one write lock for the whole
-     * database) the ledger writer settles a reservation in the transaction that records its
-     * generation. Not on Postgres: a batch settling several keys and users would take their row
-     * locks in an order a reservation (its key, then its user) can cross, and deadlock.
+     * Whether `recordSettled` is available: on every engine the ledger writer settles a
+     * reservation in the transaction that records its generation. On Postgres a batch takes its
+     * rows in one order (reservations, keys by hash, users by id: src/store/settlement.ts), the
+     * order reservations and budget slices take them too, so it cannot deadlock with them.
      */
-    const settlesInBatch = sqlite !== undefined
+    const settlesInBatch = true
 
     /**
      * `recordSync` with the reservation to settle in the same transaction: the hold is released
      * exactly when the row that replaces it is written (or, if the row cannot be, alone after it).
      * `done` runs once that transaction has committed or been given up on. False when the store
-     * has shut down or does not settle in its batches (`settlesInBatch`): settle another way.
+     * has shut down: settle another way.
      */
-    const recordSettled = (entry: GenerationEntry, settlement: SettleArgs, done: () => void): boolean =>
-      settlesInBatch && enqueue({ entry, settlement, done })
+    const recordSettled = (entry: GenerationEntry, settlement: SettleArgs, done: () => void): boolean => {
+      if (!enqueue({ entry, settlement, done })) return false
+      // Admitted against a budget slice: what it did not spend is admissible again at once (src/services/Spend.ts).
+      settlement.slice?.release(settlement)
+      return true
+    }
 
     /** Appends a generation and resolves when its batch has committed (readable by `get`). */
     const recordDurable = (entry: GenerationEntry) =>

@@ -5,7 +5,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { randomBytes } from "node:crypto"
-import { Clock, Context, Effect, Option, Schema } from "effect"
+import { Clock, Context, Effect, Option, Runtime, Schema } from "effect"
 import type { ApiKey, LimitReset } from "../domain/keys.js"
 import { fromNanoUsd, toNanoUsd } from "../domain/pricing.js"
 import { windowStarts } from "../domain/windows.js"
@@ -220,18 +220,35 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
       // A key created on another process: its hash may have been refused here a moment ago.
       misses.delete(hash)
     }
-    /** A write to key `hash`: dropped here, and in every other process on the database. */
-    const changed = (hash: string) => Effect.zipRight(Effect.sync(() => forget(hash)), notifications.publish(KEY_CHANGED, { hash }))
+    // What else holds state derived from a key (Spend's budget leases): told of every change, here or
+    // from another process; `undefined` for "any key" (notices may have been missed).
+    const changeHooks = new Set<(hash: string | undefined) => Effect.Effect<void>>()
+    const runtime = yield* Effect.runtime<never>()
+    const hooksOf = (hash: string | undefined) => Effect.forEach(changeHooks, (hook) => hook(hash), { discard: true })
+    /** Registers what to run when a key changes: awaited by this process's own writes, run at once on others' notices. */
+    const onChanged = (hook: (hash: string | undefined) => Effect.Effect<void>): (() => void) => {
+      changeHooks.add(hook)
+      return () => changeHooks.delete(hook)
+    }
+
+    /** A write to key `hash`: dropped here (and what derives from it, before the write answers), and in every other process on the database. */
+    const changed = (hash: string) =>
+      // The notice first: the other processes act on it while this one does its own part.
+      Effect.sync(() => forget(hash)).pipe(Effect.zipRight(notifications.publish(KEY_CHANGED, { hash })), Effect.zipRight(hooksOf(hash)))
     notifications.subscribe(KEY_CHANGED, (payload, own) => {
       if (own) return
       const notice = decodeKeyChanged(payload)
-      if (Option.isSome(notice)) forget(notice.value.hash)
+      if (Option.isSome(notice)) {
+        forget(notice.value.hash)
+        if (changeHooks.size > 0) Runtime.runFork(runtime)(hooksOf(notice.value.hash))
+      }
     })
     // Notices may have been missed (the listener's connection was lost): every row may be stale.
     notifications.onResync(() => {
       epoch++
       cache.clear()
       misses.clear()
+      if (changeHooks.size > 0) Runtime.runFork(runtime)(hooksOf(undefined))
     })
 
     const invalidate = changed
@@ -429,6 +446,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
       update,
       remove,
       invalidate,
+      onChanged,
       viewOne,
       viewMany,
       recordSpend,

@@ -12,6 +12,19 @@
  * third of `holdLeaseMs`; any process releases holds whose lease ran out (their owner died), and
  * a process starting releases those its instance id left under another boot id (its own crash)
  * at once. Settlement deletes a hold as before.
+ *
+ * Budget leases (issue 21): a limited key's requests do not each take the key's row. The process
+ * takes a slice of the key's remaining budget in one conditional UPDATE (src/store/budget-slices.ts:
+ * the slice is in `reserved_nano`, so the slices of all processes never together pass the limit)
+ * and admits requests against it in memory (`admit`, plain code: no I/O, no fiber); a request's
+ * settlement lowers the slice in the ledger writer's batch, and what it held but did not spend is
+ * admissible again at once. The next slice is taken in the background once half of the last is
+ * used. A slice is at most `ledger.budget_slice_requests` worst cases and an eighth of what is
+ * left; when that would be fewer than four worst cases the key is near its limit and its requests
+ * hold one at a time as above (what the process still held is given back first), so the bound
+ * stays one request's reservation. Slices are given back when unused for
+ * `ledger.budget_slice_idle_ms`, at shutdown, and when the key changes (KeyStore's change hooks:
+ * this process's PATCH or DELETE before it answers, another's through its notice). Credits the same.
  */
 import { SqlClient } from "@effect/sql"
 import { Cause, Clock, Effect, Exit, Option, Runtime, Schedule } from "effect"
@@ -19,11 +32,12 @@ import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
 import { PaymentRequired } from "../domain/errors.js"
 import { fromNanoUsd, toNanoUsd } from "../domain/pricing.js"
 import { limitWindowStart, nextReset } from "../domain/windows.js"
-import { type Reservation, settlementWith } from "../store/settlement.js"
+import { type GiveBackArgs, type GrantArgs, type GrantOutcome, giveBackWith, grantWith } from "../store/budget-slices.js"
+import { type Reservation, type SettleArgs, type SliceHandle, settlementWith } from "../store/settlement.js"
 import { besideMain, MainConnection } from "../store/sqlite-client.js"
 import { dayOf } from "../store/spend-rollup.js"
 import { openSqliteSpend, type ReserveArgs, type ReserveOutcome, type SqliteSpend } from "../store/spend-sqlite.js"
-import type { KeyRow } from "./KeyStore.js"
+import { type KeyRow, KeyStore } from "./KeyStore.js"
 
 export type { Reservation } from "../store/settlement.js"
 
@@ -38,6 +52,47 @@ const usd = (n: number): string => {
 const mayCost = (worstCaseUsd: number) =>
   `this request may cost up to ${usd(worstCaseUsd)} (its prompt and max_output_tokens at the dearest candidate's price)`
 
+/** A key near its limit holds per request for this long before a slice is tried again. */
+const NEAR_RETRY_MS = 1_000
+
+/**
+ * This process's budget slice of one key: what it may still admit in memory, and the requests
+ * admitted against it and not yet finished. Plain fields, changed only on the event loop.
+ */
+interface Lease {
+  /** The slice's row in `reservations`. */
+  readonly id: string
+  readonly keyHash: string
+  readonly userId: string
+  readonly windowStart: string
+  readonly since: string | undefined
+  /** Epoch ms at which the window ends (Infinity: all time): the lease is not used past it. */
+  readonly windowEndsAt: number
+  readonly includeByok: boolean
+  /** It takes slices of the key's limit / of the user's credits. */
+  readonly keyPool: boolean
+  readonly creditsPool: boolean
+  /** Nano-dollars admissible in memory. */
+  keyLeft: number
+  creditsLeft: number
+  /** The last slice taken, for the mark at which the next is taken in the background. */
+  lastKey: number
+  lastCredits: number
+  /** The worst case of the last request admitted: background slices are sized by it. */
+  lastWorst: number
+  inFlight: number
+  lastUsed: number
+  /** Its row exists (the first grant inserts it). */
+  created: boolean
+  granting: Promise<GrantOutcome> | undefined
+  giving: Promise<void> | undefined
+  /** Until then the key is near its limit: requests that do not fit hold their own. */
+  nearUntil: number
+  /** Revoked, idle or lost: admits nothing more; what its requests give back goes back to the database. */
+  retired: boolean
+  readonly handle: SliceHandle
+}
+
 /** A hold as the lease sweep reads it. */
 interface HoldRow {
   readonly id: string
@@ -51,6 +106,7 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
   scoped: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const config = yield* GatewayConfig
+    const keys = yield* KeyStore
     // A SQLite file: prepared statements on a connection of their own.
     // Postgres and an in-memory SQLite (one connection is the whole database): @effect/sql.
     const url = config.databaseUrl
@@ -66,6 +122,7 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
     const runtime = yield* Effect.runtime<never>()
     // Who owns the holds this process takes: its configured name and this run of it.
     const lease = { instanceId: config.instanceId, bootId: crypto.randomUUID(), leaseMs: config.holdLeaseMs } as const
+    const owner = lease
 
     /**
      * Reservations on the SQLite connection, batched by turn of the event loop. The first of a
@@ -205,10 +262,11 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
     }
 
     /**
-     * Holds `worstCaseUsd` against the key's limit (and the user's credits when enforced).
-     * Fails with 402 when the key's window is used up or credits cannot cover the reservation.
+     * A request's own hold of `worstCaseUsd` against the key's limit (and the user's credits when
+     * enforced): a row of its own. Fails with 402 when the key's window is used up or credits
+     * cannot cover the reservation.
      */
-    const reserve = (key: KeyRow, worstCaseUsd: number, options: { readonly isByok: boolean }) =>
+    const reserveOwn = (key: KeyRow, worstCaseUsd: number, options: { readonly isByok: boolean }) =>
       Effect.gen(function* () {
         const chargesKey = chargesKeyOf(key, options)
         const chargesCredits = chargesCreditsOf(options)
@@ -252,14 +310,272 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
         } satisfies Reservation)
       }).pipe(Effect.catchTag("SqlError", Effect.die))
 
+
+    // ------------------------------------------------------------------ budget leases
+
+    const sliceRequests = config.budgetSliceRequests
+    const idleMs = config.budgetSliceIdleMs
+    const leases = new Map<string, Lease>()
+    /** Retired leases with something still to give back (their requests in flight): shutdown waits for them too. */
+    const retiring = new Set<Lease>()
+    /** Requests admitted against slices and not yet finished (for `openReservations`). */
+    let admitted = 0
+    const runPromise = Runtime.runPromise(runtime)
+    const grantThroughSql = grantWith(sql)
+    const giveBackThroughSql = giveBackWith(sql)
+    const grantRow = (args: GrantArgs): Effect.Effect<GrantOutcome> =>
+      (direct !== undefined ? beside(() => direct.grant(args)) : grantThroughSql(args)).pipe(Effect.orDie)
+    const giveBackRow = (args: GiveBackArgs): Effect.Effect<void> =>
+      (direct !== undefined ? beside(() => direct.giveBack(args)) : giveBackThroughSql(args)).pipe(Effect.orDie)
+
+    const newLease = (key: KeyRow, nowMs: number): Lease => {
+      const since = limitWindowStart(key.limit_reset, nowMs)
+      const lease: Lease = {
+        id: `slice-${crypto.randomUUID()}`,
+        keyHash: key.hash,
+        userId: key.user_id,
+        windowStart: since ?? ALL_TIME,
+        since,
+        windowEndsAt: nextReset(key.limit_reset, nowMs)?.getTime() ?? Number.POSITIVE_INFINITY,
+        includeByok: Boolean(key.include_byok_in_limit),
+        keyPool: key.limit_nano !== null,
+        creditsPool: config.creditsEnforced,
+        keyLeft: 0,
+        creditsLeft: 0,
+        lastKey: 0,
+        lastCredits: 0,
+        lastWorst: 0,
+        inFlight: 0,
+        lastUsed: Date.now(),
+        created: false,
+        granting: undefined,
+        giving: undefined,
+        nearUntil: 0,
+        retired: false,
+        handle: { id: "", release: () => undefined },
+      }
+      // The handle a reservation carries: the ledger calls it when the request's settlement is queued.
+      ;(lease as { handle: SliceHandle }).handle = { id: lease.id, release: (args) => releaseInto(lease, args) }
+      return lease
+    }
+
+    /** What a finished request held but did not spend goes back to its slice (or, retired, to the database). */
+    const releaseInto = (lease: Lease, args: SettleArgs) => {
+      const actual = Math.max(0, toNanoUsd(args.actualUsd))
+      lease.keyLeft += args.amountNano - Math.min(args.amountNano, actual)
+      lease.creditsLeft += args.creditsNano - Math.min(args.creditsNano, actual)
+      lease.inFlight--
+      admitted--
+      if (lease.retired) void giveBackLater(lease)
+    }
+
+    /** Takes `k` and `c` from the lease in memory: the reservation, or undefined when they do not fit. */
+    const take = (lease: Lease, k: number, c: number, worst: number): Reservation | undefined => {
+      if (lease.retired || lease.keyLeft < k || lease.creditsLeft < c) return undefined
+      lease.keyLeft -= k
+      lease.creditsLeft -= c
+      lease.inFlight++
+      admitted++
+      lease.lastUsed = Date.now()
+      lease.lastWorst = worst
+      // Half of the last slice used: the next one is taken now, in the background.
+      if (
+        lease.granting === undefined &&
+        lease.nearUntil <= lease.lastUsed &&
+        ((lease.keyPool && lease.keyLeft < lease.lastKey / 2) || (lease.creditsPool && lease.creditsLeft < lease.lastCredits / 2))
+      ) {
+        void grantFor(lease, worst)
+      }
+      return { id: lease.id, keyHash: lease.keyHash, userId: lease.userId, amountNano: k, creditsNano: c, windowStart: lease.windowStart, slice: lease.handle }
+    }
+
+    /**
+     * The request admitted in memory against its key's slice, or undefined (no slice, it does not
+     * fit, the window ended: `reserve` decides). Plain code on the request's path: no I/O, no fiber.
+     */
+    const admit = (key: KeyRow, worstCaseUsd: number, options: { readonly isByok: boolean }): Reservation | undefined => {
+      const lease = leases.get(key.hash)
+      if (lease === undefined || Date.now() >= lease.windowEndsAt) return undefined
+      const chargesKey = chargesKeyOf(key, options)
+      const chargesCredits = chargesCreditsOf(options)
+      if ((chargesKey && !lease.keyPool) || (chargesCredits && !lease.creditsPool)) return undefined
+      const worst = toNanoUsd(worstCaseUsd)
+      return take(lease, chargesKey ? worst : 0, chargesCredits ? worst : 0, worst)
+    }
+
+    /** Takes the lease's next slice (one at a time: a second asker waits for the same). */
+    const grantFor = (lease: Lease, worst: number): Promise<GrantOutcome> => {
+      if (lease.granting !== undefined) return lease.granting
+      const want = Math.max(1, worst) * sliceRequests
+      const args: GrantArgs = {
+        sliceId: lease.id,
+        create: !lease.created,
+        keyHash: lease.keyHash,
+        userId: lease.userId,
+        chargesKey: lease.keyPool,
+        chargesCredits: lease.creditsPool,
+        windowStart: lease.windowStart,
+        since: lease.since,
+        includeByok: lease.includeByok,
+        worstNano: worst,
+        wantNano: want,
+        now: new Date().toISOString(),
+        instanceId: owner.instanceId,
+        bootId: owner.bootId,
+        leaseUntil: Date.now() + owner.leaseMs,
+      }
+      const granting = runPromise(grantRow(args)).then(
+        (outcome) => {
+          lease.granting = undefined
+          if (outcome.kind === "granted") {
+            lease.created = true
+            lease.keyLeft += outcome.key
+            lease.creditsLeft += outcome.credits
+            lease.lastKey = outcome.key
+            lease.lastCredits = outcome.credits
+            // Revoked while it was being taken: it goes back at once.
+            if (lease.retired) void giveBackLater(lease)
+          } else if (outcome.kind === "near") lease.nearUntil = Date.now() + NEAR_RETRY_MS
+          else retire(lease)
+          return outcome
+        },
+        (e: unknown) => {
+          lease.granting = undefined
+          console.error("gateway: taking a budget slice failed", e)
+          return { kind: "near" } satisfies GrantOutcome as GrantOutcome
+        },
+      )
+      lease.granting = granting
+      return granting
+    }
+
+    /** The lease admits nothing more and leaves the map; what it holds unused goes back (now and as its requests finish). */
+    const retire = (lease: Lease) => {
+      lease.retired = true
+      if (leases.get(lease.keyHash) === lease) leases.delete(lease.keyHash)
+      retiring.add(lease)
+    }
+
+    /** Gives back what a lease holds unused; the effect ends when the database has it. */
+    const giveBack = (lease: Lease): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const key = lease.keyLeft
+        const credits = lease.creditsLeft
+        if ((key === 0 && credits === 0) || !lease.created) return Effect.void
+        lease.keyLeft = 0
+        lease.creditsLeft = 0
+        return giveBackRow({ sliceId: lease.id, keyHash: lease.keyHash, userId: lease.userId, key, credits })
+      })
+
+    /**
+     * Gives back what a retired lease holds unused, one give-back at a time per lease, again as its
+     * requests finish; resolves once nothing is left to give (or the database refused: logged).
+     */
+    const giveBackLater = (lease: Lease): Promise<void> => {
+      if (lease.giving !== undefined) return lease.giving
+      if (lease.granting !== undefined) return lease.granting.then(() => giveBackLater(lease))
+      if (lease.keyLeft === 0 && lease.creditsLeft === 0) {
+        if (lease.inFlight === 0) retiring.delete(lease)
+        return Promise.resolve()
+      }
+      const giving = runPromise(giveBack(lease)).then(
+        () => {
+          lease.giving = undefined
+          return giveBackLater(lease)
+        },
+        (e: unknown) => {
+          lease.giving = undefined
+          console.error("gateway: giving back a budget slice failed (its lease will release it)", e)
+        },
+      )
+      lease.giving = giving
+      return giving
+    }
+
+    /** Retires the lease of `hash` (every lease when undefined) and gives back what it held unused, before returning. */
+    const revoke = (hash: string | undefined): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const list = hash === undefined ? [...leases.values(), ...retiring] : [leases.get(hash)].filter((l): l is Lease => l !== undefined)
+        for (const lease of list) retire(lease)
+        return Effect.forEach(list, (lease) => Effect.promise(() => giveBackLater(lease)), { discard: true })
+      })
+    // A key's change (its limit, its window policy, a disable, a delete) revokes its slice here at once.
+    keys.onChanged(revoke)
+
+    /**
+     * Holds `worstCaseUsd` against the key's limit (and the user's credits when enforced):
+     * against the key's budget slice when one can be had, else as a hold of its own. Fails with
+     * 402 when the key's window is used up or credits cannot cover the reservation.
+     */
+    const reserve = (key: KeyRow, worstCaseUsd: number, options: { readonly isByok: boolean }) =>
+      Effect.gen(function* () {
+        const chargesKey = chargesKeyOf(key, options)
+        const chargesCredits = chargesCreditsOf(options)
+        if (!chargesKey && !chargesCredits) return Option.none<Reservation>()
+        if (sliceRequests === 0) return yield* reserveOwn(key, worstCaseUsd, options)
+        const nowMs = yield* Clock.currentTimeMillis
+        const windowStart = limitWindowStart(key.limit_reset, nowMs) ?? ALL_TIME
+        const worst = toNanoUsd(worstCaseUsd)
+        const k = chargesKey ? worst : 0
+        const c = chargesCredits ? worst : 0
+        for (let attempt = 0; attempt < 3; attempt++) {
+          let lease = leases.get(key.hash)
+          if (lease !== undefined && (lease.windowStart !== windowStart || (chargesKey && !lease.keyPool) || (chargesCredits && !lease.creditsPool))) {
+            // A new window, or a key that changed under a missed notice: this slice is done with.
+            retire(lease)
+            const done = lease
+            yield* Effect.promise(() => giveBackLater(done))
+            lease = undefined
+          }
+          if (lease === undefined) {
+            lease = newLease(key, nowMs)
+            leases.set(key.hash, lease)
+          }
+          const taken = take(lease, k, c, worst)
+          if (taken !== undefined) return Option.some(taken)
+          if (lease.nearUntil > Date.now()) break
+          const current = lease
+          const outcome = yield* Effect.promise(() => grantFor(current, worst))
+          if (outcome.kind === "near") break
+        }
+        // Near the limit: what this process still holds of the key goes back, and the request holds its own.
+        const lease = leases.get(key.hash)
+        if (lease !== undefined && lease.granting === undefined && lease.giving === undefined) yield* giveBack(lease)
+        return yield* reserveOwn(key, worstCaseUsd, options)
+      })
+
+    // An unused slice goes back once its key has had no request for `idleMs`.
+    const idleCheck = setInterval(
+      () => {
+        const now = Date.now()
+        for (const lease of leases.values()) {
+          if (lease.inFlight === 0 && lease.granting === undefined && now - lease.lastUsed >= idleMs) {
+            retire(lease)
+            void giveBackLater(lease)
+          }
+        }
+      },
+      Math.max(10, Math.floor(idleMs / 2)),
+    )
+    idleCheck.unref?.()
+    // At shutdown (after the requests in flight have finished): every slice goes back.
+    yield* Effect.addFinalizer(() =>
+      Effect.zipRight(
+        Effect.sync(() => clearInterval(idleCheck)),
+        revoke(undefined).pipe(Effect.catchAllCause((cause) => Effect.logWarning("Giving back budget slices at shutdown failed; their lease will release them", cause))),
+      ),
+    )
+
     /** Releases the reservation and counts the actual spend into the key's window. Idempotent. */
     const settle = (reservation: Reservation, actualUsd: number) =>
-      direct !== undefined
-        ? beside(() => direct.settle({ ...reservation, actualUsd })).pipe(Effect.orDie)
-        : settleThroughSql(reservation, actualUsd)
+      Effect.suspend(() => {
+        const args: SettleArgs = { ...reservation, actualUsd }
+        // Admitted against a slice: what it did not spend is admissible again at once.
+        reservation.slice?.release(args)
+        return direct !== undefined ? beside(() => direct.settle(args)).pipe(Effect.orDie) : settleThroughSql(args)
+      })
 
-    const settleThroughSql = (reservation: Reservation, actualUsd: number) =>
-      sql.withTransaction(settlementWith(sql)({ ...reservation, actualUsd })).pipe(Effect.orDie)
+    const settleThroughSql = (args: SettleArgs) => sql.withTransaction(settlementWith(sql)(args)).pipe(Effect.orDie)
 
     /** Releases holds as a crash left them: nothing counted as spent, the key's and the user's holds given back. */
     const release = (holds: ReadonlyArray<HoldRow>) =>
@@ -280,10 +596,24 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
         { discard: true },
       ).pipe(Effect.as(holds.length))
 
-    /** Renews the lease of every hold of this process: one statement, whatever their number. */
-    const renewLeases = Effect.suspend(
-      () => sql`UPDATE reservations SET lease_until = ${Date.now() + lease.leaseMs} WHERE boot_id = ${lease.bootId}`,
-    ).pipe(Effect.asVoid, Effect.orDie)
+    /**
+     * Renews the lease of every hold and slice of this process: one statement, whatever their
+     * number. A slice whose row is gone (swept while this process did not renew) admits nothing more.
+     */
+    const renewLeases = Effect.suspend(() => {
+      const known = [...leases.values()].filter((l) => l.created && l.granting === undefined)
+      return sql<{ id: string }>`UPDATE reservations SET lease_until = ${Date.now() + lease.leaseMs} WHERE boot_id = ${lease.bootId} RETURNING id`.pipe(
+        Effect.tap((rows) => {
+          const renewed = new Set(rows.map((r) => r.id))
+          for (const l of known) {
+            if (renewed.has(l.id)) continue
+            retire(l)
+            l.keyLeft = 0
+            l.creditsLeft = 0
+          }
+        }),
+      )
+    }).pipe(Effect.asVoid, Effect.orDie)
 
     /** Releases the holds of other processes whose lease ran out (their owner stopped renewing: it died). */
     const sweepExpired = Effect.suspend(
@@ -309,12 +639,16 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
       Effect.forkScoped,
     )
 
-    /** Open reservations (for tests and metrics). */
-    const openReservations = sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM reservations`.pipe(
-      Effect.map((r) => Number(r[0]?.n ?? 0)),
+    /** Requests holding something (their own hold, or admitted against a slice), for tests and metrics. */
+    const openReservations = sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM reservations WHERE is_slice = 0`.pipe(
+      Effect.map((r) => Number(r[0]?.n ?? 0) + admitted),
       Effect.orDie,
     )
 
-    return { holds, reserve, settle, lease, renewLeases, sweepExpired, releaseOrphans, openReservations } as const
+    /** This process's slices: what each may still admit in memory (for tests and metrics). */
+    const slices = () =>
+      [...leases.values()].map((l) => ({ id: l.id, keyHash: l.keyHash, keyLeftNano: l.keyLeft, creditsLeftNano: l.creditsLeft, inFlight: l.inFlight }))
+
+    return { holds, admit, reserve, settle, revoke, slices, lease, renewLeases, sweepExpired, releaseOrphans, openReservations } as const
   }),
 }) {}

@@ -13,7 +13,7 @@ import { Database } from "bun:sqlite"
 import { Effect } from "effect"
 import type { GenerationEntry, GenerationError, GenerationStatus, StoredGeneration } from "../domain/generations.js"
 import { fromNanoUsd, toNanoUsd } from "../domain/pricing.js"
-import { type SettleArgs, settlementOn } from "./settlement.js"
+import { type SettleArgs, settlementsOn, settlementsWith } from "./settlement.js"
 import { addSpendWith, rollUp, type SpendItem, spendAdderOn } from "./spend-rollup.js"
 
 /** A row of `generations` (a type alias, so it is a record `sql.insert` takes). */
@@ -140,18 +140,30 @@ const spendOf = (e: GenerationEntry): SpendItem => ({
   createdAt: e.createdAt,
 })
 
-/** One transaction through @effect/sql: the generation rows, their content rows and their spend, rolled up. */
-export const sqlBatchWriter =
-  (sql: SqlClient.SqlClient) =>
-  (entries: ReadonlyArray<GenerationEntry>) =>
+/**
+ * One transaction through @effect/sql: the generation rows, their content rows and their spend,
+ * rolled up, and the reservations they replace settled (summed per row, src/store/settlement.ts).
+ */
+export const sqlBatchWriter = (sql: SqlClient.SqlClient) => {
+  const settle = settlementsWith(sql)
+  return (items: ReadonlyArray<LedgerItem>) =>
     sql.withTransaction(
       Effect.gen(function* () {
+        const entries = items.map((i) => i.entry)
         yield* sql`INSERT INTO generations ${sql.insert(entries.map(toRow))}`
         const contents = entries.flatMap((e) => contentRowOf(e) ?? [])
         if (contents.length > 0) yield* sql`INSERT INTO generation_content ${sql.insert(contents)}`
         yield* addSpendWith(sql, rollUp(entries.map(spendOf)))
+        yield* settle(items.flatMap((i) => i.settlement ?? []))
       }),
     )
+}
+
+/** A settlement alone through @effect/sql, in a transaction of its own (its generation row could not be written). */
+export const sqlSettleAlone = (sql: SqlClient.SqlClient) => {
+  const settle = settlementsWith(sql)
+  return (settlement: SettleArgs) => sql.withTransaction(settle([settlement]))
+}
 
 /** SQLite's "database is locked": another connection holds the write lock; try again shortly. */
 export const isBusy = (e: unknown): boolean => {
@@ -203,18 +215,20 @@ const prepareWriter = (db: Database): SqliteBatchWriter => {
     "INSERT INTO generation_content (generation_id, input, output) VALUES (?, ?, ?)",
   )
   const addSpend = spendAdderOn(db)
-  const settleOne = settlementOn(db)
+  const settleAll = settlementsOn(db)
   const batch = db.transaction((items: ReadonlyArray<LedgerItem>) => {
+    const settlements: Array<SettleArgs> = []
     for (const { entry: e, settlement } of items) {
       insertGeneration.run(toRow(e))
       const content = contentRowOf(e)
       if (content !== undefined) insertContent.run(content.generation_id, content.input, content.output)
-      // The hold is released in the transaction that writes the spend replacing it: never both, never neither.
-      if (settlement !== undefined) settleOne(settlement)
+      if (settlement !== undefined) settlements.push(settlement)
     }
     addSpend(rollUp(items.map((item) => spendOf(item.entry))))
+    // The holds are released in the transaction that writes the spend replacing them: never both, never neither.
+    settleAll(settlements)
   })
-  const settleAlone = db.transaction(settleOne)
+  const settleAlone = db.transaction((settlement: SettleArgs) => settleAll([settlement]))
   return {
     write: (items) => batch.immediate(items),
     settle: (settlement) => settleAlone.immediate(settlement),

@@ -9,6 +9,7 @@
  * (busy_timeout 5 s).
  */
 import { Database } from "bun:sqlite"
+import { type GiveBackArgs, type GrantArgs, type GrantOutcome, sliceStatementsOn } from "./budget-slices.js"
 import { type SettleArgs, settlementOn } from "./settlement.js"
 import { dayOf } from "./spend-rollup.js"
 
@@ -46,6 +47,10 @@ export interface SqliteSpend {
   readonly reserve: (list: ReadonlyArray<ReserveArgs>) => Array<ReserveOutcome>
   /** Releases the reservation and counts the actual spend into its window; nothing when already settled. */
   readonly settle: (args: SettleArgs) => void
+  /** Takes a budget slice (src/store/budget-slices.ts), in an IMMEDIATE transaction. */
+  readonly grant: (args: GrantArgs) => GrantOutcome
+  /** Gives back what a slice did not use, in an IMMEDIATE transaction. */
+  readonly giveBack: (args: GiveBackArgs) => void
   readonly close: () => void
 }
 
@@ -130,6 +135,7 @@ const prepare = (db: Database): SqliteSpend => {
     })
   })
   const settleIn = db.transaction(settlementOn(db))
+  const slices = sliceStatementsOn(db)
 
   // Called inside `reserveAll`, each `reserveIn` is a savepoint: a refusal undoes only its own changes.
   const reserveAll = db.transaction((list: ReadonlyArray<ReserveArgs>) =>
@@ -146,6 +152,8 @@ const prepare = (db: Database): SqliteSpend => {
   return {
     reserve: (list) => reserveAll.immediate(list),
     settle: (args) => settleIn.immediate(args),
+    grant: slices.grant,
+    giveBack: slices.giveBack,
     close: () => db.close(),
   }
 }

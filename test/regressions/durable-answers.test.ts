@@ -25,6 +25,11 @@ const openReader = (url: string) => {
         const rows = (await pg.unsafe(`SELECT COUNT(*)::int AS n FROM ${table} WHERE ${where} = $1`, [value])) as Array<{ n: number }>
         return Number(rows[0]?.n ?? 0)
       },
+      /** The key's spend counted into its limit window (what a settlement adds). */
+      windowSpend: async (hash: string): Promise<number> => {
+        const rows = (await pg.unsafe("SELECT window_spend_nano AS s FROM api_keys WHERE hash = $1", [hash])) as Array<{ s: number }>
+        return Number(rows[0]?.s ?? 0)
+      },
       close: () => pg.close(),
     }
   }
@@ -33,6 +38,10 @@ const openReader = (url: string) => {
     count: async (table: string, where: string, value: string): Promise<number> => {
       const row = db.query(`SELECT COUNT(*) AS n FROM ${table} WHERE ${where} = ?`).get(value) as { n: number }
       return Number(row.n)
+    },
+    windowSpend: async (hash: string): Promise<number> => {
+      const row = db.query("SELECT window_spend_nano AS s FROM api_keys WHERE hash = ?").get(hash) as { s: number } | null
+      return Number(row?.s ?? 0)
     },
     close: async () => db.close(),
   }
@@ -90,10 +99,16 @@ const answerAndLook = async (g: Gateway, stream: boolean, key?: string) => {
   const id = res.headers.get("x-generation-id") ?? ""
   const text = stream ? await readToDone(res) : await res.text()
   // Nothing awaited between the last byte and these reads but the reads themselves.
-  const [records, spend] = await Promise.all([g.reader.count("generations", "id", id), g.reader.count("reservations", "key_hash", keyHashOf(key))])
+  // A request's own hold is a row; one admitted against the process's budget slice (issue 21) has
+  // none, and its settlement is what counts its cost into the key's window.
+  const [records, spend, windowSpend] = await Promise.all([
+    g.reader.count("generations", "id", id),
+    g.reader.count("reservations", "is_slice = 0 AND key_hash", keyHashOf(key)),
+    g.reader.windowSpend(keyHashOf(key)),
+  ])
   if (stream) expect(text).toContain("response.completed")
   else expect(JSON.parse(text).status).toBe("completed")
-  return { id, records, reservations: spend }
+  return { id, records, reservations: spend, windowSpend }
 }
 
 const keyHashOf = (secret: string | undefined) => (secret === undefined ? "" : Bun.SHA256.hash(secret, "hex"))
@@ -121,10 +136,13 @@ describe(`ledger.durable_answers on (${engine})`, () => {
   })
 
   test("on a key with a limit, the reservation is settled before the last byte too (JSON and stream)", async () => {
+    let counted = 0
     for (const stream of [false, true]) {
       const seen = await answerAndLook(g, stream, limited)
       expect(seen.records).toBe(1)
       expect(seen.reservations).toBe(0)
+      expect(seen.windowSpend).toBeGreaterThan(counted)
+      counted = seen.windowSpend
     }
   })
 

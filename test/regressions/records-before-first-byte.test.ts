@@ -66,7 +66,11 @@ const ledger = (hash: string, id: string) =>
       const sql = yield* SqlClient.SqlClient
       const rows = yield* sql<{ error: string | null }>`SELECT error FROM generations WHERE id = ${id}`
       const spend = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_nano), 0) AS total FROM spend_daily WHERE key_hash = ${hash}`
-      const held = yield* sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM reservations WHERE key_hash = ${hash}`
+      // Held by requests: their own holds, and what the key holds beyond this process's unused budget slices (issue 21).
+      const held = yield* sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER)
+          + CASE WHEN (SELECT reserved_nano FROM api_keys WHERE hash = ${hash})
+              > (SELECT COALESCE(SUM(amount_nano), 0) FROM reservations WHERE key_hash = ${hash} AND is_slice = 1) THEN 1 ELSE 0 END AS n
+        FROM reservations WHERE key_hash = ${hash} AND is_slice = 0`
       const raw = rows[0]?.error
       return {
         error: raw == null ? null : (JSON.parse(raw) as GenerationError),

@@ -67,15 +67,17 @@ describe("prepare", () => {
     expect(Option.isNone(second.ready!.reservation)).toBe(true)
   })
 
-  test("a key with a limit always goes through the runtime and comes back holding a reservation", async () => {
+  test("a key with a limit: the first request goes through the runtime (it takes a budget slice), the next is admitted in memory against it", async () => {
     const { secret } = await newKey(5)
     const prepare = await preparer()
-    await complete(prepare.prepare(headersFor(secret), body))
-    const again = prepare.prepare(headersFor(secret), body)
-    expect(again.ready).toBeUndefined()
-    expect(again.pending).toBeDefined()
-    const decided = await complete(again)
+    const first = prepare.prepare(headersFor(secret), body)
+    expect(first.ready).toBeUndefined()
+    const decided = await complete(first)
     expect(typeof decided === "object" && Option.isSome(decided.reservation)).toBe(true)
+    // Issue 21: no runtime call, and the reservation is held against the process's slice.
+    const again = prepare.prepare(headersFor(secret), body)
+    expect(again.pending).toBeUndefined()
+    expect(again.ready !== undefined && Option.isSome(again.ready.reservation) && again.ready.reservation.value.slice !== undefined).toBe(true)
   })
 
   test("refusals are the same on both paths: unknown key, missing key, bad body, unknown model", async () => {

@@ -1,8 +1,8 @@
 /**
- * On a SQLite file, a reservation is settled by the ledger writer in the transaction that writes
+ * On every engine, a reservation is settled by the ledger writer in the transaction that writes
  * the generation replacing it (`recordSettled`): the hold is released exactly when the row is
  * written, and when the row cannot be written, alone after it: never both, never neither.
- * Postgres keeps the separate settlement (`settlesInBatch` is false there).
+ * (Postgres settled in a transaction of its own per request before issue 21.)
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
@@ -11,7 +11,6 @@ import { GenerationStore } from "../../src/services/GenerationStore.js"
 import { KeyStore } from "../../src/services/KeyStore.js"
 import { Spend } from "../../src/services/Spend.js"
 import { Users } from "../../src/services/Users.js"
-import { engine } from "../support/db.js"
 import { generationEntry } from "../support/generations.js"
 import { servicesRuntime, useServices } from "../support/services.js"
 
@@ -41,7 +40,7 @@ const state = (hash: string, reservationId: string, generationId: string) =>
   })
 
 describe("a reservation settled in the ledger's batch", () => {
-  test.skipIf(engine !== "sqlite")("the row and the release land together: before the batch neither, after it both", async () => {
+  test("the row and the release land together: before the batch neither, after it both", async () => {
     const rt = services()
     const result = await rt.runPromise(
       Effect.gen(function* () {
@@ -61,7 +60,7 @@ describe("a reservation settled in the ledger's batch", () => {
     expect(result.after).toEqual({ reserved: 0, spent: 0.125, holds: 0, rows: 1 })
   })
 
-  test.skipIf(engine !== "sqlite")("a row that cannot be written is logged, and its hold is released all the same", async () => {
+  test("a row that cannot be written is logged, and its hold is released all the same", async () => {
     const rt = services()
     const result = await rt.runPromise(
       Effect.gen(function* () {
@@ -83,18 +82,6 @@ describe("a reservation settled in the ledger's batch", () => {
     expect(result.committed).toBe(true)
     // Released, and the actual counted into the window as the separate settlement does.
     expect(result.state).toEqual({ reserved: 0, spent: 0.25, holds: 0, rows: 1 })
-  })
-
-  test.skipIf(engine !== "postgres")("on Postgres the writer does not take settlements: the caller settles them itself", async () => {
-    const rt = services()
-    const taken = await rt.runPromise(
-      Effect.gen(function* () {
-        const store = yield* GenerationStore
-        const { reservation, base } = yield* reserved
-        return { batch: store.settlesInBatch, taken: store.recordSettled(generationEntry(base), { ...reservation, actualUsd: 0 }, () => {}) }
-      }),
-    )
-    expect(taken).toEqual({ batch: false, taken: false })
   })
 })
 
