@@ -64,6 +64,13 @@ export interface Settings {
   /** The most bytes read of an upstream's JSON or error body, and of one upstream SSE event (502 beyond). */
   readonly maxUpstreamBodyBytes: number
   readonly maxUpstreamEventBytes: number
+  /**
+   * Kernel buffers fixed instead of autotuned (0: autotuned), so what a client that does not read
+   * makes the gateway hold is bounded: the send buffer of client connections, the receive buffer
+   * of upstream connections.
+   */
+  readonly sendBufferBytes: number
+  readonly upstreamReceiveBufferBytes: number
 }
 
 /** A high-detail image is at most ~1,600 tokens at the major providers (tiles or pixels). */
@@ -79,6 +86,8 @@ export const DEFAULT_LIMITS = {
   maxInFlightPerIp: 1_000,
   maxUpstreamBodyBytes: DEFAULT_UPSTREAM_LIMITS.bodyBytes,
   maxUpstreamEventBytes: DEFAULT_UPSTREAM_LIMITS.eventBytes,
+  sendBufferBytes: 32 * 1024,
+  upstreamReceiveBufferBytes: DEFAULT_UPSTREAM_LIMITS.receiveBufferBytes ?? 0,
 } as const
 
 /** Budget leases (src/services/Spend.ts): a slice of up to 1,000 worst cases, given back after 1 s unused. */
@@ -200,6 +209,8 @@ const loadSettings = Effect.gen(function* () {
     maxInFlightPerIp: Option.getOrElse(maxInFlightPerIpEnv, () => catalog.server?.max_in_flight_per_ip ?? DEFAULT_LIMITS.maxInFlightPerIp),
     maxUpstreamBodyBytes: catalog.server?.max_upstream_body_bytes ?? DEFAULT_LIMITS.maxUpstreamBodyBytes,
     maxUpstreamEventBytes: catalog.server?.max_upstream_event_bytes ?? DEFAULT_LIMITS.maxUpstreamEventBytes,
+    sendBufferBytes: catalog.server?.send_buffer_bytes ?? DEFAULT_LIMITS.sendBufferBytes,
+    upstreamReceiveBufferBytes: catalog.server?.upstream_receive_buffer_bytes ?? DEFAULT_LIMITS.upstreamReceiveBufferBytes,
   } satisfies Settings
 }).pipe(
   Effect.mapError((e) =>

@@ -9,6 +9,10 @@ const nonEmpty = Schema.String.pipe(Schema.minLength(1, { message: () => "must n
 const nonNegative = Schema.Number.pipe(Schema.nonNegative({ message: () => "must be a number ≥ 0" }))
 const positiveInt = Schema.Int.pipe(Schema.positive({ message: () => "must be a positive integer" }))
 const countryCode = Schema.String.pipe(Schema.pattern(/^[A-Z]{2}$/, { message: () => "must be an ISO 3166-1 alpha-2 country code, e.g. US" }))
+/** A socket buffer size: 0 (the kernel's own, autotuned) or 4 KB to 64 MB. */
+const socketBuffer = Schema.Int.pipe(
+  Schema.filter((n) => n === 0 || (n >= 4096 && n <= 64 * 1024 * 1024), { message: () => "must be 0 or an integer from 4096 to 67108864" }),
+)
 
 export const ProviderKind = Schema.Literal("openai-chat", "openai-responses", "anthropic", "fake")
 
@@ -133,6 +137,10 @@ export const ConfigFile = Schema.Struct({
       max_in_flight_per_ip: Schema.optional(positiveInt),
       max_upstream_body_bytes: Schema.optional(positiveInt),
       max_upstream_event_bytes: Schema.optional(positiveInt),
+      /** The kernel send buffer of each client connection, fixed (0: the kernel's autotuning). */
+      send_buffer_bytes: Schema.optional(socketBuffer),
+      /** The kernel receive buffer of each upstream connection, fixed (0: the kernel's autotuning). */
+      upstream_receive_buffer_bytes: Schema.optional(socketBuffer),
     }),
   ),
   ledger: Schema.optional(

@@ -25,6 +25,7 @@ import { RequestLifecycle, type Refusal } from "../pipeline/lifecycle.js"
 import { makeModelRoute } from "../pipeline/route.js"
 import { makeCountTokensRoute } from "./messages/count-tokens.js"
 import { messagesFormat } from "../formats/messages/index.js"
+import { limitSendBuffers } from "../providers/socket-buffers.js"
 
 type Handler = (req: Request) => Response | Promise<Response>
 type TracedHandler = (req: Request, trace: RequestTrace) => Response | Promise<Response>
@@ -304,6 +305,12 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     fetch: unmatched,
     error: () => errorResponse(new InternalError({ message: "Internal server error" })),
   })
+  // Autotuned, a client connection's send buffer takes MBs of an answer its client never reads,
+  // whose text the gateway keeps for the terminal events: fixed, what such a stream holds is bounded.
+  if (settings.sendBufferBytes > 0) {
+    const notSet = limitSendBuffers(server.port as number, settings.sendBufferBytes)
+    if (notSet !== undefined) await runtime.runPromise(Effect.logWarning(`server.send_buffer_bytes is not applied: ${notSet}`))
+  }
 
   return {
     server,

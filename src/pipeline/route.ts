@@ -75,7 +75,11 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
   const finish = makeFinish({ generationStore, runPromise, lifecycle, log })
   const turns = makeTurnRunner({
     router,
-    upstreamLimits: { bodyBytes: settings.maxUpstreamBodyBytes, eventBytes: settings.maxUpstreamEventBytes },
+    upstreamLimits: {
+      bodyBytes: settings.maxUpstreamBodyBytes,
+      eventBytes: settings.maxUpstreamEventBytes,
+      receiveBufferBytes: settings.upstreamReceiveBufferBytes,
+    },
     deadlineMessage,
   })
   const egress = makeEgress({

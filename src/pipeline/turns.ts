@@ -9,7 +9,7 @@ import { type ApiError, RequestTimeout } from "../domain/errors.js"
 import type { PreviousError } from "../domain/generations.js"
 import type { PlainAbort } from "../providers/abort.js"
 import { providerFor } from "../providers/index.js"
-import { ProviderError, type UpstreamCall } from "../providers/types.js"
+import { ProviderError, type UpstreamCall, type UpstreamLimits } from "../providers/types.js"
 import type { ResponsesRequest } from "../domain/responses.js"
 import type { RoutePlan, Router } from "../routing/Router.js"
 import type { Endpoint } from "../services/Catalog.js"
@@ -55,7 +55,7 @@ export interface TurnOptions {
 
 export const makeTurnRunner = (deps: {
   readonly router: Router
-  readonly upstreamLimits: { readonly bodyBytes: number; readonly eventBytes: number }
+  readonly upstreamLimits: UpstreamLimits
   readonly deadlineMessage: string
 }) => {
   const { router, upstreamLimits, deadlineMessage } = deps

@@ -379,6 +379,7 @@ const openUpstream = async (
       body: JSON.stringify(upstreamBody),
       signal: link.controller,
       maxConnections: config.max_connections ?? DEFAULT_MAX_CONNECTIONS,
+      receiveBufferBytes: limits.receiveBufferBytes,
     })
   } catch (cause) {
     link.close()

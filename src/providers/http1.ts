@@ -13,10 +13,13 @@
  * `identity`; a compressed answer fails clearly). A body's reader may pause it (`pause`, the
  * socket stops reading: Bun 1.4.5), so a client that reads slowly slows its upstream instead of
  * filling the gateway's memory. Connections per origin are capped (`maxConnections`, default
- * 512); calls beyond the cap wait in line for one to free.
+ * 512); calls beyond the cap wait in line for one to free. A new connection's kernel receive
+ * buffer may be fixed (`receiveBufferBytes`): autotuned, one read of a fast upstream was Bun's
+ * whole 512 KB read buffer, which a stream paused part way through it kept (socket-buffers.ts).
  */
 import type { Socket } from "bun"
 import type { AbortLike } from "./abort"
+import { setReceiveBuffer } from "./socket-buffers"
 import { ProviderError } from "./types"
 
 /**
@@ -60,6 +63,8 @@ export interface UpstreamRequest {
   readonly signal: AbortLike
   /** Connections to the URL's origin at most (default 512); a call beyond waits for one to free. */
   readonly maxConnections?: number
+  /** The kernel receive buffer of a new connection, which bounds one read (absent or 0: autotuned). */
+  readonly receiveBufferBytes?: number | undefined
 }
 
 export type Transport = (request: UpstreamRequest) => Promise<UpstreamResponse>
@@ -490,6 +495,8 @@ interface OriginSlots {
   open: number
   /** The cap the latest call asked for. */
   max: number
+  /** The receive buffer the latest call asked for, for the connections opened next (0: autotuned). */
+  receiveBuffer: number
   readonly waiting: Array<Waiter>
 }
 
@@ -607,7 +614,7 @@ class Pool {
   private slotsOf(origin: Origin): OriginSlots {
     let slots = this.byOrigin.get(origin.key)
     if (slots === undefined) {
-      slots = { idle: [], open: 0, max: DEFAULT_MAX_CONNECTIONS, waiting: [] }
+      slots = { idle: [], open: 0, max: DEFAULT_MAX_CONNECTIONS, receiveBuffer: 0, waiting: [] }
       this.byOrigin.set(origin.key, slots)
     }
     return slots
@@ -621,9 +628,10 @@ class Pool {
   }
 
   /** A new connection while `origin` is under `max`, else the next one freed, in the order asked (aborting leaves the line). */
-  acquire(origin: Origin, max: number, signal: AbortLike): Promise<Connection> {
+  acquire(origin: Origin, max: number, receiveBuffer: number, signal: AbortLike): Promise<Connection> {
     const slots = this.slotsOf(origin)
     slots.max = max
+    slots.receiveBuffer = receiveBuffer
     if (slots.open < max && slots.waiting.length === 0) return connectUnlessAborted(this, origin, signal)
     if (signal.aborted) return Promise.reject(abortError(signal))
     return new Promise((resolve, reject) => {
@@ -659,6 +667,10 @@ class Pool {
       throw cause
     }
     fresh.socket.setNoDelay(true)
+    // Before the request is sent, so the window the upstream sees is the bounded one. `fd` is
+    // Bun's own (undocumented) getter on its sockets.
+    const fd = (fresh.socket as unknown as { readonly fd?: number }).fd
+    if (slots.receiveBuffer > 0 && typeof fd === "number" && fd >= 0) setReceiveBuffer(fd, slots.receiveBuffer)
     return fresh
   }
 
@@ -814,7 +826,7 @@ export const http1Transport = (tls?: Bun.TLSOptions): Transport => {
     const pooled = pool.takeIdle(origin)
     if (pooled !== undefined) return exchangeOn(pooled, bytes, request, retried)
     return pool
-      .acquire(origin, request.maxConnections ?? DEFAULT_MAX_CONNECTIONS, request.signal)
+      .acquire(origin, request.maxConnections ?? DEFAULT_MAX_CONNECTIONS, request.receiveBufferBytes ?? 0, request.signal)
       .then((connection) => exchangeOn(connection, bytes, request, retried))
   }
   return (request) => attempt(request, false)

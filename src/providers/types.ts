@@ -165,9 +165,14 @@ export interface UpstreamLimits {
   readonly bodyBytes: number
   /** Counted in characters of the decoded text. */
   readonly eventBytes: number
+  /**
+   * The kernel receive buffer of a new upstream connection (0: autotuned), which bounds one read:
+   * a stream paused part way through a read holds its rest (socket-buffers.ts).
+   */
+  readonly receiveBufferBytes?: number
 }
 
-export const DEFAULT_UPSTREAM_LIMITS: UpstreamLimits = { bodyBytes: 32 * 1024 * 1024, eventBytes: 1024 * 1024 }
+export const DEFAULT_UPSTREAM_LIMITS: UpstreamLimits = { bodyBytes: 32 * 1024 * 1024, eventBytes: 1024 * 1024, receiveBufferBytes: 64 * 1024 }
 
 export interface CallOptions {
   readonly stream: boolean
