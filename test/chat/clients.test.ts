@@ -335,6 +335,27 @@ describe("routing metadata with X-Service-Metadata", () => {
   })
 })
 
+describe("debug.echo_upstream_body", () => {
+  test("the stream's first chunk has no choices and carries the body sent upstream; the SDK takes it", async () => {
+    mock.reset()
+    const res = await gw.fetch("/v1/chat/completions", {
+      method: "POST",
+      json: { model: "mock/openai-chat-text", stream: true, debug: { echo_upstream_body: true }, messages: [{ role: "user", content: "dbg" }] },
+    })
+    const chunks = parseSse(await res.text()).events.filter((e) => e.json !== undefined).map((e) => e.json as Record<string, any>)
+    expect(chunks[0]!.choices).toEqual([])
+    expect(chunks[0]!.debug.echo_upstream_body).toEqual(mock.requests.at(-1)!.body)
+    expect(chunks[1]!.choices[0].delta.role).toBe("assistant")
+    const stream = await sdk().chat.send({
+      chatRequest: { model: "demo/echo", stream: true, debug: { echoUpstreamBody: true }, messages: [{ role: "user", content: "dbg" }] },
+    })
+    if (!(Symbol.asyncIterator in stream)) throw new Error("expected a stream")
+    let text = ""
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? ""
+    expect(text).toBe("Echo: dbg")
+  })
+})
+
 describe("a failure after the first byte", () => {
   test("the fake provider's mid-stream failure: a chunk with top-level error and finish_reason error, then [DONE]", async () => {
     const res = await gw.fetch("/v1/chat/completions", {

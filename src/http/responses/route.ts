@@ -718,7 +718,8 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Resp
             }
             settled()
           })
-        write((request.debug?.echo_upstream_body === true ? debugChunk(upstreamBody) : "") + assembler.start())
+        const debug = request.debug?.echo_upstream_body === true ? (assembler.debugChunk?.(upstreamBody) ?? debugChunk(upstreamBody)) : ""
+        write(debug + assembler.start())
         const fail = (e: unknown) => {
           if (done) return settled()
           if (upstreamAbort.signal.aborted && !(upstreamAbort.signal.reason instanceof DeadlineExceeded)) {
