@@ -2,6 +2,7 @@
  * The JSON config file (`GATEWAY_CONFIG`): the catalog of providers and models, and switches.
  * Decoded once at start; a bad file stops start-up with the file, the path inside it and the rule.
  */
+import { providerKinds } from "../providers/kinds.js"
 import { Schema } from "effect"
 import { Category, DefaultParameters, InputModality, OutputModality, Parameter } from "../domain/models.js"
 
@@ -14,7 +15,7 @@ const socketBuffer = Schema.Int.pipe(
   Schema.filter((n) => n === 0 || (n >= 4096 && n <= 64 * 1024 * 1024), { message: () => "must be 0 or an integer from 4096 to 67108864" }),
 )
 
-export const ProviderKind = Schema.Literal("openai-chat", "openai-responses", "anthropic", "fake")
+export const ProviderKind = Schema.Literal(...providerKinds)
 
 export const ProviderEntry = Schema.Struct({
   id: nonEmpty,

@@ -338,7 +338,8 @@ export const makeEgress = (deps: EgressDeps) => {
             }
             settled()
           })
-        write((request.debug?.echo_upstream_body === true ? debugChunk(upstreamBody) : "") + assembler.start())
+        const debug = request.debug?.echo_upstream_body === true ? (assembler.debugChunk?.(upstreamBody) ?? debugChunk(upstreamBody)) : ""
+        write(debug + assembler.start())
         const fail = (e: unknown) => {
           if (done) return settled()
           if (upstreamAbort.signal.aborted && !(upstreamAbort.signal.reason instanceof DeadlineExceeded)) {

@@ -59,6 +59,11 @@ export interface Encoder {
   readonly finishReason: FinishReason | undefined
   readonly completionText: string
   readonly reasoningText: string
+  /**
+   * The stream's first event when `debug.echo_upstream_body` asks for the body sent upstream, in
+   * the format's own terms (default: the Responses `debug` event).
+   */
+  debugChunk?(upstreamBody: unknown): string
 }
 
 export interface EncoderOptions {

@@ -53,7 +53,7 @@ const catalogFor = (url: string): ConfigFile => ({
 beforeAll(async () => {
   process.env.MOCK_UPSTREAM_KEY = "sk-upstream-secret"
   mock = await startMockUpstream()
-  gw = await startTestGateway({ catalog: catalogFor(mock.url) })
+  gw = await startTestGateway({ catalog: catalogFor(mock.url), streamKeepAliveMs: 40 })
 })
 afterAll(async () => {
   await gw?.stop()
@@ -332,6 +332,45 @@ describe("routing metadata with X-Service-Metadata", () => {
       expect(chunks.slice(0, -1).some((c) => "service_metadata" in c)).toBe(false)
       expect(chunks.at(-1)!.choices.length).toBe(include_usage ? 0 : 1)
     }
+  })
+})
+
+describe("waiting for the first token", () => {
+  test("keep-alive comment lines are sent after the role chunk; the openai client reads through them", async () => {
+    const res = await gw.fetch("/v1/chat/completions", {
+      method: "POST",
+      json: { model: "demo/echo", stream: true, messages: [{ role: "user", content: "wait [ttft:300]" }] },
+    })
+    const { events, comments } = parseSse(await res.text())
+    expect(comments).toContain("keep-alive")
+    expect(events.map((e) => (e.json?.choices as Array<{ delta: { content?: string } }> | undefined)?.[0]?.delta.content ?? "").join("")).toBe(
+      "Echo: wait [ttft:300]",
+    )
+    const stream = await openai().chat.completions.create({ model: "demo/echo", stream: true, messages: [{ role: "user", content: "wait [ttft:200]" }] })
+    let text = ""
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? ""
+    expect(text).toBe("Echo: wait [ttft:200]")
+  })
+})
+
+describe("debug.echo_upstream_body", () => {
+  test("the stream's first chunk has no choices and carries the body sent upstream; the SDK takes it", async () => {
+    mock.reset()
+    const res = await gw.fetch("/v1/chat/completions", {
+      method: "POST",
+      json: { model: "mock/openai-chat-text", stream: true, debug: { echo_upstream_body: true }, messages: [{ role: "user", content: "dbg" }] },
+    })
+    const chunks = parseSse(await res.text()).events.filter((e) => e.json !== undefined).map((e) => e.json as Record<string, any>)
+    expect(chunks[0]!.choices).toEqual([])
+    expect(chunks[0]!.debug.echo_upstream_body).toEqual(mock.requests.at(-1)!.body)
+    expect(chunks[1]!.choices[0].delta.role).toBe("assistant")
+    const stream = await sdk().chat.send({
+      chatRequest: { model: "demo/echo", stream: true, debug: { echoUpstreamBody: true }, messages: [{ role: "user", content: "dbg" }] },
+    })
+    if (!(Symbol.asyncIterator in stream)) throw new Error("expected a stream")
+    let text = ""
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? ""
+    expect(text).toBe("Echo: dbg")
   })
 })
 

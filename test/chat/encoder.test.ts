@@ -296,6 +296,14 @@ describe("the stream (chat.completion.chunk)", () => {
     expect(chunks.at(-2)!.error.code).toBe(502)
   })
 
+  test("the debug chunk (debug.echo_upstream_body): no choices, the body sent upstream under debug", () => {
+    const encoder = new ChatEncoder(BASE, { stream: true, includeUsage: true })
+    const sse = encoder.debugChunk({ model: "up", messages: [] }) + encoder.start() + encoder.finish()
+    const chunks = chunksOf(sse)
+    expect(chunks[0]).toMatchObject({ choices: [], debug: { echo_upstream_body: { model: "up", messages: [] } } })
+    expect(chunks[1]!.choices[0].delta).toEqual({ role: "assistant", content: "" })
+  })
+
   test("after the end nothing more is written", () => {
     const { encoder } = run([[text("x")]])
     expect(encoder.push([text("late")])).toBe("")

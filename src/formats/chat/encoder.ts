@@ -235,6 +235,11 @@ export class ChatEncoder implements Encoder {
     return this.state !== "in_progress"
   }
 
+  /** `debug.echo_upstream_body`: a chunk with no choices whose `debug` holds the body sent upstream (clients take it as a chunk). */
+  debugChunk(upstreamBody: unknown): string {
+    return `data: {${this.identity("chat.completion.chunk")},"choices":[],"debug":${JSON.stringify({ echo_upstream_body: upstreamBody })}}\n\n`
+  }
+
   /** The role chunk. */
   start(): string {
     if (!this.stream) return ""
@@ -316,7 +321,6 @@ export class ChatEncoder implements Encoder {
     if (this.ended) return ""
     this.settle(extras)
     this.state = "failed"
-    this.reason = "error"
     if (this.stream) {
       const { status, type } = failureStatus(failure.code)
       const error = JSON.stringify({ code: status, message: failure.message, metadata: { error_type: type } })
