@@ -90,25 +90,41 @@ export class Overloaded extends Schema.TaggedError<Overloaded>()("Overloaded", f
   readonly status = 529
 }
 
-export type ApiError =
-  | BadRequest
-  | Unauthorized
-  | PaymentRequired
-  | Forbidden
-  | NotFound
-  | MethodNotAllowed
-  | RequestTimeout
-  | Conflict
-  | PayloadTooLarge
-  | UnsupportedMediaType
-  | Unprocessable
-  | RateLimited
-  | InternalError
-  | NotImplemented
-  | BadGateway
-  | ServiceUnavailable
-  | UpstreamTimeout
-  | Overloaded
+/**
+ * The table of caller-visible errors: every class once. The union, the tag set, the wire map
+ * (`Errors`) and the HttpApi's error list (`AnyApiError`) derive from it; a class's status is
+ * its own (`readonly status`).
+ */
+export const apiErrorClasses = [
+  BadRequest,
+  Unauthorized,
+  PaymentRequired,
+  Forbidden,
+  NotFound,
+  MethodNotAllowed,
+  RequestTimeout,
+  Conflict,
+  PayloadTooLarge,
+  UnsupportedMediaType,
+  Unprocessable,
+  RateLimited,
+  InternalError,
+  NotImplemented,
+  BadGateway,
+  ServiceUnavailable,
+  UpstreamTimeout,
+  Overloaded,
+] as const
+
+type ApiErrorClass = (typeof apiErrorClasses)[number]
+export type ApiError = InstanceType<ApiErrorClass>
+export type ApiErrorTag = ApiError["_tag"]
+
+const API_ERROR_TAGS: ReadonlySet<string> = new Set(apiErrorClasses.map((C) => C._tag))
+
+/** Whether `u` is one of the table's errors (a value that crossed a boundary as `unknown`). */
+export const isApiError = (u: unknown): u is ApiError =>
+  typeof u === "object" && u !== null && "_tag" in u && API_ERROR_TAGS.has(String(u._tag)) && "status" in u
 
 export const envelopeOf = (e: ApiError): ErrorEnvelope => ({
   error: e.metadata === undefined
@@ -141,11 +157,14 @@ interface ErrorArgs {
   readonly openrouter_metadata?: Record<string, unknown> | null
 }
 
+/** The wire schema of one error: the envelope on the wire, the class in code, its status annotated. */
+export type ErrorWire<E> = Schema.Schema<E, typeof ErrorEnvelope.Encoded>
+
 /**
  * The HttpApi wire schema of an error class: decodes from and encodes to the envelope,
- * annotated with the class's status. Use with `HttpApiEndpoint.addError` / `HttpApiGroup.addError`.
+ * annotated with the class's status (read from an instance: the status is written once, on the class).
  */
-const wire = <E extends ApiError, I>(Class: Schema.Schema<E, I> & (new (args: ErrorArgs) => E), status: number) =>
+const wire = <E extends ApiError>(Class: Schema.Schema<E, never> & (new (args: ErrorArgs) => E)): ErrorWire<E> =>
   Schema.transform(ErrorEnvelope, Schema.typeSchema(Class), {
     strict: true,
     decode: (env) =>
@@ -156,25 +175,12 @@ const wire = <E extends ApiError, I>(Class: Schema.Schema<E, I> & (new (args: Er
         ...(env.openrouter_metadata !== undefined ? { openrouter_metadata: env.openrouter_metadata } : {}),
       }),
     encode: (e) => envelopeOf(e),
-  }).annotations(HttpApiSchema.annotations({ status }))
+  }).annotations(HttpApiSchema.annotations({ status: new Class({ message: "" }).status }))
 
-export const Errors = {
-  BadRequest: wire(BadRequest, 400),
-  Unauthorized: wire(Unauthorized, 401),
-  PaymentRequired: wire(PaymentRequired, 402),
-  Forbidden: wire(Forbidden, 403),
-  NotFound: wire(NotFound, 404),
-  MethodNotAllowed: wire(MethodNotAllowed, 405),
-  RequestTimeout: wire(RequestTimeout, 408),
-  Conflict: wire(Conflict, 409),
-  PayloadTooLarge: wire(PayloadTooLarge, 413),
-  UnsupportedMediaType: wire(UnsupportedMediaType, 415),
-  Unprocessable: wire(Unprocessable, 422),
-  RateLimited: wire(RateLimited, 429),
-  InternalError: wire(InternalError, 500),
-  NotImplemented: wire(NotImplemented, 501),
-  BadGateway: wire(BadGateway, 502),
-  ServiceUnavailable: wire(ServiceUnavailable, 503),
-  UpstreamTimeout: wire(UpstreamTimeout, 524),
-  Overloaded: wire(Overloaded, 529),
-} as const
+/** Each error's wire schema by tag, for `HttpApiEndpoint.addError` / `HttpApiGroup.addError`. */
+export const Errors = Object.fromEntries(
+  apiErrorClasses.map((Class) => [Class._tag, wire(Class as unknown as Schema.Schema<ApiError, never> & (new (args: ErrorArgs) => ApiError))]),
+) as { readonly [C in ApiErrorClass as C["_tag"]]: ErrorWire<InstanceType<C>> }
+
+/** Every error of the table as one schema: the API declares it once, so any of them encodes to the envelope. */
+export const AnyApiError: ErrorWire<ApiError> = Schema.Union(...Object.values(Errors))

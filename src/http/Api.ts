@@ -3,7 +3,7 @@
  * (`GET /v1/openapi.json`) and the typed client tests use.
  */
 import { HttpApi, OpenApi } from "@effect/platform"
-import { Errors } from "../domain/errors.js"
+import { AnyApiError } from "../domain/errors.js"
 import { HealthApi } from "./api/health.js"
 import { KeysApi } from "./api/keys.js"
 import { GenerationsApi } from "./api/generations.js"
@@ -18,24 +18,7 @@ export class GatewayApi extends HttpApi.make("gateway")
   .add(DestinationsApi)
   .add(WorkspacesApi)
   .add(PresetsApi)
-  // Every error class is declared once here so any of them encodes to the envelope.
-  .addError(Errors.BadRequest)
-  .addError(Errors.Unauthorized)
-  .addError(Errors.PaymentRequired)
-  .addError(Errors.Forbidden)
-  .addError(Errors.NotFound)
-  .addError(Errors.MethodNotAllowed)
-  .addError(Errors.RequestTimeout)
-  .addError(Errors.Conflict)
-  .addError(Errors.PayloadTooLarge)
-  .addError(Errors.UnsupportedMediaType)
-  .addError(Errors.Unprocessable)
-  .addError(Errors.RateLimited)
-  .addError(Errors.InternalError)
-  .addError(Errors.NotImplemented)
-  .addError(Errors.BadGateway)
-  .addError(Errors.ServiceUnavailable)
-  .addError(Errors.UpstreamTimeout)
-  .addError(Errors.Overloaded)
+  // Every error of the table (domain/errors.ts), so any of them encodes to the envelope.
+  .addError(AnyApiError)
   .annotate(OpenApi.Title, "Model routing gateway")
   .annotate(OpenApi.Version, "1.0.0") {}

@@ -5,33 +5,11 @@
  */
 import { HttpApiBuilder } from "@effect/platform"
 import { Cause, Effect } from "effect"
-import { type ApiError, BadRequest, InternalError, NotFound, PayloadTooLarge } from "../domain/errors.js"
+import { type ApiError, BadRequest, InternalError, isApiError, NotFound, PayloadTooLarge } from "../domain/errors.js"
 import { describeIssue } from "../domain/validation.js"
 import { GatewayApi } from "./Api.js"
 
-const API_ERROR_TAGS = new Set([
-  "BadRequest",
-  "Unauthorized",
-  "PaymentRequired",
-  "Forbidden",
-  "NotFound",
-  "MethodNotAllowed",
-  "RequestTimeout",
-  "Conflict",
-  "PayloadTooLarge",
-  "UnsupportedMediaType",
-  "Unprocessable",
-  "RateLimited",
-  "InternalError",
-  "NotImplemented",
-  "BadGateway",
-  "ServiceUnavailable",
-  "UpstreamTimeout",
-  "Overloaded",
-])
 
-export const isApiError = (u: unknown): u is ApiError =>
-  typeof u === "object" && u !== null && "_tag" in u && API_ERROR_TAGS.has(String(u._tag)) && "status" in u
 
 interface DecodeIssue {
   readonly _tag: string

@@ -128,3 +128,18 @@ const jsonLogger = Logger.make(({ logLevel, message, cause, annotations, date })
 export const loggerLayer = (level: LogLevelName) =>
   Layer.merge(Logger.replace(Logger.defaultLogger, jsonLogger), Logger.minimumLogLevel(effectLevel[level]))
 
+
+/** Logs a failure on the request path: one error line with the request's id (and its generation's). */
+export type ErrorLog = (ids: { readonly requestId?: string; readonly generationId?: string }, msg: string, error?: unknown) => void
+
+/** The request path's error log, in the request lines' shape; silent at level `none`. */
+export const makeErrorLog = (level: LogLevelName): ErrorLog => {
+  if (RANK[level] >= RANK.none) return () => undefined
+  return (ids, msg, error) => {
+    const line: Record<string, unknown> = { time: isoTime(Date.now()), level: "error", msg }
+    if (ids.requestId !== undefined) line["request_id"] = ids.requestId
+    if (ids.generationId !== undefined && ids.generationId !== "") line["generation_id"] = ids.generationId
+    if (error !== undefined) line["error"] = error instanceof Error ? (error.stack ?? error.message) : String(error)
+    logWriter.write(JSON.stringify(line))
+  }
+}

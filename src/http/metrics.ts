@@ -103,6 +103,8 @@ export interface ScrapedGauges {
   readonly ledgerQueueDepth: () => number
   readonly ledgerStats: () => { readonly flushes: number; readonly rowsWritten: number; readonly failedRows: number }
   readonly keyCache: () => { readonly hits: number; readonly misses: number }
+  /** Requests in flight now (the request lifecycle's count: a stream counts until its last event). */
+  readonly inFlight: () => number
 }
 
 export class GatewayMetrics {
@@ -183,6 +185,11 @@ export class GatewayMetrics {
         "# HELP gateway_ledger_failed_rows_total Generation records that could not be written",
         "# TYPE gateway_ledger_failed_rows_total counter",
         `gateway_ledger_failed_rows_total ${stats.failedRows}`,
+      )
+      out.push(
+        "# HELP gateway_requests_in_flight Requests being handled now (a stream counts until its last event)",
+        "# TYPE gateway_requests_in_flight gauge",
+        `gateway_requests_in_flight ${this.gauges.inFlight()}`,
       )
       const keys = this.gauges.keyCache()
       out.push(

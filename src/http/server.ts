@@ -18,11 +18,11 @@ import { GatewayApi } from "./Api.js"
 import { Auth, bearerSecret } from "../services/Auth.js"
 import { Authentication } from "./api/security.js"
 import { BODY_TIMED_OUT, bodyTimedOut, checkJsonContentType, hasBody, makeBodyDeadline, readCappedText, tooLarge } from "./body.js"
-import { InFlight, type Refusal } from "./inflight.js"
-import { loggerLayer, logWriter, makeRequestLogger } from "./log.js"
+import { loggerLayer, logWriter, makeErrorLog, makeRequestLogger } from "./log.js"
 import { GatewayMetrics, RequestTrace, requestIdOf, serverTiming, type TraceEnd } from "./metrics.js"
-import { parseJson } from "./responses/prepare.js"
-import { makeModelRoute } from "./responses/route.js"
+import { parseJson } from "../pipeline/ingress.js"
+import { RequestLifecycle, type Refusal } from "../pipeline/lifecycle.js"
+import { makeModelRoute } from "../pipeline/route.js"
 import { makeCountTokensRoute } from "./messages/count-tokens.js"
 import { messagesFormat } from "../formats/messages/index.js"
 
@@ -77,14 +77,14 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     ledgerQueueDepth: () => Effect.runSync(generations.queueDepth),
     ledgerStats: () => Effect.runSync(generations.stats),
     keyCache: () => keyStore.cacheStats(),
+    inFlight: () => lifecycle.count,
   })
   const logRequest = makeRequestLogger(settings.logLevel)
   const keepBodies = settings.logLevel === "debug"
-  // Requests in progress (streams until their last event): capped, and awaited by a graceful shutdown.
-  const inFlight = new InFlight(settings.maxInFlight, settings.maxInFlightPerIp, (req) => server.requestIP(req)?.address ?? "")
+  // Requests in progress (streams until their last event): capped, settled once, and awaited by a graceful shutdown.
+  const lifecycle = new RequestLifecycle(settings.maxInFlight, settings.maxInFlightPerIp, (req) => server.requestIP(req)?.address ?? "")
   const idleTimeout = settings.idleTimeoutS
   let draining = false
-  let onIdle: (() => void) | undefined
 
   /**
    * A handler measured and logged as `route`: the trace ends with the response, or with the
@@ -109,13 +109,12 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
         server.timeout(trace.lifted, idleTimeout)
         trace.lifted = undefined
       }
-      inFlight.leave(trace)
-      if (inFlight.count === 0) onIdle?.()
+      lifecycle.leave(trace)
     }
     return async (req) => {
       if (draining) return shuttingDown(errorOf)
       const trace = new RequestTrace(requestIdOf(req.headers), method, route, keepBodies, finish)
-      const over = inFlight.enter(req, trace)
+      const over = lifecycle.enter(req, trace)
       if (over !== undefined) {
         routeMetrics?.record(503, 0)
         return busy(over, errorOf)
@@ -209,7 +208,7 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   }
   known.push({ pattern: patternOf("/v1/openapi.json"), methods: ["GET"] })
   // The data plane: every client format of the registry at its path, on the same route.
-  const responses = makeModelRoute(rt, { settings, authenticated })
+  const responses = makeModelRoute(rt, { settings, lifecycle, log: makeErrorLog(settings.logLevel), authenticated })
   for (const { path, format } of options.formats ?? mountedFormats) {
     const handle = responses.handlerFor(format)
     const errorOf = (e: ApiError) => errorResponseIn(format, e)
@@ -315,12 +314,12 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     createdSecret: booted.createdSecret,
     /** Waits for in-flight settlements, then makes every queued generation record durable. */
     drain: async () => {
-      await responses.drain()
+      await lifecycle.drain()
       await runtime.runPromise(Effect.flatMap(GenerationStore, (g) => g.flush))
     },
     stop: async () => {
       await server.stop(true)
-      await responses.drain()
+      await lifecycle.drain()
       await runtime.dispose()
       logWriter.flush()
     },
@@ -333,24 +332,14 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     shutdown: async (graceMs: number = settings.shutdownGraceMs): Promise<{ readonly cut: number }> => {
       draining = true
       void server.stop(false)
-      const idle = (ms: number) =>
-        inFlight.count === 0
-          ? Promise.resolve()
-          : new Promise<void>((resolve) => {
-              const timer = setTimeout(resolve, ms)
-              onIdle = () => {
-                clearTimeout(timer)
-                resolve()
-              }
-            })
-      await idle(graceMs)
-      const cut = inFlight.count
+      await lifecycle.idle(graceMs)
+      const cut = lifecycle.count
       // A stream's client gets a terminal event rather than a reset; its last bytes get a moment to leave.
-      if (responses.cutStreams() > 0) await flushed(server, 1_000)
+      if (lifecycle.cutStreams() > 0) await flushed(server, 1_000)
       await server.stop(true)
       // Streams cut just now end (and settle) on their cancel callbacks.
-      await idle(1_000)
-      await responses.drain()
+      await lifecycle.idle(1_000)
+      await lifecycle.drain()
       await runtime.runPromise(generations.flush)
       await runtime.dispose()
       logWriter.flush()

@@ -1,6 +1,6 @@
-/** The caps on requests in flight (src/http/inflight.ts): addresses are looked up only once they can matter, and then every count is exact. */
+/** The caps on requests in flight (src/pipeline/lifecycle.ts): addresses are looked up only once they can matter, and then every count is exact. */
 import { describe, expect, test } from "bun:test"
-import { InFlight, type InFlightSlot } from "../../src/http/inflight.js"
+import { RequestLifecycle as InFlight, type InFlightSlot } from "../../src/pipeline/lifecycle.js"
 
 const slot = (): InFlightSlot => ({ inFlightRequest: undefined, address: undefined })
 const request = (address: string) => new Request(`http://gateway/${address}`)

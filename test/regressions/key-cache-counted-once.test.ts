@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test"
 import { Context, Effect, Exit } from "effect"
-import { makePreparer, type Preparation } from "../../src/http/responses/prepare.js"
+import { makePreparer, type Preparation } from "../../src/pipeline/pre-model.js"
 import { Router } from "../../src/routing/Router.js"
 import { ContentPolicy } from "../../src/services/ContentPolicy.js"
 import { Guardrails } from "../../src/services/Guardrails.js"

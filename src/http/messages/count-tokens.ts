@@ -14,7 +14,7 @@ import { applyPreset, presetSlugOf } from "../../routing/presets.js"
 import { Auth, bearerSecret } from "../../services/Auth.js"
 import { PresetStore } from "../../services/PresetStore.js"
 import { BODY_TIMED_OUT, bodyTimedOut, makeBodyDeadline, readCappedText } from "../body.js"
-import { parseJson } from "../responses/prepare.js"
+import { parseJson } from "../../pipeline/ingress.js"
 
 /** The key as the data plane reads it: `Authorization: Bearer` first, else Anthropic's `x-api-key`. */
 const secretOf = (headers: Headers): string | undefined => {

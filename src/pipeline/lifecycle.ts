@@ -1,5 +1,10 @@
 /**
- * Requests in flight, overall and per client address, with their caps. Looking an address up
+ * The one owner of requests' lives (issue 22 §1, finish): which requests are in flight (admitted
+ * under the caps, until their answer's last byte), the settlements and records still being
+ * handed to the store, and the streams still open. Shutdown waits on it (`idle`, `cutStreams`,
+ * `drain`), `/metrics` reads its count, and finish.ts settles and records each request exactly once.
+ *
+ * Plain code: admission and leaving run per request (DESIGN §4). Looking an address up
  * (`server.requestIP`) costs a few µs, so it is done only when it can matter: while fewer than
  * `maxPerAddress` requests are in flight in all, no address can be at its cap, and a request is
  * admitted unattributed. The first request that finds `maxPerAddress` or more in flight looks up
@@ -16,11 +21,16 @@ export interface InFlightSlot {
 
 export type Refusal = "overall" | "per_address"
 
-export class InFlight {
+export class RequestLifecycle {
   /** Requests in flight now. */
   count = 0
   private readonly byAddress = new Map<string, number>()
   private readonly unattributed = new Set<InFlightSlot>()
+  /** Settlements and records handed off and not yet done. */
+  private readonly settling = new Set<Promise<void>>()
+  /** Each open stream's cut (its format's failure event and end). */
+  private readonly streams = new Set<() => void>()
+  private onIdle: (() => void) | undefined
 
   constructor(
     readonly max: number,
@@ -48,6 +58,7 @@ export class InFlight {
     return undefined
   }
 
+  /** The request's answer has ended (its last byte, or its error). */
   leave(slot: InFlightSlot): void {
     this.count--
     const address = slot.address
@@ -60,11 +71,51 @@ export class InFlight {
       slot.inFlightRequest = undefined
       this.unattributed.delete(slot)
     }
+    if (this.count === 0) this.onIdle?.()
   }
 
   /** Requests in flight from `address` that have been attributed to it. */
   of(address: string): number {
     return this.byAddress.get(address) ?? 0
+  }
+
+  /** Resolves once no request is in flight, or after `ms`. */
+  idle(ms: number): Promise<void> {
+    if (this.count === 0) return Promise.resolve()
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms)
+      this.onIdle = () => {
+        clearTimeout(timer)
+        this.onIdle = undefined
+        resolve()
+      }
+    })
+  }
+
+  /** A settlement or record handed off (`done` never rejects): `drain` waits for it. */
+  settlingOn(done: Promise<void>): void {
+    this.settling.add(done)
+    void done.then(() => this.settling.delete(done))
+  }
+
+  /** Resolves once every settlement and record started so far has been handed to the store. */
+  async drain(): Promise<void> {
+    while (this.settling.size > 0) await Promise.all([...this.settling])
+  }
+
+  openStream(cut: () => void): void {
+    this.streams.add(cut)
+  }
+
+  closeStream(cut: () => void): void {
+    this.streams.delete(cut)
+  }
+
+  /** Ends every open stream with its format's failure (server_shutting_down); returns how many. */
+  cutStreams(): number {
+    const cuts = [...this.streams]
+    for (const cut of cuts) cut()
+    return cuts.length
   }
 
   private attributeAll(): void {

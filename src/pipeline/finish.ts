@@ -1,0 +1,189 @@
+/**
+ * Finish: settle the request's reservation with what it cost and record its generation, exactly
+ * once per request (`RequestLife.finished`), whatever ended it (an answer, a failure, the client
+ * leaving, the catch-all). The settlements still being handed to the store are the lifecycle's
+ * (`drain`). With `ledger.durable_answers`, the answer's last byte waits for the commit.
+ */
+import { Effect, Option, type Types } from "effect"
+import { capUsage, costOf, estimateTokens } from "../domain/pricing.js"
+import type { GenerationEntry, PreviousError } from "../domain/generations.js"
+import { isoTime } from "../domain/time.js"
+import type { Usage } from "../providers/types.js"
+import type { Endpoint } from "../services/Catalog.js"
+import type { GenerationStore } from "../services/GenerationStore.js"
+import { Spend } from "../services/Spend.js"
+import { storedInput } from "../http/responses/content.js"
+import { inputBound, outputBound } from "../http/responses/bounds.js"
+import type { ErrorLog } from "../http/log.js"
+import type { Encoder } from "./format.js"
+import type { RequestLifecycle } from "./lifecycle.js"
+import type { Prepared } from "./pre-model.js"
+
+/** One request's life past its decision: what finish reads, and whether it has run. */
+export interface RequestLife {
+  readonly prepared: Prepared
+  readonly generationId: string
+  /** Unix ms. */
+  readonly startedAt: number
+  /** The server's request id, for the log. */
+  readonly requestId: string | undefined
+  finished: boolean
+}
+
+/** What happened to one request, for settlement and the generation record. */
+export interface Outcome {
+  readonly endpoint: Endpoint | undefined
+  readonly assembler: Encoder | undefined
+  readonly status: "completed" | "incomplete" | "failed" | "cancelled"
+  readonly error?: { readonly message: string; readonly status: number; readonly previousErrors?: ReadonlyArray<PreviousError> }
+  readonly firstTokenAt: number | undefined
+  /** Nothing came from upstream (no byte, no usage): recorded at $0, whatever ended it. */
+  readonly nothingCame?: boolean
+}
+
+const NO_USAGE: Usage = { inputTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 }
+
+/**
+ * What a request is charged for on `endpoint`: the upstream's usage (the estimate of what was
+ * produced when it gave none, or counts that are not counts), never past the bounds it was
+ * reserved for, so a key is never charged more than its reservation.
+ */
+export const chargedUsage = (prepared: Prepared, endpoint: Endpoint, assembler: Encoder | undefined): Usage => {
+  let usage = assembler?.usage
+  if (usage === undefined) {
+    // No usage from upstream (aborted or failed mid-way, or untrustworthy): the estimate of what was produced.
+    const produced = (assembler?.completionText.length ?? 0) + (assembler?.reasoningText.length ?? 0)
+    usage = {
+      inputTokens: prepared.estimatedInputTokens,
+      cachedTokens: 0,
+      cacheWriteTokens: 0,
+      outputTokens: produced === 0 ? 0 : estimateTokens(produced),
+      reasoningTokens: 0,
+    }
+  }
+  return capUsage(usage, inputBound(prepared.promptBound, endpoint), outputBound(prepared.request, endpoint).total)
+}
+
+export interface FinishDeps {
+  readonly generationStore: GenerationStore
+  readonly runPromise: (effect: Effect.Effect<void, unknown, Spend>) => Promise<void>
+  readonly lifecycle: RequestLifecycle
+  readonly log: ErrorLog
+}
+
+/** Settles and records; returns, with durable answers, the promise of both being committed (else undefined). Never throws. */
+export type Finish = (life: RequestLife, streamed: boolean, outcome: Outcome) => Promise<void> | undefined
+
+export const makeFinish = (deps: FinishDeps): Finish => {
+  const { generationStore, runPromise, lifecycle } = deps
+  const durable = generationStore.durable
+  const log = (life: RequestLife, msg: string, error?: unknown) =>
+    deps.log({ requestId: life.requestId, generationId: life.generationId }, msg, error)
+
+  const finish = (life: RequestLife, streamed: boolean, outcome: Outcome): Promise<void> | undefined => {
+    if (life.finished) return undefined
+    life.finished = true
+    const { prepared, generationId, startedAt } = life
+    const { assembler, endpoint } = outcome
+    const counted = endpoint !== undefined && outcome.nothingCame !== true
+    const usage = counted ? chargedUsage(prepared, endpoint, assembler) : NO_USAGE
+    const cost = counted ? Math.max(0, costOf(endpoint.pricing, usage)) : 0
+    const isByok = endpoint?.isByok ?? false
+    const now = Date.now()
+    if (endpoint === undefined && Option.isNone(prepared.reservation)) return undefined
+    let entry: GenerationEntry | undefined
+    if (endpoint !== undefined) {
+      const row: Types.Mutable<GenerationEntry> = {
+        id: generationId,
+        keyHash: prepared.principal.hash,
+        userId: prepared.principal.userId,
+        workspaceId: prepared.principal.workspaceId,
+        model: endpoint.modelId,
+        providerName: endpoint.provider.id,
+        upstreamModel: endpoint.upstreamModel,
+        createdAt: isoTime(startedAt),
+        streamed,
+        cancelled: outcome.status === "cancelled",
+        finishReason: assembler?.finishReason ?? null,
+        sessionId: prepared.sessionId,
+        inputTokens: usage.inputTokens,
+        cachedTokens: usage.cachedTokens,
+        cacheWriteTokens: usage.cacheWriteTokens,
+        outputTokens: usage.outputTokens,
+        reasoningTokens: usage.reasoningTokens,
+        totalCost: cost,
+        isByok,
+        generationTimeMs: Math.round(now - startedAt),
+        latencyMs: outcome.firstTokenAt === undefined ? null : Math.round(outcome.firstTokenAt - startedAt),
+        status: outcome.status,
+        usageEstimated: counted && assembler?.usage === undefined,
+        httpReferer: prepared.httpReferer,
+        appTitle: prepared.appTitle,
+        userAgent: prepared.userAgent,
+      }
+      // Assigned, not spread: a spread is a builtin call, and this runs once per request.
+      if (outcome.error) {
+        const error: Types.Mutable<NonNullable<GenerationEntry["error"]>> = {
+          message: outcome.error.message,
+          status: outcome.error.status,
+          providerName: endpoint.provider.id,
+        }
+        if (outcome.error.previousErrors !== undefined) error.previousErrors = outcome.error.previousErrors
+        row.error = error
+      }
+      if (prepared.storeContent) {
+        row.content = {
+          input: storedInput(prepared.request),
+          output: {
+            completion: assembler?.completionText ?? null,
+            reasoning: assembler && assembler.reasoningText !== "" ? assembler.reasoningText : null,
+          },
+        }
+      }
+      entry = row
+    }
+    if (entry !== undefined && Option.isNone(prepared.reservation)) {
+      // Nothing held: one push onto the ledger queue, no fiber (the common, unlimited-key case).
+      if (durable) return recordAndWait(life, entry)
+      if (!generationStore.recordSync(entry)) log(life, "generation recorded after shutdown")
+      return undefined
+    }
+    const countsForKey = !isByok || prepared.principal.key.include_byok_in_limit === 1
+    const actualUsd = countsForKey ? cost : 0
+    if (entry !== undefined && Option.isSome(prepared.reservation)) {
+      // On a SQLite file the ledger settles the hold in the transaction that writes the row: no fiber.
+      let settled: () => void = () => undefined
+      const done = new Promise<void>((resolve) => {
+        settled = resolve
+      })
+      if (generationStore.recordSettled(entry, { ...prepared.reservation.value, actualUsd }, settled)) {
+        lifecycle.settlingOn(done)
+        return durable ? done : undefined
+      }
+    }
+    const program = Effect.gen(function* () {
+      const spend = yield* Spend
+      const settle = Option.isSome(prepared.reservation) ? spend.settle(prepared.reservation.value, actualUsd) : Effect.void
+      if (entry === undefined) return yield* settle
+      // Release the hold only once the ledger row that replaces it is durable: credits are
+      // computed from the ledger, and in between the spend would be counted nowhere.
+      yield* generationStore.recordDurable(entry).pipe(Effect.ensuring(settle))
+    })
+    const done: Promise<void> = runPromise(program).then(
+      () => undefined,
+      (e: unknown) => log(life, "settling a request failed", e),
+    )
+    lifecycle.settlingOn(done)
+    return durable ? done : undefined
+  }
+
+  /** `recordSync` that resolves once the row's batch has committed (or been given up on, which is logged). */
+  const recordAndWait = (life: RequestLife, entry: GenerationEntry): Promise<void> =>
+    new Promise<void>((resolve) => {
+      if (generationStore.recordSync(entry, resolve)) return
+      log(life, "generation recorded after shutdown")
+      resolve()
+    })
+
+  return finish
+}

@@ -1,0 +1,31 @@
+/**
+ * Post-model stages (issue 22 §1): over the upstream's normalized events before the encoder sees
+ * them (response healing, annotations). A stage starts per request when it applies to it; none
+ * is built yet, so a request gets no per-batch step at all (`postModelFor` is undefined).
+ */
+import type { ResponsesRequest } from "../domain/responses.js"
+import type { ProviderEvent } from "../providers/types.js"
+
+/** One request's run of a stage: each upstream batch → the batch the next stage (or the encoder) gets. */
+export type PostModelRun = (events: ReadonlyArray<ProviderEvent>) => ReadonlyArray<ProviderEvent>
+
+export interface PostModelStage {
+  readonly name: string
+  /** Its run for `request`, or undefined when it does not apply (e.g. its plugin is not enabled). */
+  readonly start: (request: ResponsesRequest) => PostModelRun | undefined
+}
+
+/** The post-model stages, in order: one line per stage. */
+export const postModelStages: ReadonlyArray<PostModelStage> = []
+
+/** The stages that apply to `request`, composed; undefined when none does (the common case). */
+export const postModelFor = (request: ResponsesRequest, stages: ReadonlyArray<PostModelStage> = postModelStages): PostModelRun | undefined => {
+  let composed: PostModelRun | undefined
+  for (const stage of stages) {
+    const run = stage.start(request)
+    if (run === undefined) continue
+    const before = composed
+    composed = before === undefined ? run : (events) => run(before(events))
+  }
+  return composed
+}

@@ -1,0 +1,87 @@
+/**
+ * The pre-model stages' contract (issue 22 §1): each stage reads the request as the stages before
+ * it left it and may rewrite it, narrow or replace the route plan, block (an ApiError: a 403 with
+ * its pipeline entry, a 400), or add a `service_metadata.pipeline` entry. A stage is plain code
+ * (it runs per request); a read it needs that is not in memory is `Missing`, loaded on the
+ * runtime, and the stages run again from the start (they are pure over the request and `Loaded`).
+ *
+ * In order: preset.ts, guardrails.ts, then one stage per plugin of the request (plugins/index.ts).
+ * Routing runs when a stage needs the plan and again after a stage rewrote the request; the money
+ * (money.ts) is worked out on the request as the last stage left it.
+ */
+import type { ApiError } from "../domain/errors.js"
+import type { ResponsesRequest } from "../domain/responses.js"
+import type { RoutePlan } from "../routing/Router.js"
+import type { PrincipalShape } from "../services/Auth.js"
+import type { WorkspaceSettings } from "../services/ContentPolicy.js"
+import type { ClientFormat } from "./format.js"
+import type { Loaded, Missing } from "./ingress.js"
+
+/** One entry of `service_metadata.pipeline` (the contract's guardrail stage object is one kind). */
+export interface PipelineEntry {
+  readonly type: string
+  readonly name: string
+  readonly summary: string
+  readonly [field: string]: unknown
+}
+
+/** What routing reads beside the request: the preset it was built from and the model as the caller wrote it. */
+export interface RouteHints {
+  readonly preset: string | undefined
+  readonly requested: string | undefined
+  readonly fromPreset?: { readonly model: boolean; readonly models: boolean }
+}
+
+/** A stage's changes; what it leaves out stays as it was. */
+export interface StageChange {
+  /** The request rewritten: routed again unless `plan` comes with it. */
+  readonly request?: ResponsesRequest
+  readonly hints?: RouteHints
+  /** The route plan narrowed or replaced. */
+  readonly plan?: RoutePlan
+  readonly entry?: PipelineEntry
+}
+
+export type StageOutcome = StageChange | ApiError | Missing | undefined
+
+/** The request as it passes through the stages (one per request, made again when a read is loaded). */
+export interface StageState {
+  readonly format: ClientFormat
+  readonly headers: Headers
+  readonly principal: PrincipalShape
+  readonly settings: WorkspaceSettings
+  readonly loaded: Loaded
+  /** The body as ingress parsed it (in the client format's shape). */
+  readonly body: unknown
+  readonly withMetadata: boolean
+  readonly metadataAlias: boolean
+  request: ResponsesRequest
+  hints: RouteHints | undefined
+  /** Undefined until routed, and again after a stage rewrote the request without a plan. */
+  plan: RoutePlan | undefined
+  /** A stage past the preset rewrote the request: the money is worked out on the request, not the body text. */
+  rewritten: boolean
+  /** `service_metadata.pipeline`; undefined while no stage added to it (the common case: no array). */
+  pipeline: Array<PipelineEntry> | undefined
+}
+
+export interface PreModelStage {
+  readonly name: string
+  /** It reads the route plan (the candidates): the request is routed before it runs. */
+  readonly needsPlan: boolean
+  readonly run: (state: StageState) => StageOutcome
+}
+
+/** Applies a stage's change to the state. */
+export const applyChange = (state: StageState, change: StageChange, byPreset: boolean): void => {
+  if (change.request !== undefined) {
+    state.request = change.request
+    state.plan = change.plan
+    if (!byPreset) state.rewritten = true
+  } else if (change.plan !== undefined) state.plan = change.plan
+  if (change.hints !== undefined) state.hints = change.hints
+  if (change.entry !== undefined) {
+    if (state.pipeline === undefined) state.pipeline = [change.entry]
+    else state.pipeline.push(change.entry)
+  }
+}

@@ -1,0 +1,154 @@
+/**
+ * The turn runner: one model turn is the route plan's attempts in order, failing over while a
+ * failure is retryable and nothing has reached the client (before the first byte). A request
+ * may run several turns (the server-tool loop and fusion will); the data plane runs one today.
+ * Plain code: the attempt loop is per request (DESIGN §4).
+ */
+import { Either } from "effect"
+import { type ApiError, RequestTimeout } from "../domain/errors.js"
+import type { PreviousError } from "../domain/generations.js"
+import type { PlainAbort } from "../providers/abort.js"
+import { providerFor } from "../providers/index.js"
+import { ProviderError, type UpstreamCall } from "../providers/types.js"
+import type { ResponsesRequest } from "../domain/responses.js"
+import type { RoutePlan, Router } from "../routing/Router.js"
+import type { Endpoint } from "../services/Catalog.js"
+import { toNormalizedRequest } from "../http/responses/normalize.js"
+import { apiErrorOf, asProviderError, isRetryable } from "../http/responses/upstream-errors.js"
+import { outputBound } from "../http/responses/bounds.js"
+import type { RequestTrace } from "../http/metrics.js"
+import type { Outcome } from "./finish.js"
+
+/** The request's own deadline passed (the abort's reason). */
+export class DeadlineExceeded extends Error {}
+
+/** One attempt, for `service_metadata.attempts`. */
+export interface Attempt {
+  readonly model: string
+  readonly provider: string
+  readonly status: number
+}
+
+/** nginx's "client closed request": the record of a request its client left before any answer. */
+const CLIENT_CLOSED = 499
+const CLIENT_CLOSED_MESSAGE = "The client closed the request before the answer began"
+
+/** The HTTP-ish status an attempt ended with, for `service_metadata.attempts`. */
+export const statusOfFailure = (e: ProviderError) =>
+  e.upstreamStatus ?? (e.kind === "timeout" ? 524 : e.kind === "overloaded" ? 529 : e.kind === "rate_limited" ? 429 : 502)
+
+/** A turn's upstream call that answered, or the refusal for the caller and what finish records. */
+export type TurnResult =
+  | { readonly call: UpstreamCall; readonly endpoint: Endpoint; readonly attemptStartedAt: number; readonly refused?: never }
+  | { readonly refused: ApiError; readonly outcome: Outcome }
+
+export interface TurnOptions {
+  readonly streaming: boolean
+  /** Aborted when the client goes away or the request's deadline passes (reason `DeadlineExceeded`). */
+  readonly upstreamAbort: PlainAbort
+  readonly trace: RequestTrace | undefined
+  /** Unix ms the request started: the first attempt's start. */
+  readonly startedAt: number
+  /** The turn's attempts are pushed here (service_metadata reads them). */
+  readonly attempts: Array<Attempt>
+}
+
+export const makeTurnRunner = (deps: {
+  readonly router: Router
+  readonly upstreamLimits: { readonly bodyBytes: number; readonly eventBytes: number }
+  readonly deadlineMessage: string
+}) => {
+  const { router, upstreamLimits, deadlineMessage } = deps
+
+  /** Runs one model turn of `request` over `plan`. Never throws for an upstream's failure. */
+  const runTurn = async (request: ResponsesRequest, plan: RoutePlan, options: TurnOptions): Promise<TurnResult> => {
+    const { streaming, trace, startedAt, attempts } = options
+    const upstreamAbort = options.upstreamAbort
+    // Before the first byte: try each candidate in order while failures are retryable.
+    let call: UpstreamCall | undefined
+    let endpoint: Endpoint | undefined
+    let lastError: ProviderError | undefined
+    let attemptStartedAt = startedAt
+    // The endpoint a call was in flight to when the client left or our deadline passed, after its
+    // answer had begun to arrive: it is charged. Before that nothing came, and nothing is charged.
+    let inFlight: Endpoint | undefined
+    // The last endpoint tried: the record of a request no endpoint answered names it.
+    let tried: Endpoint | undefined
+    // Failed attempts, for the record's `previous_errors` (only on failure: no allocation otherwise).
+    let failures: Array<PreviousError> | undefined
+    for (const candidate of plan.candidates) {
+      // Always bound the answer by what was reserved for it (outputBound), never by the upstream's default.
+      const normalized = toNormalizedRequest(request, candidate.upstreamModel, outputBound(request, candidate).answer)
+      if (Either.isLeft(normalized)) {
+        return {
+          refused: normalized.left,
+          outcome: {
+            endpoint: candidate,
+            assembler: undefined,
+            status: "failed",
+            error: { message: normalized.left.message, status: normalized.left.status },
+            firstTokenAt: undefined,
+            nothingCame: true,
+          },
+        }
+      }
+      tried = candidate
+      attemptStartedAt = Date.now()
+      trace?.attempt(candidate.provider.id, candidate.modelId)
+      try {
+        call = await providerFor(candidate.provider.kind).open(normalized.right, candidate.provider, {
+          stream: streaming,
+          signal: upstreamAbort.signal,
+          apiKey: candidate.apiKey,
+          limits: upstreamLimits,
+        })
+        endpoint = candidate
+        attempts.push({ model: candidate.modelId, provider: candidate.provider.id, status: 200 })
+        break
+      } catch (e) {
+        if (upstreamAbort.signal.aborted) {
+          if (e instanceof ProviderError && e.answerBegun) inFlight = candidate
+          break
+        }
+        lastError = asProviderError(e)
+        attempts.push({ model: candidate.modelId, provider: candidate.provider.id, status: statusOfFailure(lastError) })
+        failures ??= []
+        failures.push({ code: statusOfFailure(lastError), message: lastError.message, providerName: candidate.provider.id })
+        router.recordFailure(candidate, lastError.kind)
+        // allow_fallbacks: false is already in the plan (only the first choice set is a candidate).
+        if (!isRetryable(lastError)) break
+      } finally {
+        trace?.answered()
+      }
+    }
+
+    if (call === undefined || endpoint === undefined) {
+      const deadlineHit = upstreamAbort.signal.reason instanceof DeadlineExceeded
+      const cancelled = !deadlineHit && upstreamAbort.signal.aborted
+      const last = attempts[attempts.length - 1]
+      // What the caller gets, and what the record says (the attempts before it as previous errors).
+      const answer: ApiError = deadlineHit
+        ? new RequestTimeout({ message: deadlineMessage })
+        : apiErrorOf(lastError ?? new ProviderError("connection", "no endpoint answered"), last?.provider ?? "upstream")
+      const previousErrors = cancelled || deadlineHit ? failures : failures?.slice(0, -1)
+      const outcome: Outcome = {
+        endpoint: inFlight ?? tried,
+        assembler: undefined,
+        status: cancelled ? "cancelled" : "failed",
+        error: {
+          message: cancelled ? CLIENT_CLOSED_MESSAGE : answer.message,
+          status: cancelled ? CLIENT_CLOSED : answer.status,
+          ...(previousErrors === undefined || previousErrors.length === 0 ? {} : { previousErrors }),
+        },
+        firstTokenAt: undefined,
+        // A call cut after its answer began is charged its input; before, nothing came from upstream.
+        nothingCame: inFlight === undefined,
+      }
+      return { refused: answer, outcome }
+    }
+    return { call, endpoint, attemptStartedAt }
+
+  }
+
+  return { runTurn } as const
+}

@@ -1,0 +1,157 @@
+/**
+ * The pre-model stages (issue 22 §1): the plugin registry holds one stage per plugin id of the
+ * contract; a plugin not built is a 400 naming it, `enabled: false` skips it; a stage may rewrite
+ * the request (routed and priced again), narrow the plan, block, or add a pipeline entry.
+ */
+import { describe, expect, test } from "bun:test"
+import { Context, Effect, Exit } from "effect"
+import { BadRequest, Forbidden } from "../../src/domain/errors.js"
+import { decodeResponsesRequest, pluginIds } from "../../src/domain/responses.js"
+import { Either } from "effect"
+import { type PluginRegistry, plugins } from "../../src/pipeline/plugins/index.js"
+import type { PluginStage } from "../../src/pipeline/plugins/plugin.js"
+import { makePreparer, type Preparation, type Prepared } from "../../src/pipeline/pre-model.js"
+import { Router } from "../../src/routing/Router.js"
+import { ContentPolicy } from "../../src/services/ContentPolicy.js"
+import { Guardrails } from "../../src/services/Guardrails.js"
+import { KeyStore } from "../../src/services/KeyStore.js"
+import { PresetStore } from "../../src/services/PresetStore.js"
+import { Spend } from "../../src/services/Spend.js"
+import { Users } from "../../src/services/Users.js"
+import { useGateway } from "../support/gateway.js"
+import { useServices } from "../support/services.js"
+
+const services = useServices()
+const gw = useGateway()
+
+const preparerWith = async (registry: PluginRegistry) => {
+  const rt = await services().runtime()
+  return makePreparer(
+    {
+      keys: Context.get(rt.context, KeyStore),
+      policy: Context.get(rt.context, ContentPolicy),
+      presets: Context.get(rt.context, PresetStore),
+      router: Context.get(rt.context, Router),
+      guardrails: Context.get(rt.context, Guardrails),
+      spend: Context.get(rt.context, Spend),
+    },
+    undefined,
+    registry,
+  )
+}
+
+const newKey = () =>
+  services().runPromise(
+    Effect.gen(function* () {
+      const userId = `user_${crypto.randomUUID().slice(0, 8)}`
+      const workspaceId = yield* (yield* Users).ensure(userId)
+      return yield* (yield* KeyStore).create({ userId, workspaceId, name: "stages", limit: null, limitReset: null, includeByokInLimit: false })
+    }),
+  )
+
+const complete = async (p: Preparation): Promise<Prepared | { readonly refused: string; readonly message: string }> => {
+  if (p.ready !== undefined) return p.ready
+  if (p.refused !== undefined) return { refused: p.refused._tag, message: p.refused.message }
+  const exit = await services().runPromiseExit(p.pending)
+  if (Exit.isSuccess(exit)) return exit.value
+  if (exit.cause._tag === "Fail") return { refused: exit.cause.error._tag, message: exit.cause.error.message }
+  throw new Error("defect")
+}
+
+const prepared = async (registry: PluginRegistry, json: unknown) => {
+  const { secret } = await newKey()
+  const preparer = await preparerWith(registry)
+  return complete(preparer.prepare(new Headers({ authorization: `Bearer ${secret}`, "x-service-metadata": "enabled" }), JSON.stringify(json)))
+}
+
+/** A registry where `web` is the given stage (the others as built). */
+const withWeb = (web: PluginStage<"web">): PluginRegistry => ({ ...plugins, web })
+
+describe("the plugin registry", () => {
+  test("every plugin id of the contract has its stage, and only those", () => {
+    expect(Object.keys(plugins).sort()).toEqual([...pluginIds].sort())
+    for (const id of pluginIds) expect(plugins[id].id).toBe(id)
+  })
+
+  for (const id of pluginIds) {
+    test(`plugin ${id}, not built, is refused with 400 naming it`, async () => {
+      const res = await gw().fetch("/v1/responses", { method: "POST", json: { model: "demo/echo", input: "hi", plugins: [{ id }] } })
+      const body = (await res.json()) as { error: { code: number; message: string } }
+      expect(res.status).toBe(400)
+      expect(body.error).toEqual({ code: 400, message: `Invalid request: plugins[0]: plugin ${id} is not available on this gateway` })
+    })
+  }
+
+  test("enabled: false skips a plugin: the request is served", async () => {
+    const res = await gw().fetch("/v1/responses", {
+      method: "POST",
+      json: { model: "demo/echo", input: "hi", plugins: [{ id: "web", enabled: false }, { id: "fusion", enabled: false }] },
+    })
+    expect(res.status).toBe(200)
+  })
+
+  test("the second plugin is named by its index", async () => {
+    const res = await gw().fetch("/v1/responses", {
+      method: "POST",
+      json: { model: "demo/echo", input: "hi", plugins: [{ id: "web", enabled: false }, { id: "moderation" }] },
+    })
+    expect(((await res.json()) as { error: { message: string } }).error.message).toContain("plugins[1]: plugin moderation")
+  })
+})
+
+describe("what a pre-model stage may do", () => {
+  test("add a service_metadata.pipeline entry: it reaches the answer's metadata", async () => {
+    const entry = { type: "plugin", name: "web", summary: "searched the web" }
+    const registry = withWeb({ id: "web", needsPlan: false, run: () => ({ entry }) })
+    const p = await prepared(registry, { model: "demo/echo", input: "hi", plugins: [{ id: "web" }] })
+    expect("pipeline" in p && p.pipeline).toEqual([entry])
+  })
+
+  test("rewrite the request: it is routed again and priced on the rewritten request", async () => {
+    const longer = Either.getOrThrow(decodeResponsesRequest({ model: "demo/free", input: "x".repeat(4000) }))
+    const registry = withWeb({ id: "web", needsPlan: false, run: () => ({ request: longer }) })
+    const p = await prepared(registry, { model: "demo/echo", input: "hi", plugins: [{ id: "web" }] })
+    if (!("plan" in p)) throw new Error(JSON.stringify(p))
+    expect(p.plan.requested).toBe("demo/free")
+    expect(p.request).toBe(longer)
+    // Estimated on the request as the stage left it (4,000 characters), not the short body.
+    expect(p.estimatedInputTokens).toBeGreaterThanOrEqual(1000)
+  })
+
+  test("narrow the route plan: a stage that reads the plan is routed first, its plan is the one used", async () => {
+    const registry = withWeb({
+      id: "web",
+      needsPlan: true,
+      run: (_config, state) => {
+        const plan = state.plan
+        if (plan === undefined) throw new Error("not routed before a stage that reads the plan")
+        return { plan: { ...plan, candidates: plan.candidates.slice(1) } }
+      },
+    })
+    const p = await prepared(registry, { model: "demo/echo", input: "hi", plugins: [{ id: "web" }] })
+    if (!("plan" in p)) throw new Error(JSON.stringify(p))
+    expect(p.plan.candidates.map((e) => e.provider.id)).toEqual(["fake-backup"])
+  })
+
+  test("block: the stage's error is the answer, and nothing is held", async () => {
+    const registry = withWeb({ id: "web", needsPlan: false, run: () => new Forbidden({ message: "blocked by web" }) })
+    expect(await prepared(registry, { model: "demo/echo", input: "hi", plugins: [{ id: "web" }] })).toEqual({
+      refused: "Forbidden",
+      message: "blocked by web",
+    })
+  })
+
+  test("a stage reads the plugin's own config", async () => {
+    const seen: Array<unknown> = []
+    const registry = withWeb({
+      id: "web",
+      needsPlan: false,
+      run: (config) => {
+        seen.push(config)
+        return new BadRequest({ message: "stop" })
+      },
+    })
+    await prepared(registry, { model: "demo/echo", input: "hi", plugins: [{ id: "web", max_results: 3 }] })
+    expect(seen).toEqual([{ id: "web", enabled: true, max_results: 3 }])
+  })
+})
