@@ -2,13 +2,14 @@
  * The JSON config file (`GATEWAY_CONFIG`): the catalog of providers and models, and switches.
  * Decoded once at start; a bad file stops start-up with the file, the path inside it and the rule.
  */
+import { providerKinds } from "../providers/kinds.js"
 import { Schema } from "effect"
 
 const nonEmpty = Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
 const nonNegative = Schema.Number.pipe(Schema.nonNegative({ message: () => "must be a number ≥ 0" }))
 const positiveInt = Schema.Int.pipe(Schema.positive({ message: () => "must be a positive integer" }))
 
-export const ProviderKind = Schema.Literal("openai-chat", "openai-responses", "anthropic", "fake")
+export const ProviderKind = Schema.Literal(...providerKinds)
 
 export const ProviderEntry = Schema.Struct({
   id: nonEmpty,

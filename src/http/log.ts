@@ -133,13 +133,13 @@ export const loggerLayer = (level: LogLevelName) =>
 export type ErrorLog = (ids: { readonly requestId?: string; readonly generationId?: string }, msg: string, error?: unknown) => void
 
 /** The request path's error log, in the request lines' shape; silent at level `none`. */
-export const makeErrorLog = (level: LogLevelName): ErrorLog => {
+export const makeErrorLog = (level: LogLevelName, writer: LineWriter = logWriter): ErrorLog => {
   if (RANK[level] >= RANK.none) return () => undefined
   return (ids, msg, error) => {
     const line: Record<string, unknown> = { time: isoTime(Date.now()), level: "error", msg }
     if (ids.requestId !== undefined) line["request_id"] = ids.requestId
     if (ids.generationId !== undefined && ids.generationId !== "") line["generation_id"] = ids.generationId
     if (error !== undefined) line["error"] = error instanceof Error ? (error.stack ?? error.message) : String(error)
-    logWriter.write(JSON.stringify(line))
+    writer.write(JSON.stringify(line))
   }
 }

@@ -53,7 +53,8 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
   const { settings, lifecycle, log } = options
   const maxBody = settings.maxBodyBytes
   const deadlineMessage = `The request exceeded the gateway's deadline of ${settings.requestTimeoutMs} ms`
-  const deadlines = new Deadlines(settings.requestTimeoutMs)
+  const deadlineFailed = (e: unknown) => log({}, "a request deadline's handler failed", e)
+  const deadlines = new Deadlines(settings.requestTimeoutMs, undefined, deadlineFailed)
   const runExit = Runtime.runPromiseExit(runtime)
   const runPromise = Runtime.runPromise(runtime)
   const generationStore = Runtime.runSync(runtime)(GenerationStore)
@@ -83,7 +84,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     lifecycle,
     finish,
     // A stream whose client has read nothing for this long is cut: armed only while a write waits on the client.
-    stalls: new Deadlines(settings.stallTimeoutMs),
+    stalls: new Deadlines(settings.stallTimeoutMs, undefined, deadlineFailed),
     // ledger.durable_answers: an answer's last byte waits for the commit of its record (finish's promise).
     durable: generationStore.durable,
     // While waiting long for the first token, a comment line keeps proxies from closing the stream.
@@ -159,8 +160,12 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     // Set once the answer begins: a stream's relay sets its cut for the deadline there.
     let answering: Answering | undefined
     const deadline = deadlines.add(() => {
-      upstreamAbort.abort(new DeadlineExceeded())
-      answering?.cutOnDeadline?.()
+      try {
+        upstreamAbort.abort(new DeadlineExceeded())
+        answering?.cutOnDeadline?.()
+      } catch (e) {
+        log({ requestId: trace?.id, generationId }, "ending a request at its deadline failed", e)
+      }
     })
     const cleanup = () => {
       deadlines.remove(deadline)

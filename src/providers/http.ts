@@ -426,6 +426,7 @@ const openUpstream = async (
 }
 
 /** A `Provider` for an HTTP wire format. */
-export const httpProvider = (wire: WireFormat, transport: Transport = sharedTransport()): Provider => ({
-  open: (request, config, options) => openUpstream(transport, wire, request, config, options),
-})
+export const httpProvider = (wire: WireFormat, transport: Transport = sharedTransport()): Provider => {
+  const provider: Provider = { open: (request, config, options) => openUpstream(transport, wire, request, config, options) }
+  return wire.thinkingTokens === undefined ? provider : { ...provider, thinkingTokens: wire.thinkingTokens }
+}

@@ -3,13 +3,15 @@ import { anthropicProvider } from "./anthropic/adapter"
 import { fakeProvider } from "./fake"
 import { openAiChatProvider } from "./openai-chat/adapter"
 import { openAiResponsesProvider } from "./openai-responses/adapter"
-import type { Provider, ProviderConfig } from "./types"
+import type { ProviderKind } from "./kinds"
+import type { Provider } from "./types"
 
-const PROVIDERS: Record<ProviderConfig["kind"], Provider> = {
+/** One provider per kind (a kind missing here is a compile error). */
+const PROVIDERS: Record<ProviderKind, Provider> = {
   "openai-chat": openAiChatProvider,
   "openai-responses": openAiResponsesProvider,
   anthropic: anthropicProvider,
   fake: fakeProvider,
 }
 
-export const providerFor = (kind: ProviderConfig["kind"]): Provider => PROVIDERS[kind]
+export const providerFor = (kind: ProviderKind): Provider => PROVIDERS[kind]

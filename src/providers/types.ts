@@ -7,6 +7,7 @@
  * client's stream. Everything here is plain data: per-chunk work on the hot path is plain
  * functions (an Effect Stream step costs 15-20 µs per chunk, DESIGN §4).
  */
+import type { ProviderKind } from "./kinds"
 
 import type { AbortLike } from "./abort"
 
@@ -148,7 +149,7 @@ export class ProviderError extends Error {
 /** One provider from the config file. */
 export interface ProviderConfig {
   readonly id: string
-  readonly kind: "openai-chat" | "openai-responses" | "anthropic" | "fake"
+  readonly kind: ProviderKind
   readonly base_url?: string
   /** The env var holding the upstream API key. */
   readonly api_key_env?: string
@@ -218,4 +219,9 @@ export interface UpstreamCall {
  */
 export interface Provider {
   readonly open: (request: NormalizedRequest, config: ProviderConfig, options: CallOptions) => Promise<UpstreamCall>
+  /**
+   * Output tokens the upstream may spend thinking on top of the answer's maximum for `reasoning`
+   * (Anthropic's thinking budget); absent: none. The reservation bounds the answer with it.
+   */
+  readonly thinkingTokens?: (reasoning: ReasoningConfig | undefined) => number
 }

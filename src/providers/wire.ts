@@ -3,7 +3,7 @@
  * where to send, which headers, how to build the body, and how to read the answer.
  */
 import type { SseEvent } from "./sse"
-import type { NormalizedRequest, ProviderConfig, ProviderEvent } from "./types"
+import type { NormalizedRequest, ProviderConfig, ProviderEvent, ReasoningConfig } from "./types"
 
 /** Turns one upstream stream into events; one instance per call, fed in order. */
 export interface StreamTranslator {
@@ -39,4 +39,6 @@ export interface WireFormat {
   /** Events of a non-streamed answer; throws a `ProviderError` when the body reports a failure. */
   readonly fromJson: (json: unknown) => Array<ProviderEvent>
   readonly translator: () => StreamTranslator
+  /** Output tokens the upstream may spend thinking on top of the answer's maximum (`Provider.thinkingTokens`). */
+  readonly thinkingTokens?: (reasoning: ReasoningConfig | undefined) => number
 }

@@ -315,7 +315,7 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
       )
 
     return {
-      /** `ledger.durable_answers`: answers wait for their records' commit (src/http/responses/route.ts). */
+      /** `ledger.durable_answers`: answers wait for their records' commit (src/pipeline/egress.ts, finish.ts). */
       durable: eager,
       record,
       recordSync,

@@ -28,7 +28,7 @@ const EXPECTED: Record<string, number> = {
 
 describe("the error table", () => {
   test("every caller-visible error is in it once, with its status", () => {
-    const rows = apiErrorClasses.map((C) => [C._tag, new C({ message: "m" }).status] as const)
+    const rows = apiErrorClasses.map((C) => [C._tag, new C({ message: "m" }).status as number] as const)
     expect(Object.fromEntries(rows)).toEqual(EXPECTED)
     expect(new Set(rows.map(([tag]) => tag)).size).toBe(rows.length)
   })

@@ -10,7 +10,7 @@ import { BadRequest } from "../../src/domain/errors.js"
 import { decodeResponsesRequest } from "../../src/domain/responses.js"
 import { formats } from "../../src/formats/index.js"
 import { responsesFormat } from "../../src/formats/responses/index.js"
-import type { ClientFormat } from "../../src/pipeline/format.js"
+import type { ClientFormat, Encoder, FinishExtras } from "../../src/pipeline/format.js"
 import { expectError, startTestGateway, type TestGateway } from "../support/gateway.js"
 
 /** A format of its own envelope (`{toy: {status, reason}}`) whose body carries the prompt as `say`. */
@@ -21,9 +21,45 @@ const toyFormat: ClientFormat = {
     if (typeof say !== "string") return Either.left(new BadRequest({ message: "Invalid request: say: must be a string" }))
     return decodeResponsesRequest({ model: "demo/echo", input: say, provider: { order: ["fake"] }, stream: (body as { stream?: unknown }).stream === true })
   },
-  encoder: responsesFormat.encoder,
+  encoder: (request, options) => recording(responsesFormat.encoder(request, options)),
   errorBody: (e) => JSON.stringify({ toy: { status: e.status, reason: e.message } }),
 }
+
+/** What the route handed the toy encoder when its answers ended (the latest last). */
+const extrasSeen: Array<FinishExtras | undefined> = []
+
+/** The Responses encoder, recording the extras of `finish` and `fail`. */
+const recording = (inner: Encoder): Encoder => ({
+  start: () => inner.start(),
+  push: (events, from, to) => inner.push(events, from, to),
+  finish: (extras) => {
+    extrasSeen.push(extras)
+    return inner.finish(extras)
+  },
+  fail: (failure, extras) => {
+    extrasSeen.push(extras)
+    return inner.fail(failure, extras)
+  },
+  result: () => inner.result(),
+  get status() {
+    return inner.status
+  },
+  get ended() {
+    return inner.ended
+  },
+  get usage() {
+    return inner.usage
+  },
+  get finishReason() {
+    return inner.finishReason
+  },
+  get completionText() {
+    return inner.completionText
+  },
+  get reasoningText() {
+    return inner.reasoningText
+  },
+})
 
 let gw: TestGateway & { stop: () => Promise<void> }
 beforeAll(async () => {
@@ -118,5 +154,33 @@ describe("data-plane auth: Anthropic clients' headers", () => {
       headers: { "x-api-key": gw.adminKey },
     })
     expect(res.status).toBe(401)
+  })
+})
+
+describe("routing metadata reaches every format's encoder (FinishExtras)", () => {
+  for (const stream of [false, true]) {
+    test(`${stream ? "stream" : "JSON"}: with X-Service-Metadata, the encoder gets service_metadata, usage and cost`, async () => {
+      await (await toy({ say: "hello", stream }, { headers: { "x-service-metadata": "enabled" } })).text()
+      const extras = extrasSeen.at(-1)
+      expect(extras?.serviceMetadata).toMatchObject({ requested: "demo/echo", attempts: [{ provider: "fake", status: 200 }] })
+      expect(extras?.metadataAlias).toBeUndefined()
+      expect(extras?.cost).toBeGreaterThan(0)
+      expect(extras?.isByok).toBe(false)
+    })
+
+    test(`${stream ? "stream" : "JSON"}: with the SDK's header, the alias is asked for too`, async () => {
+      await (await toy({ say: "hello", stream }, { headers: { "x-openrouter-metadata": "enabled" } })).text()
+      expect(extrasSeen.at(-1)).toMatchObject({ serviceMetadata: { requested: "demo/echo" }, metadataAlias: true })
+    })
+
+    test(`${stream ? "stream" : "JSON"}: without either header, no metadata`, async () => {
+      await (await toy({ say: "hello", stream })).text()
+      expect(extrasSeen.at(-1)?.serviceMetadata).toBeUndefined()
+    })
+  }
+
+  test("a failure after the first byte hands the metadata to the format's failure too", async () => {
+    await (await toy({ say: "one two three [fail-mid]", stream: true }, { headers: { "x-service-metadata": "enabled" } })).text()
+    expect(extrasSeen.at(-1)?.serviceMetadata).toMatchObject({ requested: "demo/echo" })
   })
 })

@@ -3,7 +3,7 @@
  * is sent upstream and what is reserved, so a request can never spend past its reservation.
  */
 import type { ResponsesRequest } from "../../domain/responses.js"
-import { thinkingBudget } from "../../providers/anthropic/request.js"
+import { providerFor } from "../../providers/index.js"
 import type { Endpoint } from "../../services/Catalog.js"
 import { reasoningConfig } from "./normalize.js"
 
@@ -19,8 +19,10 @@ export interface OutputBound {
 
 export const outputBound = (request: ResponsesRequest, endpoint: Endpoint): OutputBound => {
   const answer = request.max_output_tokens ?? endpoint.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS
-  const reasoning = request.reasoning == null ? undefined : reasoningConfig(request.reasoning)
-  const thinking = endpoint.provider.kind === "anthropic" ? (thinkingBudget(reasoning) ?? 0) : 0
+  // A wire format's own rule (Anthropic's thinking budget counts in max_tokens): none for most.
+  const thinkingTokens = providerFor(endpoint.provider.kind).thinkingTokens
+  if (thinkingTokens === undefined) return { answer, total: answer }
+  const thinking = thinkingTokens(request.reasoning == null ? undefined : reasoningConfig(request.reasoning))
   return { answer, total: answer + thinking }
 }
 

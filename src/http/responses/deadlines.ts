@@ -29,6 +29,8 @@ export class Deadlines {
   constructor(
     readonly ms: number,
     private readonly now: () => number = () => performance.now(),
+    /** A handler that threw (the request path's error log; stderr by default). */
+    private readonly failed: (e: unknown) => void = (e) => console.error("gateway: a request deadline's handler failed", e),
   ) {}
 
   /** Requests with a deadline pending. */
@@ -94,7 +96,7 @@ export class Deadlines {
       try {
         head.onExpire()
       } catch (e) {
-        console.error("gateway: a request deadline's handler failed", e)
+        this.failed(e)
       }
     }
     if (this.head !== undefined) this.arm(this.head.at)

@@ -3,7 +3,7 @@ import { httpProvider } from "../http"
 import type { Provider } from "../types"
 import type { WireFormat } from "../wire"
 import { anthropicJsonEvents } from "./json"
-import { anthropicRequestBody } from "./request"
+import { anthropicRequestBody, thinkingBudget } from "./request"
 import { AnthropicStreamTranslator } from "./stream"
 
 export const ANTHROPIC_VERSION = "2023-06-01"
@@ -16,6 +16,8 @@ export const anthropicWire: WireFormat = {
   body: (request, stream) => anthropicRequestBody(request, stream),
   fromJson: anthropicJsonEvents,
   translator: () => new AnthropicStreamTranslator(),
+  // max_tokens counts thinking too: the request body adds the budget on top of the answer's.
+  thinkingTokens: (reasoning) => thinkingBudget(reasoning) ?? 0,
 }
 
 export const anthropicProvider: Provider = httpProvider(anthropicWire)

@@ -1,0 +1,40 @@
+/** Provider kinds are listed once, and a provider's own rule lives in its wire format (issue 22 §6). */
+import { describe, expect, test } from "bun:test"
+import { Either, Schema } from "effect"
+import { ProviderKind } from "../../src/config/file.js"
+import { decodeResponsesRequest } from "../../src/domain/responses.js"
+import { outputBound } from "../../src/http/responses/bounds.js"
+import { providerFor } from "../../src/providers/index.js"
+import { providerKinds } from "../../src/providers/kinds.js"
+import type { Endpoint } from "../../src/services/Catalog.js"
+
+const endpointOf = (kind: (typeof providerKinds)[number]) =>
+  ({ provider: { id: kind, kind }, maxOutputTokens: 1000 }) as unknown as Endpoint
+
+describe("provider kinds", () => {
+  test("the config accepts exactly the kinds that have a provider", () => {
+    for (const kind of providerKinds) {
+      expect(Either.isRight(Schema.decodeUnknownEither(ProviderKind)(kind))).toBe(true)
+      expect(typeof providerFor(kind).open).toBe("function")
+    }
+    expect(Either.isLeft(Schema.decodeUnknownEither(ProviderKind)("gemini"))).toBe(true)
+  })
+})
+
+describe("output bound: a wire format's thinking rule", () => {
+  const thinking = Either.getOrThrow(decodeResponsesRequest({ input: "x", max_output_tokens: 16, reasoning: { max_tokens: 20_000 } }))
+  const plain = Either.getOrThrow(decodeResponsesRequest({ input: "x", max_output_tokens: 16 }))
+
+  test("anthropic: the thinking budget is on top of the answer's maximum", () => {
+    expect(providerFor("anthropic").thinkingTokens).toBeDefined()
+    expect(outputBound(thinking, endpointOf("anthropic"))).toEqual({ answer: 16, total: 16 + 20_000 })
+    expect(outputBound(plain, endpointOf("anthropic"))).toEqual({ answer: 16, total: 16 })
+  })
+
+  test("the other formats count reasoning in the answer's maximum: nothing on top", () => {
+    for (const kind of ["openai-chat", "openai-responses", "fake"] as const) {
+      expect(providerFor(kind).thinkingTokens).toBeUndefined()
+      expect(outputBound(thinking, endpointOf(kind))).toEqual({ answer: 16, total: 16 })
+    }
+  })
+})
