@@ -128,10 +128,7 @@ export const makeEgress = (deps: EgressDeps) => {
         firstTokenAt,
       })
       if (upstreamAbort.signal.reason instanceof DeadlineExceeded) {
-        return errorResponseIn(format, 
-          new RequestTimeout({ message: deadlineMessage }),
-          idHeader,
-        )
+        return errorResponseIn(format, new RequestTimeout({ message: deadlineMessage }), idHeader)
       }
       return errorResponseIn(format, apiErrorOf(error, chosen.provider.id), idHeader)
     }
@@ -147,10 +144,7 @@ export const makeEgress = (deps: EgressDeps) => {
         error: { message: `Provider ${chosen.provider.id} ended the answer with an error`, status: 502 },
         firstTokenAt,
       })
-      return errorResponseIn(format, 
-        apiErrorOf(new ProviderError("server", "the answer ended with an error"), chosen.provider.id),
-        idHeader,
-      )
+      return errorResponseIn(format, apiErrorOf(new ProviderError("server", "the answer ended with an error"), chosen.provider.id), idHeader)
     }
     router.recordSuccess(plan, chosen, {
       ttftMs: firstTokenAt === undefined ? undefined : firstTokenAt - attemptStartedAt,

@@ -123,6 +123,16 @@ describe("messages.create against the fake provider", () => {
     expect((second.content[0] as Anthropic.TextBlock).text).toBe("The tool get_weather answered: 18C and sunny")
   })
 
+  test("the beta client (POST /v1/messages?beta=true with anthropic-beta, as coding agents call it) is answered the same", async () => {
+    const message = await client().beta.messages.create({
+      ...(ECHO as unknown as { model: string }),
+      max_tokens: 32,
+      betas: ["interleaved-thinking-2025-05-14"],
+      messages: user("beta hi"),
+    })
+    expect((message.content[0] as { text: string }).text).toBe("Echo: beta hi")
+  })
+
   test("system prompt, thinking and routing metadata (X-Service-Metadata: enabled)", async () => {
     const message = await create(
       {

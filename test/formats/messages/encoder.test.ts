@@ -328,6 +328,13 @@ describe("Messages encoder: the stream", () => {
     expect(message.usage.cache_read_input_tokens).toBe(30)
   })
 
+  test("the route's keep-alive comment lines between events are ignored by the real client", async () => {
+    const enc = encoder(true)
+    const sse = `${enc.start()}: keep-alive\n\n: keep-alive\n\n${enc.push([text("late"), usage, finishWith("stop")])}${enc.finish()}`
+    const message = await sdkOver(sse, "text/event-stream").messages.stream(PARAMS).finalMessage()
+    expect(message.content as Array<unknown>).toEqual([{ type: "text", text: "late" }])
+  })
+
   test("messages.create with stream: true through the real client raises the error event as an APIError", async () => {
     const { sse } = run([[text("partial")]], { fail: { code: "overloaded", message: "busy upstream" } })
     const stream = await sdkOver(sse, "text/event-stream").messages.create({ ...PARAMS, stream: true })
