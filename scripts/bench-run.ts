@@ -15,13 +15,18 @@
  *                                                          same rounds; the report gains an A/B table and goes to the
  *                                                          run's folder, not bench/results/latest.md)
  *                            [--only id,id]  (just these: scenario ids, "unread" for the never-reading clients, "durable"
- *                                             for the ledger.durable_answers rows, "pg" for the Postgres rows; no peer,
- *                                             no held streams, and the report stays in the run's folder)
+ *                                             for the ledger.durable_answers rows, "pg" for the Postgres rows, "chat" for
+ *                                             the Chat Completions rows with the Responses rows they are compared with;
+ *                                             no peer, no held streams, and the report stays in the run's folder)
  *                            [--pg postgres://…]  (the server for the Postgres rows, a database is made on it per run;
  *                                                 default GATEWAY_BENCH_PG_URL, else postgres://postgres@127.0.0.1:5432/postgres;
  *                                                 the rows are skipped when it cannot be reached)
  *
  * `--unread N`: never-reading clients for that line (0 skips it).
+ * Chat Completions rows (`chat-json-c32`, `chat-stream-c1`): the same loads as `json-c32` and
+ * `stream-c1` through the gateway's POST /v1/chat/completions, in the same rounds as those rows when
+ * both run, and reported against them. Each gateway's chat answers are checked once before the load;
+ * a baseline without the endpoint (an older build) is left out of the chat rows, said so in the report.
  * Writes bench/results/latest.md (a full run only) and prints it.
  */
 import { execSync } from "node:child_process"
@@ -46,13 +51,16 @@ const text = (name: string, fallback: string): string => {
   return at === -1 ? fallback : (argv[at + 1] ?? fallback)
 }
 const quick = has("quick")
-/** `--only a,b`: those scenario ids ("durable" stands for both durable-answers scenarios). */
+/** `--only a,b`: those scenario ids ("durable", "pg" and "chat" stand for their groups of scenarios). */
+const aliases: Record<string, Array<string>> = {
+  durable: ["json-c32-ledger", "stream-c16-ledger"],
+  pg: ["json-c32-pg", "json-c32-limited-pg", "json-c32-limited-2pg"],
+  chat: ["json-c32", "chat-json-c32", "stream-c1", "chat-stream-c1"],
+}
 const only = text("only", "")
   .split(",")
   .filter((id) => id !== "")
-  .flatMap((id) =>
-    id === "durable" ? ["json-c32-ledger", "stream-c16-ledger"] : id === "pg" ? ["json-c32-pg", "json-c32-limited-pg", "json-c32-limited-2pg"] : [id],
-  )
+  .flatMap((id) => aliases[id] ?? [id])
 const options = {
   rounds: value("rounds", quick ? 3 : 5),
   durationMs: value("duration-ms", quick ? 2000 : 5000),
@@ -447,8 +455,19 @@ const chatBody = (stream: boolean) =>
   })
 const DONE_TAIL = "data: [DONE]\n\n"
 
-const requestFor = (target: Target, shape: Shape, secret = managementKey): Pick<LoadSpec, "path" | "headers" | "body" | "expectTail"> => {
+type Request = Pick<LoadSpec, "path" | "headers" | "body" | "expectTail">
+/** A gateway's request in its Chat Completions form: the same model and prompt as the Responses one. */
+const gatewayChatRequest = (shape: Shape, secret: string): Request => ({
+  path: "/v1/chat/completions",
+  headers: { authorization: `Bearer ${secret}` },
+  body: JSON.stringify({ model: shape.gatewayModel, messages: [{ role: "user", content: PROMPT }], ...(shape.stream ? { stream: true } : {}) }),
+  ...(shape.stream ? { expectTail: DONE_TAIL } : {}),
+})
+
+/** `chat`: a gateway's request through POST /v1/chat/completions instead of /v1/responses. */
+const requestFor = (target: Target, shape: Shape, secret = managementKey, chat = false): Request => {
   const tail = shape.stream ? { expectTail: DONE_TAIL } : {}
+  if (chat && speaksResponses(target.kind)) return gatewayChatRequest(shape, secret)
   if (speaksResponses(target.kind)) {
     return {
       path: "/v1/responses",
@@ -478,6 +497,11 @@ interface Scenario {
   readonly ledger?: true
   /** The gateway on Postgres: one process, or two at once with a load of their own each (issue 21). */
   readonly postgres?: "one" | "two"
+  /**
+   * Through POST /v1/chat/completions (the gateways whose chat answers passed the check): the id of
+   * the Responses scenario it is compared with, run in the same rounds when both are selected.
+   */
+  readonly chatOf?: string
 }
 const JSON_SHAPE: Shape = { stream: false, mock: {}, gatewayModel: "bench/json" }
 const BURST_SHAPE: Shape = { stream: true, mock: { "x-mock-tokens": String(STREAM_TOKENS) }, gatewayModel: "bench/stream" }
@@ -489,7 +513,9 @@ const PACED_SHAPE: Shape = {
 const allScenarios: Array<Scenario> = [
   { id: "json-c1", connections: 1, shape: JSON_SHAPE, events: 0 },
   { id: "json-c32", connections: 32, shape: JSON_SHAPE, events: 0 },
+  { id: "chat-json-c32", connections: 32, shape: JSON_SHAPE, events: 0, chatOf: "json-c32" },
   { id: "stream-c1", connections: 1, shape: BURST_SHAPE, events: STREAM_TOKENS },
+  { id: "chat-stream-c1", connections: 1, shape: BURST_SHAPE, events: STREAM_TOKENS, chatOf: "stream-c1" },
   { id: "paced-c16", connections: 16, shape: PACED_SHAPE, events: STREAM_TOKENS },
   { id: "json-c32-limited", connections: 32, shape: JSON_SHAPE, events: 0, limitedKey: true },
   { id: "json-c32-ledger", connections: 32, shape: JSON_SHAPE, events: 0, ledger: true },
@@ -500,7 +526,82 @@ const allScenarios: Array<Scenario> = [
 ]
 const scenarios = only.length === 0 ? allScenarios : allScenarios.filter((s) => only.includes(s.id))
 const unknownIds = only.filter((id) => id !== "unread" && !allScenarios.some((s) => s.id === id))
-if (unknownIds.length > 0) throw new Error(`--only: ${unknownIds.join(", ")}? (scenarios: ${allScenarios.map((s) => s.id).join(", ")}; also durable, pg, unread)`)
+if (unknownIds.length > 0) throw new Error(`--only: ${unknownIds.join(", ")}? (scenarios: ${allScenarios.map((s) => s.id).join(", ")}; also durable, pg, chat, unread)`)
+
+/**
+ * One Chat Completions answer of each shape from a gateway, checked field by field before its load
+ * (the load itself checks each answer's status and a stream's closing `[DONE]`): the problem found, or
+ * undefined. A build without the endpoint (an older baseline) answers 404 here.
+ */
+const checkChat = async (target: Target): Promise<string | undefined> => {
+  const ask = async (shape: Shape) => {
+    const request = gatewayChatRequest(shape, managementKey)
+    const res = await fetch(`http://127.0.0.1:${target.port}${request.path}`, {
+      method: "POST",
+      headers: { ...request.headers, "content-type": "application/json" },
+      body: request.body,
+    })
+    return { status: res.status, type: res.headers.get("content-type") ?? "", body: await res.text() }
+  }
+  try {
+    const json = await ask(JSON_SHAPE)
+    if (json.status === 404) return "no POST /v1/chat/completions (404)"
+    if (json.status !== 200) return `JSON answered ${json.status}: ${json.body.slice(0, 120)}`
+    const answer = JSON.parse(json.body) as {
+      object?: unknown
+      choices?: Array<{ finish_reason?: unknown; message?: { role?: unknown; content?: unknown } }>
+      usage?: { total_tokens?: unknown }
+    }
+    const choice = answer.choices?.[0]
+    if (answer.object !== "chat.completion") return `JSON object ${JSON.stringify(answer.object)}, not "chat.completion"`
+    if (answer.choices?.length !== 1 || choice?.message?.role !== "assistant" || typeof choice.message.content !== "string" || choice.message.content === "") {
+      return `JSON choices ${JSON.stringify(answer.choices).slice(0, 160)}: not one assistant message with text`
+    }
+    if (choice.finish_reason !== "stop") return `JSON finish_reason ${JSON.stringify(choice.finish_reason)}, not "stop"`
+    if (typeof answer.usage?.total_tokens !== "number") return "JSON answer without usage.total_tokens"
+
+    const stream = await ask(BURST_SHAPE)
+    if (stream.status !== 200) return `stream answered ${stream.status}: ${stream.body.slice(0, 120)}`
+    if (!stream.type.startsWith("text/event-stream")) return `stream content-type ${stream.type}`
+    if (!stream.body.endsWith(DONE_TAIL)) return `stream does not end with [DONE]: ${JSON.stringify(stream.body.slice(-80))}`
+    const chunks = stream.body
+      .split("\n\n")
+      .filter((event) => event.startsWith("data: ") && event !== "data: [DONE]")
+      .map(
+        (event) =>
+          JSON.parse(event.slice(6)) as {
+            object?: unknown
+            error?: unknown
+            choices?: Array<{ delta?: { content?: unknown }; finish_reason?: unknown }>
+            usage?: { completion_tokens?: unknown }
+          },
+      )
+    const wrong = chunks.find((c) => c.object !== "chat.completion.chunk" || c.error !== undefined)
+    if (wrong !== undefined) return `stream chunk ${JSON.stringify(wrong).slice(0, 160)}`
+    const deltas = chunks.filter((c) => typeof c.choices?.[0]?.delta?.content === "string" && c.choices[0].delta.content !== "").length
+    if (deltas !== STREAM_TOKENS) return `stream of ${deltas} text deltas, not ${STREAM_TOKENS}`
+    if (!chunks.some((c) => c.choices?.[0]?.finish_reason === "stop")) return "stream without a chunk finishing with \"stop\""
+    const last = chunks.at(-1)
+    if (last?.choices?.length !== 0 || typeof last.usage?.completion_tokens !== "number") return "stream without the usage chunk (choices: []) before [DONE]"
+    return undefined
+  } catch (e) {
+    return `check failed: ${(e as Error).message}`
+  }
+}
+const chatRuns = scenarios.some((s) => s.chatOf !== undefined)
+/** Why a gateway is left out of the chat rows, by kind (absent: it runs them). */
+const chatSkipped = new Map<Kind, string>()
+if (chatRuns) {
+  for (const target of targets) {
+    if (!isGateway(target.kind)) continue
+    const problem = await checkChat(target)
+    if (problem === undefined) say(`chat answers of ${target.kind}: checked`)
+    else {
+      chatSkipped.set(target.kind, problem)
+      say(`chat rows skip ${target.kind}: ${problem}`)
+    }
+  }
+}
 
 /** An API key with a limit no run reaches, made through each gateway's own API. */
 const limitedSecretOf = async (port: number, limit = 1_000_000) => {
@@ -542,10 +643,17 @@ const specOf = (target: Target, scenario: Scenario, durationMs: number): LoadSpe
   connections: scenario.connections,
   mode: "loop",
   durationMs,
-  ...requestFor(target, scenario.shape, scenario.limitedKey ? (limitedSecrets.get(target.port) ?? managementKey) : managementKey),
+  ...requestFor(
+    target,
+    scenario.shape,
+    scenario.limitedKey ? (limitedSecrets.get(target.port) ?? managementKey) : managementKey,
+    scenario.chatOf !== undefined,
+  ),
 })
 const targetsOf = (scenario: Scenario): Array<Target> =>
-  scenario.postgres !== undefined
+  scenario.chatOf !== undefined
+    ? targets.filter((t) => isGateway(t.kind) && !chatSkipped.has(t.kind))
+    : scenario.postgres !== undefined
     ? pgTarget === undefined ? [] : [pgTarget]
     : scenario.ledger
     ? [...targets.filter((t) => t.kind === "gateway"), ...(durableTarget === undefined ? [] : [durableTarget])]
@@ -589,18 +697,28 @@ const exactness = async (): Promise<{ admitted: number; refused: number; other: 
 }
 let exact: Awaited<ReturnType<typeof exactness>>
 
+/**
+ * Scenarios measured in the same rounds: each alone, but a chat scenario with the Responses one it
+ * is compared with when both run (its ratio is then of loads interleaved, not minutes apart).
+ */
+const groups: Array<Array<Scenario>> = scenarios
+  .filter((s) => s.chatOf === undefined || !scenarios.some((r) => r.id === s.chatOf))
+  .map((s) => [s, ...scenarios.filter((c) => c.chatOf === s.id)])
+
 const t0 = Date.now()
-for (const scenario of scenarios) {
-  say(`${scenario.id}: warm-up`)
-  for (const target of targetsOf(scenario)) {
-    const second = scenario.postgres === "two" ? pg2Target() : undefined
-    await Promise.all([load(specOf(target, scenario, options.warmupMs)), ...(second === undefined ? [] : [load(specOf(second, scenario, options.warmupMs))])])
+for (const group of groups) {
+  for (const scenario of group) {
+    say(`${scenario.id}: warm-up`)
+    for (const target of targetsOf(scenario)) {
+      const second = scenario.postgres === "two" ? pg2Target() : undefined
+      await Promise.all([load(specOf(target, scenario, options.warmupMs)), ...(second === undefined ? [] : [load(specOf(second, scenario, options.warmupMs))])])
+    }
   }
   for (let round = 1; round <= options.rounds; round++) {
     // Order reversed every other round (A B C, C B A, …): a server measured first in a round
     // measured slower in same-build A/Bs here, and a fixed order would favour the others.
-    const inOrder = targetsOf(scenario)
-    for (const target of round % 2 === 1 ? inOrder : [...inOrder].reverse()) {
+    const inOrder = group.flatMap((scenario) => targetsOf(scenario).map((target) => ({ scenario, target })))
+    for (const { scenario, target } of round % 2 === 1 ? inOrder : [...inOrder].reverse()) {
       const second = scenario.postgres === "two" ? pg2Target() : undefined
       const before = cpuMicros(target.pid) + (second === undefined ? 0 : cpuMicros(second.pid))
       const result =
@@ -783,6 +901,8 @@ const f3 = (n: number) => (Number.isFinite(n) ? n.toFixed(3) : "–")
 const f0 = (n: number) => (Number.isFinite(n) ? n.toFixed(0) : "–")
 const ratio = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${(a / b).toFixed(2)}×` : "–")
 const mb = (bytes: number) => (bytes / 1048576).toFixed(1)
+/** Free text (an error body) as one table cell. */
+const cell = (text: string) => text.replace(/\s+/g, " ").replaceAll("|", "\\|")
 const signed = (n: number, digits: number) => (Number.isFinite(n) ? `${n >= 0 ? "+" : ""}${n.toFixed(digits)}` : "–")
 
 const byId = (id: string) => allScenarios.find((s) => s.id === id)!
@@ -899,6 +1019,44 @@ if (ran("json-c32-pg") || ran("json-c32-limited-pg") || ran("json-c32-limited-2p
 streamTable("stream-c1", `Streams of ${STREAM_TOKENS} text deltas sent at once, 1 connection`)
 streamTable("paced-c16", `Streams of ${STREAM_TOKENS} text deltas 1 ms apart (one upstream chunk per delta), 16 connections`)
 
+/** Chat Completions rows: [chat scenario id, what it loads]. */
+const CHAT_ROWS = [
+  ["chat-json-c32", "JSON, 32 connections"],
+  ["chat-stream-c1", `streams of ${STREAM_TOKENS} deltas, 1 connection`],
+] as const
+if (CHAT_ROWS.some(([id]) => ran(id))) {
+  out("## Chat Completions against Responses (the same gateway, loads and upstream)")
+  out()
+  out(
+    "The same requests through POST /v1/chat/completions (`{model, messages, stream}`) as the Responses rows through /v1/responses, " +
+      "in the same rounds when both ran. Each gateway's chat answers were checked once before the load (object, message, finish reason, usage; " +
+      `a stream's ${STREAM_TOKENS} deltas, finish chunk, usage chunk and [DONE]); the load counts an answer that is not 200 (or a stream not ending in [DONE]) as an error.`,
+  )
+  out()
+  out("| load | server | req/s | p50 ms | TTFB p50 ms | CPU µs/req | Responses CPU µs/req | Chat vs Responses | errors |")
+  out("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+  for (const [id, loadLabel] of CHAT_ROWS) {
+    if (!ran(id)) continue
+    const scenario = byId(id)
+    for (const target of targets) {
+      if (!isGateway(target.kind)) continue
+      const skipped = chatSkipped.get(target.kind)
+      if (skipped !== undefined) {
+        out(`| ${loadLabel} | ${target.label} | n/a: ${cell(skipped)} | – | – | – | – | – | – |`)
+        continue
+      }
+      const f = figures(scenario, target.kind)
+      if (f === undefined) continue
+      const responses = figures(byId(scenario.chatOf ?? ""), target.kind)
+      const ttfb = scenario.shape.stream ? f3(f.ttfb50) : "–"
+      out(
+        `| ${loadLabel} | ${target.label} | ${f0(f.rps)} | ${f3(f.p50)} | ${ttfb} | ${f1(f.cpuPerReq)} | ${responses === undefined ? "– (not run)" : f1(responses.cpuPerReq)} | ${responses === undefined ? "–" : ratio(f.cpuPerReq, responses.cpuPerReq)} | ${f.errors} |`,
+      )
+    }
+  }
+  out()
+}
+
 if (ran("json-c32-ledger") || ran("stream-c16-ledger")) {
   out("## Ledger durability: `ledger.durable_answers` off and on (two processes of the same binary, SQLite file)")
   out()
@@ -963,6 +1121,12 @@ const jc32 = { gw: figures(byId("json-c32"), "gateway"), px: figures(byId("json-
 const sc1 = { gw: figures(byId("stream-c1"), "gateway"), px: figures(byId("stream-c1"), "proxy") }
 const pc16 = { gw: figures(byId("paced-c16"), "gateway"), px: figures(byId("paced-c16"), "proxy") }
 const heldGateway = heldRuns.find((h) => h.target.kind === "gateway")
+/** This build's chat rows against its Responses rows: [load, CPU ratio] where both ran. */
+const chatRatios = CHAT_ROWS.flatMap(([id, loadLabel]) => {
+  const chat = figures(byId(id), "gateway")
+  const responses = figures(byId(byId(id).chatOf ?? ""), "gateway")
+  return chat === undefined || responses === undefined ? [] : [[loadLabel, chat.cpuPerReq / responses.cpuPerReq] as const]
+})
 out("## Targets")
 out()
 out("| target | measured | verdict |")
@@ -980,6 +1144,11 @@ if (sc1.gw && sc1.px && pc16.gw && pc16.px) {
   out(`| Streams: CPU per relayed event ≤ 2.0× the proxy's | at once: ${rb.toFixed(2)}×; 1 ms apart: ${rp.toFixed(2)}× | ${verdict(rb <= 2 && rp <= 2)} |`)
   const added = sc1.gw.ttfb50 - sc1.px.ttfb50
   out(`| Streams: added TTFB ≤ 1 ms | ${added.toFixed(3)} ms | ${verdict(added <= 1)} |`)
+}
+if (chatRatios.length > 0) {
+  out(
+    `| Chat Completions: CPU per request within 10 % of the Responses row's | ${chatRatios.map(([l, r]) => `${l}: ${r.toFixed(2)}×`).join("; ")} | ${verdict(chatRatios.every(([, r]) => r <= 1.1))} |`,
+  )
 }
 if (heldGateway !== undefined) {
   const peakOk = heldGateway.peak <= 200 * 1048576
@@ -1027,6 +1196,11 @@ if (baseline !== undefined) {
     const a = figures(scenario, "baseline")
     const b = figures(scenario, "gateway")
     const px = figures(scenario, "proxy")
+    const skipped = scenario.chatOf === undefined ? undefined : chatSkipped.get("baseline")
+    if (skipped !== undefined && b !== undefined) {
+      out(`| ${scenario.id} | n/a: ${cell(skipped)} | ${f1(b.cpuPerReq)} | – | – | – |`)
+      continue
+    }
     if (a === undefined || b === undefined) continue
     const change = signed(((b.cpuPerReq - a.cpuPerReq) / a.cpuPerReq) * 100, 1)
     const vsProxy = (f: Figures) => (px === undefined || scenario.limitedKey ? "–" : ratio(f.cpuPerReq, px.cpuPerReq))
