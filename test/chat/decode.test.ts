@@ -8,7 +8,7 @@ import { Either } from "effect"
 import { decodeResponsesRequest, type ResponsesRequest } from "../../src/domain/responses.js"
 import { chatFormat } from "../../src/formats/chat/index.js"
 import { versionBodyFromChat } from "../../src/formats/chat/preset.js"
-import { type ChatOptions, decodeChatBody } from "../../src/formats/chat/request.js"
+import { type ChatOptions, decodeChatBody, decodersForTest } from "../../src/formats/chat/request.js"
 
 const USER = { role: "user", content: "hi" } as const
 
@@ -446,5 +446,46 @@ describe("a preset version from a chat body", () => {
     expect(Either.isRight(body) && body.right.systemPrompt).toBeNull()
     const bad = versionBodyFromChat({ model: "demo/echo", messages: [], n: 4 })
     expect(Either.isLeft(bad) && bad.left.message).toBe("Invalid request: n: only 1 is supported (the gateway answers one choice)")
+  })
+})
+
+describe("the plain decoder of the commonest body", () => {
+  const { schema, simple } = decodersForTest
+  const taken = [
+    { model: "demo/echo", messages: [USER] },
+    { messages: [{ role: "system", content: "be brief" }, USER, { role: "assistant", content: "hello" }, { role: "developer", content: "" }] },
+    { model: "m", messages: [USER], stream: true, temperature: 0.5, top_p: 1, max_tokens: 16, max_completion_tokens: 16 },
+    { model: "m", messages: [], stream: false, temperature: 0, top_p: 0 },
+  ]
+  test("gives what the Schema gives, for bodies it takes", () => {
+    for (const body of taken) {
+      const plain = simple(body)
+      expect(plain).toBeDefined()
+      const viaSchema = schema(body)
+      if (Either.isLeft(viaSchema)) throw new Error(viaSchema.left.message)
+      expect(plain).toEqual(viaSchema.right)
+      expect(JSON.stringify(plain)).toBe(JSON.stringify(viaSchema.right))
+    }
+  })
+  test("leaves every other body to the Schema (so refusals keep their messages)", () => {
+    const left = [
+      { model: 1, messages: [USER] },
+      { model: "m", messages: [USER], temperature: 3 },
+      { model: "m", messages: [USER], top_p: -0.1 },
+      { model: "m", messages: [USER], max_tokens: 0 },
+      { model: "m", messages: [USER], max_tokens: 1.5 },
+      { model: "m", messages: [USER], stream: null },
+      { model: "m", messages: [USER], n: 2 },
+      { model: "m", messages: [{ role: "tool", content: "x" }] },
+      { model: "m", messages: [{ role: "user", content: [{ type: "text", text: "x" }] }] },
+      { model: "m", messages: [{ role: "user", content: "x", name: "bob" }] },
+      { model: "m", messages: [{ role: "user" }] },
+      { model: "m", messages: "hi" },
+      [USER],
+      null,
+    ]
+    for (const body of left) expect(simple(body)).toBeUndefined()
+    expect(refused({ model: "m", messages: [USER], temperature: 3 })).toContain("temperature")
+    expect(refused({ model: "m", messages: [{ role: "user", content: "x", name: "bob" }] })).toContain("name")
   })
 })

@@ -613,10 +613,66 @@ export const toResponsesRequest = (
 }
 
 /** A body of POST /v1/chat/completions → the Responses request and the chat-only options, or a 400. */
+const SIMPLE_KEYS = new Set(["model", "messages", "stream", "temperature", "top_p", "max_tokens", "max_completion_tokens"])
+const SIMPLE_ROLES = new Set(["system", "developer", "user", "assistant"])
+const between = (v: unknown, min: number, max: number) => typeof v === "number" && v >= min && v <= max
+const positiveInt = (v: unknown) => Number.isInteger(v) && (v as number) >= 1
+
+/**
+ * The commonest body, checked in plain code: `model`, string-content messages of the four plain
+ * roles, `stream`, `temperature`, `top_p` and a token bound, no other key, every value of its
+ * type and range. The value is the Schema's for it (its fields in the Schema's order, `stream`
+ * defaulted): ~1 µs instead of ~30 µs for the Schema's decode of a one-message body (Bun 1.4.5).
+ * Any other body, or a value the Schema would refuse, is undefined here and goes to the Schema,
+ * so every refusal keeps its message. `decodersForTest` holds the two equal.
+ */
+const decodeSimple = (body: unknown): ChatRequest | undefined => {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) return undefined
+  const fields = body as Record<string, unknown>
+  for (const name in fields) {
+    if (!SIMPLE_KEYS.has(name) || !Object.hasOwn(fields, name) || fields[name] === undefined) return undefined
+  }
+  const { model, messages, stream, temperature, top_p, max_tokens, max_completion_tokens } = fields
+  if (model !== undefined && typeof model !== "string") return undefined
+  if (stream !== undefined && typeof stream !== "boolean") return undefined
+  if (temperature !== undefined && !between(temperature, 0, 2)) return undefined
+  if (top_p !== undefined && !between(top_p, 0, 1)) return undefined
+  if (max_tokens !== undefined && !positiveInt(max_tokens)) return undefined
+  if (max_completion_tokens !== undefined && !positiveInt(max_completion_tokens)) return undefined
+  if (!Array.isArray(messages)) return undefined
+  const decoded = new Array<ChatMessage>(messages.length)
+  for (let i = 0; i < messages.length; i++) {
+    const m: unknown = messages[i]
+    if (typeof m !== "object" || m === null || Array.isArray(m)) return undefined
+    let keys = 0
+    for (const name in m) {
+      if ((name !== "role" && name !== "content") || !Object.hasOwn(m, name)) return undefined
+      keys++
+    }
+    const { role, content } = m as { role?: unknown; content?: unknown }
+    if (keys !== 2 || typeof role !== "string" || !SIMPLE_ROLES.has(role) || typeof content !== "string") return undefined
+    decoded[i] = { role, content } as ChatMessage
+  }
+  const out: Types.Mutable<Record<string, unknown>> = {}
+  if (model !== undefined) out.model = model
+  out.messages = decoded
+  out.stream = stream ?? false
+  if (temperature !== undefined) out.temperature = temperature
+  if (top_p !== undefined) out.top_p = top_p
+  if (max_tokens !== undefined) out.max_tokens = max_tokens
+  if (max_completion_tokens !== undefined) out.max_completion_tokens = max_completion_tokens
+  return out as unknown as ChatRequest
+}
+
+/** The Schema's decoder and the plain one, for the test that holds them equal. */
+export const decodersForTest = { schema: decodeShape, simple: decodeSimple } as const
+
 export const decodeChatBody = (
   body: unknown,
-): Result<{ readonly request: ResponsesRequest; readonly options: ChatOptions }> =>
-  Either.flatMap(decodeShape(body), (chat) => toResponsesRequest(chat, true))
+): Result<{ readonly request: ResponsesRequest; readonly options: ChatOptions }> => {
+  const simple = decodeSimple(body)
+  return simple !== undefined ? toResponsesRequest(simple, true) : Either.flatMap(decodeShape(body), (chat) => toResponsesRequest(chat, true))
+}
 
 /** A preset version's body (POST /v1/presets/{slug}/chat/completions): messages may be empty. */
 export const decodeChatPresetBody = (body: unknown): Result<ResponsesRequest> =>
