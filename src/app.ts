@@ -29,6 +29,7 @@ import { PresetStore } from "./services/PresetStore.js"
 import { Users } from "./services/Users.js"
 import { WorkspaceStore } from "./services/WorkspaceStore.js"
 import { StoreLive } from "./store/Store.js"
+import { Broadcast } from "./broadcast/Broadcast.js"
 
 /** Domain services over the store. */
 export const ServicesLayer = Layer.mergeAll(Auth.Default, KeyStore.Default, Users.Default,
@@ -41,6 +42,8 @@ export const ServicesLayer = Layer.mergeAll(Auth.Default, KeyStore.Default, User
   Guardrails.Live,
   // The same instance KeyStore hears key notices on (layers are memoized), for services and metrics.
   Notifications.Default,
+  // The outbox hook on the ledger writer and the delivery worker (issue 25).
+  Broadcast.Default,
 )
 
 /** The control plane's HttpApi with its handlers and middleware. */

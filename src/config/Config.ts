@@ -60,7 +60,45 @@ export interface Settings {
   /** The most bytes read of an upstream's JSON or error body, and of one upstream SSE event (502 beyond). */
   readonly maxUpstreamBodyBytes: number
   readonly maxUpstreamEventBytes: number
+  /** `outbound.allow_private_addresses`: tenant-given URLs may reach private and loopback addresses. */
+  readonly allowPrivateAddresses: boolean
+  readonly broadcast: BroadcastSettings
 }
+
+/** Delivery to observability destinations (`broadcast` in the config file). */
+export interface BroadcastSettings {
+  readonly batchSize: number
+  readonly timeoutMs: number
+  readonly maxAttempts: number
+  readonly retryBaseMs: number
+  readonly maxPendingPerDestination: number
+  readonly concurrencyPerDestination: number
+  readonly retentionMs: number
+  /** How often the worker looks for due rows (at most 1 s: a batch waits no longer). */
+  readonly pollMs: number
+}
+
+export const DEFAULT_BROADCAST: BroadcastSettings = {
+  batchSize: 100,
+  timeoutMs: 10_000,
+  maxAttempts: 8,
+  retryBaseMs: 1_000,
+  maxPendingPerDestination: 10_000,
+  concurrencyPerDestination: 2,
+  retentionMs: 7 * 24 * 3_600_000,
+  pollMs: 250,
+}
+
+const broadcastSettings = (file: ConfigFile["broadcast"]): BroadcastSettings => ({
+  batchSize: file?.batch_size ?? DEFAULT_BROADCAST.batchSize,
+  timeoutMs: file?.timeout_ms ?? DEFAULT_BROADCAST.timeoutMs,
+  maxAttempts: file?.max_attempts ?? DEFAULT_BROADCAST.maxAttempts,
+  retryBaseMs: file?.retry_base_ms ?? DEFAULT_BROADCAST.retryBaseMs,
+  maxPendingPerDestination: file?.max_pending_per_destination ?? DEFAULT_BROADCAST.maxPendingPerDestination,
+  concurrencyPerDestination: file?.concurrency_per_destination ?? DEFAULT_BROADCAST.concurrencyPerDestination,
+  retentionMs: file?.retention_hours === undefined ? DEFAULT_BROADCAST.retentionMs : file.retention_hours * 3_600_000,
+  pollMs: DEFAULT_BROADCAST.pollMs,
+})
 
 /** A high-detail image is at most ~1,600 tokens at the major providers (tiles or pixels). */
 export const DEFAULT_MAX_TOKENS_PER_IMAGE = 2_000
@@ -191,6 +229,8 @@ const loadSettings = Effect.gen(function* () {
     maxInFlightPerIp: Option.getOrElse(maxInFlightPerIpEnv, () => catalog.server?.max_in_flight_per_ip ?? DEFAULT_LIMITS.maxInFlightPerIp),
     maxUpstreamBodyBytes: catalog.server?.max_upstream_body_bytes ?? DEFAULT_LIMITS.maxUpstreamBodyBytes,
     maxUpstreamEventBytes: catalog.server?.max_upstream_event_bytes ?? DEFAULT_LIMITS.maxUpstreamEventBytes,
+    allowPrivateAddresses: catalog.outbound?.allow_private_addresses ?? false,
+    broadcast: broadcastSettings(catalog.broadcast),
   } satisfies Settings
 }).pipe(
   Effect.mapError((e) =>
@@ -225,6 +265,8 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   instanceId: `test-${crypto.randomUUID().slice(0, 8)}`,
   holdLeaseMs: 30_000,
   ...DEFAULT_LIMITS,
+  allowPrivateAddresses: false,
+  broadcast: DEFAULT_BROADCAST,
   ...overrides,
 })
 

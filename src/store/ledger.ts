@@ -140,16 +140,30 @@ const spendOf = (e: GenerationEntry): SpendItem => ({
   createdAt: e.createdAt,
 })
 
-/** One transaction through @effect/sql: the generation rows, their content rows and their spend, rolled up. */
+/**
+ * Rows another feature commits with a batch of generations (the hooks of src/services/LedgerHooks.ts,
+ * e.g. the broadcast outbox). Table and column names come from code, never from input.
+ */
+export interface LedgerRows {
+  readonly table: string
+  /** Every row has exactly these keys. */
+  readonly columns: ReadonlyArray<string>
+  readonly rows: ReadonlyArray<Readonly<Record<string, string | number | null>>>
+}
+
+/** One transaction through @effect/sql: the generation rows, their content rows, their spend rolled up, and `extra`. */
 export const sqlBatchWriter =
   (sql: SqlClient.SqlClient) =>
-  (entries: ReadonlyArray<GenerationEntry>) =>
+  (entries: ReadonlyArray<GenerationEntry>, extra: ReadonlyArray<LedgerRows> = []) =>
     sql.withTransaction(
       Effect.gen(function* () {
         yield* sql`INSERT INTO generations ${sql.insert(entries.map(toRow))}`
         const contents = entries.flatMap((e) => contentRowOf(e) ?? [])
         if (contents.length > 0) yield* sql`INSERT INTO generation_content ${sql.insert(contents)}`
         yield* addSpendWith(sql, rollUp(entries.map(spendOf)))
+        for (const part of extra) {
+          if (part.rows.length > 0) yield* sql`INSERT INTO ${sql(part.table)} ${sql.insert(part.rows as Array<Record<string, string | number | null>>)}`
+        }
       }),
     )
 
@@ -166,8 +180,8 @@ export interface LedgerItem {
 }
 
 export interface SqliteBatchWriter {
-  /** One transaction (BEGIN IMMEDIATE); throws, having rolled back, when it fails. */
-  readonly write: (items: ReadonlyArray<LedgerItem>) => void
+  /** One transaction (BEGIN IMMEDIATE) with `extra` rows; throws, having rolled back, when it fails. */
+  readonly write: (items: ReadonlyArray<LedgerItem>, extra?: ReadonlyArray<LedgerRows>) => void
   /** A settlement alone, in a transaction of its own (its generation row could not be written). */
   readonly settle: (settlement: SettleArgs) => void
   readonly close: () => void
@@ -204,7 +218,18 @@ const prepareWriter = (db: Database): SqliteBatchWriter => {
   )
   const addSpend = spendAdderOn(db)
   const settleOne = settlementOn(db)
-  const batch = db.transaction((items: ReadonlyArray<LedgerItem>) => {
+  // One prepared insert per table and column list a hook writes (bound by name, as above).
+  const extraInserts = new Map<string, ReturnType<typeof db.prepare<unknown, [Record<string, string | number | null>]>>>()
+  const insertExtra = (part: LedgerRows) => {
+    const key = `${part.table}(${part.columns.join(",")})`
+    let insert = extraInserts.get(key)
+    if (insert === undefined) {
+      insert = db.prepare(`INSERT INTO ${part.table} (${part.columns.join(", ")}) VALUES (${part.columns.map((c) => `$${c}`).join(", ")})`)
+      extraInserts.set(key, insert)
+    }
+    for (const row of part.rows) insert.run(row as Record<string, string | number | null>)
+  }
+  const batch = db.transaction((items: ReadonlyArray<LedgerItem>, extra: ReadonlyArray<LedgerRows>) => {
     for (const { entry: e, settlement } of items) {
       insertGeneration.run(toRow(e))
       const content = contentRowOf(e)
@@ -213,10 +238,11 @@ const prepareWriter = (db: Database): SqliteBatchWriter => {
       if (settlement !== undefined) settleOne(settlement)
     }
     addSpend(rollUp(items.map((item) => spendOf(item.entry))))
+    for (const part of extra) insertExtra(part)
   })
   const settleAlone = db.transaction(settleOne)
   return {
-    write: (items) => batch.immediate(items),
+    write: (items, extra = []) => batch.immediate(items, extra),
     settle: (settlement) => settleAlone.immediate(settlement),
     close: () => db.close(),
   }

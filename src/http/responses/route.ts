@@ -58,6 +58,8 @@ interface Outcome {
   readonly firstTokenAt: number | undefined
   /** Nothing came from upstream (no byte, no usage): recorded at $0, whatever ended it. */
   readonly nothingCame?: boolean
+  /** The upstream attempts, for broadcast's child spans. */
+  readonly attempts?: ReadonlyArray<Attempt>
 }
 
 const NO_USAGE: Usage = { inputTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 }
@@ -220,6 +222,16 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
         }
         if (outcome.error.previousErrors !== undefined) error.previousErrors = outcome.error.previousErrors
         row.error = error
+      }
+      // References only: the outbox reads them when a destination wants this generation.
+      row.broadcast = {
+        request: prepared.request,
+        input: () => storedInput(prepared.request),
+        completion: assembler?.completionText ?? null,
+        reasoning: assembler && assembler.reasoningText !== "" ? assembler.reasoningText : null,
+        attempts: outcome.attempts ?? [],
+        pricing: endpoint.pricing,
+        strategy: prepared.plan.strategy,
       }
       if (prepared.storeContent) {
         row.content = {
@@ -453,6 +465,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
       const previousErrors = cancelled || deadlineHit ? failures : failures?.slice(0, -1)
       finalize(prepared, generationId, startedAt, streaming, {
         endpoint: inFlight ?? tried,
+        attempts,
         assembler: undefined,
         status: cancelled ? "cancelled" : "failed",
         error: {
@@ -543,6 +556,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
       })
       const committed = finalize(prepared, generationId, startedAt, false, {
         endpoint: chosen,
+        attempts,
         assembler,
         status: assembler.status === "incomplete" ? "incomplete" : "completed",
         firstTokenAt,
@@ -569,7 +583,7 @@ export const makeResponsesRoute = (runtime: Runtime.Runtime<Services>, options: 
       if (stall !== undefined) stalls.remove(stall)
       openStreams.delete(cutForShutdown)
       cleanup()
-      const committed = finalize(prepared, generationId, startedAt, true, { endpoint: chosen, assembler, status, error, firstTokenAt })
+      const committed = finalize(prepared, generationId, startedAt, true, { endpoint: chosen, attempts, assembler, status, error, firstTokenAt })
       trace?.endStream(status)
       return committed
     }
