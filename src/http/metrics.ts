@@ -103,6 +103,12 @@ export interface ScrapedGauges {
   readonly ledgerQueueDepth: () => number
   readonly ledgerStats: () => { readonly flushes: number; readonly rowsWritten: number; readonly failedRows: number }
   readonly keyCache: () => { readonly hits: number; readonly misses: number }
+  /** Broadcast deliveries by `type\u0000outcome`, the queue's depth and the oldest waiting row's age (src/broadcast/Broadcast.ts). */
+  readonly broadcast?: () => {
+    readonly outcomes: ReadonlyMap<string, number>
+    readonly pending: number
+    readonly lagSeconds: number
+  }
 }
 
 export class GatewayMetrics {
@@ -191,6 +197,25 @@ export class GatewayMetrics {
         `gateway_key_cache_lookups_total{result="hit"} ${keys.hits}`,
         `gateway_key_cache_lookups_total{result="miss"} ${keys.misses}`,
       )
+      const broadcast = this.gauges.broadcast?.()
+      if (broadcast !== undefined) {
+        out.push(
+          "# HELP gateway_broadcast_deliveries_total Generations handed to observability destinations, by destination type and outcome (delivered, failed: retried, dead, filtered, dropped: over the cap)",
+          "# TYPE gateway_broadcast_deliveries_total counter",
+        )
+        for (const [key, n] of broadcast.outcomes) {
+          const [type = "", outcome = ""] = key.split("\u0000")
+          out.push(`gateway_broadcast_deliveries_total{${labelText({ type, outcome })}} ${n}`)
+        }
+        out.push(
+          "# HELP gateway_broadcast_queue_depth Deliveries waiting to be sent (including retries), as last counted",
+          "# TYPE gateway_broadcast_queue_depth gauge",
+          `gateway_broadcast_queue_depth ${broadcast.pending}`,
+          "# HELP gateway_broadcast_lag_seconds Age of the oldest waiting delivery, as last counted",
+          "# TYPE gateway_broadcast_lag_seconds gauge",
+          `gateway_broadcast_lag_seconds ${formatNumber(broadcast.lagSeconds)}`,
+        )
+      }
     }
     const cpu = process.cpuUsage()
     out.push(

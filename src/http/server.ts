@@ -7,6 +7,7 @@
 import { HttpApi, HttpApiBuilder, HttpApp, OpenApi } from "@effect/platform"
 import { Context, Effect, Either, Layer, ManagedRuntime } from "effect"
 import { appLayer } from "../app.js"
+import { Broadcast } from "../broadcast/Broadcast.js"
 import { GatewayConfig } from "../config/Config.js"
 import { errorResponse, InternalError, NotFound, ServiceUnavailable } from "../domain/errors.js"
 import { bootstrap } from "../services/bootstrap.js"
@@ -60,6 +61,7 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   const max = settings.maxBodyBytes
   const generations = Context.get(rt.context, GenerationStore)
   const keyStore = Context.get(rt.context, KeyStore)
+  const broadcast = Context.get(rt.context, Broadcast)
 
   // Operations: plain counters per route, one log line per request, Server-Timing on every answer.
   const metrics = settings.metrics ? new GatewayMetrics() : undefined
@@ -67,6 +69,7 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     ledgerQueueDepth: () => Effect.runSync(generations.queueDepth),
     ledgerStats: () => Effect.runSync(generations.stats),
     keyCache: () => keyStore.cacheStats(),
+    broadcast: () => broadcast.stats(),
   })
   const logRequest = makeRequestLogger(settings.logLevel)
   const keepBodies = settings.logLevel === "debug"
