@@ -3,7 +3,7 @@
  * one OTLP/HTTP JSON trace, with the kind's URL and auth, over loopback receivers; privacy mode
  * and the three broadcast_* switches shape what is sent; the request's `trace` shapes the ids.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test"
+import { setDefaultTimeout, afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test"
 import { DEFAULT_BROADCAST } from "../../src/config/Config.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
 import {
@@ -20,6 +20,9 @@ import {
   startReceiver,
   waitFor,
 } from "./support.js"
+
+// Postgres: a database per gateway, created and dropped, takes seconds.
+setDefaultTimeout(30_000)
 
 let gw: TestGateway & { stop: () => Promise<void> }
 let receiver: Receiver
