@@ -25,6 +25,7 @@ import type { OutboundRequest } from "./exporter.js"
 import { exporterFor } from "./exporters/index.js"
 import { compileFilter } from "./filters.js"
 import { makeOutbox, type WorkspaceTargets } from "./outbox.js"
+import { requeueDead } from "./queue.js"
 import {
   type DeliveryContent,
   type DeliveryPayload,
@@ -598,11 +599,9 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
       Effect.gen(function* () {
         const found = yield* sql<{ id: string }>`SELECT id FROM observability_destinations WHERE id = ${id}`.pipe(Effect.orDie)
         if (found.length === 0) return yield* new NotFound({ message: `Observability destination ${id} not found` })
-        const rows = yield* sql<{ id: string }>`UPDATE broadcast_deliveries SET state = 'pending', attempts = 0,
-          next_attempt_at = ${Date.now()}, claimed_until = 0, finished_at = NULL, last_error = NULL
-          WHERE destination_id = ${id} AND state = 'dead' RETURNING id`.pipe(Effect.orDie)
+        const requeued = yield* Effect.provideService(requeueDead(id), SqlClient.SqlClient, sql)
         breakers.delete(id)
-        return rows.length
+        return requeued
       })
 
     const stats = (): BroadcastStats => ({ outcomes, pending: pendingGauge, lagSeconds: lagGauge })

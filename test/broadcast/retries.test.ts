@@ -224,3 +224,29 @@ describe("the safe outbound fetcher", () => {
     expect(receiver.received.length).toBe(0)
   })
 })
+
+describe("gateway destinations redeliver (CLI)", () => {
+  test("queues a destination's dead rows again; an unknown id is refused", async () => {
+    const db: TestDatabase = await freshDatabase()
+    cleanups.push(db.drop)
+    const gw = await startTestGateway({ databaseUrl: db.url, allowPrivateAddresses: true, broadcast: fast() })
+    await setBroadcast(gw, true)
+    const id = await createDestination(gw, { name: "r", type: "ramp", config: { apiKey: "ramp-key-0123456789" } })
+    await ask(gw, { input: "to be redelivered" })
+    await waitFor(async () => (await deliveryOf(gw, id)).dead === 1)
+    await gw.server.stop()
+    const run = (args: Array<string>) => {
+      const proc = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
+        cwd: `${import.meta.dir}/../..`,
+        env: { ...process.env, DATABASE_URL: db.url, GATEWAY_LOG_LEVEL: "none", GATEWAY_DATA_DIR: gw.server.settings.dataDir },
+      })
+      return { code: proc.exitCode, out: proc.stdout.toString(), err: proc.stderr.toString() }
+    }
+    const ok = run(["destinations", "redeliver", id])
+    expect(ok.err).toBe("")
+    expect(ok.out).toContain(`Queued 1 dead deliveries of ${id}`)
+    const unknown = run(["destinations", "redeliver", "no-such-destination"])
+    expect(unknown.code).toBe(1)
+    expect(unknown.err).toContain("no observability destination no-such-destination")
+  }, 60_000)
+})
