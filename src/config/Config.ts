@@ -63,6 +63,8 @@ export interface Settings {
   /** `outbound.allow_private_addresses`: tenant-given URLs may reach private and loopback addresses. */
   readonly allowPrivateAddresses: boolean
   readonly broadcast: BroadcastSettings
+  /** `tracing.trust_traceparent`: the gateway's own spans continue an incoming traceparent. */
+  readonly trustTraceparent: boolean
 }
 
 /** Delivery to observability destinations (`broadcast` in the config file). */
@@ -231,6 +233,7 @@ const loadSettings = Effect.gen(function* () {
     maxUpstreamEventBytes: catalog.server?.max_upstream_event_bytes ?? DEFAULT_LIMITS.maxUpstreamEventBytes,
     allowPrivateAddresses: catalog.outbound?.allow_private_addresses ?? false,
     broadcast: broadcastSettings(catalog.broadcast),
+    trustTraceparent: catalog.tracing?.trust_traceparent ?? false,
   } satisfies Settings
 }).pipe(
   Effect.mapError((e) =>
@@ -267,6 +270,7 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   ...DEFAULT_LIMITS,
   allowPrivateAddresses: false,
   broadcast: DEFAULT_BROADCAST,
+  trustTraceparent: false,
   ...overrides,
 })
 

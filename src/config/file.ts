@@ -108,6 +108,13 @@ export const ConfigFile = Schema.Struct({
   ),
   /** This process's name among those sharing a database (holds are owned by it); default the host name. */
   instance_id: Schema.optional(nonEmpty),
+  /** The gateway's own traces (exported when OTEL_EXPORTER_OTLP_ENDPOINT is set). */
+  tracing: Schema.optional(
+    Schema.Struct({
+      /** Continue the caller's W3C traceparent instead of starting a new trace (only behind a trusted proxy). */
+      trust_traceparent: Schema.optional(Schema.Boolean),
+    }),
+  ),
   /** Requests the gateway makes on a tenant's behalf (broadcast destinations, plugins). */
   outbound: Schema.optional(
     Schema.Struct({

@@ -9,6 +9,8 @@
  * one log line.
  */
 
+import type { AttemptTiming } from "../broadcast/own-traces.js"
+
 /** Seconds; from half a millisecond (gateway overhead) to five minutes (long streams). */
 const BUCKETS: ReadonlyArray<number> = [
   0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
@@ -292,6 +294,10 @@ export class RequestTrace {
   /** Where the server's in-flight count holds this request (`InFlight`). */
   inFlightRequest: Request | undefined = undefined
   address: string | undefined = undefined
+  /** Only while the gateway exports its own traces (src/broadcast/own-traces.ts): each upstream attempt, the allowed headers, the caller's traceparent. */
+  attemptLog: Array<AttemptTiming> | undefined = undefined
+  spanHeaders: Record<string, string> | undefined = undefined
+  traceparent: string | undefined = undefined
   private ended = false
 
   constructor(
@@ -318,11 +324,14 @@ export class RequestTrace {
     this.provider = provider
     this.model = model
     this.upstreamStartedAt = performance.now()
+    this.attemptLog?.push({ provider, model, startMs: Date.now(), endMs: undefined })
   }
 
   /** The attempt's upstream answered (or failed): its wait counts as upstream time. */
   answered(): void {
     this.upstreamMs += performance.now() - this.upstreamStartedAt
+    const last = this.attemptLog?.[this.attemptLog.length - 1]
+    if (last !== undefined) last.endMs = Date.now()
   }
 
   markFirstToken(): void {
