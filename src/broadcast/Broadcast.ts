@@ -442,6 +442,12 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
     /** Claims what is due and starts its delivery; the sends run beyond the tick. */
     const tick = async (deadline: number) => {
       const now = Date.now()
+      // A read first: an idle queue costs no write (on SQLite an UPDATE takes the write lock even when it changes nothing).
+      const due = await run(
+        sql<{ id: string }>`SELECT id FROM broadcast_deliveries WHERE state = 'pending' AND next_attempt_at <= ${now}
+          AND claimed_until < ${now} LIMIT 1`.pipe(Effect.orDie),
+      )
+      if (due.length === 0) return
       const claimed = await claim(now, unavailable(now))
       if (claimed.length === 0) return
       const groups = new Map<string, Array<ClaimedRow>>()
