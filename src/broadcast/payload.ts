@@ -268,7 +268,10 @@ export const traceItemOf = (
         }
       : {}),
     metadata,
-    ...(payload.error === null ? {} : { error: payload.error }),
+    // The error's text can quote the prompt: privacy mode keeps only its status.
+    ...(payload.error === null
+      ? {}
+      : { error: options.privacyMode ? { status: payload.error.status, message: `HTTP ${payload.error.status}` } : payload.error }),
   }
   return { view, payload, options, keyName, originals }
 }
