@@ -409,9 +409,13 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
     /** Sends a destination's claimed rows in batches, at most `concurrencyPerDestination` at once. */
     const deliverGroup = async (destinationId: string, rows: ReadonlyArray<ClaimedRow>, deadline: number) => {
       const found = await run(Effect.exit(destinations.resolved(destinationId)))
-      if (Exit.isFailure(found) || Option.isNone(found.value)) {
-        // Deleted meanwhile (its rows go with it), or its secrets cannot be read: dead with the reason.
-        if (Exit.isFailure(found)) await markDead(rows.map((r) => r.id), "the destination's config cannot be read")
+      if (Exit.isFailure(found)) {
+        await markDead(rows.map((r) => r.id), "the destination's config cannot be read")
+        return
+      }
+      if (Option.isNone(found.value)) {
+        // Deleted after these rows were committed: they go too.
+        await run(sql`DELETE FROM broadcast_deliveries WHERE id IN ${sql.in(rows.map((r) => r.id))}`.pipe(Effect.asVoid, Effect.orDie))
         return
       }
       const destination = found.value.value

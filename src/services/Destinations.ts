@@ -293,7 +293,12 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
     const remove = (userId: string, id: string) =>
       Effect.gen(function* () {
         const row = yield* visible(userId, id)
-        yield* sql`DELETE FROM observability_destinations WHERE id = ${row.id}`.pipe(Effect.orDie)
+        yield* sql.withTransaction(
+          Effect.zipRight(
+            sql`DELETE FROM broadcast_deliveries WHERE destination_id = ${row.id}`,
+            sql`DELETE FROM observability_destinations WHERE id = ${row.id}`,
+          ),
+        ).pipe(Effect.orDie)
         yield* changed(row.workspace_id)
       })
 

@@ -176,9 +176,9 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     }
 
     /** One transaction; a busy database is waited out. Returns the failure, or undefined once committed. */
-    const attempt = async (items: ReadonlyArray<LedgerItem>): Promise<unknown> => {
+    const attempt = async (items: ReadonlyArray<LedgerItem>, withHooks = true): Promise<unknown> => {
       const giveUpAt = Date.now() + BUSY_GIVE_UP_MS
-      const extra = await extraRows(items)
+      const extra = withHooks ? await extraRows(items) : []
       for (;;) {
         try {
           await writeBatch(items, extra)
@@ -207,7 +207,12 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
         ),
       )
       for (const item of items) {
-        const rowFailure = await attempt([item])
+        let rowFailure = await attempt([item])
+        if (rowFailure !== undefined && (await attempt([item], false)) === undefined) {
+          // The hooks' rows (the broadcast outbox) were what failed: the record is kept without them.
+          log(Effect.logWarning(`Generation ${item.entry.id} was written without its ledger hooks' rows`, describeFailure(rowFailure)))
+          rowFailure = undefined
+        }
         if (rowFailure === undefined) continue
         const entry = item.entry
         stats.failedRows++

@@ -182,7 +182,14 @@ describe("cap and retention", () => {
     const id = await createDestination(gw, { name: "c", type: "otel-collector", config: { endpoint: `http://127.0.0.1:${port}` } })
     for (let i = 0; i < 6; i++) await ask(gw, { input: `queued ${i}` })
     await gw.server.drain()
-    await waitFor(async () => (await deliveryOf(gw, id)).last_error !== null)
+    // Every row has had its first attempt (none is claimed while the cap applies).
+    const tried = () =>
+      gw.server.runtime.runPromise(
+        Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          sql<{ n: number }>`SELECT COUNT(*) AS n FROM broadcast_deliveries WHERE attempts >= 1 AND claimed_until = 0`.pipe(Effect.map((r) => Number(r[0]?.n ?? 0))),
+        ),
+      )
+    await waitFor(async () => (await tried()) >= 6, 10_000, "every row's first attempt")
     await gw.server.runtime.runPromise(Effect.flatMap(Broadcast, (b) => b.maintainNow))
     expect((await deliveryOf(gw, id)).pending).toBe(3)
     const metrics = await (await gw.fetch("/metrics", { key: null })).text()

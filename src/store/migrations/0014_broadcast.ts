@@ -6,14 +6,16 @@ import { Effect } from "effect"
  * in the ledger's transaction. `payload` is the generation as broadcast sees it (JSON, no
  * content); `content` its prompt and completion sealed with the gateway's secret (null in privacy
  * mode), cleared on delivery. Times are epoch ms. A worker claims due rows by setting
- * `claimed_until` (a lease: no lock is held while it sends). Rows go with their destination.
+ * `claimed_until` (a lease: no lock is held while it sends). No foreign key: a destination
+ * deleted between the outbox's read and the commit must not fail the ledger's batch; its rows
+ * are deleted with it, or by the worker when it finds them.
  * The destination's last outcome is kept on it for `delivery` in its reads.
  */
 export default Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   yield* sql`CREATE TABLE broadcast_deliveries (
     id TEXT PRIMARY KEY,
-    destination_id TEXT NOT NULL REFERENCES observability_destinations(id) ON DELETE CASCADE,
+    destination_id TEXT NOT NULL,
     generation_id TEXT NOT NULL,
     created_at BIGINT NOT NULL,
     payload TEXT NOT NULL,
