@@ -3,7 +3,7 @@
  * one OTLP/HTTP JSON trace, with the kind's URL and auth, over loopback receivers; privacy mode
  * and the three broadcast_* switches shape what is sent; the request's `trace` shapes the ids.
  */
-import { setDefaultTimeout, afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test"
+import { afterAll, afterEach, beforeAll, describe, expect, test as bunTest } from "bun:test"
 import { DEFAULT_BROADCAST } from "../../src/config/Config.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
 import {
@@ -21,8 +21,9 @@ import {
   waitFor,
 } from "./support.js"
 
-// Postgres: a database per gateway, created and dropped, takes seconds.
-setDefaultTimeout(30_000)
+// Postgres: a database per gateway, created and dropped, takes seconds (a timeout per test: setDefaultTimeout would reach other files).
+const TIMEOUT_MS = 30_000
+const test = (name: string, fn: () => Promise<void> | void, timeout = TIMEOUT_MS) => bunTest(name, fn, timeout)
 
 let gw: TestGateway & { stop: () => Promise<void> }
 let receiver: Receiver
@@ -32,7 +33,7 @@ beforeAll(async () => {
   receiver = startReceiver()
   gw = await startTestGateway({ allowPrivateAddresses: true, broadcast: { ...DEFAULT_BROADCAST, pollMs: 50, retryBaseMs: 100 } })
   await setBroadcast(gw, true)
-})
+}, TIMEOUT_MS)
 afterAll(async () => {
   await gw.stop()
   receiver.stop()
@@ -42,7 +43,7 @@ afterEach(async () => {
   for (const id of made.splice(0)) await gw.fetch(`/v1/observability/destinations/${id}`, { method: "DELETE" })
   receiver.received.length = 0
   receiver.respond(200)
-})
+}, TIMEOUT_MS)
 
 const destination = async (body: Record<string, unknown>) => {
   const id = await createDestination(gw, body)

@@ -3,12 +3,14 @@
  * request with a child per upstream attempt reaches the collector; headers only from the
  * allowlist, no prompt text; an incoming traceparent is ignored unless trusted. Unset: nothing.
  */
-import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test"
+import { afterAll, describe, expect, test as bunTest } from "bun:test"
 import { tracingRequested } from "../../src/broadcast/own-traces.js"
 import { startTestGateway } from "../support/gateway.js"
 import { attr, spansIn, startReceiver, waitFor } from "./support.js"
 
-setDefaultTimeout(30_000)
+// A timeout per test: setDefaultTimeout would reach other files.
+const TIMEOUT_MS = 30_000
+const test = (name: string, fn: () => Promise<void> | void, timeout = TIMEOUT_MS) => bunTest(name, fn, timeout)
 
 const receiver = startReceiver()
 afterAll(() => receiver.stop())

@@ -4,7 +4,7 @@
  * two gateways on one database delivering every row, the cap per destination, retention, and
  * the safe fetcher refusing a loopback destination unless private addresses are allowed.
  */
-import { setDefaultTimeout, afterAll, describe, expect, test } from "bun:test"
+import { afterAll, describe, expect, test as bunTest } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { Broadcast } from "../../src/broadcast/Broadcast.js"
@@ -14,8 +14,9 @@ import { freshDatabase, type TestDatabase } from "../support/db.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
 import { ask, attr, createDestination, rootsBy, setBroadcast, spansIn, startReceiver, waitFor } from "./support.js"
 
-// Postgres: a database per gateway, created and dropped, takes seconds.
-setDefaultTimeout(30_000)
+// Postgres: a database per gateway, created and dropped, takes seconds (a timeout per test: setDefaultTimeout would reach other files).
+const TIMEOUT_MS = 30_000
+const test = (name: string, fn: () => Promise<void> | void, timeout = TIMEOUT_MS) => bunTest(name, fn, timeout)
 
 const fast = (over: Partial<BroadcastSettings> = {}): BroadcastSettings => ({
   ...DEFAULT_BROADCAST,
@@ -28,7 +29,7 @@ const fast = (over: Partial<BroadcastSettings> = {}): BroadcastSettings => ({
 const cleanups: Array<() => Promise<void> | void> = []
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c()
-})
+}, TIMEOUT_MS)
 
 const gateway = async (overrides: Partial<Settings>) => {
   const gw = await startTestGateway({ allowPrivateAddresses: true, broadcast: fast(), ...overrides })

@@ -3,7 +3,7 @@
  * among api_key_hashes, sampling per session, and filter_rules (groups, and/or, fields and
  * operators; regexes checked and compiled once).
  */
-import { setDefaultTimeout, afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test"
+import { afterAll, afterEach, beforeAll, describe, expect, test as bunTest } from "bun:test"
 import { DEFAULT_BROADCAST } from "../../src/config/Config.js"
 import { regexProblem } from "../../src/domain/destinations.js"
 import { compileFilter, type FilterSubject } from "../../src/broadcast/filters.js"
@@ -11,8 +11,9 @@ import { sampled } from "../../src/broadcast/outbox.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
 import { ask, createDestination, type Receiver, rootsBy, setBroadcast, startReceiver, waitFor } from "./support.js"
 
-// Postgres: a database per gateway, created and dropped, takes seconds.
-setDefaultTimeout(30_000)
+// Postgres: a database per gateway, created and dropped, takes seconds (a timeout per test: setDefaultTimeout would reach other files).
+const TIMEOUT_MS = 30_000
+const test = (name: string, fn: () => Promise<void> | void, timeout = TIMEOUT_MS) => bunTest(name, fn, timeout)
 
 let gw: TestGateway & { stop: () => Promise<void> }
 let receiver: Receiver
@@ -21,7 +22,7 @@ const made: Array<string> = []
 beforeAll(async () => {
   receiver = startReceiver()
   gw = await startTestGateway({ allowPrivateAddresses: true, broadcast: { ...DEFAULT_BROADCAST, pollMs: 50 } })
-})
+}, TIMEOUT_MS)
 afterAll(async () => {
   await gw.stop()
   receiver.stop()
@@ -29,7 +30,7 @@ afterAll(async () => {
 afterEach(async () => {
   for (const id of made.splice(0)) await gw.fetch(`/v1/observability/destinations/${id}`, { method: "DELETE" })
   receiver.received.length = 0
-})
+}, TIMEOUT_MS)
 
 const collector = async (extra: Record<string, unknown> = {}) => {
   const id = await createDestination(gw, { name: "c", type: "otel-collector", config: { endpoint: receiver.url }, ...extra })
