@@ -10,11 +10,7 @@
  * request headers (ALLOWED_HEADERS: no keys, no vendor auth, no collector headers); never
  * prompt text or SQL. An incoming `traceparent` is ignored unless `tracing.trust_traceparent`.
  */
-import * as OtelResource from "@effect/opentelemetry/Resource"
-import * as OtelTracers from "@effect/opentelemetry/Tracer"
 import { context as otelContext, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Tracer, trace as otelTrace } from "@opentelemetry/api"
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
-import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Context, Effect, Layer } from "effect"
 
 /** Request headers that may go into spans (as `http.request.header.<name>`). */
@@ -115,6 +111,15 @@ export class OwnTraces extends Context.Tag("OwnTraces")<OwnTraces, OwnTracer | u
     Layer.unwrapScoped(
       Effect.gen(function* () {
         if (!tracingRequested()) return Layer.succeed(OwnTraces, undefined)
+        // Loaded only when tracing is on: the SDK and the exporter take ~1 s to import on a busy machine (every CLI command paid it).
+        const [OtelResource, OtelTracers, { OTLPTraceExporter }, { BasicTracerProvider, BatchSpanProcessor }] = yield* Effect.promise(() =>
+          Promise.all([
+            import("@effect/opentelemetry/Resource"),
+            import("@effect/opentelemetry/Tracer"),
+            import("@opentelemetry/exporter-trace-otlp-http"),
+            import("@opentelemetry/sdk-trace-base"),
+          ]),
+        )
         // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES apply; the service is "gateway" otherwise.
         const resource = OtelResource.layerFromEnv({ "service.name": process.env.OTEL_SERVICE_NAME ?? "gateway" })
         // The SDK's provider (BatchSpanProcessor over the OTLP/HTTP exporter), flushed and shut down with the layer.
