@@ -43,13 +43,21 @@ export const DELIVERY_COLUMNS = [
   "finished_at",
 ] as const
 
-/** 32-bit FNV-1a: a stable hash for sampling. */
+/**
+ * 32-bit FNV-1a with murmur3's finalizer: a stable hash for sampling. Plain FNV-1a's high bits
+ * barely move with the last character, so `session-0` … `session-9` all fell on one side.
+ */
 const fnv1a = (text: string): number => {
   let h = 0x811c9dc5
   for (let i = 0; i < text.length; i++) {
     h ^= text.charCodeAt(i)
     h = Math.imul(h, 0x01000193)
   }
+  h ^= h >>> 16
+  h = Math.imul(h, 0x85ebca6b)
+  h ^= h >>> 13
+  h = Math.imul(h, 0xc2b2ae35)
+  h ^= h >>> 16
   return h >>> 0
 }
 

@@ -110,6 +110,10 @@ describe("sampling_rate", () => {
       const s = `s${i}`
       expect(sampled("d1", 0.3, s, `g${i}`)).toBe(sampled("d1", 0.3, s, `other-${i}`))
     }
+    // Sessions that differ only in their last character spread too.
+    const taken = Array.from({ length: 200 }, (_, i) => sampled("dest-1", 0.5, `session-${i}`, "g")).filter(Boolean).length
+    expect(taken).toBeGreaterThan(70)
+    expect(taken).toBeLessThan(130)
     expect(sampled("d1", 0, "s", "g")).toBe(false)
     expect(sampled("d1", 1, "s", "g")).toBe(true)
   })
