@@ -3,8 +3,8 @@
  * Both planes of the server share this one runtime (one Auth, one key cache, one store).
  */
 import { HttpApiBuilder, HttpRouter, HttpServer } from "@effect/platform"
-import { Layer, RuntimeFlags } from "effect"
-import type { GatewayConfig } from "./config/Config.js"
+import { Effect, Layer, RuntimeFlags } from "effect"
+import { GatewayConfig } from "./config/Config.js"
 import { GatewayApi } from "./http/Api.js"
 import { AuthenticationLive } from "./http/api/security.js"
 import { ErrorMappingLive } from "./http/errors.js"
@@ -30,6 +30,8 @@ import { PresetStore } from "./services/PresetStore.js"
 import { Users } from "./services/Users.js"
 import { WorkspaceStore } from "./services/WorkspaceStore.js"
 import { StoreLive } from "./store/Store.js"
+import { Broadcast } from "./broadcast/Broadcast.js"
+import { OwnTraces } from "./broadcast/own-traces.js"
 
 /** Domain services over the store. */
 export const ServicesLayer = Layer.mergeAll(Auth.Default, KeyStore.Default, Users.Default,
@@ -43,6 +45,10 @@ export const ServicesLayer = Layer.mergeAll(Auth.Default, KeyStore.Default, User
   Guardrails.Live,
   // The same instance KeyStore hears key notices on (layers are memoized), for services and metrics.
   Notifications.Default,
+  // The outbox hook on the ledger writer and the delivery worker (issue 25).
+  Broadcast.Default,
+  // The gateway's own traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+  Layer.unwrapEffect(Effect.map(GatewayConfig, (s) => OwnTraces.layer(s.trustTraceparent))),
 )
 
 /** The control plane's HttpApi with its handlers and middleware. */

@@ -2,9 +2,10 @@
  * The command line, in the same entry point as the server:
  * `gateway serve | migrate | keys create | keys list | credits add`.
  */
-import { Command, HelpDoc, Options, Usage } from "@effect/cli"
+import { Args, Command, HelpDoc, Options, Usage } from "@effect/cli"
 import { SqlClient } from "@effect/sql"
 import { Console, Data, Effect, Layer, Option } from "effect"
+import { requeueDead } from "./broadcast/queue.js"
 import { GatewayConfig } from "./config/Config.js"
 import { startServer } from "./http/server.js"
 import { KeyStore, type KeyRow, keyRowOf, type StoredKeyRow } from "./services/KeyStore.js"
@@ -269,8 +270,26 @@ const members = Command.make("members").pipe(
   Command.withDescription("Manage workspace members (and their SCIM flag)"),
 )
 
+const destinationsRedeliver = Command.make(
+  "redeliver",
+  { id: Args.text({ name: "destination-id" }).pipe(Args.withDescription("The observability destination's id")) },
+  ({ id }) =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const known = yield* sql<{ id: string }>`SELECT id FROM observability_destinations WHERE id = ${id}`
+      if (known.length === 0) return yield* refuse(`no observability destination ${id}`)
+      const requeued = yield* requeueDead(id)
+      yield* Console.log(`Queued ${requeued} dead deliveries of ${id} again (a running gateway sends them within a second)`)
+    }).pipe(Effect.provide(storeServices)),
+).pipe(Command.withDescription("Send a destination's dead deliveries again"))
+
+const destinationsCommand = Command.make("destinations").pipe(
+  Command.withSubcommands([destinationsRedeliver]),
+  Command.withDescription("Observability destinations' deliveries"),
+)
+
 export const cli = Command.make("gateway").pipe(
-  Command.withSubcommands([serve, migrateCommand, keys, credits, members]),
+  Command.withSubcommands([serve, migrateCommand, keys, credits, members, destinationsCommand]),
   Command.withDescription("A model-routing gateway for the Responses API"),
 )
 
@@ -286,6 +305,7 @@ const leaves: ReadonlyArray<readonly [ReadonlyArray<string>, Usage.Usage]> = [
   [["members", "add"], Command.getUsage(membersAdd)],
   [["members", "set-scim"], Command.getUsage(membersSetScim)],
   [["members", "list"], Command.getUsage(membersList)],
+  [["destinations", "redeliver"], Command.getUsage(destinationsRedeliver)],
 ]
 
 /** The usage of the command `args` (argv after the script) names, or the list of commands when it names none. */

@@ -71,7 +71,47 @@ export interface Settings {
    */
   readonly sendBufferBytes: number
   readonly upstreamReceiveBufferBytes: number
+  /** `outbound.allow_private_addresses`: tenant-given URLs may reach private and loopback addresses. */
+  readonly allowPrivateAddresses: boolean
+  readonly broadcast: BroadcastSettings
+  /** `tracing.trust_traceparent`: the gateway's own spans continue an incoming traceparent. */
+  readonly trustTraceparent: boolean
 }
+
+/** Delivery to observability destinations (`broadcast` in the config file). */
+export interface BroadcastSettings {
+  readonly batchSize: number
+  readonly timeoutMs: number
+  readonly maxAttempts: number
+  readonly retryBaseMs: number
+  readonly maxPendingPerDestination: number
+  readonly concurrencyPerDestination: number
+  readonly retentionMs: number
+  /** How often the worker looks for due rows (at most 1 s: a batch waits no longer). */
+  readonly pollMs: number
+}
+
+export const DEFAULT_BROADCAST: BroadcastSettings = {
+  batchSize: 100,
+  timeoutMs: 10_000,
+  maxAttempts: 8,
+  retryBaseMs: 1_000,
+  maxPendingPerDestination: 10_000,
+  concurrencyPerDestination: 2,
+  retentionMs: 7 * 24 * 3_600_000,
+  pollMs: 250,
+}
+
+const broadcastSettings = (file: ConfigFile["broadcast"]): BroadcastSettings => ({
+  batchSize: file?.batch_size ?? DEFAULT_BROADCAST.batchSize,
+  timeoutMs: file?.timeout_ms ?? DEFAULT_BROADCAST.timeoutMs,
+  maxAttempts: file?.max_attempts ?? DEFAULT_BROADCAST.maxAttempts,
+  retryBaseMs: file?.retry_base_ms ?? DEFAULT_BROADCAST.retryBaseMs,
+  maxPendingPerDestination: file?.max_pending_per_destination ?? DEFAULT_BROADCAST.maxPendingPerDestination,
+  concurrencyPerDestination: file?.concurrency_per_destination ?? DEFAULT_BROADCAST.concurrencyPerDestination,
+  retentionMs: file?.retention_hours === undefined ? DEFAULT_BROADCAST.retentionMs : file.retention_hours * 3_600_000,
+  pollMs: DEFAULT_BROADCAST.pollMs,
+})
 
 /** A high-detail image is at most ~1,600 tokens at the major providers (tiles or pixels). */
 export const DEFAULT_MAX_TOKENS_PER_IMAGE = 2_000
@@ -211,6 +251,9 @@ const loadSettings = Effect.gen(function* () {
     maxUpstreamEventBytes: catalog.server?.max_upstream_event_bytes ?? DEFAULT_LIMITS.maxUpstreamEventBytes,
     sendBufferBytes: catalog.server?.send_buffer_bytes ?? DEFAULT_LIMITS.sendBufferBytes,
     upstreamReceiveBufferBytes: catalog.server?.upstream_receive_buffer_bytes ?? DEFAULT_LIMITS.upstreamReceiveBufferBytes,
+    allowPrivateAddresses: catalog.outbound?.allow_private_addresses ?? false,
+    broadcast: broadcastSettings(catalog.broadcast),
+    trustTraceparent: catalog.tracing?.trust_traceparent ?? false,
   } satisfies Settings
 }).pipe(
   Effect.mapError((e) =>
@@ -247,6 +290,9 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   budgetSliceRequests: DEFAULT_BUDGET_SLICE.requests,
   budgetSliceIdleMs: DEFAULT_BUDGET_SLICE.idleMs,
   ...DEFAULT_LIMITS,
+  allowPrivateAddresses: false,
+  broadcast: DEFAULT_BROADCAST,
+  trustTraceparent: false,
   ...overrides,
 })
 

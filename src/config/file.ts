@@ -162,6 +162,39 @@ export const ConfigFile = Schema.Struct({
   ),
   /** This process's name among those sharing a database (holds are owned by it); default the host name. */
   instance_id: Schema.optional(nonEmpty),
+  /** The gateway's own traces (exported when OTEL_EXPORTER_OTLP_ENDPOINT is set). */
+  tracing: Schema.optional(
+    Schema.Struct({
+      /** Continue the caller's W3C traceparent instead of starting a new trace (only behind a trusted proxy). */
+      trust_traceparent: Schema.optional(Schema.Boolean),
+    }),
+  ),
+  /** Requests the gateway makes on a tenant's behalf (broadcast destinations, plugins). */
+  outbound: Schema.optional(
+    Schema.Struct({
+      /** Allow private, loopback, link-local and metadata addresses (a collector inside the network). */
+      allow_private_addresses: Schema.optional(Schema.Boolean),
+    }),
+  ),
+  /** Delivery of generations to observability destinations (README, Broadcast). */
+  broadcast: Schema.optional(
+    Schema.Struct({
+      /** Spans (generations) per request to a destination at most. */
+      batch_size: Schema.optional(Schema.Int.pipe(Schema.between(1, 1000, { message: () => "must be an integer from 1 to 1000" }))),
+      /** One send's deadline. */
+      timeout_ms: Schema.optional(positiveInt),
+      /** Attempts before a delivery is dead (1 to 20). */
+      max_attempts: Schema.optional(Schema.Int.pipe(Schema.between(1, 20, { message: () => "must be an integer from 1 to 20" }))),
+      /** The first retry's delay; doubled per attempt. */
+      retry_base_ms: Schema.optional(positiveInt),
+      /** Pending deliveries kept per destination; beyond it the oldest are dropped (counted). */
+      max_pending_per_destination: Schema.optional(positiveInt),
+      /** Requests in flight to one destination at once. */
+      concurrency_per_destination: Schema.optional(positiveInt),
+      /** How long delivered and dead rows are kept. */
+      retention_hours: Schema.optional(Schema.Number.pipe(Schema.positive({ message: () => "must be a number > 0" }))),
+    }),
+  ),
 })
 export type ConfigFile = typeof ConfigFile.Type
 

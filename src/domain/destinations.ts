@@ -249,12 +249,45 @@ export const FILTER_OPERATORS = [
 
 const NUMERIC_OPERATORS: ReadonlyArray<string> = ["gt", "lt", "gte", "lte"]
 
-const compiles = (pattern: string) => {
+/** A tenant's regex is run on every generation: short, and without the nested quantifiers that backtrack exponentially. */
+export const REGEX_MAX_LENGTH = 256
+
+/**
+ * Why a filter's regex is refused, or undefined: too long, a quantified group that itself holds a
+ * quantifier (`(a+)+`, `(\w*)*`, `(a|b+){2,}`), a backreference, or not compilable.
+ */
+export const regexProblem = (pattern: string): string | undefined => {
+  if (pattern.length > REGEX_MAX_LENGTH) return `is longer than ${REGEX_MAX_LENGTH} characters`
+  // Each open group: whether a quantifier occurs inside it.
+  const groups: Array<boolean> = []
+  let inClass = false
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i]
+    if (ch === "\\") {
+      const next = pattern[i + 1] ?? ""
+      if (!inClass && /[1-9k]/.test(next)) return "uses a backreference (not allowed)"
+      i++
+      continue
+    }
+    if (inClass) {
+      if (ch === "]") inClass = false
+      continue
+    }
+    if (ch === "[") inClass = true
+    else if (ch === "(") groups.push(false)
+    else if (ch === ")") {
+      const quantifiedInside = groups.pop() ?? false
+      const next = pattern[i + 1]
+      const quantified = next === "*" || next === "+" || next === "?" || next === "{"
+      if (quantified && quantifiedInside) return "nests quantifiers (e.g. (a+)+), which can take exponential time"
+      if (groups.length > 0 && (quantifiedInside || quantified)) groups[groups.length - 1] = true
+    } else if ((ch === "*" || ch === "+" || ch === "{") && groups.length > 0) groups[groups.length - 1] = true
+  }
   try {
     new RegExp(pattern)
     return undefined
   } catch (e) {
-    return (e as Error).message
+    return `is not a valid regular expression (${(e as Error).message})`
   }
 }
 
@@ -277,8 +310,8 @@ const FilterRule = Schema.Struct({
     }
     if (rule.operator === "regex") {
       if (typeof rule.value !== "string") return { path: ["value"], message: "must be a string with operator regex" }
-      const problem = compiles(rule.value)
-      if (problem !== undefined) return { path: ["value"], message: `is not a valid regular expression (${problem})` }
+      const problem = regexProblem(rule.value)
+      if (problem !== undefined) return { path: ["value"], message: problem }
     }
     return true
   }),
@@ -341,6 +374,18 @@ export const UpdateDestinationPayload = Schema.Struct({
 })
 export type UpdateDestinationPayload = typeof UpdateDestinationPayload.Type
 
+/** Where a destination's deliveries stand (an extension: extra keys are safe for clients). */
+export const DeliveryStatus = Schema.Struct({
+  last_success_at: Schema.NullOr(Schema.String),
+  last_error: Schema.NullOr(Schema.String),
+  last_error_at: Schema.NullOr(Schema.String),
+  /** Deliveries waiting (including retries). */
+  pending: Schema.Int,
+  /** Deliveries that failed their last attempt (`POST …/redeliver` sends them again). */
+  dead: Schema.Int,
+})
+export type DeliveryStatus = typeof DeliveryStatus.Type
+
 export const Destination = Schema.Struct({
   id: Schema.String,
   workspace_id: Schema.String,
@@ -359,8 +404,17 @@ export const Destination = Schema.Struct({
   broadcast_generation_request_context: Schema.Boolean,
   created_at: Schema.String,
   updated_at: Schema.String,
+  delivery: Schema.optional(DeliveryStatus),
 })
 export type Destination = typeof Destination.Type
+
+/** `POST /observability/destinations/{id}/test`: the status class and a short reason, never the receiver's body. */
+export const DestinationTestData = Schema.Struct({
+  data: Schema.Struct({ ok: Schema.Boolean, status: Schema.Int, message: Schema.String }),
+})
+
+/** `POST /observability/destinations/{id}/redeliver`: how many dead deliveries were queued again. */
+export const RedeliverData = Schema.Struct({ data: Schema.Struct({ requeued: Schema.Int }) })
 
 export const DestinationData = Schema.Struct({ data: Destination })
 export const DestinationList = Schema.Struct({ data: Schema.Array(Destination), total_count: Schema.Int })

@@ -5,6 +5,7 @@
  */
 import { randomPool, takeRandom } from "./random"
 import { Schema } from "effect"
+import type { ResponsesRequest } from "./responses.js"
 
 export type GenerationStatus = "completed" | "incomplete" | "failed" | "cancelled"
 
@@ -34,6 +35,39 @@ export interface ContentMessage {
 export interface GenerationContent {
   readonly input: { readonly messages: ReadonlyArray<ContentMessage> } | { readonly prompt: string }
   readonly output: { readonly completion: string | null; readonly reasoning: string | null }
+}
+
+/** One upstream attempt of a request, in order (the answering one last). */
+export interface AttemptRecord {
+  readonly model: string
+  readonly provider: string
+  readonly status: number
+}
+
+/** USD per million tokens (`request`: per request), as the catalog prices an endpoint. */
+export interface EndpointPrices {
+  readonly prompt: number
+  readonly completion: number
+  readonly cached_prompt?: number
+  readonly cache_write?: number
+  readonly request?: number
+}
+
+/**
+ * What broadcast sends beyond the record (src/broadcast/outbox.ts): references to what the
+ * request path already holds, read only when a destination wants the generation; never stored as is.
+ */
+export interface BroadcastContext {
+  /** The decoded request: its `trace`, `user`, parameters and plugins. */
+  readonly request: ResponsesRequest
+  /** The prompt in its stored form, built only when a destination takes content. */
+  readonly input: () => GenerationContent["input"]
+  readonly completion: string | null
+  readonly reasoning: string | null
+  readonly attempts: ReadonlyArray<AttemptRecord>
+  readonly pricing: EndpointPrices
+  /** How the candidates were ordered (`service_metadata.strategy`). */
+  readonly strategy: string
 }
 
 /** What the responses path hands to `GenerationStore.record` once per model request. */
@@ -80,13 +114,15 @@ export interface GenerationEntry {
   readonly appTitle?: string | null
   /** The request's `User-Agent`. */
   readonly userAgent?: string | null
+  /** For the broadcast outbox (absent: the generation is broadcast without request details or content). */
+  readonly broadcast?: BroadcastContext
 }
 
 /** Longest client header (`HTTP-Referer`, app title, `User-Agent`) kept on a generation. */
 export const CLIENT_HEADER_MAX = 512
 
 /** A generation as read back from the store (its content is read separately). */
-export type StoredGeneration = Omit<GenerationEntry, "content"> & { readonly hasContent: boolean }
+export type StoredGeneration = Omit<GenerationEntry, "content" | "broadcast"> & { readonly hasContent: boolean }
 
 const ID_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 const ID_CODES = Uint8Array.from(ID_ALPHABET, (ch) => ch.charCodeAt(0))

@@ -9,6 +9,8 @@
  * one log line.
  */
 
+import type { AttemptTiming } from "../broadcast/own-traces.js"
+
 /** Seconds; from half a millisecond (gateway overhead) to five minutes (long streams). */
 const BUCKETS: ReadonlyArray<number> = [
   0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
@@ -105,6 +107,12 @@ export interface ScrapedGauges {
   readonly keyCache: () => { readonly hits: number; readonly misses: number }
   /** Requests in flight now (the request lifecycle's count: a stream counts until its last event). */
   readonly inFlight: () => number
+  /** Broadcast deliveries by `type\u0000outcome`, the queue's depth and the oldest waiting row's age (src/broadcast/Broadcast.ts). */
+  readonly broadcast?: () => {
+    readonly outcomes: ReadonlyMap<string, number>
+    readonly pending: number
+    readonly lagSeconds: number
+  }
 }
 
 export class GatewayMetrics {
@@ -198,6 +206,25 @@ export class GatewayMetrics {
         `gateway_key_cache_lookups_total{result="hit"} ${keys.hits}`,
         `gateway_key_cache_lookups_total{result="miss"} ${keys.misses}`,
       )
+      const broadcast = this.gauges.broadcast?.()
+      if (broadcast !== undefined) {
+        out.push(
+          "# HELP gateway_broadcast_deliveries_total Generations handed to observability destinations, by destination type and outcome (delivered, failed: retried, dead, filtered, dropped: over the cap)",
+          "# TYPE gateway_broadcast_deliveries_total counter",
+        )
+        for (const [key, n] of broadcast.outcomes) {
+          const [type = "", outcome = ""] = key.split("\u0000")
+          out.push(`gateway_broadcast_deliveries_total{${labelText({ type, outcome })}} ${n}`)
+        }
+        out.push(
+          "# HELP gateway_broadcast_queue_depth Deliveries waiting to be sent (including retries), as last counted",
+          "# TYPE gateway_broadcast_queue_depth gauge",
+          `gateway_broadcast_queue_depth ${broadcast.pending}`,
+          "# HELP gateway_broadcast_lag_seconds Age of the oldest waiting delivery, as last counted",
+          "# TYPE gateway_broadcast_lag_seconds gauge",
+          `gateway_broadcast_lag_seconds ${formatNumber(broadcast.lagSeconds)}`,
+        )
+      }
     }
     const cpu = process.cpuUsage()
     out.push(
@@ -274,6 +301,10 @@ export class RequestTrace {
   /** Where the server's in-flight count holds this request (`InFlight`). */
   inFlightRequest: Request | undefined = undefined
   address: string | undefined = undefined
+  /** Only while the gateway exports its own traces (src/broadcast/own-traces.ts): each upstream attempt, the allowed headers, the caller's traceparent. */
+  attemptLog: Array<AttemptTiming> | undefined = undefined
+  spanHeaders: Record<string, string> | undefined = undefined
+  traceparent: string | undefined = undefined
   private ended = false
 
   constructor(
@@ -300,11 +331,14 @@ export class RequestTrace {
     this.provider = provider
     this.model = model
     this.upstreamStartedAt = performance.now()
+    this.attemptLog?.push({ provider, model, startMs: Date.now(), endMs: undefined })
   }
 
   /** The attempt's upstream answered (or failed): its wait counts as upstream time. */
   answered(): void {
     this.upstreamMs += performance.now() - this.upstreamStartedAt
+    const last = this.attemptLog?.[this.attemptLog.length - 1]
+    if (last !== undefined) last.endMs = Date.now()
   }
 
   markFirstToken(): void {

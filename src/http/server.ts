@@ -7,6 +7,8 @@
 import { HttpApi, HttpApiBuilder, HttpApp, OpenApi } from "@effect/platform"
 import { Context, Effect, Either, Layer, ManagedRuntime } from "effect"
 import { appLayer } from "../app.js"
+import { Broadcast } from "../broadcast/Broadcast.js"
+import { ALLOWED_HEADERS, OwnTraces } from "../broadcast/own-traces.js"
 import { GatewayConfig } from "../config/Config.js"
 import { type ApiError, errorResponse, InternalError, MethodNotAllowed, NotFound, ServiceUnavailable } from "../domain/errors.js"
 import { formats as mountedFormats, type MountedFormat } from "../formats/index.js"
@@ -71,6 +73,9 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   const max = settings.maxBodyBytes
   const generations = Context.get(rt.context, GenerationStore)
   const keyStore = Context.get(rt.context, KeyStore)
+  const broadcast = Context.get(rt.context, Broadcast)
+  // The gateway's own traces: undefined unless OTEL_EXPORTER_OTLP_ENDPOINT is set (one check per request then).
+  const ownTraces = Context.get(rt.context, OwnTraces)
 
   // Operations: plain counters per route, one log line per request, Server-Timing on every answer.
   const metrics = settings.metrics ? new GatewayMetrics() : undefined
@@ -79,6 +84,7 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     ledgerStats: () => Effect.runSync(generations.stats),
     keyCache: () => keyStore.cacheStats(),
     inFlight: () => lifecycle.count,
+    broadcast: () => broadcast.stats(),
   })
   const logRequest = makeRequestLogger(settings.logLevel)
   const keepBodies = settings.logLevel === "debug"
@@ -105,6 +111,23 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
         }
       }
       logRequest?.(trace, status, totalMs)
+      ownTraces?.record({
+        method: trace.method,
+        route: trace.route,
+        requestId: trace.id,
+        status,
+        startMs: performance.timeOrigin + trace.startedAt,
+        endMs: performance.timeOrigin + trace.startedAt + totalMs,
+        headers: trace.spanHeaders,
+        traceparent: trace.traceparent,
+        attempts: trace.attemptLog,
+        provider: trace.provider,
+        model: trace.model,
+        generationId: trace.generationId,
+        firstTokenMs: trace.firstTokenMs,
+        streaming: trace.streaming,
+        outcome: trace.outcome,
+      })
       // The answer ends (a JSON body is handed over, a stream is closing): idle connections are bounded again.
       if (trace.lifted !== undefined) {
         server.timeout(trace.lifted, idleTimeout)
@@ -115,6 +138,15 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     return async (req) => {
       if (draining) return shuttingDown(errorOf)
       const trace = new RequestTrace(requestIdOf(req.headers), method, route, keepBodies, finish)
+      if (ownTraces !== undefined) {
+        trace.attemptLog = []
+        trace.spanHeaders = {}
+        for (const name of ALLOWED_HEADERS) {
+          const value = req.headers.get(name)
+          if (value !== null) trace.spanHeaders[name] = value
+        }
+        trace.traceparent = req.headers.get("traceparent") ?? undefined
+      }
       const over = lifecycle.enter(req, trace)
       if (over !== undefined) {
         routeMetrics?.record(503, 0)

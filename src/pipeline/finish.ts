@@ -18,6 +18,7 @@ import type { ErrorLog } from "../http/log.js"
 import type { Encoder } from "./format.js"
 import type { RequestLifecycle } from "./lifecycle.js"
 import type { Prepared } from "./pre-model.js"
+import type { Attempt } from "./turns.js"
 
 /** One request's life past its decision: what finish reads, and whether it has run. */
 export interface RequestLife {
@@ -28,6 +29,8 @@ export interface RequestLife {
   /** The server's request id, for the log. */
   readonly requestId: string | undefined
   finished: boolean
+  /** The upstream attempts so far (the route's list), for broadcast's child spans. */
+  attempts?: ReadonlyArray<Attempt>
 }
 
 /** What happened to one request, for settlement and the generation record. */
@@ -130,6 +133,16 @@ export const makeFinish = (deps: FinishDeps): Finish => {
         }
         if (outcome.error.previousErrors !== undefined) error.previousErrors = outcome.error.previousErrors
         row.error = error
+      }
+      // References only: the outbox reads them when a destination wants this generation.
+      row.broadcast = {
+        request: prepared.request,
+        input: () => storedInput(prepared.request),
+        completion: assembler?.completionText ?? null,
+        reasoning: assembler && assembler.reasoningText !== "" ? assembler.reasoningText : null,
+        attempts: life.attempts ?? [],
+        pricing: endpoint.pricing,
+        strategy: prepared.plan.strategy,
       }
       if (prepared.storeContent) {
         row.content = {

@@ -177,6 +177,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     }
 
     const attempts: Array<Attempt> = []
+    life.attempts = attempts
     const serviceMetadata = (selected: Endpoint | undefined): Record<string, unknown> => {
       const metadata: Record<string, unknown> = {
         requested: plan.requested,

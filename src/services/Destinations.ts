@@ -10,6 +10,7 @@ import {
   type Destination,
   type DestinationConfig,
   type DestinationType,
+  type DeliveryStatus,
   decodeConfig,
   type FilterRules,
   maskConfig,
@@ -42,6 +43,9 @@ interface DestinationRow {
   readonly broadcast_generation_request_context: number
   readonly created_at: string
   readonly updated_at: string
+  readonly last_success_at?: string | null
+  readonly last_error?: string | null
+  readonly last_error_at?: string | null
 }
 
 /** The caller, as far as destinations care. */
@@ -52,7 +56,7 @@ export interface DestinationCaller {
 }
 
 /** A destination with its config in plain text, for delivery (never for a response). */
-export type ResolvedDestination = Omit<Destination, "config"> & { readonly config: DestinationConfig }
+export type ResolvedDestination = Omit<Destination, "config" | "delivery"> & { readonly config: DestinationConfig }
 
 const bit = (b: boolean) => (b ? 1 : 0)
 
@@ -66,6 +70,34 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
     const keys = yield* KeyStore
 
     const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
+
+    // Who caches destinations (the broadcast outbox) hears of every change made through here.
+    const listeners = new Set<(workspaceId: string) => void>()
+    /** Calls `listener` with the workspace of every destination created, changed or deleted; returns its removal. */
+    const onChange = (listener: (workspaceId: string) => void): (() => void) => {
+      listeners.add(listener)
+      return () => {
+        listeners.delete(listener)
+      }
+    }
+    const changed = (workspaceId: string) =>
+      Effect.sync(() => {
+        for (const listener of listeners) listener(workspaceId)
+      })
+
+    /** The destination's delivery status: its last outcome and its queue. */
+    const deliveryOf = (row: DestinationRow) =>
+      Effect.map(
+        sql<{ state: string; n: number }>`SELECT state, COUNT(*) AS n FROM broadcast_deliveries
+          WHERE destination_id = ${row.id} AND state IN ('pending', 'dead') GROUP BY state`.pipe(Effect.orDie),
+        (counts): DeliveryStatus => ({
+          last_success_at: row.last_success_at ?? null,
+          last_error: row.last_error ?? null,
+          last_error_at: row.last_error_at ?? null,
+          pending: Number(counts.find((c) => c.state === "pending")?.n ?? 0),
+          dead: Number(counts.find((c) => c.state === "dead")?.n ?? 0),
+        }),
+      )
 
     /** Secret values sealed one by one (a random IV each), the rest as is. */
     const sealConfig = (type: DestinationType, config: DestinationConfig): DestinationConfig =>
@@ -129,14 +161,17 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
 
     /** The wire object: secrets masked. A secret that cannot be decrypted shows fully masked (and is logged). */
     const view = (row: DestinationRow): Effect.Effect<Destination> =>
-      Either.match(openConfig(row), {
-        onRight: (config) => Effect.succeed({ ...base(row), config: maskConfig(row.type, config) }),
-        onLeft: (e) =>
-          Effect.as(Effect.logWarning(`Observability destination ${row.id}: ${e.message}`), {
-            ...base(row),
-            config: maskConfig(row.type, JSON.parse(row.config) as DestinationConfig),
-          }),
-      })
+      Effect.flatMap(deliveryOf(row), (delivery) =>
+        Either.match(openConfig(row), {
+          onRight: (config) => Effect.succeed({ ...base(row), config: maskConfig(row.type, config), delivery }),
+          onLeft: (e) =>
+            Effect.as(Effect.logWarning(`Observability destination ${row.id}: ${e.message}`), {
+              ...base(row),
+              config: maskConfig(row.type, JSON.parse(row.config) as DestinationConfig),
+              delivery,
+            }),
+        }),
+      )
 
     const load = (id: string) =>
       sql<DestinationRow>`SELECT * FROM observability_destinations WHERE id = ${id}`.pipe(
@@ -195,6 +230,7 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
           created_at: now,
           updated_at: now,
         })}`.pipe(Effect.orDie)
+        yield* changed(workspaceId)
         return yield* view(Option.getOrThrow(yield* load(id)))
       })
 
@@ -250,13 +286,20 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
           sets.push(sql`broadcast_generation_request_context = ${bit(payload.broadcast_generation_request_context)}`)
         }
         yield* sql`UPDATE observability_destinations SET ${sql.csv(sets)} WHERE id = ${row.id}`.pipe(Effect.orDie)
+        yield* changed(row.workspace_id)
         return yield* view(Option.getOrThrow(yield* load(row.id)))
       })
 
     const remove = (userId: string, id: string) =>
       Effect.gen(function* () {
         const row = yield* visible(userId, id)
-        yield* sql`DELETE FROM observability_destinations WHERE id = ${row.id}`.pipe(Effect.orDie)
+        yield* sql.withTransaction(
+          Effect.zipRight(
+            sql`DELETE FROM broadcast_deliveries WHERE destination_id = ${row.id}`,
+            sql`DELETE FROM observability_destinations WHERE id = ${row.id}`,
+          ),
+        ).pipe(Effect.orDie)
+        yield* changed(row.workspace_id)
       })
 
     const resolve = (row: DestinationRow) =>
@@ -274,7 +317,7 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
         (rows) => Effect.forEach(rows, resolve),
       )
 
-    return { create, list, get, update, remove, resolved, enabledFor } as const
+    return { create, list, get, update, remove, resolved, enabledFor, onChange } as const
   }),
   dependencies: [Secrets.Default, Users.Default, KeyStore.Default],
 }) {}

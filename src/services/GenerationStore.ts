@@ -16,9 +16,19 @@ import { SqlClient } from "@effect/sql"
 import { Cause, Context, Effect, Exit, Option, Runtime } from "effect"
 import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
 import type { GenerationContent, GenerationEntry } from "../domain/generations.js"
-import { fromRow, type GenerationRow, isBusy, type LedgerItem, openSqliteBatchWriter, sqlBatchWriter, sqlSettleAlone } from "../store/ledger.js"
+import {
+  fromRow,
+  type GenerationRow,
+  isBusy,
+  type LedgerItem,
+  type LedgerRows,
+  openSqliteBatchWriter,
+  sqlBatchWriter,
+  sqlSettleAlone,
+} from "../store/ledger.js"
 import type { SettleArgs } from "../store/settlement.js"
 import { MainConnection } from "../store/sqlite-client.js"
+import { LedgerHooks } from "./LedgerHooks.js"
 
 export type { GenerationContent, GenerationEntry, StoredGeneration } from "../domain/generations.js"
 export { newGenerationId } from "../domain/generations.js"
@@ -82,6 +92,7 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     const sql = yield* SqlClient.SqlClient
     const config = yield* GatewayConfig
     const options = yield* GenerationWriterOptions
+    const hooks = yield* LedgerHooks
     const runtime = yield* Effect.runtime<never>()
     const runPromiseExit = Runtime.runPromiseExit(runtime)
     const log = (effect: Effect.Effect<void>) => Runtime.runFork(runtime)(effect)
@@ -114,10 +125,19 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
         return Promise.reject(e)
       }
     }
-    const writeBatch = (items: ReadonlyArray<LedgerItem>): Promise<void> =>
+    const writeBatch = (items: ReadonlyArray<LedgerItem>, extra: ReadonlyArray<LedgerRows>): Promise<void> =>
       sqlite === undefined
-        ? runPromiseExit(writeRows(items)).then(settled)
-        : besideMainNow(() => sqlite.write(items))
+        ? runPromiseExit(writeRows(items, extra)).then(settled)
+        : besideMainNow(() => sqlite.write(items, extra))
+    /** The hooks' rows for a batch (the broadcast outbox); a hook that fails adds nothing rather than losing the batch. */
+    const extraRows = async (items: ReadonlyArray<LedgerItem>): Promise<ReadonlyArray<LedgerRows>> => {
+      try {
+        return await hooks.rowsFor(items.map((i) => i.entry))
+      } catch (e) {
+        log(Effect.logError("A ledger hook failed; the batch is written without its rows", describeFailure(e)))
+        return []
+      }
+    }
     /** A settlement whose row could not be written, alone: the hold is released all the same. */
     const settleAlone = (settlement: SettleArgs): Promise<void> =>
       sqlite === undefined ? runPromiseExit(settleRow(settlement)).then(settled) : besideMainNow(() => sqlite.settle(settlement))
@@ -158,11 +178,12 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     }
 
     /** One transaction; a busy database is waited out. Returns the failure, or undefined once committed. */
-    const attempt = async (items: ReadonlyArray<LedgerItem>): Promise<unknown> => {
+    const attempt = async (items: ReadonlyArray<LedgerItem>, withHooks = true): Promise<unknown> => {
       const giveUpAt = Date.now() + BUSY_GIVE_UP_MS
+      const extra = withHooks ? await extraRows(items) : []
       for (;;) {
         try {
-          await writeBatch(items)
+          await writeBatch(items, extra)
           stats.flushes++
           stats.rowsWritten += items.length
           return undefined
@@ -188,7 +209,12 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
         ),
       )
       for (const item of items) {
-        const rowFailure = await attempt([item])
+        let rowFailure = await attempt([item])
+        if (rowFailure !== undefined && (await attempt([item], false)) === undefined) {
+          // The hooks' rows (the broadcast outbox) were what failed: the record is kept without them.
+          log(Effect.logWarning(`Generation ${item.entry.id} was written without its ledger hooks' rows`, describeFailure(rowFailure)))
+          rowFailure = undefined
+        }
         if (rowFailure === undefined) continue
         const entry = item.entry
         stats.failedRows++
@@ -336,4 +362,5 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
       getContent,
     } as const
   }),
+  dependencies: [LedgerHooks.Default],
 }) {}

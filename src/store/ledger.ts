@@ -141,12 +141,23 @@ const spendOf = (e: GenerationEntry): SpendItem => ({
 })
 
 /**
+ * Rows another feature commits with a batch of generations (the hooks of src/services/LedgerHooks.ts,
+ * e.g. the broadcast outbox). Table and column names come from code, never from input.
+ */
+export interface LedgerRows {
+  readonly table: string
+  /** Every row has exactly these keys. */
+  readonly columns: ReadonlyArray<string>
+  readonly rows: ReadonlyArray<Readonly<Record<string, string | number | null>>>
+}
+
+/**
  * One transaction through @effect/sql: the generation rows, their content rows and their spend,
- * rolled up, and the reservations they replace settled (summed per row, src/store/settlement.ts).
+ * rolled up, the reservations they replace settled (summed per row, src/store/settlement.ts), and `extra`.
  */
 export const sqlBatchWriter = (sql: SqlClient.SqlClient) => {
   const settle = settlementsWith(sql)
-  return (items: ReadonlyArray<LedgerItem>) =>
+  return (items: ReadonlyArray<LedgerItem>, extra: ReadonlyArray<LedgerRows> = []) =>
     sql.withTransaction(
       Effect.gen(function* () {
         const entries = items.map((i) => i.entry)
@@ -155,6 +166,9 @@ export const sqlBatchWriter = (sql: SqlClient.SqlClient) => {
         if (contents.length > 0) yield* sql`INSERT INTO generation_content ${sql.insert(contents)}`
         yield* addSpendWith(sql, rollUp(entries.map(spendOf)))
         yield* settle(items.flatMap((i) => i.settlement ?? []))
+        for (const part of extra) {
+          if (part.rows.length > 0) yield* sql`INSERT INTO ${sql(part.table)} ${sql.insert(part.rows as Array<Record<string, string | number | null>>)}`
+        }
       }),
     )
 }
@@ -179,7 +193,7 @@ export interface LedgerItem {
 
 export interface SqliteBatchWriter {
   /** One transaction (BEGIN IMMEDIATE); throws, having rolled back, when it fails. */
-  readonly write: (items: ReadonlyArray<LedgerItem>) => void
+  readonly write: (items: ReadonlyArray<LedgerItem>, extra?: ReadonlyArray<LedgerRows>) => void
   /** A settlement alone, in a transaction of its own (its generation row could not be written). */
   readonly settle: (settlement: SettleArgs) => void
   readonly close: () => void
@@ -216,7 +230,18 @@ const prepareWriter = (db: Database): SqliteBatchWriter => {
   )
   const addSpend = spendAdderOn(db)
   const settleAll = settlementsOn(db)
-  const batch = db.transaction((items: ReadonlyArray<LedgerItem>) => {
+  // One prepared insert per table and column list a hook writes (bound by name, as above).
+  const extraInserts = new Map<string, ReturnType<typeof db.prepare<unknown, [Record<string, string | number | null>]>>>()
+  const insertExtra = (part: LedgerRows) => {
+    const key = `${part.table}(${part.columns.join(",")})`
+    let insert = extraInserts.get(key)
+    if (insert === undefined) {
+      insert = db.prepare(`INSERT INTO ${part.table} (${part.columns.join(", ")}) VALUES (${part.columns.map((c) => `$${c}`).join(", ")})`)
+      extraInserts.set(key, insert)
+    }
+    for (const row of part.rows) insert.run(row as Record<string, string | number | null>)
+  }
+  const batch = db.transaction((items: ReadonlyArray<LedgerItem>, extra: ReadonlyArray<LedgerRows>) => {
     const settlements: Array<SettleArgs> = []
     for (const { entry: e, settlement } of items) {
       insertGeneration.run(toRow(e))
@@ -227,10 +252,11 @@ const prepareWriter = (db: Database): SqliteBatchWriter => {
     addSpend(rollUp(items.map((item) => spendOf(item.entry))))
     // The holds are released in the transaction that writes the spend replacing them: never both, never neither.
     settleAll(settlements)
+    for (const part of extra) insertExtra(part)
   })
   const settleAlone = db.transaction((settlement: SettleArgs) => settleAll([settlement]))
   return {
-    write: (items) => batch.immediate(items),
+    write: (items, extra = []) => batch.immediate(items, extra),
     settle: (settlement) => settleAlone.immediate(settlement),
     close: () => db.close(),
   }

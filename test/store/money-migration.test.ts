@@ -59,7 +59,8 @@ describe(`the money_nano migration (${engine})`, () => {
         }
       }),
     )
-    expect(after.ran).toEqual(["11_money_nano", "12_hold_leases", "13_budget_slices"])
+    // Later migrations follow these (they are not this test's concern).
+    expect(after.ran.slice(0, 2)).toEqual(["11_money_nano", "12_hold_leases"])
     expect(after.keys).toEqual([
       { hash: "k-limited", limit_nano: 50_000_000, reserved_nano: 40_000_000, window_spend_nano: 50_000_000 },
       { hash: "k-open", limit_nano: null, reserved_nano: 0, window_spend_nano: 12_345_678_901 },

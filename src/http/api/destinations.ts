@@ -5,7 +5,9 @@ import {
   DestinationData,
   DestinationIdPath,
   DestinationList,
+  DestinationTestData,
   ListDestinationsParams,
+  RedeliverData,
   UpdateDestinationPayload,
 } from "../../domain/destinations.js"
 import { Errors } from "../../domain/errors.js"
@@ -29,6 +31,12 @@ export class DestinationsApi extends HttpApiGroup.make("destinations")
       .addSuccess(DestinationData),
   )
   .add(HttpApiEndpoint.del("delete", "/observability/destinations/:id").setPath(DestinationIdPath).addSuccess(Deleted))
+  .add(HttpApiEndpoint.post("test", "/observability/destinations/:id/test").setPath(DestinationIdPath).addSuccess(DestinationTestData))
+  .add(
+    HttpApiEndpoint.post("redeliver", "/observability/destinations/:id/redeliver")
+      .setPath(DestinationIdPath)
+      .addSuccess(RedeliverData),
+  )
   .addError(Errors.BadRequest)
   .addError(Errors.Forbidden)
   .addError(Errors.NotFound)

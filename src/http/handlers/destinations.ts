@@ -2,12 +2,14 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { requireManagement } from "../../services/Auth.js"
+import { Broadcast } from "../../broadcast/Broadcast.js"
 import { Destinations } from "../../services/Destinations.js"
 import { GatewayApi } from "../Api.js"
 
 export const DestinationsLive = HttpApiBuilder.group(GatewayApi, "destinations", (handlers) =>
   Effect.gen(function* () {
     const destinations = yield* Destinations
+    const broadcast = yield* Broadcast
     return handlers
       .handle("list", ({ urlParams }) =>
         Effect.gen(function* () {
@@ -38,6 +40,18 @@ export const DestinationsLive = HttpApiBuilder.group(GatewayApi, "destinations",
           const p = yield* requireManagement
           yield* destinations.remove(p.userId, path.id)
           return { deleted: true as const }
+        }),
+      )
+      .handle("test", ({ path }) =>
+        Effect.gen(function* () {
+          const p = yield* requireManagement
+          return { data: yield* broadcast.test(p.userId, path.id) }
+        }),
+      )
+      .handle("redeliver", ({ path }) =>
+        Effect.gen(function* () {
+          const p = yield* requireManagement
+          return { data: { requeued: yield* broadcast.redeliver(p.userId, path.id) } }
         }),
       )
   }),

@@ -6,6 +6,7 @@ import { pageOf } from "../../domain/paging.js"
 import { quote } from "../../domain/validation.js"
 import type { UpdateWorkspacePayload } from "../../domain/workspaces.js"
 import { servesModel } from "../../routing/model-id.js"
+import { Broadcast } from "../../broadcast/Broadcast.js"
 import { requireManagement } from "../../services/Auth.js"
 import { Catalog } from "../../services/Catalog.js"
 import { ContentPolicy } from "../../services/ContentPolicy.js"
@@ -32,6 +33,7 @@ export const WorkspacesLive = HttpApiBuilder.group(GatewayApi, "workspaces", (ha
   Effect.gen(function* () {
     const store = yield* WorkspaceStore
     const policy = yield* ContentPolicy
+    const broadcast = yield* Broadcast
     const catalog = yield* Catalog
 
     /** A default model the catalog does not serve would fail every request that names none: refused at write. */
@@ -89,6 +91,7 @@ export const WorkspacesLive = HttpApiBuilder.group(GatewayApi, "workspaces", (ha
           const row = yield* store.update(ws.userId, ws.row, { name: payload.name, slug: payload.slug, ...settingsOf(payload) })
           // The data plane caches logging settings; the next request must see the change.
           yield* policy.invalidate(row.id)
+          yield* broadcast.invalidate(row.id)
           return { data: store.view(row) }
         }),
       )

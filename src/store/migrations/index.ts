@@ -16,6 +16,7 @@ import generationClient from "./0010_generation_client.js"
 import moneyNano from "./0011_money_nano.js"
 import holdLeases from "./0012_hold_leases.js"
 import budgetSlices from "./0013_budget_slices.js"
+import broadcast from "./0014_broadcast.js"
 
 export interface Migration {
   readonly id: number
@@ -36,4 +37,5 @@ export const migrations: ReadonlyArray<Migration> = [
   { id: 11, name: "money_nano", up: moneyNano },
   { id: 12, name: "hold_leases", up: holdLeases },
   { id: 13, name: "budget_slices", up: budgetSlices },
+  { id: 14, name: "broadcast", up: broadcast },
 ]

@@ -1,0 +1,440 @@
+/**
+ * What broadcast sends (issue 25 §2): the outbox row's payload (the generation as broadcast sees
+ * it, written at commit), the view destinations get (privacy mode and the three broadcast_*
+ * switches applied), and one OTLP/HTTP JSON trace per generation, serialized by
+ * @opentelemetry/otlp-transformer. GenAI semantic conventions v1.37 (`gen_ai.provider.name`,
+ * `gen_ai.input.messages` / `gen_ai.output.messages` as JSON strings of role-and-parts messages).
+ * Ids derive from the generation id (a redelivery is the same trace), or come from the request's
+ * `trace` object when they are valid hex of the right length (else hashed; the original is kept
+ * as `trace.original.<key>`).
+ */
+import { createHash } from "node:crypto"
+import { type HrTime, type Link, SpanKind, SpanStatusCode } from "@opentelemetry/api"
+import { JsonTraceSerializer } from "@opentelemetry/otlp-transformer"
+import { resourceFromAttributes } from "@opentelemetry/resources"
+import type { ReadableSpan, TimedEvent } from "@opentelemetry/sdk-trace-base"
+import type { AttemptRecord, ContentMessage, EndpointPrices, GenerationEntry } from "../domain/generations.js"
+import type { GenerationView } from "./exporter.js"
+import type { FilterSubject } from "./filters.js"
+
+/** The GenAI semantic conventions these spans follow. */
+export const GEN_AI_SEMCONV_VERSION = "1.37.0"
+export const SERVICE_NAME = "gateway"
+
+/** A generation as the outbox keeps it (JSON in `payload`; no prompt or completion). */
+export interface DeliveryPayload {
+  readonly id: string
+  readonly keyHash: string
+  /** The key's owner. */
+  readonly ownerId: string
+  readonly workspaceId: string
+  readonly model: string
+  readonly provider: string
+  readonly upstreamModel: string
+  readonly createdAt: string
+  readonly generationTimeMs: number
+  readonly latencyMs: number | null
+  readonly streamed: boolean
+  readonly status: string
+  readonly finishReason: string | null
+  readonly sessionId: string | null
+  /** The request's `user`. */
+  readonly user: string | null
+  readonly inputTokens: number
+  readonly cachedTokens: number
+  readonly cacheWriteTokens: number
+  readonly outputTokens: number
+  readonly reasoningTokens: number
+  readonly totalCost: number
+  readonly isByok: boolean
+  readonly error: { readonly status: number; readonly message: string } | null
+  /** The request's `trace` object, as given. */
+  readonly trace: Readonly<Record<string, unknown>> | null
+  readonly attempts: ReadonlyArray<AttemptRecord>
+  /** Request parameters (`gen_ai.request.*`). */
+  readonly params: Readonly<Record<string, number | string | boolean>>
+  readonly strategy: string | null
+  readonly plugins: ReadonlyArray<string>
+  readonly pricing: EndpointPrices | null
+}
+
+/** The prompt and completion (sealed in the outbox). */
+export interface DeliveryContent {
+  readonly input: ReadonlyArray<ContentMessage>
+  readonly output: string | null
+  readonly reasoning: string | null
+}
+
+const PARAMS = [
+  ["temperature", "temperature"],
+  ["top_p", "top_p"],
+  ["top_k", "top_k"],
+  ["max_output_tokens", "max_tokens"],
+  ["frequency_penalty", "frequency_penalty"],
+  ["presence_penalty", "presence_penalty"],
+] as const
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** The payload of a generation (built once per generation at commit, shared by its rows). */
+export const payloadOf = (e: GenerationEntry): DeliveryPayload => {
+  const request = e.broadcast?.request
+  const params: Record<string, number | string | boolean> = {}
+  if (request !== undefined) {
+    for (const [field, name] of PARAMS) {
+      const v = request[field]
+      if (typeof v === "number") params[name] = v
+    }
+    params.stream = request.stream
+  }
+  return {
+    id: e.id,
+    keyHash: e.keyHash,
+    ownerId: e.userId,
+    workspaceId: e.workspaceId,
+    model: e.model,
+    provider: e.providerName,
+    upstreamModel: e.upstreamModel,
+    createdAt: e.createdAt,
+    generationTimeMs: e.generationTimeMs,
+    latencyMs: e.latencyMs,
+    streamed: e.streamed,
+    status: e.status,
+    finishReason: e.finishReason,
+    sessionId: e.sessionId,
+    user: request?.user ?? null,
+    inputTokens: e.inputTokens,
+    cachedTokens: e.cachedTokens,
+    cacheWriteTokens: e.cacheWriteTokens,
+    outputTokens: e.outputTokens,
+    reasoningTokens: e.reasoningTokens,
+    totalCost: e.totalCost,
+    isByok: e.isByok,
+    error: e.error == null ? null : { status: e.error.status, message: e.error.message },
+    trace: isRecord(request?.trace) ? request.trace : null,
+    attempts: e.broadcast?.attempts ?? [],
+    params,
+    strategy: e.broadcast?.strategy ?? null,
+    plugins: (request?.plugins ?? []).map((p) => p.id),
+    pricing: e.broadcast?.pricing ?? null,
+  }
+}
+
+/** The prompt and completion, from the request path's references (or the stored content). */
+export const contentOf = (e: GenerationEntry): DeliveryContent | undefined => {
+  if (e.broadcast !== undefined) {
+    const input = e.broadcast.input()
+    return {
+      input: "messages" in input ? input.messages : [{ role: "user", content: input.prompt }],
+      output: e.broadcast.completion,
+      reasoning: e.broadcast.reasoning,
+    }
+  }
+  if (e.content != null) {
+    const input = e.content.input
+    return {
+      input: "messages" in input ? input.messages : [{ role: "user", content: input.prompt }],
+      output: e.content.output.completion,
+      reasoning: e.content.output.reasoning,
+    }
+  }
+  return undefined
+}
+
+/** What a rule can test, for one generation. */
+export const subjectOf = (p: DeliveryPayload, content: DeliveryContent | undefined, keyName: string | null): FilterSubject => ({
+  model: p.model,
+  provider: p.provider,
+  session_id: p.sessionId,
+  user_id: p.user,
+  api_key_name: keyName,
+  finish_reason: p.finishReason,
+  input: content === undefined ? null : content.input.map((m) => m.content).join("\n"),
+  output: content?.output ?? null,
+  total_cost: p.totalCost,
+  total_tokens: p.inputTokens + p.outputTokens,
+  prompt_tokens: p.inputTokens,
+  completion_tokens: p.outputTokens,
+})
+
+// ---- ids ----
+
+const HEX32 = /^[0-9a-f]{32}$/
+const HEX16 = /^[0-9a-f]{16}$/
+const hashHex = (text: string, length: number) => createHash("sha256").update(text).digest("hex").slice(0, length)
+const validId = (value: unknown, pattern: RegExp, zeros: string): string | undefined => {
+  if (typeof value !== "string") return undefined
+  const lower = value.toLowerCase()
+  return pattern.test(lower) && lower !== zeros ? lower : undefined
+}
+
+/** The destination's switches that shape a view. */
+export interface ViewOptions {
+  readonly privacyMode: boolean
+  readonly cost: boolean
+  readonly identity: boolean
+  readonly requestContext: boolean
+}
+
+const SHAPING_KEYS = new Set(["trace_id", "trace_name", "span_name", "generation_name", "parent_span_id"])
+
+/** Everything one trace needs: the flat view (exporters), and what only the spans carry. */
+export interface TraceItem {
+  readonly view: GenerationView
+  readonly payload: DeliveryPayload
+  readonly options: ViewOptions
+  readonly keyName: string | null
+  /** Attributes of the original `trace` ids that were not valid hex (hashed instead). */
+  readonly originals: Readonly<Record<string, string>>
+}
+
+const str = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined)
+
+export const costBreakdown = (p: DeliveryPayload) => {
+  const prices = p.pricing
+  if (prices === null) return { total: p.totalCost, input: 0, output: 0, cached: 0 }
+  const cached = Math.min(p.cachedTokens, p.inputTokens)
+  const written = Math.min(p.cacheWriteTokens, p.inputTokens - cached)
+  const plain = p.inputTokens - cached - written
+  const perToken = 1e-6
+  return {
+    total: p.totalCost,
+    input: plain * prices.prompt * perToken + written * (prices.cache_write ?? prices.prompt) * perToken,
+    output: p.outputTokens * prices.completion * perToken,
+    cached: cached * (prices.cached_prompt ?? prices.prompt) * perToken,
+  }
+}
+
+/** One generation as a destination with `options` sees it. */
+export const traceItemOf = (
+  payload: DeliveryPayload,
+  content: DeliveryContent | undefined,
+  options: ViewOptions,
+  keyName: string | null,
+): TraceItem => {
+  const trace = payload.trace ?? {}
+  const originals: Record<string, string> = {}
+  const givenTrace = trace.trace_id
+  let traceId = validId(givenTrace, HEX32, "0".repeat(32))
+  if (traceId === undefined) {
+    if (givenTrace !== undefined && givenTrace !== null) {
+      originals["trace.original.trace_id"] = String(givenTrace)
+      traceId = hashHex(`trace:${String(givenTrace)}`, 32)
+    } else traceId = hashHex(`trace:${payload.id}`, 32)
+  }
+  const givenParent = trace.parent_span_id
+  let parentSpanId = validId(givenParent, HEX16, "0".repeat(16))
+  if (parentSpanId === undefined && givenParent !== undefined && givenParent !== null) {
+    originals["trace.original.parent_span_id"] = String(givenParent)
+    parentSpanId = hashHex(`span:${String(givenParent)}`, 16)
+  }
+  const metadata: Record<string, string> = {}
+  for (const [key, value] of Object.entries(trace)) {
+    if (SHAPING_KEYS.has(key) || value === undefined) continue
+    metadata[key] = typeof value === "string" ? value : JSON.stringify(value)
+  }
+  const startMs = Date.parse(payload.createdAt)
+  const defaultName = `chat ${payload.model}`
+  const withContent = !options.privacyMode && content !== undefined
+  const view: GenerationView = {
+    id: payload.id,
+    traceId,
+    spanId: hashHex(`span:${payload.id}:root`, 16),
+    traceName: str(trace.trace_name) ?? defaultName,
+    spanName: str(trace.span_name) ?? str(trace.trace_name) ?? defaultName,
+    generationName: str(trace.generation_name) ?? defaultName,
+    parentSpanId,
+    createdAt: payload.createdAt,
+    startMs,
+    endMs: startMs + payload.generationTimeMs,
+    model: payload.model,
+    upstreamModel: payload.upstreamModel,
+    provider: payload.provider,
+    status: payload.status,
+    finishReason: payload.finishReason,
+    streamed: payload.streamed,
+    inputTokens: payload.inputTokens,
+    outputTokens: payload.outputTokens,
+    cachedTokens: payload.cachedTokens,
+    reasoningTokens: payload.reasoningTokens,
+    ...(options.cost ? { cost: costBreakdown(payload) } : {}),
+    sessionId: payload.sessionId,
+    user: payload.user,
+    ...(withContent
+      ? {
+          input: content.input,
+          ...(content.output === null ? {} : { output: content.output }),
+          ...(content.reasoning === null ? {} : { reasoning: content.reasoning }),
+        }
+      : {}),
+    metadata,
+    // The error's text can quote the prompt: privacy mode keeps only its status.
+    ...(payload.error === null
+      ? {}
+      : { error: options.privacyMode ? { status: payload.error.status, message: `HTTP ${payload.error.status}` } : payload.error }),
+  }
+  return { view, payload, options, keyName, originals }
+}
+
+// ---- spans ----
+
+const hrTime = (ms: number): HrTime => [Math.floor(ms / 1000), Math.round((ms % 1000) * 1e6)]
+const duration = (fromMs: number, toMs: number): HrTime => hrTime(Math.max(0, toMs - fromMs))
+const resource = resourceFromAttributes({ "service.name": SERVICE_NAME })
+const scope = { name: "gateway.broadcast", version: GEN_AI_SEMCONV_VERSION, schemaUrl: `https://opentelemetry.io/schemas/${GEN_AI_SEMCONV_VERSION}` }
+const NO_LINKS: Array<Link> = []
+const NO_EVENTS: Array<TimedEvent> = []
+
+type Attributes = Record<string, string | number | boolean | Array<string>>
+
+const span = (args: {
+  name: string
+  kind: SpanKind
+  traceId: string
+  spanId: string
+  parentSpanId: string | undefined
+  startMs: number
+  endMs: number
+  attributes: Attributes
+  error: string | undefined
+}): ReadableSpan => ({
+  name: args.name,
+  kind: args.kind,
+  spanContext: () => ({ traceId: args.traceId, spanId: args.spanId, traceFlags: 1 }),
+  ...(args.parentSpanId === undefined ? {} : { parentSpanContext: { traceId: args.traceId, spanId: args.parentSpanId, traceFlags: 1 } }),
+  startTime: hrTime(args.startMs),
+  endTime: hrTime(args.endMs),
+  duration: duration(args.startMs, args.endMs),
+  status: args.error === undefined ? { code: SpanStatusCode.OK } : { code: SpanStatusCode.ERROR, message: args.error },
+  attributes: args.attributes,
+  links: NO_LINKS,
+  events: NO_EVENTS,
+  ended: true,
+  resource,
+  instrumentationScope: scope,
+  droppedAttributesCount: 0,
+  droppedEventsCount: 0,
+  droppedLinksCount: 0,
+})
+
+const messagesJson = (input: ReadonlyArray<ContentMessage>) =>
+  JSON.stringify(input.map((m) => ({ role: m.role, parts: [{ type: "text", content: m.content }] })))
+
+const outputJson = (view: GenerationView) => {
+  const parts: Array<{ type: string; content: string }> = []
+  if (view.reasoning !== undefined) parts.push({ type: "reasoning", content: view.reasoning })
+  if (view.output !== undefined) parts.push({ type: "text", content: view.output })
+  return JSON.stringify([{ role: "assistant", parts, finish_reason: view.finishReason ?? "stop" }])
+}
+
+/** The root span's attributes: always the GenAI basics; content unless privacy mode; each switch's group when on. */
+export const rootAttributes = (item: TraceItem): Attributes => {
+  const { view, payload, options } = item
+  const a: Attributes = {
+    "gen_ai.operation.name": "chat",
+    "gen_ai.request.model": view.model,
+    "gen_ai.response.model": view.upstreamModel,
+    "gen_ai.provider.name": view.provider,
+    "gen_ai.response.id": view.id,
+    "gen_ai.response.finish_reasons": view.finishReason === null ? [] : [view.finishReason],
+    "gen_ai.usage.input_tokens": view.inputTokens,
+    "gen_ai.usage.output_tokens": view.outputTokens,
+    "gen_ai.usage.cache_read.input_tokens": view.cachedTokens,
+    "gen_ai.usage.reasoning.output_tokens": view.reasoningTokens,
+    "gateway.generation.status": view.status,
+    "gateway.generation.streamed": view.streamed,
+    "gateway.generation.duration_ms": view.endMs - view.startMs,
+    "trace.name": view.traceName,
+    "generation.name": view.generationName,
+  }
+  if (payload.latencyMs !== null) a["gateway.generation.time_to_first_token_ms"] = payload.latencyMs
+  if (view.sessionId !== null) a["session.id"] = view.sessionId
+  if (view.user !== null) a["user.id"] = view.user
+  if (view.error !== undefined) {
+    a["error.type"] = String(view.error.status)
+    if (!options.privacyMode) a["gateway.error.message"] = view.error.message
+  }
+  if (view.input !== undefined) a["gen_ai.input.messages"] = messagesJson(view.input)
+  if (view.output !== undefined || view.reasoning !== undefined) a["gen_ai.output.messages"] = outputJson(view)
+  for (const [key, value] of Object.entries(view.metadata)) a[`trace.metadata.${key}`] = value
+  Object.assign(a, item.originals)
+  if (options.cost && view.cost !== undefined) {
+    a["gateway.cost.total_usd"] = view.cost.total
+    a["gateway.cost.input_usd"] = view.cost.input
+    a["gateway.cost.output_usd"] = view.cost.output
+    a["gateway.cost.cached_usd"] = view.cost.cached
+    a["gateway.cost.is_byok"] = payload.isByok
+    const prices = payload.pricing
+    if (prices !== null) {
+      a["gateway.price.prompt_per_mtok_usd"] = prices.prompt
+      a["gateway.price.completion_per_mtok_usd"] = prices.completion
+      if (prices.cached_prompt !== undefined) a["gateway.price.cached_prompt_per_mtok_usd"] = prices.cached_prompt
+      if (prices.cache_write !== undefined) a["gateway.price.cache_write_per_mtok_usd"] = prices.cache_write
+      if (prices.request !== undefined) a["gateway.price.request_usd"] = prices.request
+    }
+  }
+  if (options.identity) {
+    if (item.keyName !== null) a["gateway.api_key.name"] = item.keyName
+    a["gateway.api_key.hash_prefix"] = payload.keyHash.slice(0, 8)
+    a["gateway.workspace.id"] = payload.workspaceId
+    a["gateway.api_key.user_id"] = payload.ownerId
+  }
+  if (options.requestContext) {
+    for (const [name, value] of Object.entries(payload.params)) a[`gen_ai.request.${name}`] = value
+    a["gateway.routing.attempts"] = payload.attempts.length
+    if (payload.strategy !== null) a["gateway.routing.strategy"] = payload.strategy
+    if (payload.plugins.length > 0) a["gateway.plugins"] = [...payload.plugins]
+  }
+  return a
+}
+
+/** The spans of one generation: the request's root span and one child per upstream attempt. */
+export const spansOf = (item: TraceItem): Array<ReadableSpan> => {
+  const { view, payload } = item
+  const spans = [
+    span({
+      name: view.spanName,
+      kind: SpanKind.SERVER,
+      traceId: view.traceId,
+      spanId: view.spanId,
+      parentSpanId: view.parentSpanId,
+      startMs: view.startMs,
+      endMs: view.endMs,
+      attributes: rootAttributes(item),
+      error: view.error === undefined ? undefined : `HTTP ${view.error.status}`,
+    }),
+  ]
+  // Attempts carry no timings of their own: the failed ones are instants at the start, the last spans the answer.
+  const attempts = payload.attempts.length > 0 ? payload.attempts : [{ model: view.model, provider: view.provider, status: view.error?.status ?? 200 }]
+  attempts.forEach((attempt, i) => {
+    const last = i === attempts.length - 1
+    spans.push(
+      span({
+        name: `chat ${attempt.model}`,
+        kind: SpanKind.CLIENT,
+        traceId: view.traceId,
+        spanId: hashHex(`span:${view.id}:attempt:${i}`, 16),
+        parentSpanId: view.spanId,
+        startMs: view.startMs,
+        endMs: last ? view.endMs : view.startMs,
+        attributes: {
+          "gen_ai.operation.name": "chat",
+          "gen_ai.request.model": attempt.model,
+          "gen_ai.provider.name": attempt.provider,
+          "gateway.attempt.index": i,
+          "http.response.status_code": attempt.status,
+          ...(last ? { "gen_ai.response.model": view.upstreamModel, "gen_ai.response.id": view.id } : {}),
+        },
+        error: attempt.status >= 400 ? `HTTP ${attempt.status}` : undefined,
+      }),
+    )
+  })
+  return spans
+}
+
+/** The batch's OTLP/HTTP JSON body (`ExportTraceServiceRequest`), as text and as an object. */
+export const otlpOf = (items: ReadonlyArray<TraceItem>): { readonly text: string; readonly json: unknown } => {
+  const bytes = JsonTraceSerializer.serializeRequest(items.flatMap(spansOf))
+  const text = new TextDecoder().decode(bytes)
+  return { text, json: JSON.parse(text) as unknown }
+}

@@ -1,0 +1,260 @@
+/**
+ * Durable delivery (issue 25 §1): retries after a 500 and after a receiver that is down, a dead
+ * row after the last attempt (and redelivery), rows written before a restart delivered after it,
+ * two gateways on one database delivering every row, the cap per destination, retention, and
+ * the safe fetcher refusing a loopback destination unless private addresses are allowed.
+ */
+import { afterAll, describe, expect, test as bunTest } from "bun:test"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { Broadcast } from "../../src/broadcast/Broadcast.js"
+import { type BroadcastSettings, DEFAULT_BROADCAST, GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
+import { startServer } from "../../src/http/server.js"
+import { freshDatabase, type TestDatabase } from "../support/db.js"
+import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { ask, attr, createDestination, rootsBy, setBroadcast, spansIn, startReceiver, waitFor } from "./support.js"
+
+// Postgres: a database per gateway, created and dropped, takes seconds (a timeout per test: setDefaultTimeout would reach other files).
+const TIMEOUT_MS = 30_000
+const test = (name: string, fn: () => Promise<void> | void, timeout = TIMEOUT_MS) => bunTest(name, fn, timeout)
+
+const fast = (over: Partial<BroadcastSettings> = {}): BroadcastSettings => ({
+  ...DEFAULT_BROADCAST,
+  pollMs: 50,
+  retryBaseMs: 100,
+  timeoutMs: 2_000,
+  ...over,
+})
+
+const cleanups: Array<() => Promise<void> | void> = []
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c()
+}, TIMEOUT_MS)
+
+const gateway = async (overrides: Partial<Settings>) => {
+  const gw = await startTestGateway({ allowPrivateAddresses: true, broadcast: fast(), ...overrides })
+  cleanups.push(() => gw.stop())
+  await setBroadcast(gw, true)
+  return gw
+}
+
+/** A port nothing listens on (a receiver started then stopped). */
+const closedPort = () => {
+  const r = startReceiver()
+  r.stop()
+  return r.port
+}
+
+type Delivery = { pending: number; dead: number; last_error: string | null; last_success_at: string | null }
+const deliveryOf = async (gw: TestGateway, id: string): Promise<Delivery> =>
+  ((await (await gw.fetch(`/v1/observability/destinations/${id}`)).json()) as { data: { delivery: Delivery } }).data.delivery
+
+const rowCount = (gw: TestGateway, state: string) =>
+  gw.server.runtime.runPromise(
+    Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      sql<{ n: number }>`SELECT COUNT(*) AS n FROM broadcast_deliveries WHERE state = ${state}`.pipe(Effect.map((r) => Number(r[0]?.n ?? 0))),
+    ),
+  )
+
+describe("retries", () => {
+  test("after a 500 (with Retry-After) the same trace is sent again and delivered", async () => {
+    const receiver = startReceiver()
+    cleanups.push(receiver.stop)
+    const gw = await gateway({})
+    receiver.respond(500, "0")
+    const id = await createDestination(gw, { name: "c", type: "otel-collector", config: { endpoint: receiver.url } })
+    const generation = await ask(gw, { input: "retry me" })
+    await waitFor(() => rootsBy(receiver.received).has(generation))
+    await waitFor(async () => (await deliveryOf(gw, id)).last_error !== null)
+    expect((await deliveryOf(gw, id)).last_error).toContain("HTTP 500")
+    receiver.respond(200)
+    await waitFor(async () => (await deliveryOf(gw, id)).last_success_at !== null, 10_000, "the retry's success")
+    const traces = receiver.received.flatMap((r) => spansIn(r.body)).filter((s) => attr(s, "gen_ai.response.id") === generation && attr(s, "gateway.attempt.index") === undefined)
+    expect(traces.length).toBeGreaterThanOrEqual(2)
+    expect(new Set(traces.map((s) => `${s.traceId}/${s.spanId}`)).size).toBe(1)
+    expect((await deliveryOf(gw, id)).pending).toBe(0)
+  })
+
+  test("a receiver that is down gets the row once it is up", async () => {
+    const port = closedPort()
+    const gw = await gateway({})
+    const id = await createDestination(gw, { name: "c", type: "otel-collector", config: { endpoint: `http://127.0.0.1:${port}` } })
+    const generation = await ask(gw, { input: "wait for me" })
+    await waitFor(async () => (await deliveryOf(gw, id)).last_error !== null)
+    expect((await deliveryOf(gw, id)).last_error).toContain("connection failed")
+    const receiver = startReceiver(port)
+    cleanups.push(receiver.stop)
+    await waitFor(() => rootsBy(receiver.received).has(generation), 15_000, "delivery once the receiver is up")
+  })
+
+  test("dead after the last attempt, with the last error; redeliver sends it again", async () => {
+    const receiver = startReceiver()
+    cleanups.push(receiver.stop)
+    receiver.respond(503)
+    const gw = await gateway({ broadcast: fast({ maxAttempts: 2, retryBaseMs: 50 }) })
+    const id = await createDestination(gw, { name: "c", type: "otel-collector", config: { endpoint: receiver.url } })
+    const generation = await ask(gw, { input: "doomed" })
+    await waitFor(async () => (await deliveryOf(gw, id)).dead === 1, 10_000, "a dead row")
+    const status = await deliveryOf(gw, id)
+    expect(status.pending).toBe(0)
+    expect(status.last_error).toContain("HTTP 503")
+    expect(receiver.received.length).toBe(2)
+    const metrics = await (await gw.fetch("/metrics", { key: null })).text()
+    expect(metrics).toMatch(/gateway_broadcast_deliveries_total\{type="otel-collector",outcome="dead"\} 1/)
+    receiver.respond(200)
+    const res = await gw.fetch(`/v1/observability/destinations/${id}/redeliver`, { method: "POST" })
+    expect(await res.json()).toEqual({ data: { requeued: 1 } })
+    await waitFor(async () => (await deliveryOf(gw, id)).last_success_at !== null, 10_000, "the redelivery")
+    expect((await deliveryOf(gw, id)).dead).toBe(0)
+    expect(rootsBy(receiver.received.slice(2)).has(generation)).toBe(true)
+  })
+
+  test("a kind without delivery: its rows are dead with the reason", async () => {
+    const gw = await gateway({})
+    const id = await createDestination(gw, { name: "r", type: "ramp", config: { apiKey: "ramp-key-0123456789" } })
+    await ask(gw, { input: "nowhere" })
+    await waitFor(async () => (await deliveryOf(gw, id)).dead === 1)
+    const rows = await gw.server.runtime.runPromise(
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ last_error: string }>`SELECT last_error FROM broadcast_deliveries WHERE destination_id = ${id}`),
+    )
+    expect(rows[0]?.last_error).toContain("delivery to ramp destinations is not supported")
+  })
+})
+
+describe("durability", () => {
+  test("rows written before a restart are delivered after it", async () => {
+    const db: TestDatabase = await freshDatabase()
+    cleanups.push(db.drop)
+    const port = closedPort()
+    const first = await startTestGateway({ databaseUrl: db.url, allowPrivateAddresses: true, broadcast: fast({ retryBaseMs: 60_000 }) })
+    await setBroadcast(first, true)
+    await createDestination(first, { name: "c", type: "otel-collector", config: { endpoint: `http://127.0.0.1:${port}` } })
+    const generations = [await ask(first, { input: "before restart 1" }), await ask(first, { input: "before restart 2" })]
+    await first.server.drain()
+    await first.server.stop()
+    const receiver = startReceiver(port)
+    cleanups.push(receiver.stop)
+    // The second start's retries are not delayed: the rows' next attempt (a minute away) is made due.
+    const second = await startServer(GatewayConfig.layer(testSettings({ databaseUrl: db.url, allowPrivateAddresses: true, broadcast: fast() })))
+    cleanups.push(() => second.stop())
+    await second.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE broadcast_deliveries SET next_attempt_at = 0`))
+    await waitFor(() => generations.every((g) => rootsBy(receiver.received).has(g)), 15_000, "delivery after the restart")
+  })
+
+  test("two gateways on one database deliver every row (at least once, a repeat with the same trace)", async () => {
+    const db: TestDatabase = await freshDatabase()
+    cleanups.push(db.drop)
+    const receiver = startReceiver()
+    cleanups.push(receiver.stop)
+    const a = await startTestGateway({ databaseUrl: db.url, allowPrivateAddresses: true, broadcast: fast({ batchSize: 3 }) })
+    cleanups.push(() => a.stop())
+    const b = await startServer(GatewayConfig.layer(testSettings({ databaseUrl: db.url, allowPrivateAddresses: true, broadcast: fast({ batchSize: 3 }) })))
+    cleanups.push(() => b.stop())
+    await setBroadcast(a, true)
+    await createDestination(a, { name: "c", type: "otel-collector", config: { endpoint: receiver.url } })
+    const viaB = (input: string) =>
+      fetch(`${b.url}/v1/responses`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${a.adminKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "demo/free", input }),
+      }).then(async (res) => {
+        await res.text()
+        return res.headers.get("x-generation-id") as string
+      })
+    const ids: Array<string> = []
+    for (let i = 0; i < 15; i++) ids.push(await ask(a, { input: `a${i}` }), await viaB(`b${i}`))
+    await waitFor(() => ids.every((g) => rootsBy(receiver.received).has(g)), 20_000, "every generation")
+    const roots = receiver.received.flatMap((r) => spansIn(r.body)).filter((s) => attr(s, "gateway.attempt.index") === undefined)
+    const traceOf = new Map<string, string>()
+    for (const s of roots) {
+      const g = attr(s, "gen_ai.response.id") as string
+      const seen = traceOf.get(g)
+      if (seen !== undefined) expect(s.traceId).toBe(seen)
+      traceOf.set(g, s.traceId)
+    }
+    expect(traceOf.size).toBe(ids.length)
+  })
+})
+
+describe("cap and retention", () => {
+  test("beyond max_pending_per_destination the oldest rows are dropped and counted", async () => {
+    const port = closedPort()
+    const gw = await gateway({ broadcast: fast({ maxPendingPerDestination: 3, retryBaseMs: 60_000 }) })
+    const id = await createDestination(gw, { name: "c", type: "otel-collector", config: { endpoint: `http://127.0.0.1:${port}` } })
+    for (let i = 0; i < 6; i++) await ask(gw, { input: `queued ${i}` })
+    await gw.server.drain()
+    // Every row has had its first attempt (none is claimed while the cap applies).
+    const tried = () =>
+      gw.server.runtime.runPromise(
+        Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          sql<{ n: number }>`SELECT COUNT(*) AS n FROM broadcast_deliveries WHERE attempts >= 1 AND claimed_until = 0`.pipe(Effect.map((r) => Number(r[0]?.n ?? 0))),
+        ),
+      )
+    await waitFor(async () => (await tried()) >= 6, 10_000, "every row's first attempt")
+    await gw.server.runtime.runPromise(Effect.flatMap(Broadcast, (b) => b.maintainNow))
+    expect((await deliveryOf(gw, id)).pending).toBe(3)
+    const metrics = await (await gw.fetch("/metrics", { key: null })).text()
+    expect(metrics).toMatch(/gateway_broadcast_deliveries_total\{type="otel-collector",outcome="dropped"\} 3/)
+  })
+
+  test("delivered rows are deleted after the retention; their content is cleared on delivery", async () => {
+    const receiver = startReceiver()
+    cleanups.push(receiver.stop)
+    const gw = await gateway({ broadcast: fast({ retentionMs: 1 }) })
+    const id = await createDestination(gw, { name: "c", type: "otel-collector", config: { endpoint: receiver.url } })
+    const generation = await ask(gw, { input: "keep briefly" })
+    await waitFor(async () => (await deliveryOf(gw, id)).last_success_at !== null)
+    const content = await gw.server.runtime.runPromise(
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ content: string | null }>`SELECT content FROM broadcast_deliveries WHERE generation_id = ${generation}`),
+    )
+    expect(content.length === 0 || content[0]?.content === null).toBe(true)
+    await Bun.sleep(5)
+    await gw.server.runtime.runPromise(Effect.flatMap(Broadcast, (b) => b.maintainNow))
+    expect(await rowCount(gw, "delivered")).toBe(0)
+  })
+})
+
+describe("the safe outbound fetcher", () => {
+  test("a loopback destination is refused unless outbound.allow_private_addresses", async () => {
+    const receiver = startReceiver()
+    cleanups.push(receiver.stop)
+    const gw = await gateway({ allowPrivateAddresses: false })
+    const id = await createDestination(gw, { name: "c", type: "otel-collector", config: { endpoint: receiver.url } })
+    const test1 = (await (await gw.fetch(`/v1/observability/destinations/${id}/test`, { method: "POST" })).json()) as {
+      data: { ok: boolean; status: number; message: string }
+    }
+    expect(test1.data.ok).toBe(false)
+    expect(test1.data.status).toBe(0)
+    expect(test1.data.message).toContain("private or reserved address")
+    await ask(gw, { input: "to loopback" })
+    await waitFor(async () => (await deliveryOf(gw, id)).last_error !== null)
+    expect((await deliveryOf(gw, id)).last_error).toContain("outbound.allow_private_addresses")
+    expect(receiver.received.length).toBe(0)
+  })
+})
+
+describe("gateway destinations redeliver (CLI)", () => {
+  test("queues a destination's dead rows again; an unknown id is refused", async () => {
+    const db: TestDatabase = await freshDatabase()
+    cleanups.push(db.drop)
+    const gw = await startTestGateway({ databaseUrl: db.url, allowPrivateAddresses: true, broadcast: fast() })
+    await setBroadcast(gw, true)
+    const id = await createDestination(gw, { name: "r", type: "ramp", config: { apiKey: "ramp-key-0123456789" } })
+    await ask(gw, { input: "to be redelivered" })
+    await waitFor(async () => (await deliveryOf(gw, id)).dead === 1)
+    await gw.server.stop()
+    const run = (args: Array<string>) => {
+      const proc = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
+        cwd: `${import.meta.dir}/../..`,
+        env: { ...process.env, DATABASE_URL: db.url, GATEWAY_LOG_LEVEL: "none", GATEWAY_DATA_DIR: gw.server.settings.dataDir },
+      })
+      return { code: proc.exitCode, out: proc.stdout.toString(), err: proc.stderr.toString() }
+    }
+    const ok = run(["destinations", "redeliver", id])
+    expect(ok.err).toBe("")
+    expect(ok.out).toContain(`Queued 1 dead deliveries of ${id}`)
+    const unknown = run(["destinations", "redeliver", "no-such-destination"])
+    expect(unknown.code).toBe(1)
+    expect(unknown.err).toContain("no observability destination no-such-destination")
+  }, 60_000)
+})
