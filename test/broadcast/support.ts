@@ -167,7 +167,7 @@ export const deliverToLoopback = async (delivery: Delivery): Promise<Array<Recei
       const res = await fetch(`http://127.0.0.1:${server.port}${u.pathname}${u.search}`, {
         method: r.method,
         headers: r.headers,
-        body: r.body,
+        body: typeof r.body === "string" ? r.body : new Uint8Array(r.body),
       })
       if (res.status !== 202) throw new Error(`loopback answered ${res.status}`)
     }
