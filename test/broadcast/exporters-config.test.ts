@@ -7,7 +7,7 @@ import { Either } from "effect"
 import { RAMP_UNSUPPORTED } from "../../src/broadcast/exporters/ramp.js"
 import { VENDOR_EXPORTERS } from "../../src/broadcast/exporters/vendors.js"
 import { DESTINATION_TYPES, decodeConfig, maskConfig } from "../../src/domain/destinations.js"
-import { BATCH } from "./support.js"
+import { BATCH } from "./exporters-support.js"
 
 const refusal = (type: Parameters<typeof decodeConfig>[0], config: unknown): string => {
   const decoded = decodeConfig(type, config)

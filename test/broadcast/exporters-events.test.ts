@@ -5,7 +5,7 @@
 import { describe, expect, test } from "bun:test"
 import { datadog } from "../../src/broadcast/exporters/datadog.js"
 import { posthog } from "../../src/broadcast/exporters/posthog.js"
-import { BATCH, CONTENT, deliverToLoopback, json, PRIVATE, type Received } from "./support.js"
+import { BATCH, CONTENT, deliverToLoopback, json, PRIVATE, type Received } from "./exporters-support.js"
 
 describe("datadog", () => {
   const deliver = async (config: Record<string, unknown>) => {

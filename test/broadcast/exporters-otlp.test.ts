@@ -25,7 +25,7 @@ import {
   normalProtobuf,
   PRIVATE,
   type Received,
-} from "./support.js"
+} from "./exporters-support.js"
 
 const fixture = normalJson(BATCH.otlp)
 

@@ -11,7 +11,7 @@ import { clickhouse } from "../../src/broadcast/exporters/clickhouse.js"
 import { COLUMNS } from "../../src/broadcast/exporters/rows.js"
 import { s3 } from "../../src/broadcast/exporters/s3.js"
 import { snowflake } from "../../src/broadcast/exporters/snowflake.js"
-import { ATTEMPT_SPAN, allSpans, BATCH, CONTENT, deliverToLoopback, json, normalJson, PRIVATE, type Received } from "./support.js"
+import { ATTEMPT_SPAN, allSpans, BATCH, CONTENT, deliverToLoopback, json, normalJson, PRIVATE, type Received } from "./exporters-support.js"
 
 const CREDS = { accessKeyId: "AKIAEXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY" }
 
