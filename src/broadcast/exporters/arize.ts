@@ -6,7 +6,7 @@
  * attributes, so each generation's root span also carries them (content only outside privacy mode).
  */
 import type { Exporter, GenerationView } from "../exporter.js"
-import { withConfig } from "./config.js"
+import { withConfig } from "./vendor-config.js"
 import { type AnyValue, anyValue, otlpRequest, readOtlp, tracesUrl, withResourceAttributes, withSpanAttributes } from "./otlp.js"
 
 export const ARIZE_ENDPOINT = "https://otlp.arize.com"

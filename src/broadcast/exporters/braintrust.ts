@@ -4,7 +4,7 @@
  * spans land in as `x-bt-parent: project_id:<id>`. Braintrust reads the GenAI attributes itself.
  */
 import type { Exporter } from "../exporter.js"
-import { withConfig } from "./config.js"
+import { withConfig } from "./vendor-config.js"
 import { otlpRequest, readOtlp, tracesUrl } from "./otlp.js"
 
 export const BRAINTRUST_API_URL = "https://api.braintrust.dev"

@@ -7,7 +7,7 @@
  * Auth: `X-ClickHouse-User` / `X-ClickHouse-Key` (the server refuses a second method beside them). `host` is a URL, or host[:port] (https, 8443).
  */
 import type { Exporter, OutboundRequest } from "../exporter.js"
-import { withConfig } from "./config.js"
+import { withConfig } from "./vendor-config.js"
 import { COLUMNS, type ColumnType, rowOf } from "./rows.js"
 
 export const CLICKHOUSE_TABLE = "gateway_generations"

@@ -5,7 +5,7 @@
  * send them); the trace id is the generation's 32-hex trace id. Times are nanoseconds.
  */
 import type { Exporter, GenerationView } from "../exporter.js"
-import { withConfig } from "./config.js"
+import { withConfig } from "./vendor-config.js"
 
 export const datadogIntakeUrl = (site: string) => `https://api.${site}/api/intake/llm-obs/v1/trace/spans`
 

@@ -4,7 +4,7 @@
  * The zone cannot be derived from the instance id, so without `config.endpoint` there is nowhere to send.
  */
 import type { Exporter } from "../exporter.js"
-import { basicAuth, withConfig } from "./config.js"
+import { basicAuth, withConfig } from "./vendor-config.js"
 import { otlpRequest, readOtlp, tracesUrl } from "./otlp.js"
 
 /** `https://otlp-gateway-….grafana.net` → `…/otlp/v1/traces`; a base that already has `/otlp` or the full path is kept. */

@@ -5,7 +5,7 @@
  * span also says it is an LLM run (`langsmith.span.kind`) with its trace name, session and user.
  */
 import type { Exporter, GenerationView } from "../exporter.js"
-import { withConfig } from "./config.js"
+import { withConfig } from "./vendor-config.js"
 import { type AnyValue, anyValue, otlpRequest, readOtlp, tracesUrl, withSpanAttributes } from "./otlp.js"
 
 export const LANGSMITH_ENDPOINT = "https://api.smith.langchain.com"

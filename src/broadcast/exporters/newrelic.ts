@@ -4,7 +4,7 @@
  * (`region: "eu"`), the license key in the `api-key` header.
  */
 import type { Exporter } from "../exporter.js"
-import { withConfig } from "./config.js"
+import { withConfig } from "./vendor-config.js"
 import { otlpRequest, readOtlp } from "./otlp.js"
 
 export const NEWRELIC_ENDPOINTS = {

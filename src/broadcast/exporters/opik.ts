@@ -4,7 +4,7 @@
  * `Authorization`, the workspace as `Comet-Workspace` and the project as `projectName`.
  */
 import type { Exporter } from "../exporter.js"
-import { withConfig } from "./config.js"
+import { withConfig } from "./vendor-config.js"
 import { otlpRequest, readOtlp, tracesUrl } from "./otlp.js"
 
 export const OPIK_CLOUD_API = "https://www.comet.com/opik/api"

@@ -6,7 +6,7 @@
  * person profile is made.
  */
 import type { Exporter, GenerationView } from "../exporter.js"
-import { stableUuid, withConfig } from "./config.js"
+import { stableUuid, withConfig } from "./vendor-config.js"
 
 export const POSTHOG_HOST = "https://us.i.posthog.com"
 

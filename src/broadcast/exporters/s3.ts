@@ -9,7 +9,7 @@
 import { createHash } from "node:crypto"
 import { AwsV4Signer } from "aws4fetch"
 import type { Exporter, GenerationView, OutboundRequest } from "../exporter.js"
-import { withConfig } from "./config.js"
+import { withConfig } from "./vendor-config.js"
 import { generationSpans, readOtlp, type TraceRequest } from "./otlp.js"
 
 export const S3_DEFAULT_PATH = "{prefix}/{date}/{traceId}-{timestamp}.json"

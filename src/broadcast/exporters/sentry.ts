@@ -4,7 +4,7 @@
  * public key in `x-sentry-auth: sentry sentry_key=<key>`.
  */
 import type { Exporter } from "../exporter.js"
-import { withConfig } from "./config.js"
+import { withConfig } from "./vendor-config.js"
 import { otlpRequest, readOtlp, tracesUrl } from "./otlp.js"
 
 /** The public key of a DSN (`https://<key>@o1.ingest.sentry.io/2`). */

@@ -8,7 +8,7 @@
  * ids with `retry=true`, so Snowflake does not run a resubmitted statement twice.
  */
 import type { Exporter, OutboundRequest } from "../exporter.js"
-import { stableUuid, withConfig } from "./config.js"
+import { stableUuid, withConfig } from "./vendor-config.js"
 import { COLUMNS, type ColumnType, type Row, rowOf } from "./rows.js"
 
 export const SNOWFLAKE_TABLE = "GATEWAY_GENERATIONS"

@@ -6,7 +6,7 @@
  * header and the resource attributes `wandb.entity` / `wandb.project`.
  */
 import type { Exporter } from "../exporter.js"
-import { basicAuth, withConfig } from "./config.js"
+import { basicAuth, withConfig } from "./vendor-config.js"
 import { anyValue, otlpRequest, readOtlp, tracesUrl, withResourceAttributes } from "./otlp.js"
 
 export const WEAVE_BASE_URL = "https://trace.wandb.ai"
