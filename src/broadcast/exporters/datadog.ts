@@ -3,6 +3,8 @@
  * with `DD-API-KEY`, one `llm` span per generation under the config's `mlApp` (the site defaults to
  * datadoghq.com; `site` picks another region). Datadog's span ids are decimal strings (as its SDKs
  * send them); the trace id is the generation's 32-hex trace id. Times are nanoseconds.
+ * Not Datadog's OTLP intake for LLM Observability: there `ml_app` is taken from the root span's
+ * service, so the destination's `mlApp` could not be honoured; the spans API takes it as given.
  */
 import type { Exporter, GenerationView } from "../exporter.js"
 import { withConfig } from "./vendor-config.js"
