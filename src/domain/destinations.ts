@@ -69,6 +69,61 @@ const Headers = Schema.Record({
 
 const opt = <A, I>(s: Schema.Schema<A, I>) => Schema.optional(s)
 
+/** `{traceId}`-like placeholders an S3 `pathTemplate` may use. */
+export const S3_PATH_PLACEHOLDERS = ["prefix", "date", "year", "month", "day", "traceId", "generationId", "timestamp"] as const
+
+const S3PathTemplate = Text.pipe(
+  Schema.filter((template) => {
+    const unknown = [...template.matchAll(/\{([^}]*)\}/g)].map((m) => m[1]).find((name) => !(S3_PATH_PLACEHOLDERS as ReadonlyArray<string>).includes(name ?? ""))
+    if (unknown !== undefined) return `{${unknown}} is not a placeholder (use ${S3_PATH_PLACEHOLDERS.map((p) => `{${p}}`).join(", ")})`
+    if (!template.includes("{traceId}") && !template.includes("{generationId}")) return "must contain {traceId} or {generationId}, so traces do not overwrite each other"
+    return true
+  }),
+)
+
+// Names that become part of a host name must not be able to change the host (`evil.example#`).
+const S3Bucket = Text.pipe(
+  Schema.filter((b) => /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(b) || "must be an S3 bucket name (3-63 of a-z, 0-9, dot, hyphen)"),
+)
+const AwsRegion = Text.pipe(Schema.filter((r) => /^[a-z0-9-]{1,32}$/.test(r) || "must be a region name like us-east-1 (a-z, 0-9, hyphen)"))
+const SnowflakeAccount = Text.pipe(
+  Schema.filter((a) => /^[A-Za-z0-9._-]{1,255}$/.test(a) || "must be an account identifier like xy12345.us-east-1 or myorg-myaccount"),
+)
+
+const isSentryDsn = (dsn: string) => {
+  try {
+    const u = new URL(dsn)
+    return (u.protocol === "http:" || u.protocol === "https:") && u.username !== ""
+  } catch {
+    return false
+  }
+}
+const SentryDsn = Text.pipe(Schema.filter((d) => isSentryDsn(d) || "must be a Sentry DSN (https://<public key>@<host>/<project id>)"))
+
+// ClickHouse's HTTP interface: a URL, or host[:port] (then https, port 8443 when none is given).
+const isClickHouseHost = (host: string) =>
+  /^https?:\/\//.test(host) ? isHttpUrl(host) : /^[A-Za-z0-9.-]+(:\d{1,5})?$/.test(host)
+const ClickHouseHost = Text.pipe(
+  Schema.filter((h) => isClickHouseHost(h) || "must be an http(s) URL or host[:port] of the HTTP interface"),
+)
+// Identifiers are quoted in the SQL text; the length cap keeps them sane.
+const SqlIdentifier = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "must not be empty" }),
+  Schema.maxLength(255, { message: () => "at most 255 characters" }),
+)
+
+export const DATADOG_SITES = [
+  "datadoghq.com",
+  "us3.datadoghq.com",
+  "us5.datadoghq.com",
+  "datadoghq.eu",
+  "ap1.datadoghq.com",
+  "ap2.datadoghq.com",
+  "uk1.datadoghq.com",
+] as const
+const literal = <const L extends ReadonlyArray<string>>(values: L) =>
+  Schema.Literal(...values).annotations({ message: () => ({ message: `must be one of ${values.join(", ")}`, override: true }) })
+
 /** Each kind's config: required keys are required; unknown keys are refused (so no secret is stored unrecognised). */
 export const CONFIG_SCHEMAS = {
   langfuse: Schema.Struct({ publicKey: Text, secretKey: Text, baseUrl: opt(Url) }),
@@ -78,20 +133,38 @@ export const CONFIG_SCHEMAS = {
     headers: opt(Headers),
   }),
   "otel-collector": Schema.Struct({ endpoint: Url, headers: opt(Headers) }),
-  datadog: Schema.Struct({ apiKey: Text, mlApp: Text }),
-  langsmith: Schema.Struct({ apiKey: Text, project: opt(Text) }),
-  posthog: Schema.Struct({ apiKey: Text }),
-  s3: Schema.Struct({ accessKeyId: Text, secretAccessKey: Text, bucketName: Text, region: opt(Text), endpoint: opt(Url) }),
-  sentry: Schema.Struct({ dsn: Text, otlpEndpoint: Url }),
-  clickhouse: Schema.Struct({ host: Text, database: Text, username: Text, password: Text }),
-  arize: Schema.Struct({ apiKey: Text, spaceKey: Text, modelId: Text }),
-  braintrust: Schema.Struct({ apiKey: Text, projectId: Text }),
-  grafana: Schema.Struct({ apiKey: Text, instanceId: Text }),
-  newrelic: Schema.Struct({ licenseKey: Text, region: opt(Text) }),
-  opik: Schema.Struct({ apiKey: Text, projectName: Text, workspace: Text }),
+  datadog: Schema.Struct({ apiKey: Text, mlApp: Text, site: opt(literal(DATADOG_SITES)) }),
+  langsmith: Schema.Struct({ apiKey: Text, project: opt(Text), endpoint: opt(Url) }),
+  posthog: Schema.Struct({ apiKey: Text, host: opt(Url) }),
+  s3: Schema.Struct({
+    accessKeyId: Text,
+    secretAccessKey: Text,
+    bucketName: S3Bucket,
+    region: opt(AwsRegion),
+    endpoint: opt(Url),
+    prefix: opt(Text),
+    pathTemplate: opt(S3PathTemplate),
+    sessionToken: opt(Text),
+  }),
+  sentry: Schema.Struct({ dsn: SentryDsn, otlpEndpoint: Url }),
+  clickhouse: Schema.Struct({ host: ClickHouseHost, database: Text, username: Text, password: Text, table: opt(SqlIdentifier) }),
+  arize: Schema.Struct({ apiKey: Text, spaceKey: Text, modelId: Text, endpoint: opt(Url) }),
+  braintrust: Schema.Struct({ apiKey: Text, projectId: Text, apiUrl: opt(Url) }),
+  grafana: Schema.Struct({ apiKey: Text, instanceId: Text, endpoint: opt(Url) }),
+  newrelic: Schema.Struct({ licenseKey: Text, region: opt(literal(["us", "eu"])) }),
+  opik: Schema.Struct({ apiKey: Text, projectName: Text, workspace: Text, baseUrl: opt(Url) }),
   ramp: Schema.Struct({ apiKey: Text }),
-  snowflake: Schema.Struct({ account: Text, token: Text }),
-  weave: Schema.Struct({ apiKey: Text, entity: Text, project: Text }),
+  snowflake: Schema.Struct({
+    account: SnowflakeAccount,
+    token: Text,
+    tokenType: opt(literal(["PROGRAMMATIC_ACCESS_TOKEN", "OAUTH", "KEYPAIR_JWT"])),
+    database: opt(SqlIdentifier),
+    schema: opt(SqlIdentifier),
+    table: opt(SqlIdentifier),
+    warehouse: opt(SqlIdentifier),
+    role: opt(SqlIdentifier),
+  }),
+  weave: Schema.Struct({ apiKey: Text, entity: Text, project: Text, baseUrl: opt(Url) }),
 } as const satisfies Record<DestinationType, Schema.Schema.Any>
 
 /**
@@ -107,7 +180,7 @@ export const SECRET_FIELDS: Record<DestinationType, ReadonlyArray<string>> = {
   datadog: ["apiKey"],
   langsmith: ["apiKey"],
   posthog: ["apiKey"],
-  s3: ["accessKeyId", "secretAccessKey"],
+  s3: ["accessKeyId", "secretAccessKey", "sessionToken"],
   sentry: ["dsn"],
   clickhouse: ["password"],
   arize: ["apiKey"],

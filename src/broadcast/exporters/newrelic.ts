@@ -1,0 +1,21 @@
+/**
+ * New Relic: its native OTLP endpoint in the recommended encoding (OTLP/HTTP binary protobuf),
+ * `https://otlp.nr-data.net/v1/traces` (US, the default) or `https://otlp.eu01.nr-data.net/v1/traces`
+ * (`region: "eu"`), the license key in the `api-key` header.
+ */
+import type { Exporter } from "../exporter.js"
+import { withConfig } from "./vendor-config.js"
+import { otlpRequest, readOtlp } from "./otlp.js"
+
+export const NEWRELIC_ENDPOINTS = {
+  us: "https://otlp.nr-data.net/v1/traces",
+  eu: "https://otlp.eu01.nr-data.net/v1/traces",
+} as const
+
+export const newrelic: Exporter = {
+  kind: "newrelic",
+  deliver: (raw, batch) =>
+    withConfig("newrelic", raw, (config) => ({
+      requests: [otlpRequest(NEWRELIC_ENDPOINTS[config.region ?? "us"], { "api-key": config.licenseKey }, readOtlp(batch.otlp))],
+    })),
+}
