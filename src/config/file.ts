@@ -108,6 +108,28 @@ export const GuardrailEntry = Schema.Struct({
 })
 export type GuardrailEntry = typeof GuardrailEntry.Type
 
+/** `plugins.file_parser`: PDF parsing (README, Plugins: file-parser). */
+export const FileParserConfig = Schema.Struct({
+  /** Bytes of one file at most (default `outbound.max_bytes`, 5 MB). */
+  max_file_bytes: Schema.optional(positiveInt),
+  /** Pages of one PDF at most (default 200), checked before any text is extracted. */
+  max_pages: Schema.optional(positiveInt),
+  /** One parse's time limit in the worker (default 20 s). */
+  parse_timeout_ms: Schema.optional(positiveInt),
+  /** Parse results kept in memory (default 256). */
+  cache_entries: Schema.optional(positiveInt),
+  /** The `mistral-ocr` engine: a provider of `providers` (its base_url and key) and the OCR model. */
+  ocr: Schema.optional(
+    Schema.Struct({
+      provider: nonEmpty,
+      model: nonEmpty,
+      /** USD per page processed (default 0). */
+      price_per_page: Schema.optional(Schema.Number.pipe(Schema.nonNegative({ message: () => "must be a number >= 0" }))),
+    }),
+  ),
+})
+export type FileParserConfig = typeof FileParserConfig.Type
+
 export const ConfigFile = Schema.Struct({
   providers: Schema.Array(ProviderEntry),
   models: Schema.Array(ModelEntry),
@@ -145,6 +167,25 @@ export const ConfigFile = Schema.Struct({
   ),
   /** This process's name among those sharing a database (holds are owned by it); default the host name. */
   instance_id: Schema.optional(nonEmpty),
+  /** Requests the gateway makes to URLs a tenant gave (broadcast destinations, plugins): src/outbound/fetch.ts. */
+  outbound: Schema.optional(
+    Schema.Struct({
+      /** Allow private, loopback, link-local and metadata addresses (a collector inside the network). */
+      allow_private_addresses: Schema.optional(Schema.Boolean),
+      /** The most bytes of an answer (default 5 MB). */
+      max_bytes: Schema.optional(positiveInt),
+      /** One fetch's deadline, redirects included (default 10 s). */
+      timeout_ms: Schema.optional(positiveInt),
+      /** Outbound fetches at once across the process (default 32); the rest wait. */
+      max_concurrent: Schema.optional(positiveInt),
+    }),
+  ),
+  /** Plugin settings, `_` for `-` in the id (README, Plugins). */
+  plugins: Schema.optional(
+    Schema.Struct({
+      file_parser: Schema.optional(FileParserConfig),
+    }),
+  ),
 })
 export type ConfigFile = typeof ConfigFile.Type
 
