@@ -32,7 +32,7 @@ beforeAll(async () => {
   mock = await startMockUpstream({ tokens: 3 })
   pdf = await pdfOf([SECRET])
   // A file server on loopback: refused by the outbound policy unless allowed.
-  files = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response(pdf, { headers: { "content-type": "application/pdf" } }) })
+  files = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response(Buffer.from(pdf), { headers: { "content-type": "application/pdf" } }) })
   gw = await startGateway({
     ...catalogOf(
       [mockProvider(mock, "chatp"), mockProvider(mock, "anth", {}, { kind: "anthropic" }), mockProvider(mock, "resp", {}, { kind: "openai-responses" })],
@@ -267,5 +267,64 @@ describe("file_url with private addresses allowed", () => {
     const res = await open.fetch("/v1/responses", { method: "POST", json: responsesBody({ file_url: `http://127.0.0.1:${files.port}/r.pdf` }) })
     expect(res.status).toBe(200)
     expect(upstreamText()).toContain(SECRET)
+  })
+})
+
+describe("mistral-ocr", () => {
+  let ocrGw: Gateway
+  beforeAll(async () => {
+    ocrGw = await startGateway({
+      ...catalogOf(
+        [mockProvider(mock, "chatp"), mockProvider(mock, "ocrp", { "x-mock-ocr-pages": "2" })],
+        [model("t/text", endpoint("chatp", 0, 0))],
+      ),
+      plugins: { file_parser: { ocr: { provider: "ocrp", model: "mistral-ocr-latest", price_per_page: 0.001 } } },
+    })
+  })
+  afterAll(async () => {
+    await ocrGw?.stop()
+  })
+
+  test("the file goes to the provider's /ocr in Mistral's shape; its pages reach the upstream; the pages are charged", async () => {
+    const res = await ocrGw.fetch("/v1/responses", {
+      method: "POST",
+      json: responsesBody({ file_data: dataUrl(pdf) }, { id: "file-parser", pdf: { engine: "mistral-ocr" } }),
+      headers: { "x-service-metadata": "enabled" },
+    })
+    const body = await res.json()
+    expect(res.status).toBe(200)
+    const call = mock.requests.find((r) => r.path === "/v1/ocr")
+    expect(call?.body).toEqual({ model: "mistral-ocr-latest", document: { type: "document_url", document_url: dataUrl(pdf) }, include_image_base64: false })
+    expect(upstreamText()).toContain("mock OCR page 2 of a")
+    const entry = entryOf(body) as unknown as { data: { engine: string; cost: number } }
+    expect(entry.data.engine).toBe("mistral-ocr")
+    expect(entry.data.cost).toBeCloseTo(0.002, 12)
+    await ocrGw.server.drain()
+    const id = res.headers.get("x-generation-id")
+    const g = ((await (await ocrGw.fetch(`/v1/generation?id=${id}`)).json()) as { data: { total_cost: number } }).data
+    // The model is free here: the record's cost is the OCR's two pages.
+    expect(g.total_cost).toBeCloseTo(0.002, 12)
+  })
+
+  test("an OCR provider that fails: 502 naming the item, no upstream call", async () => {
+    const failing = await startGateway({
+      ...catalogOf([mockProvider(mock, "chatp"), mockProvider(mock, "ocrp", { "x-mock-error": "500" })], [model("t/text", endpoint("chatp", 0, 0))]),
+      plugins: { file_parser: { ocr: { provider: "ocrp", model: "mistral-ocr-latest" } } },
+    })
+    try {
+      const res = await failing.fetch("/v1/responses", {
+        method: "POST",
+        json: responsesBody({ file_data: dataUrl(await pdfOf(["other"])) }, { id: "file-parser", pdf: { engine: "mistral-ocr" } }),
+      })
+      expect(await expectError(res, 502)).toContain("input[0].content[1]")
+      expect(mock.requests.map((r) => r.path)).toEqual(["/v1/ocr"])
+    } finally {
+      await failing.stop()
+    }
+  })
+
+  test("not configured: 400 saying so", async () => {
+    const message = await expectError(await post("/v1/responses", responsesBody({ file_data: dataUrl(pdf) }, { id: "file-parser", pdf: { engine: "mistral-ocr" } })), 400)
+    expect(message).toContain("mistral-ocr is not configured")
   })
 })

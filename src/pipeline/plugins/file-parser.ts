@@ -19,7 +19,7 @@
 import { Effect } from "effect"
 import { type Settings, testSettings } from "../../config/Config.js"
 import type { FileParserConfig } from "../../config/file.js"
-import { type ApiError, BadRequest } from "../../domain/errors.js"
+import { type ApiError, BadGateway, BadRequest } from "../../domain/errors.js"
 import type { ContentPartInput, InputItem, ResponsesRequest } from "../../domain/responses.js"
 import { OutboundError, safeFetch } from "../../outbound/fetch.js"
 import { Missing } from "../ingress.js"
@@ -231,7 +231,7 @@ const ocr = async (
     // The operator's provider (a trusted URL from the config file), not a tenant's: a plain fetch with a deadline.
     const res = await fetch(`${provider.base_url.replace(/\/$/, "")}/ocr`, {
       method: "POST",
-      headers: { "content-type": "application/json", ...(key === undefined ? {} : { authorization: `Bearer ${key}` }) },
+      headers: { ...provider.headers, "content-type": "application/json", ...(key === undefined ? {} : { authorization: `Bearer ${key}` }) },
       body: JSON.stringify({
         model: config.model,
         document: { type: "document_url", document_url: `data:application/pdf;base64,${Buffer.from(bytes).toString("base64")}` },
@@ -239,7 +239,8 @@ const ocr = async (
       }),
       signal: AbortSignal.any([signal, AbortSignal.timeout(Math.min(limits.outboundTimeoutMs * 3, limits.requestTimeoutMs))]),
     })
-    if (!res.ok) return refuse(`${at}: the OCR provider refused the file (HTTP ${res.status})`)
+    // The file was sent as the API wants it: a refusal is the OCR service's, not the client's.
+    if (!res.ok) return new BadGateway({ message: `${at}: the OCR provider ${config.provider} failed (HTTP ${res.status})` })
     const body = (await res.json()) as { pages?: Array<{ markdown?: unknown }>; usage_info?: { pages_processed?: unknown } }
     const pages = Array.isArray(body.pages) ? body.pages : []
     const processed = typeof body.usage_info?.pages_processed === "number" ? body.usage_info.pages_processed : pages.length
@@ -247,7 +248,7 @@ const ocr = async (
     const text = pages.map((p) => (typeof p.markdown === "string" ? p.markdown : "")).join("\n\n")
     return { pages: processed, text, cost: processed * (config.price_per_page ?? 0) }
   } catch {
-    return refuse(`${at}: the OCR provider did not answer in time`)
+    return new BadGateway({ message: `${at}: the OCR provider ${config.provider} did not answer` })
   }
 }
 
@@ -379,7 +380,7 @@ export const makeFileParserPlugin = (settings: Settings): PluginStage<"file-pars
           ...(cost > 0 ? { cost } : {}),
         },
       }
-      return { request: replaced(state.request, parts, loads), plan: state.plan, entry }
+      return { request: replaced(state.request, parts, loads), plan: state.plan, entry, ...(cost > 0 ? { cost } : {}) }
     },
   }
 }
