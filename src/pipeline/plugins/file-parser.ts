@@ -124,7 +124,10 @@ const nameOf = (located: Located): string => located.file.filename ?? `input[${l
 
 const sha256 = (bytes: Uint8Array): string => new Bun.CryptoHasher("sha256").update(bytes).digest("hex")
 
-const workerUrl = new URL("./pdf-worker.ts", import.meta.url).href
+/** In the compiled binary (scripts/build adds the worker as an entry point, root `.`) it is found by its path from the root. */
+const workerUrl = import.meta.url.includes("/$bunfs/")
+  ? "./src/pipeline/plugins/pdf-worker.ts"
+  : new URL("./pdf-worker.ts", import.meta.url).href
 
 /** Parses a PDF in a fresh Worker (off the event loop), terminated at `timeoutMs` or when the request is cancelled. */
 export const parsePdfInWorker = (bytes: Uint8Array, maxPages: number, timeoutMs: number, signal?: AbortSignal): Promise<PdfResult> =>
