@@ -380,6 +380,8 @@ export const makeFileParserPlugin = (settings: Settings): PluginStage<"file-pars
         data: {
           engine,
           files: files.map((f) => ({ name: f.name, hash: f.hash, pages: f.pages, source: f.source, characters: f.text.length })),
+          // What a client sends back on the assistant turn to skip the parse next time (the hash is checked).
+          annotations: files.map((f) => ({ type: "file", file: { hash: f.hash, name: f.name, content: [{ type: "text", text: f.text }] } })),
           ...(cost > 0 ? { cost } : {}),
         },
       }
