@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test"
 import { PDFDocument, StandardFonts } from "pdf-lib"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
-import { clearFileParserCache } from "../../src/pipeline/plugins/file-parser.js"
+import { clearFileParserCache, parsePdfInWorker } from "../../src/pipeline/plugins/file-parser.js"
 import { expectError } from "../support/gateway.js"
 import { catalogOf, endpoint, type Gateway, mockProvider, model, startGateway } from "../routing/helpers.js"
 
@@ -330,5 +330,17 @@ describe("mistral-ocr", () => {
   test("not configured: 400 saying so", async () => {
     const message = await expectError(await post("/v1/responses", responsesBody({ file_data: dataUrl(pdf) }, { id: "file-parser", pdf: { engine: "mistral-ocr" } })), 400)
     expect(message).toContain("mistral-ocr is not configured")
+  })
+})
+
+describe("the PDF worker", () => {
+  test("parses queue behind the worker cap and all complete", async () => {
+    const results = await Promise.all([1, 2, 3, 4].map(async (n) => parsePdfInWorker(await pdfOf([`page of ${n}`]), 5, 20_000)))
+    expect(results.map((r) => (r.ok ? r.text.join("") : r.reason))).toEqual(["page of 1", "page of 2", "page of 3", "page of 4"])
+  })
+
+  test("a parse over its time limit ends as unreadable (the worker is terminated)", async () => {
+    const result = await parsePdfInWorker(pdf, 5, 1)
+    expect(result).toEqual({ ok: false, reason: "unreadable", detail: "not parsed within 1 ms" })
   })
 })

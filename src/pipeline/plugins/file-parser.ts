@@ -129,8 +129,25 @@ const workerUrl = import.meta.url.includes("/$bunfs/")
   ? "./src/pipeline/plugins/pdf-worker.ts"
   : new URL("./pdf-worker.ts", import.meta.url).href
 
+/** PDF workers alive at once (each holds a parse's memory); the rest wait their turn within their time limit. */
+const MAX_PARSE_WORKERS = 2
+let parsing = 0
+const parseQueue: Array<() => void> = []
+
 /** Parses a PDF in a fresh Worker (off the event loop), terminated at `timeoutMs` or when the request is cancelled. */
-export const parsePdfInWorker = (bytes: Uint8Array, maxPages: number, timeoutMs: number, signal?: AbortSignal): Promise<PdfResult> =>
+export const parsePdfInWorker = async (bytes: Uint8Array, maxPages: number, timeoutMs: number, signal?: AbortSignal): Promise<PdfResult> => {
+  if (parsing >= MAX_PARSE_WORKERS) await new Promise<void>((resolve) => parseQueue.push(resolve))
+  parsing++
+  try {
+    if (signal?.aborted === true) return { ok: false, reason: "unreadable", detail: "the request ended" }
+    return await parseOnce(bytes, maxPages, timeoutMs, signal)
+  } finally {
+    parsing--
+    parseQueue.shift()?.()
+  }
+}
+
+const parseOnce = (bytes: Uint8Array, maxPages: number, timeoutMs: number, signal?: AbortSignal): Promise<PdfResult> =>
   new Promise((resolve) => {
     const worker = new Worker(workerUrl, { smol: true })
     let done = false
