@@ -666,6 +666,24 @@ export const startMockUpstream = async (options: MockUpstreamOptions = {}): Prom
     return new Response(format.json(answer), { headers: JSON_HEADERS })
   }
 
+  /**
+   * Mistral's OCR shape (`POST /v1/ocr`, for the file-parser's mistral-ocr engine): logged like the
+   * other routes; `x-mock-ocr-pages` pages (default 1), each "mock OCR page N of a D-character document";
+   * `x-mock-error: 500` fails it.
+   */
+  const ocr = async (req: Request): Promise<Response> => {
+    const parsed = (await req.json().catch(() => undefined)) as { model?: unknown; document?: { document_url?: unknown } } | undefined
+    if (maxLogged > 0) {
+      if (requests.length >= maxLogged) requests.shift()
+      requests.push({ path: "/v1/ocr", headers: Object.fromEntries(req.headers), body: parsed })
+    }
+    if (req.headers.get("x-mock-error") === "500") return new Response(JSON.stringify({ error: { message: "mock: OCR failed" } }), { status: 500, headers: JSON_HEADERS })
+    const url = typeof parsed?.document?.document_url === "string" ? parsed.document.document_url : ""
+    const count = Number(req.headers.get("x-mock-ocr-pages") ?? "1")
+    const pages = Array.from({ length: count }, (_, index) => ({ index, markdown: `mock OCR page ${index + 1} of a ${url.length}-character document` }))
+    return Response.json({ pages, model: parsed?.model, usage_info: { pages_processed: count, doc_size_bytes: url.length } })
+  }
+
   const route = (path: string): ((req: Request) => Promise<Response>) => {
     const format = FORMATS[path]
     return (req) => handle(req, path, format)
@@ -681,6 +699,7 @@ export const startMockUpstream = async (options: MockUpstreamOptions = {}): Prom
       "/v1/chat/completions": { POST: route("/v1/chat/completions") },
       "/v1/responses": { POST: route("/v1/responses") },
       "/v1/messages": { POST: route("/v1/messages") },
+      "/v1/ocr": { POST: ocr },
       "/__mock/requests": { GET: () => Response.json(requests) },
       "/__mock/stats": { GET: () => Response.json(stats) },
       "/__mock/reset": {

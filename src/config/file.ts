@@ -113,6 +113,28 @@ export const GuardrailEntry = Schema.Struct({
 })
 export type GuardrailEntry = typeof GuardrailEntry.Type
 
+/** `plugins.file_parser`: PDF parsing (README, Plugins: file-parser). */
+export const FileParserConfig = Schema.Struct({
+  /** Bytes of one file at most (default `outbound.max_bytes`, 5 MB). */
+  max_file_bytes: Schema.optional(positiveInt),
+  /** Pages of one PDF at most (default 200), checked before any text is extracted. */
+  max_pages: Schema.optional(positiveInt),
+  /** One parse's time limit in the worker (default 20 s). */
+  parse_timeout_ms: Schema.optional(positiveInt),
+  /** Parse results kept in memory (default 256). */
+  cache_entries: Schema.optional(positiveInt),
+  /** The `mistral-ocr` engine: a provider of `providers` (its base_url and key) and the OCR model. */
+  ocr: Schema.optional(
+    Schema.Struct({
+      provider: nonEmpty,
+      model: nonEmpty,
+      /** USD per page processed (default 0). */
+      price_per_page: Schema.optional(Schema.Number.pipe(Schema.nonNegative({ message: () => "must be a number >= 0" }))),
+    }),
+  ),
+})
+export type FileParserConfig = typeof FileParserConfig.Type
+
 export const ConfigFile = Schema.Struct({
   providers: Schema.Array(ProviderEntry),
   models: Schema.Array(ModelEntry),
@@ -169,11 +191,17 @@ export const ConfigFile = Schema.Struct({
       trust_traceparent: Schema.optional(Schema.Boolean),
     }),
   ),
-  /** Requests the gateway makes on a tenant's behalf (broadcast destinations, plugins). */
+  /** Requests the gateway makes to URLs a tenant gave (broadcast destinations, plugins): src/outbound/fetch.ts. */
   outbound: Schema.optional(
     Schema.Struct({
       /** Allow private, loopback, link-local and metadata addresses (a collector inside the network). */
       allow_private_addresses: Schema.optional(Schema.Boolean),
+      /** The most bytes of an answer (default 5 MB). */
+      max_bytes: Schema.optional(positiveInt),
+      /** One fetch's deadline, redirects included (default 10 s). */
+      timeout_ms: Schema.optional(positiveInt),
+      /** Outbound fetches at once across the process (default 32); the rest wait. */
+      max_concurrent: Schema.optional(positiveInt),
     }),
   ),
   /** Delivery of generations to observability destinations (README, Broadcast). */
@@ -193,6 +221,12 @@ export const ConfigFile = Schema.Struct({
       concurrency_per_destination: Schema.optional(positiveInt),
       /** How long delivered and dead rows are kept. */
       retention_hours: Schema.optional(Schema.Number.pipe(Schema.positive({ message: () => "must be a number > 0" }))),
+    }),
+  ),
+  /** Plugin settings, `_` for `-` in the id (README, Plugins). */
+  plugins: Schema.optional(
+    Schema.Struct({
+      file_parser: Schema.optional(FileParserConfig),
     }),
   ),
 })

@@ -1,21 +1,77 @@
 /**
  * The safe outbound fetcher: every request the gateway makes to a URL a tenant gave (broadcast
- * destinations; later plugins) goes through it. The host is resolved and every address checked:
- * private, loopback, link-local, CGNAT, multicast, reserved and cloud-metadata addresses are
- * refused unless the operator allows them (`outbound.allow_private_addresses`, for collectors
- * inside the network). Redirects are not followed blindly: each hop is checked again (at most
- * MAX_REDIRECTS). A deadline covers the whole exchange, and at most `maxResponseBytes` of the
- * answer are read. Limit: the check and the connection resolve the name separately, so a name
- * whose records change in between (DNS rebinding) is checked only at the first resolution.
+ * destinations, the file-parser's `file_url`, later web fetches) goes through it. The host is
+ * resolved once and every address checked: private, loopback, link-local, CGNAT, multicast,
+ * reserved and cloud-metadata addresses are refused unless the operator allows them
+ * (`outbound.allow_private_addresses`, for collectors inside the network). The connection then
+ * goes to the address that was checked (the Host header and the TLS server name keep the name),
+ * so a name whose records change between check and connect (DNS rebinding) gains nothing.
+ * Decimal, octal and hex IPv4 forms are normalised by the URL parser before the check; IPv4
+ * mapped into IPv6 is checked as IPv4. No proxy is used (it would skip the check). Redirects are
+ * re-checked hop by hop (at most MAX_REDIRECTS). A deadline covers the whole exchange, at most
+ * `maxResponseBytes` of the answer are read, and at most `maxConcurrent` fetches run at once
+ * across the process (the rest wait, within their deadline).
  */
 import { lookup } from "node:dns/promises"
 import { BlockList, isIP } from "node:net"
+import { checkServerIdentity } from "node:tls"
 
 export interface OutboundPolicy {
   readonly allowPrivateAddresses: boolean
   readonly timeoutMs: number
   /** The most bytes of the answer read (the rest is dropped). */
   readonly maxResponseBytes: number
+  /** An answer longer than `maxResponseBytes` fails (`too_large`) instead of being cut. */
+  readonly failOverCap?: boolean
+  /** The caller's own deadline (a request's), on top of `timeoutMs`. */
+  readonly signal?: AbortSignal
+  /** Name resolution (tests give their own; default the system resolver). */
+  readonly resolve?: (host: string) => Promise<ReadonlyArray<string>>
+}
+
+/** Sent on every outbound request: the receiver can tell who calls. */
+export const OUTBOUND_USER_AGENT = "model-routing-gateway/1 (+outbound fetcher)"
+
+/** Outbound fetches in flight at once across the process (`outbound.max_concurrent`). */
+export const DEFAULT_MAX_CONCURRENT_OUTBOUND = 32
+
+let maxConcurrent = DEFAULT_MAX_CONCURRENT_OUTBOUND
+let running = 0
+const waiting: Array<() => void> = []
+
+/** Sets the process-wide cap on concurrent outbound fetches (from config at start). */
+export const setOutboundConcurrency = (max: number): void => {
+  maxConcurrent = Math.max(1, max)
+}
+
+/** Outbound fetches running now and waiting for a slot (for tests and metrics). */
+export const outboundLoad = (): { readonly running: number; readonly waiting: number } => ({ running, waiting: waiting.length })
+
+const acquire = (signal: AbortSignal): Promise<void> => {
+  if (running < maxConcurrent) {
+    running++
+    return Promise.resolve()
+  }
+  return new Promise((resolve, reject) => {
+    const grant = () => {
+      signal.removeEventListener("abort", onAbort)
+      running++
+      resolve()
+    }
+    const onAbort = () => {
+      const at = waiting.indexOf(grant)
+      if (at >= 0) waiting.splice(at, 1)
+      reject(signal.reason)
+    }
+    waiting.push(grant)
+    signal.addEventListener("abort", onAbort, { once: true })
+  })
+}
+
+const release = (): void => {
+  running--
+  const next = waiting.shift()
+  if (next !== undefined) next()
 }
 
 export interface OutboundResponse {
@@ -28,14 +84,14 @@ export interface OutboundResponse {
 /** Why a request was not made or got no answer; `message` never holds the receiver's body. */
 export class OutboundError extends Error {
   constructor(
-    readonly kind: "refused" | "timeout" | "network" | "invalid",
+    readonly kind: "refused" | "timeout" | "network" | "invalid" | "too_large",
     message: string,
   ) {
     super(message)
   }
 }
 
-const MAX_REDIRECTS = 3
+export const MAX_REDIRECTS = 5
 
 const blocked = new BlockList()
 for (const [net, prefix] of [
@@ -88,34 +144,52 @@ export const isPrivateAddress = (address: string): boolean => {
   return blocked.check(address, "ipv6")
 }
 
-/** Refuses a URL whose scheme is not http(s) or whose host resolves to any non-public address. */
-export const checkUrl = async (url: URL, allowPrivate: boolean): Promise<void> => {
+const systemResolve = async (host: string): Promise<ReadonlyArray<string>> =>
+  (await lookup(host, { all: true, verbatim: true })).map((a) => a.address)
+
+/**
+ * Resolves the URL's host once and checks every address; returns the addresses to connect to
+ * (IPv4 first). Refuses a scheme other than http(s) and, unless allowed, any non-public address.
+ */
+export const resolveChecked = async (
+  url: URL,
+  allowPrivate: boolean,
+  resolve: (host: string) => Promise<ReadonlyArray<string>> = systemResolve,
+): Promise<ReadonlyArray<string>> => {
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw new OutboundError("invalid", `only http and https URLs are allowed, not ${url.protocol}`)
   }
-  if (allowPrivate) return
+  // The URL parser has already turned 2130706433, 0177.0.0.1 and 0x7f.1 into 127.0.0.1.
   const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
-  let addresses: Array<string>
+  let addresses: ReadonlyArray<string>
   if (isIP(host) !== 0) addresses = [host]
   else {
     try {
-      addresses = (await lookup(host, { all: true, verbatim: true })).map((a) => a.address)
+      addresses = await resolve(host)
     } catch {
       throw new OutboundError("network", `the host ${host} does not resolve`)
     }
   }
   if (addresses.length === 0) throw new OutboundError("network", `the host ${host} does not resolve`)
-  const bad = addresses.find(isPrivateAddress)
-  if (bad !== undefined) {
-    throw new OutboundError(
-      "refused",
-      `the host ${host} resolves to a private or reserved address (${bad}); the operator can allow it with outbound.allow_private_addresses`,
-    )
+  if (!allowPrivate) {
+    const bad = addresses.find(isPrivateAddress)
+    if (bad !== undefined) {
+      throw new OutboundError(
+        "refused",
+        `the host ${host} resolves to a private or reserved address (${bad}); the operator can allow it with outbound.allow_private_addresses`,
+      )
+    }
   }
+  return [...addresses.filter((a) => isIP(a) === 4), ...addresses.filter((a) => isIP(a) !== 4)]
+}
+
+/** Refuses a URL whose scheme is not http(s) or whose host resolves to any non-public address. */
+export const checkUrl = async (url: URL, allowPrivate: boolean): Promise<void> => {
+  await resolveChecked(url, allowPrivate)
 }
 
 /** Reads at most `max` bytes of a body, then cancels the rest. */
-const readCapped = async (response: Response, max: number): Promise<Uint8Array> => {
+const readCapped = async (response: Response, max: number, failOver: boolean): Promise<Uint8Array> => {
   const reader = response.body?.getReader()
   if (reader === undefined) return new Uint8Array(0)
   const chunks: Array<Uint8Array> = []
@@ -124,6 +198,10 @@ const readCapped = async (response: Response, max: number): Promise<Uint8Array> 
     const { done, value } = await reader.read()
     if (done) break
     const room = max - size
+    if (failOver && value.length > room) {
+      await reader.cancel().catch(() => undefined)
+      throw new OutboundError("too_large", `the answer is larger than ${max} bytes`)
+    }
     chunks.push(value.length > room ? value.subarray(0, room) : value)
     size += Math.min(value.length, room)
     if (size >= max) {
@@ -146,7 +224,20 @@ export interface OutboundInit {
   readonly body?: string | Uint8Array
 }
 
-/** One request under the policy: checked, bounded in time and size, redirects re-checked. */
+/** The request to one checked address: the URL's host stays in the Host header and the TLS name. */
+const pinnedFetch = (url: URL, address: string, init: RequestInit, headers: Record<string, string>): Promise<Response> => {
+  const target = new URL(url)
+  target.hostname = isIP(address) === 6 ? `[${address}]` : address
+  const name = url.hostname
+  const tls =
+    url.protocol === "https:"
+      ? { serverName: name, checkServerIdentity: (_host: string, cert: Parameters<typeof checkServerIdentity>[1]) => checkServerIdentity(name, cert) }
+      : undefined
+  const options: BunFetchRequestInit = { ...init, headers: { ...headers, host: url.host }, proxy: false, ...(tls === undefined ? {} : { tls }) }
+  return fetch(target, options)
+}
+
+/** One request under the policy: checked, pinned to the checked address, bounded in time, size and concurrency, redirects re-checked. */
 export const safeFetch = async (target: string, init: OutboundInit, policy: OutboundPolicy): Promise<OutboundResponse> => {
   let url: URL
   try {
@@ -154,19 +245,31 @@ export const safeFetch = async (target: string, init: OutboundInit, policy: Outb
   } catch {
     throw new OutboundError("invalid", "not a valid URL")
   }
-  const signal = AbortSignal.timeout(policy.timeoutMs)
+  const timeout = AbortSignal.timeout(policy.timeoutMs)
+  const signal = policy.signal === undefined ? timeout : AbortSignal.any([timeout, policy.signal])
+  const headers: Record<string, string> = { "user-agent": OUTBOUND_USER_AGENT, ...init.headers }
   let method = init.method
   let body = init.body
   try {
+    await acquire(signal)
+  } catch {
+    throw new OutboundError("timeout", `no outbound slot within ${policy.timeoutMs} ms`)
+  }
+  try {
     for (let hop = 0; ; hop++) {
-      await checkUrl(url, policy.allowPrivateAddresses)
-      const response = await fetch(url, {
-        method,
-        headers: init.headers as Record<string, string> | undefined,
-        body: body as BodyInit | undefined,
-        redirect: "manual",
-        signal,
-      })
+      const addresses = await resolveChecked(url, policy.allowPrivateAddresses, policy.resolve)
+      let response: Response | undefined
+      let lastError: unknown
+      for (const address of addresses) {
+        try {
+          response = await pinnedFetch(url, address, { method, body: body as BodyInit | undefined, redirect: "manual", signal }, headers)
+          break
+        } catch (e) {
+          if (signal.aborted) throw e
+          lastError = e
+        }
+      }
+      if (response === undefined) throw lastError
       const location = response.headers.get("location")
       if (response.status >= 300 && response.status < 400 && location !== null) {
         await response.body?.cancel().catch(() => undefined)
@@ -179,11 +282,18 @@ export const safeFetch = async (target: string, init: OutboundInit, policy: Outb
         }
         continue
       }
-      return { status: response.status, headers: response.headers, body: await readCapped(response, policy.maxResponseBytes) }
+      return {
+        status: response.status,
+        headers: response.headers,
+        body: await readCapped(response, policy.maxResponseBytes, policy.failOverCap === true),
+      }
     }
   } catch (e) {
     if (e instanceof OutboundError) throw e
-    if (signal.aborted) throw new OutboundError("timeout", `no answer within ${policy.timeoutMs} ms`)
+    if (timeout.aborted) throw new OutboundError("timeout", `no answer within ${policy.timeoutMs} ms`)
+    if (signal.aborted) throw new OutboundError("timeout", "the request's deadline passed")
     throw new OutboundError("network", `the connection failed (${(e as Error).message ?? String(e)})`)
+  } finally {
+    release()
   }
 }

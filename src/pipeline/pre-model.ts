@@ -55,6 +55,8 @@ export interface Decision {
   readonly userAgent: string | null
   /** `service_metadata.pipeline`: what the stages reported (undefined when none did). */
   readonly pipeline: ReadonlyArray<PipelineEntry> | undefined
+  /** USD the stages spent on outbound calls (plugins' priced calls): in the worst case, charged with the answer. */
+  readonly spentUsd: number
 }
 
 export interface Prepared extends Decision {
@@ -150,6 +152,7 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
       plan: undefined,
       rewritten: false,
       pipeline: undefined,
+      spentUsd: 0,
     }
     const preset = runStage(stages[0] as PreModelStage, state, null)
     if (preset !== undefined) return preset
@@ -187,13 +190,14 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
       metadataAlias,
       estimatedInputTokens: money.estimatedInputTokens,
       promptBound: money.promptBound,
-      worstCase: money.worstCase,
+      worstCase: money.worstCase + state.spentUsd,
       allByok: money.allByok,
       // Read once, when the decision is made (3-4 header lookups per request).
       httpReferer: clientHeader(headers.get("http-referer")),
       appTitle: clientHeader(headers.get("x-openrouter-title") ?? headers.get("x-title")),
       userAgent: clientHeader(headers.get("user-agent")),
       pipeline: state.pipeline,
+      spentUsd: state.spentUsd,
     }
   }
 

@@ -8,6 +8,9 @@
  * One runtime call at most decides (a read that missed memory, a reservation); the upstream call
  * and the per-chunk relay are plain code; settlement runs off the response's critical path.
  */
+import { DEFAULT_MAX_CONCURRENT_OUTBOUND, setOutboundConcurrency } from "../outbound/fetch.js"
+import { makeFileParserPlugin } from "./plugins/file-parser.js"
+import { plugins } from "./plugins/index.js"
 import { Context, Exit, Runtime, type Types } from "effect"
 import type { Settings } from "../config/Config.js"
 import { InternalError } from "../domain/errors.js"
@@ -70,7 +73,10 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
       spend: Context.get(runtime.context, Spend),
     },
     settings,
+    // Plugins that read the gateway's settings are built from them.
+    { ...plugins, "file-parser": makeFileParserPlugin(settings) },
   )
+  setOutboundConcurrency(settings.catalog.outbound?.max_concurrent ?? DEFAULT_MAX_CONCURRENT_OUTBOUND)
   const bodyDeadline = makeBodyDeadline(settings.bodyTimeoutMs, maxBody)
   const bodyTimeout = bodyTimedOut(settings.bodyTimeoutMs)
   const finish = makeFinish({ generationStore, runPromise, lifecycle, log })

@@ -40,6 +40,8 @@ export interface StageChange {
   /** The route plan narrowed or replaced. */
   readonly plan?: RoutePlan
   readonly entry?: PipelineEntry
+  /** USD the stage spent on outbound calls (e.g. OCR): charged to the key with the answer. */
+  readonly cost?: number
 }
 
 export type StageOutcome = StageChange | ApiError | Missing | undefined
@@ -63,6 +65,8 @@ export interface StageState {
   rewritten: boolean
   /** `service_metadata.pipeline`; undefined while no stage added to it (the common case: no array). */
   pipeline: Array<PipelineEntry> | undefined
+  /** USD the stages spent on outbound calls so far (0 in the common case). */
+  spentUsd: number
 }
 
 export interface PreModelStage {
@@ -80,6 +84,7 @@ export const applyChange = (state: StageState, change: StageChange, byPreset: bo
     if (!byPreset) state.rewritten = true
   } else if (change.plan !== undefined) state.plan = change.plan
   if (change.hints !== undefined) state.hints = change.hints
+  if (change.cost !== undefined) state.spentUsd += change.cost
   if (change.entry !== undefined) {
     if (state.pipeline === undefined) state.pipeline = [change.entry]
     else state.pipeline.push(change.entry)

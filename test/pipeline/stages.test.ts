@@ -73,7 +73,9 @@ describe("the plugin registry", () => {
     for (const id of pluginIds) expect(plugins[id].id).toBe(id)
   })
 
-  for (const id of pluginIds) {
+  // Built plugins have their own tests (test/plugins/*).
+  const built: ReadonlySet<string> = new Set(["file-parser"])
+  for (const id of pluginIds.filter((id) => !built.has(id))) {
     test(`plugin ${id}, not built, is refused with 400 naming it`, async () => {
       const res = await gw().fetch("/v1/responses", { method: "POST", json: { model: "demo/echo", input: "hi", plugins: [{ id }] } })
       const body = (await res.json()) as { error: { code: number; message: string } }
