@@ -92,7 +92,7 @@ describe("pdf-text: the PDF's text reaches the upstream", () => {
     expect(entry?.type).toBe("plugin")
     expect(entry?.data.engine).toBe("pdf-text")
     // The annotation to send back carries the hash and the text.
-    expect((entry?.data as unknown as { annotations: unknown }).annotations).toEqual([
+    expect((entry?.data as unknown as { annotations: unknown } | undefined)?.annotations).toEqual([
       { type: "file", file: { hash: sha256(pdf), name: "report.pdf", content: [{ type: "text", text: SECRET }] } },
     ])
     expect(entry?.data.files).toEqual([{ name: "report.pdf", hash: sha256(pdf), pages: 1, source: "parsed", characters: expect.any(Number) } as never])
