@@ -174,6 +174,8 @@ export const heal = (text: string, mode: Mode, validate: ValidateFunction | unde
     mode === "json_object" ? typeof value === "object" && value !== null && !Array.isArray(value) : validate === undefined || validate(value) === true
   const direct = parses(text)
   if (direct.ok) return { text, changed: false, valid: judge(direct.value) }
+  // No object or array in it: prose is not turned into a JSON string of itself.
+  if (!/[{[]/.test(text)) return { text, changed: false, valid: false }
   let repaired: string
   try {
     repaired = jsonrepair(extractJson(text))
