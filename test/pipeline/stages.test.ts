@@ -73,7 +73,9 @@ describe("the plugin registry", () => {
     for (const id of pluginIds) expect(plugins[id].id).toBe(id)
   })
 
-  for (const id of pluginIds) {
+  // Plugins built: their own tests (test/plugins/) hold their rules.
+  const built: ReadonlySet<string> = new Set(["context-compression", "response-healing"])
+  for (const id of pluginIds.filter((p) => !built.has(p))) {
     test(`plugin ${id}, not built, is refused with 400 naming it`, async () => {
       const res = await gw().fetch("/v1/responses", { method: "POST", json: { model: "demo/echo", input: "hi", plugins: [{ id }] } })
       const body = (await res.json()) as { error: { code: number; message: string } }
