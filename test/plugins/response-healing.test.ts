@@ -272,6 +272,12 @@ describe("response-healing: the rules, as functions", () => {
     expect(unsafePattern("^(ab)+$")).toBeUndefined()
   })
 
+  test("a client's $schema draft URI and $id do not stop the schema from compiling", () => {
+    const schema = { $schema: "https://json-schema.org/draft/2020-12/schema", $id: "urn:person", type: "object" }
+    expect(typeof validatorOf(schema, "s")).toBe("function")
+    expect(typeof validatorOf({ ...schema, required: ["a"] }, "s")).toBe("function")
+  })
+
   test("a schema is compiled once: the same schema gives the same validator", () => {
     const a = validatorOf({ type: "object", properties: { x: { type: "number" } } }, "s")
     const b = validatorOf({ type: "object", properties: { x: { type: "number" } } }, "s")

@@ -96,8 +96,9 @@ export const validatorOf = (schema: Record<string, unknown>, path: string): Vali
   if (unsafe !== undefined) return unsafe
   let compiled: ValidateFunction
   try {
-    // Compiled without $id: ajv would otherwise keep each id for good (and refuse a second with it).
-    const { $id: _id, ...anonymous } = schema
+    // Compiled without $id (ajv would keep each id for good and refuse a second with it) and
+    // without $schema (a client's draft URI is not a reason to refuse its schema).
+    const { $id: _id, $schema: _draft, ...anonymous } = schema
     compiled = ajv.compile(anonymous)
   } catch (e) {
     return `${path}: a JSON Schema response-healing can compile (${(e as Error).message})`
