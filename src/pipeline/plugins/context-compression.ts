@@ -153,9 +153,19 @@ const fixedCost = (request: ResponsesRequest, count: Counter): number =>
 // Middle-out
 // ---------------------------------------------------------------------------------------------
 
-/** The most tokens of prompt `endpoint` takes for `request`: its context less the output bound. */
+/**
+ * The output bound counted in the need: the caller's `max_output_tokens` whole; a bound the caller
+ * did not set (the endpoint's, or the default 4,096) at most a quarter of the context, so an
+ * endpoint whose default bound is as large as its context still takes a short prompt.
+ */
+const outputReserve = (request: ResponsesRequest, endpoint: Endpoint): number => {
+  const total = outputBound(request, endpoint).total
+  return request.max_output_tokens == null ? Math.min(total, Math.floor(endpoint.contextLength / 4)) : total
+}
+
+/** The most tokens of prompt `endpoint` takes for `request`: its context less the output reserve. */
 const promptBudget = (request: ResponsesRequest, endpoint: Endpoint): number => {
-  const room = endpoint.contextLength - outputBound(request, endpoint).total
+  const room = endpoint.contextLength - outputReserve(request, endpoint)
   const cap = endpoint.entry.max_prompt_tokens
   return cap === undefined ? room : Math.min(room, cap)
 }
@@ -432,7 +442,7 @@ export const makeContextFit = (settings: CompressionSettings, parts: PartAllowan
     // compression is on for stays, and the request is compressed for the first.
     const kept = fitting.length > 0 ? fitting : candidates.filter((c) => onFor(s, c))
     const first = candidates[0] as Endpoint
-    if (kept.length === 0) return contextLengthExceeded(raw + outputBound(request, first).total, raw, first)
+    if (kept.length === 0) return contextLengthExceeded(raw + outputReserve(request, first), raw, first)
     const narrowed = kept.length === candidates.length ? plan : { ...plan, candidates: kept }
     const target = kept[0] as Endpoint
     const compressFor = (c: Endpoint) => compress(request, measured, promptBudget(request, c), onFor(s, c) ? capOf(c) : undefined, marginCount)
@@ -443,7 +453,7 @@ export const makeContextFit = (settings: CompressionSettings, parts: PartAllowan
     }
     const done = compressFor(target)
     if (!done.fits) {
-      const need = done.tokens + outputBound(request, target).total
+      const need = done.tokens + outputReserve(request, target)
       return contextLengthExceeded(need, done.tokens, target)
     }
     const entry: PipelineEntry = {
