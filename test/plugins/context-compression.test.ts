@@ -255,3 +255,24 @@ describe("context-compression: off, or asked for wrongly", () => {
     expect((body["error"] as { message: string }).message).toContain("plugins[0].engine: one of middle-out")
   })
 })
+
+describe("context-compression: its config", () => {
+  const file = (plugins: unknown) =>
+    JSON.stringify({
+      providers: [{ id: "p", kind: "fake" }],
+      models: [{ id: "a/b", context_length: 10, endpoints: [{ provider: "p", upstream_model: "m", pricing: { prompt: 0, completion: 0 } }] }],
+      plugins,
+    })
+
+  test("plugins.context_compression is decoded; an unknown key or provider is refused naming it", async () => {
+    const { parseConfigFile } = await import("../../src/config/Config.js")
+    const { Either } = await import("effect")
+    expect(Either.isRight(parseConfigFile("c.json", file({ context_compression: { max_messages: { p: 10 }, safety_margin: 0.2 } })))).toBe(true)
+    const unknown = parseConfigFile("c.json", file({ context_compression: { max_mesages: {} } }))
+    expect(Either.isLeft(unknown) && unknown.left.message).toContain("max_mesages")
+    const provider = parseConfigFile("c.json", file({ context_compression: { max_messages: { nope: 10 } } }))
+    expect(Either.isLeft(provider) && provider.left.message).toContain('plugins.context_compression.max_messages.nope: unknown provider "nope"')
+    const margin = parseConfigFile("c.json", file({ context_compression: { safety_margin: 2 } }))
+    expect(Either.isLeft(margin) && margin.left.message).toContain("safety_margin")
+  })
+})
