@@ -12,6 +12,8 @@
  *   x-mock-tokens         number of deltas (default 5)
  *   x-mock-interval-ms    delay between deltas
  *   x-mock-chunk          text of each delta (default "tok ")
+ *   x-mock-chunk-uri      the same, percent-encoded (for text with newlines or non-ASCII)
+ *   x-mock-finish         length: the Chat answer ends with finish_reason "length" (cut by the token limit)
  *   x-mock-error          400 401 403 429 500 503 529 context_length overloaded
  *                         reset-mid-stream (socket closed after 2 deltas)
  *                         mid-stream-error (the format's error event after 2 deltas) hang
@@ -97,6 +99,7 @@ interface Knobs {
   readonly tokens: number
   readonly intervalMs: number
   readonly chunk: string
+  readonly finish: string | undefined
   readonly error: string | undefined
   readonly errorRate: number
   readonly scenario: string
@@ -113,6 +116,8 @@ interface Answer {
   /** The delta text and the same as JSON string content (escaped, without quotes). */
   readonly chunk: string
   readonly chunkJson: string
+  /** The Chat finish reason of a text answer (default "stop"). */
+  readonly finish: string
   readonly reasoningDeltas: number
   readonly textDeltas: number
   readonly tool: { readonly name: string; readonly pieces: ReadonlyArray<string>; readonly args: string } | undefined
@@ -246,7 +251,7 @@ const chatFormat: MockFormat = {
     }
     return (
       `{"id":"chatcmpl-mock","object":"chat.completion","created":${answer.created},"model":${JSON.stringify(answer.model)},` +
-      `"choices":[{"index":0,"message":${JSON.stringify(message)},"logprobs":null,"finish_reason":"${answer.tool === undefined ? "stop" : "tool_calls"}"}],` +
+      `"choices":[{"index":0,"message":${JSON.stringify(message)},"logprobs":null,"finish_reason":"${answer.tool === undefined ? answer.finish : "tool_calls"}"}],` +
       `"usage":${chatUsageJson(answer)}}`
     )
   },
@@ -273,7 +278,7 @@ const chatFormat: MockFormat = {
       const delta = bytes(head + `{"index":0,"delta":{"content":"${answer.chunkJson}"},"finish_reason":null}]}\n\n`)
       for (let i = 0; i < answer.textDeltas; i++) frames.add(delta, true)
     }
-    frames.add(bytes(head + `{"index":0,"delta":{},"finish_reason":"${answer.tool === undefined ? "stop" : "tool_calls"}"}]}\n\n`))
+    frames.add(bytes(head + `{"index":0,"delta":{},"finish_reason":"${answer.tool === undefined ? answer.finish : "tool_calls"}"}]}\n\n`))
     if (recordOf(body["stream_options"])?.["include_usage"] === true) frames.add(bytes(head + `],"usage":${chatUsageJson(answer)}}\n\n`))
     frames.add(DONE)
     return frames
@@ -462,6 +467,7 @@ const DEFAULT_KNOBS: Knobs = {
   tokens: 5,
   intervalMs: 0,
   chunk: "tok ",
+  finish: undefined,
   error: undefined,
   errorRate: 0,
   scenario: "text",
@@ -477,6 +483,7 @@ const knobsOf = (options: MockUpstreamOptions): Knobs => ({
   tokens: options.tokens ?? DEFAULT_KNOBS.tokens,
   intervalMs: options.intervalMs ?? DEFAULT_KNOBS.intervalMs,
   chunk: options.chunk ?? DEFAULT_KNOBS.chunk,
+  finish: undefined,
   error: options.error,
   errorRate: options.errorRate ?? DEFAULT_KNOBS.errorRate,
   scenario: options.scenario ?? DEFAULT_KNOBS.scenario,
@@ -501,7 +508,8 @@ const requestKnobs = (headers: Headers, base: Knobs): Knobs => {
     ttftMs: numberHeader(headers, "x-mock-ttft-ms", base.ttftMs),
     tokens: Math.max(0, Math.floor(numberHeader(headers, "x-mock-tokens", base.tokens))),
     intervalMs: numberHeader(headers, "x-mock-interval-ms", base.intervalMs),
-    chunk: headers.get("x-mock-chunk") ?? base.chunk,
+    chunk: chunkOf(headers) ?? base.chunk,
+    finish: headers.get("x-mock-finish") ?? base.finish,
     error: headers.get("x-mock-error") ?? base.error,
     errorRate: numberHeader(headers, "x-mock-error-rate", base.errorRate),
     scenario: headers.get("x-mock-scenario") ?? base.scenario,
@@ -510,6 +518,11 @@ const requestKnobs = (headers: Headers, base: Knobs): Knobs => {
     usageCached: numberHeader(headers, "x-mock-usage-cached", base.usageCached),
     usageCacheWrite: numberHeader(headers, "x-mock-usage-cache-write", base.usageCacheWrite),
   }
+}
+
+const chunkOf = (headers: Headers): string | undefined => {
+  const encoded = headers.get("x-mock-chunk-uri")
+  return encoded === null ? (headers.get("x-mock-chunk") ?? undefined) : decodeURIComponent(encoded)
 }
 
 const chunkJsonCache = new Map<string, string>()
@@ -543,6 +556,7 @@ const answerOf = (knobs: Knobs, body: Record<string, unknown>, format: MockForma
     created: Math.floor(Date.now() / 1000),
     chunk: knobs.chunk,
     chunkJson,
+    finish: knobs.finish ?? "stop",
     reasoningDeltas,
     textDeltas,
     tool,

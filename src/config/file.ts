@@ -182,6 +182,23 @@ export const ConfigFile = Schema.Struct({
       ),
     }),
   ),
+  /** Plugin settings, one key per plugin id (`_` for `-`). */
+  plugins: Schema.optional(
+    Schema.Struct({
+      context_compression: Schema.optional(
+        Schema.Struct({
+          /** On by default for endpoints whose context is at most this many tokens (default 8192; 0: never by default). */
+          default_max_context: Schema.optional(Schema.Int.pipe(Schema.nonNegative({ message: () => "must be an integer ≥ 0" }))),
+          /** Provider id → the most input items (messages) its upstream takes, e.g. {"mistral": 1000}. */
+          max_messages: Schema.optional(Schema.Record({ key: Schema.String, value: positiveInt })),
+          /** Added to the tokenizer's count for other tokenizers (default 0.15). */
+          safety_margin: Schema.optional(Schema.Number.pipe(Schema.between(0, 1, { message: () => "must be a number from 0 to 1" }))),
+          /** The most characters of one request counted with the tokenizer (default 262144); the rest at bytes ÷ 3. */
+          tokenizer_max_chars: Schema.optional(positiveInt),
+        }),
+      ),
+    }),
+  ),
   /** This process's name among those sharing a database (holds are owned by it); default the host name. */
   instance_id: Schema.optional(nonEmpty),
   /** The gateway's own traces (exported when OTEL_EXPORTER_OTLP_ENDPOINT is set). */
@@ -248,6 +265,9 @@ export const checkReferences = (file: ConfigFile): string | undefined => {
         return `guardrails[${i}].patterns[${j}]: not a valid regular expression (${(e as Error).message})`
       }
     }
+  }
+  for (const id of Object.keys(file.plugins?.context_compression?.max_messages ?? {})) {
+    if (!providers.has(id)) return `plugins.context_compression.max_messages.${id}: unknown provider "${id}"`
   }
   const models = new Set<string>()
   for (const [i, m] of file.models.entries()) {

@@ -1,28 +1,37 @@
 /**
  * Post-model stages (issue 22 §1): over the upstream's normalized events before the encoder sees
- * them (response healing, annotations). A stage starts per request when it applies to it; none
- * is built yet, so a request gets no per-batch step at all (`postModelFor` is undefined).
+ * them (response healing, annotations). A stage starts per request when it applies to it; a
+ * request none applies to gets no per-batch step at all (`postModelFor` is undefined).
  */
 import type { ResponsesRequest } from "../domain/responses.js"
 import type { ProviderEvent } from "../providers/types.js"
+import { responseHealingStage } from "./plugins/response-healing.js"
+import type { PipelineEntry } from "./stages.js"
 
 /** One request's run of a stage: each upstream batch → the batch the next stage (or the encoder) gets. */
 export type PostModelRun = (events: ReadonlyArray<ProviderEvent>) => ReadonlyArray<ProviderEvent>
 
 export interface PostModelStage {
   readonly name: string
-  /** Its run for `request`, or undefined when it does not apply (e.g. its plugin is not enabled). */
-  readonly start: (request: ResponsesRequest) => PostModelRun | undefined
+  /**
+   * Its run for `request`, or undefined when it does not apply (e.g. its plugin is not enabled).
+   * `report`: adds an entry to the answer's `service_metadata.pipeline` (before the answer ends).
+   */
+  readonly start: (request: ResponsesRequest, report: (entry: PipelineEntry) => void) => PostModelRun | undefined
 }
 
 /** The post-model stages, in order: one line per stage. */
-export const postModelStages: ReadonlyArray<PostModelStage> = []
+export const postModelStages: ReadonlyArray<PostModelStage> = [responseHealingStage]
 
 /** The stages that apply to `request`, composed; undefined when none does (the common case). */
-export const postModelFor = (request: ResponsesRequest, stages: ReadonlyArray<PostModelStage> = postModelStages): PostModelRun | undefined => {
+export const postModelFor = (
+  request: ResponsesRequest,
+  report: (entry: PipelineEntry) => void,
+  stages: ReadonlyArray<PostModelStage> = postModelStages,
+): PostModelRun | undefined => {
   let composed: PostModelRun | undefined
   for (const stage of stages) {
-    const run = stage.start(request)
+    const run = stage.start(request, report)
     if (run === undefined) continue
     const before = composed
     composed = before === undefined ? run : (events) => run(before(events))

@@ -25,6 +25,7 @@ import type { ClientFormat } from "./format.js"
 import { makeGuardrailsStage } from "./guardrails.js"
 import { authenticate, decodeBody, type Loaded, Missing } from "./ingress.js"
 import { moneyOf } from "./money.js"
+import { type CompressionSettings, DEFAULT_COMPRESSION, type FitFor, makeContextFit } from "./plugins/context-compression.js"
 import { type PluginRegistry, pluginStage, plugins } from "./plugins/index.js"
 import { makePresetStage } from "./preset.js"
 import { makeRouting, sessionIdOf } from "./routing.js"
@@ -57,6 +58,8 @@ export interface Decision {
   readonly pipeline: ReadonlyArray<PipelineEntry> | undefined
   /** USD the stages spent on outbound calls (plugins' priced calls): in the worst case, charged with the answer. */
   readonly spentUsd: number
+  /** The request for a failover candidate, when context-compression made it for the first (undefined: as it is). */
+  readonly fitFor: FitFor | undefined
 }
 
 export interface Prepared extends Decision {
@@ -97,9 +100,15 @@ const DEFAULT_ALLOWANCE: PartAllowance = {
   maxTokensPerFile: DEFAULT_MAX_TOKENS_PER_FILE,
 }
 
-export const makePreparer = (services: PrepareServices, parts: PartAllowance = DEFAULT_ALLOWANCE, registry: PluginRegistry = plugins) => {
+export const makePreparer = (
+  services: PrepareServices,
+  parts: PartAllowance = DEFAULT_ALLOWANCE,
+  registry: PluginRegistry = plugins,
+  compression: CompressionSettings = DEFAULT_COMPRESSION,
+) => {
   const { keys, policy, router, spend } = services
   const routing = makeRouting(router)
+  const fit = makeContextFit(compression, parts)
   // The fixed stages, in order; the plugins of each request follow them.
   const stages: ReadonlyArray<PreModelStage> = [makePresetStage(services.presets), makeGuardrailsStage(services.guardrails)]
 
@@ -172,8 +181,19 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
       }
     }
     // Routing and money on the request as the stages left it.
-    const plan = state.plan ?? routing.route(state, sessionId.right)
-    if ("_tag" in plan) return plan
+    const routed = state.plan ?? routing.route(state, sessionId.right)
+    if ("_tag" in routed) return routed
+    state.plan = routed
+    // The prompt made to fit the plan's context (context-compression): last, on what the plugins left.
+    const presetText = state.hints?.preset === undefined ? "" : (state.request.instructions ?? "")
+    const fitted = fit(state.request, routed, state.rewritten ? JSON.stringify(state.request) : bodyText, presetText)
+    let fitFor: FitFor | undefined
+    if (fitted !== undefined) {
+      if ("_tag" in fitted) return fitted
+      applyChange(state, fitted, false)
+      fitFor = fitted.fitFor
+    }
+    const plan = state.plan ?? routed
     const request = state.request
     // A stage replaced the request: the format's own per-request state follows it to the encoder.
     if (request !== ingress.request) format.replaced?.(ingress.request, request)
@@ -198,6 +218,7 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
       userAgent: clientHeader(headers.get("user-agent")),
       pipeline: state.pipeline,
       spentUsd: state.spentUsd,
+      fitFor,
     }
   }
 

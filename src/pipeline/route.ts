@@ -35,7 +35,10 @@ import { type ClientFormat, errorResponseIn, type FinishExtras } from "./format.
 import { type Loaded, Missing } from "./ingress.js"
 import type { RequestLifecycle } from "./lifecycle.js"
 import { postModelFor } from "./post-model.js"
+import { compressionSettingsOf } from "./plugins/context-compression.js"
+import { plugins } from "./plugins/index.js"
 import { makePreparer, type Prepared } from "./pre-model.js"
+import type { PipelineEntry } from "./stages.js"
 import { type Attempt, DeadlineExceeded, makeTurnRunner } from "./turns.js"
 
 type Services = KeyStore | ContentPolicy | PresetStore | Router | Guardrails | GenerationStore | Spend
@@ -75,6 +78,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     settings,
     // Plugins that read the gateway's settings are built from them.
     { ...plugins, "file-parser": makeFileParserPlugin(settings) },
+    compressionSettingsOf(settings.catalog.plugins?.context_compression),
   )
   setOutboundConcurrency(settings.catalog.outbound?.max_concurrent ?? DEFAULT_MAX_CONCURRENT_OUTBOUND)
   const bodyDeadline = makeBodyDeadline(settings.bodyTimeoutMs, maxBody)
@@ -184,6 +188,12 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
 
     const attempts: Array<Attempt> = []
     life.attempts = attempts
+    // What the post-model stages report while the answer is read (undefined while none did).
+    let postEntries: Array<PipelineEntry> | undefined
+    const report = (entry: PipelineEntry) => {
+      if (postEntries === undefined) postEntries = [entry]
+      else postEntries.push(entry)
+    }
     const serviceMetadata = (selected: Endpoint | undefined): Record<string, unknown> => {
       const metadata: Record<string, unknown> = {
         requested: plan.requested,
@@ -201,13 +211,14 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
         attempts,
         generation_time: Date.now() - startedAt,
       }
-      // What the pre-model stages reported (none: no key, the answer as it was).
-      if (prepared.pipeline !== undefined) metadata["pipeline"] = prepared.pipeline
+      // What the pre-model and post-model stages reported (none: no key, the answer as it was).
+      const pipeline = postEntries === undefined ? prepared.pipeline : [...(prepared.pipeline ?? []), ...postEntries]
+      if (pipeline !== undefined) metadata["pipeline"] = pipeline
       return metadata
     }
 
     // The turn: one here (the server-tool loop and fusion will run several).
-    const turn = await turns.runTurn(request, plan, { streaming, upstreamAbort, trace, startedAt, attempts })
+    const turn = await turns.runTurn(request, plan, { streaming, upstreamAbort, trace, startedAt, attempts, fitFor: prepared.fitFor })
     if (turn.refused !== undefined) {
       cleanup()
       finish(life, streaming, turn.outcome)
@@ -242,7 +253,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
       finishExtras,
       idHeader,
       trace,
-      post: postModelFor(request),
+      post: postModelFor(request, report),
       cutOnDeadline: undefined,
     }
     return streaming ? egress.stream(answering) : egress.json(answering)

@@ -51,6 +51,8 @@ export interface TurnOptions {
   readonly startedAt: number
   /** The turn's attempts are pushed here (service_metadata reads them). */
   readonly attempts: Array<Attempt>
+  /** The request as a failover candidate takes it (context-compression for a smaller context); undefined: as it is. */
+  readonly fitFor?: ((endpoint: Endpoint) => ResponsesRequest | undefined) | undefined
 }
 
 export const makeTurnRunner = (deps: {
@@ -76,9 +78,11 @@ export const makeTurnRunner = (deps: {
     let tried: Endpoint | undefined
     // Failed attempts, for the record's `previous_errors` (only on failure: no allocation otherwise).
     let failures: Array<PreviousError> | undefined
+    const fitFor = options.fitFor
     for (const candidate of plan.candidates) {
+      const sent = fitFor === undefined ? request : (fitFor(candidate) ?? request)
       // Always bound the answer by what was reserved for it (outputBound), never by the upstream's default.
-      const normalized = toNormalizedRequest(request, candidate.upstreamModel, outputBound(request, candidate).answer)
+      const normalized = toNormalizedRequest(sent, candidate.upstreamModel, outputBound(sent, candidate).answer)
       if (Either.isLeft(normalized)) {
         return {
           refused: normalized.left,

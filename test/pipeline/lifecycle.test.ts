@@ -125,13 +125,13 @@ describe("the request lifecycle", () => {
 
 describe("post-model stages", () => {
   test("no stage applies: no per-batch step at all", () => {
-    expect(postModelFor(prepared.request)).toBeUndefined()
+    expect(postModelFor(prepared.request, () => {})).toBeUndefined()
   })
 
   test("the stages that apply run in order over each batch", () => {
     const tag = (suffix: string) => (events: ReadonlyArray<ProviderEvent>) =>
       events.map((e) => (e.type === "text" ? { ...e, delta: e.delta + suffix } : e))
-    const run = postModelFor(prepared.request, [
+    const run = postModelFor(prepared.request, () => {}, [
       { name: "a", start: () => tag("-a") },
       { name: "off", start: () => undefined },
       { name: "b", start: () => tag("-b") },

@@ -1,4 +1,257 @@
-/** The `response-healing` plugin: repairs malformed JSON in the answer (a post-model stage). Not built on this gateway yet: a request that enables it is refused (400). */
-import { notAvailable } from "./plugin.js"
+/**
+ * The `response-healing` plugin: a non-streamed answer asked for as JSON (`text.format` of type
+ * `json_schema` or `json_object`, which Chat's `response_format` and Messages' `output_format`
+ * decode to) whose text is not valid JSON is extracted from code fences or prose and repaired
+ * (jsonrepair); with `json_schema` the result is validated (ajv). Two parts:
+ *  - the pre-model stage checks the client's schema (untrusted: size cap, strict compile, no
+ *    pattern that can backtrack catastrophically) so a bad one is a 400 before any spend;
+ *  - the post-model stage holds the answer's text until the upstream's finish, then heals it.
+ * Streams pass through unchanged (their text has reached the client before it could be judged).
+ * An answer cut by the token limit is not healed into something it never said: it stays as it
+ * was, and the pipeline entry says so.
+ */
+import { createHash } from "node:crypto"
+import Ajv, { type ValidateFunction } from "ajv"
+import { jsonrepair } from "jsonrepair"
+import { BadRequest } from "../../domain/errors.js"
+import type { ResponsesRequest } from "../../domain/responses.js"
+import type { FinishReason, ProviderEvent } from "../../providers/types.js"
+import type { PostModelStage } from "../post-model.js"
+import type { PipelineEntry } from "../stages.js"
+import type { PluginStage } from "./plugin.js"
 
-export const responseHealingPlugin = notAvailable("response-healing")
+/** The largest client schema compiled (its JSON text). */
+export const MAX_SCHEMA_BYTES = 64 * 1024
+/** The longest `pattern` accepted in a client schema. */
+export const MAX_PATTERN_CHARS = 512
+/** Compiled validators kept (least recently used dropped first). */
+const VALIDATOR_CACHE = 256
+
+type Mode = "json_schema" | "json_object"
+
+// strictSchema: an unknown keyword is refused rather than silently ignored; formats are not
+// validated (no format plugin), so `format` is accepted as an annotation.
+const ajv = new Ajv({ strict: true, strictTypes: false, strictTuples: false, strictRequired: false, validateFormats: false, allErrors: false })
+
+/** sha256 of the schema's JSON text → its compiled validator, bounded (a Map keeps insertion order). */
+const validators = new Map<string, ValidateFunction>()
+
+/**
+ * A pattern that can backtrack catastrophically: a quantified group that itself holds a
+ * quantifier (`(a+)+`, `(a|aa)*`, `(\w*)*`), or a backreference. Refused, never run.
+ */
+const NESTED_QUANTIFIER = /\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)\s*[+*{]/
+const ALTERNATION_QUANTIFIED = /\((?:[^()\\]|\\.)*\|(?:[^()\\]|\\.)*\)\s*[+*{]/
+const BACKREFERENCE = /\\[1-9]|\\k</
+
+export const unsafePattern = (pattern: string): string | undefined => {
+  if (pattern.length > MAX_PATTERN_CHARS) return `a pattern of at most ${MAX_PATTERN_CHARS} characters`
+  if (NESTED_QUANTIFIER.test(pattern) || ALTERNATION_QUANTIFIED.test(pattern)) {
+    return "a pattern without a quantified group that repeats or alternates (it can backtrack catastrophically)"
+  }
+  if (BACKREFERENCE.test(pattern)) return "a pattern without backreferences"
+  return undefined
+}
+
+/** The first unsafe pattern in `schema` (`pattern`, `patternProperties` keys), as path and rule. */
+const findUnsafePattern = (value: unknown, path: string, depth: number): string | undefined => {
+  if (depth > 64) return `${path}: nested at most 64 levels`
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = findUnsafePattern(value[i], `${path}[${i}]`, depth + 1)
+      if (found !== undefined) return found
+    }
+    return undefined
+  }
+  if (typeof value !== "object" || value === null) return undefined
+  for (const [key, inner] of Object.entries(value)) {
+    if (key === "pattern" && typeof inner === "string") {
+      const rule = unsafePattern(inner)
+      if (rule !== undefined) return `${path}.pattern: ${rule}`
+    }
+    if (key === "patternProperties" && typeof inner === "object" && inner !== null) {
+      for (const p of Object.keys(inner)) {
+        const rule = unsafePattern(p)
+        if (rule !== undefined) return `${path}.patternProperties: ${rule}`
+      }
+    }
+    const found = findUnsafePattern(inner, `${path}.${key}`, depth + 1)
+    if (found !== undefined) return found
+  }
+  return undefined
+}
+
+/** The schema's validator (compiled once per distinct schema), or the rule it broke. */
+export const validatorOf = (schema: Record<string, unknown>, path: string): ValidateFunction | string => {
+  const text = JSON.stringify(schema)
+  if (Buffer.byteLength(text, "utf8") > MAX_SCHEMA_BYTES) return `${path}: a schema of at most ${MAX_SCHEMA_BYTES} bytes for response-healing`
+  const hash = createHash("sha256").update(text).digest("hex")
+  const cached = validators.get(hash)
+  if (cached !== undefined) {
+    validators.delete(hash)
+    validators.set(hash, cached)
+    return cached
+  }
+  const unsafe = findUnsafePattern(schema, path, 0)
+  if (unsafe !== undefined) return unsafe
+  let compiled: ValidateFunction
+  try {
+    // Compiled without $id (ajv would keep each id for good and refuse a second with it) and
+    // without $schema (a client's draft URI is not a reason to refuse its schema).
+    const { $id: _id, $schema: _draft, ...anonymous } = schema
+    compiled = ajv.compile(anonymous)
+  } catch (e) {
+    return `${path}: a JSON Schema response-healing can compile (${(e as Error).message})`
+  }
+  if (validators.size >= VALIDATOR_CACHE) validators.delete(validators.keys().next().value as string)
+  validators.set(hash, compiled)
+  return compiled
+}
+
+/** The request's JSON mode, when it asks for JSON. */
+const modeOf = (request: ResponsesRequest): Mode | undefined => {
+  const type = request.text?.format?.type
+  return type === "json_schema" || type === "json_object" ? type : undefined
+}
+
+const schemaOf = (request: ResponsesRequest): Record<string, unknown> | undefined => {
+  const format = request.text?.format
+  return format?.type === "json_schema" ? format.schema : undefined
+}
+
+/** The request enabled the plugin (the last entry of its id wins). */
+const requested = (request: ResponsesRequest): boolean => {
+  let on = false
+  for (const p of request.plugins ?? []) if (p.id === "response-healing") on = p.enabled !== false
+  return on
+}
+
+export const responseHealingPlugin: PluginStage<"response-healing"> = {
+  id: "response-healing",
+  needsPlan: false,
+  run: (_config, state) => {
+    const request = state.request
+    if (request.stream === true || modeOf(request) !== "json_schema") return undefined
+    const schema = schemaOf(request)
+    if (schema === undefined) return undefined
+    const checked = validatorOf(schema, "text.format.schema")
+    return typeof checked === "string" ? new BadRequest({ message: `Invalid request: ${checked}` }) : undefined
+  },
+}
+
+// ---------------------------------------------------------------------------------------------
+// Healing the text
+// ---------------------------------------------------------------------------------------------
+
+export interface Healed {
+  readonly text: string
+  readonly changed: boolean
+  readonly valid: boolean
+}
+
+const FENCE = /```(?:json|JSON)?[ \t]*\r?\n?([\s\S]*?)```/
+
+/** The JSON in `text`: a fenced block, else from the first `{`/`[` to the last `}`/`]`, else the text. */
+export const extractJson = (text: string): string => {
+  const fenced = FENCE.exec(text)
+  if (fenced?.[1] !== undefined && fenced[1].trim() !== "") return fenced[1].trim()
+  const open = text.search(/[{[]/)
+  if (open < 0) return text.trim()
+  const close = Math.max(text.lastIndexOf("}"), text.lastIndexOf("]"))
+  return close > open ? text.slice(open, close + 1) : text.slice(open)
+}
+
+const parses = (text: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false } => {
+  try {
+    return { ok: true, value: JSON.parse(text) }
+  } catch {
+    return { ok: false }
+  }
+}
+
+/** `text` healed for `mode`; `validate`: the schema's validator (json_schema). */
+export const heal = (text: string, mode: Mode, validate: ValidateFunction | undefined): Healed => {
+  const judge = (value: unknown) =>
+    mode === "json_object" ? typeof value === "object" && value !== null && !Array.isArray(value) : validate === undefined || validate(value) === true
+  const direct = parses(text)
+  if (direct.ok) return { text, changed: false, valid: judge(direct.value) }
+  // No object or array in it: prose is not turned into a JSON string of itself.
+  if (!/[{[]/.test(text)) return { text, changed: false, valid: false }
+  let repaired: string
+  try {
+    repaired = jsonrepair(extractJson(text))
+  } catch {
+    return { text, changed: false, valid: false }
+  }
+  const parsed = parses(repaired)
+  if (!parsed.ok) return { text, changed: false, valid: false }
+  return { text: repaired, changed: repaired !== text, valid: judge(parsed.value) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The post-model stage
+// ---------------------------------------------------------------------------------------------
+
+const literalDecoder = new TextDecoder()
+
+const entryOf = (mode: Mode, healed: Healed, truncated: boolean): PipelineEntry => ({
+  type: "plugin",
+  name: "response-healing",
+  summary: truncated
+    ? "The answer was cut by the output token limit: left as it was, not healed"
+    : healed.changed
+      ? `Repaired the answer's JSON${healed.valid ? "" : " (still not valid)"}`
+      : healed.valid
+        ? "The answer was valid JSON"
+        : "The answer's JSON could not be repaired",
+  data: { mode, changed: healed.changed, valid: healed.valid, ...(truncated ? { truncated: true } : {}) },
+})
+
+export const responseHealingStage: PostModelStage = {
+  name: "response-healing",
+  start: (request, report) => {
+    if (request.stream === true || !requested(request)) return undefined
+    const mode = modeOf(request)
+    if (mode === undefined) return undefined
+    const schema = schemaOf(request)
+    const validate = schema === undefined ? undefined : validatorOf(schema, "text.format.schema")
+    // The pre-model stage refused a schema that does not compile: none reaches here.
+    if (typeof validate === "string") return undefined
+    let text = ""
+    return (events) => {
+      const out: Array<ProviderEvent> = []
+      for (const event of events) {
+        if (event.type === "text") text += event.delta
+        else if (event.type === "text_literals") {
+          const spans = event.spans
+          for (let i = 0; i < spans.length; i += 2) {
+            text += JSON.parse(literalDecoder.decode(event.source.subarray(spans[i] as number, spans[i + 1] as number))) as string
+          }
+        } else if (event.type === "finish") {
+          out.push(...healedEvents(text, event.reason, mode, validate, report), event)
+          text = ""
+        } else out.push(event)
+      }
+      return out
+    }
+  },
+}
+
+const healedEvents = (
+  text: string,
+  reason: FinishReason,
+  mode: Mode,
+  validate: ValidateFunction | undefined,
+  report: (entry: PipelineEntry) => void,
+): ReadonlyArray<ProviderEvent> => {
+  const keep: ReadonlyArray<ProviderEvent> = text === "" ? [] : [{ type: "text", delta: text }]
+  // Only a text answer is healed (a tool call's arguments are the tool's business).
+  if (reason === "tool_calls" || reason === "error" || reason === "content_filter" || text === "") return keep
+  if (reason === "length") {
+    report(entryOf(mode, { text, changed: false, valid: false }, true))
+    return keep
+  }
+  const healed = heal(text, mode, validate)
+  if (healed.changed || !healed.valid) report(entryOf(mode, healed, false))
+  return healed.text === "" ? [] : [{ type: "text", delta: healed.text }]
+}
