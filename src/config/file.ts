@@ -185,6 +185,7 @@ export const ConfigFile = Schema.Struct({
   /** Plugin settings, one key per plugin id (`_` for `-`). */
   plugins: Schema.optional(
     Schema.Struct({
+      file_parser: Schema.optional(FileParserConfig),
       context_compression: Schema.optional(
         Schema.Struct({
           /** On by default for endpoints whose context is at most this many tokens (default 8192; 0: never by default). */
@@ -238,12 +239,6 @@ export const ConfigFile = Schema.Struct({
       concurrency_per_destination: Schema.optional(positiveInt),
       /** How long delivered and dead rows are kept. */
       retention_hours: Schema.optional(Schema.Number.pipe(Schema.positive({ message: () => "must be a number > 0" }))),
-    }),
-  ),
-  /** Plugin settings, `_` for `-` in the id (README, Plugins). */
-  plugins: Schema.optional(
-    Schema.Struct({
-      file_parser: Schema.optional(FileParserConfig),
     }),
   ),
 })

@@ -10,7 +10,6 @@
  */
 import { DEFAULT_MAX_CONCURRENT_OUTBOUND, setOutboundConcurrency } from "../outbound/fetch.js"
 import { makeFileParserPlugin } from "./plugins/file-parser.js"
-import { plugins } from "./plugins/index.js"
 import { Context, Exit, Runtime, type Types } from "effect"
 import type { Settings } from "../config/Config.js"
 import { InternalError } from "../domain/errors.js"
