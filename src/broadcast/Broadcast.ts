@@ -586,15 +586,15 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
         }
         const content: DeliveryContent = { input: [{ role: "user", content: "ping" }], output: "pong", reasoning: null }
         const item = traceItemOf(payload, content, optionsOf(destination), null)
-        const result = yield* Effect.promise(async (): Promise<TestResult> => {
-          const delivery = await exporter.deliver(destination.config, { otlp: otlpOf([item]).json, generations: [item.view] })
-          if ("unsupported" in delivery) return { ok: false, status: 0, message: delivery.unsupported }
+        // A kind (or a config) the exporter cannot deliver to is the caller's to fix: 400, as above.
+        const delivery = yield* Effect.promise(() => exporter.deliver(destination.config, { otlp: otlpOf([item]).json, generations: [item.view] }))
+        if ("unsupported" in delivery) return yield* new BadRequest({ message: `Invalid request: ${delivery.unsupported}` })
+        return yield* Effect.promise(async (): Promise<TestResult> => {
           const sent = await sendAll(delivery.requests, settings.timeoutMs)
           return sent.ok
             ? { ok: true, status: sent.status, message: `delivered (HTTP ${sent.status})` }
             : { ok: false, status: sent.status, message: sent.error }
         })
-        return result
       })
 
     /** Puts a destination's dead deliveries back in the queue; how many. */

@@ -117,7 +117,7 @@ describe("retries", () => {
     const rows = await gw.server.runtime.runPromise(
       Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ last_error: string }>`SELECT last_error FROM broadcast_deliveries WHERE destination_id = ${id}`),
     )
-    expect(rows[0]?.last_error).toContain("delivery to ramp destinations is not supported")
+    expect(rows[0]?.last_error).toContain("ramp delivery is not supported")
   })
 })
 

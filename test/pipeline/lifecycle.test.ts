@@ -39,6 +39,7 @@ const prepared = {
   principal: { hash: "h", userId: "u", workspaceId: "w", key: { id: "1", include_byok_in_limit: 0 } },
   request: Either.getOrThrow(decodeResponsesRequest({ model: "demo/echo", input: "hi" })),
   reservation: Option.none(),
+  plan: { requested: "demo/echo", strategy: "default", candidates: [endpoint] },
   estimatedInputTokens: 1,
   promptBound: 300,
   sessionId: null,
