@@ -26,6 +26,7 @@ import { makeGuardrailsStage } from "./guardrails.js"
 import { authenticate, decodeBody, type Loaded, Missing } from "./ingress.js"
 import { moneyOf } from "./money.js"
 import { type PluginRegistry, pluginStage, plugins } from "./plugins/index.js"
+import { makeModelRouterStage } from "./plugins/model-router.js"
 import { makePresetStage } from "./preset.js"
 import { makeRouting, sessionIdOf } from "./routing.js"
 import { applyChange, type PipelineEntry, type PreModelStage, type StageState } from "./stages.js"
@@ -99,7 +100,12 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
   const { keys, policy, router, spend } = services
   const routing = makeRouting(router)
   // The fixed stages, in order; the plugins of each request follow them.
-  const stages: ReadonlyArray<PreModelStage> = [makePresetStage(services.presets), makeGuardrailsStage(services.guardrails)]
+  // The model routers (router/auto, router/pareto-code) choose the model before the guardrails route it.
+  const stages: ReadonlyArray<PreModelStage> = [
+    makePresetStage(services.presets),
+    makeModelRouterStage(router),
+    makeGuardrailsStage(services.guardrails),
+  ]
 
   /** Runs `stage` on `state`: routes first when it reads the plan. Undefined: go on. */
   const runStage = (stage: PreModelStage, state: StageState, sessionId: string | null): ApiError | Missing | undefined => {
