@@ -80,6 +80,8 @@ export interface GenerationEntry {
   readonly appTitle?: string | null
   /** The request's `User-Agent`. */
   readonly userAgent?: string | null
+  /** The model router that chose the model (`auto`, `pareto`), or null. */
+  readonly router?: string | null
 }
 
 /** Longest client header (`HTTP-Referer`, app title, `User-Agent`) kept on a generation. */
@@ -198,7 +200,8 @@ export const Generation = Schema.Struct({
   num_search_results: Schema.Null,
   preset_id: Schema.Null,
   provider_responses: Schema.Null,
-  router: Schema.Null,
+  /** The model router that chose the model (`auto` for router/auto, `pareto` for router/pareto-code), or null. */
+  router: Schema.NullOr(Schema.String),
   service_tier: Schema.Null,
   upstream_inference_cost: Schema.Null,
   web_search_engine: Schema.Null,
@@ -256,7 +259,7 @@ export const generationView = (g: StoredGeneration): Generation => ({
   num_search_results: null,
   preset_id: null,
   provider_responses: null,
-  router: null,
+  router: g.router ?? null,
   service_tier: null,
   upstream_inference_cost: null,
   web_search_engine: null,

@@ -120,6 +120,7 @@ export const makeFinish = (deps: FinishDeps): Finish => {
         httpReferer: prepared.httpReferer,
         appTitle: prepared.appTitle,
         userAgent: prepared.userAgent,
+        router: prepared.router,
       }
       // Assigned, not spread: a spread is a builtin call, and this runs once per request.
       if (outcome.error) {

@@ -26,7 +26,7 @@ import { makeGuardrailsStage } from "./guardrails.js"
 import { authenticate, decodeBody, type Loaded, Missing } from "./ingress.js"
 import { moneyOf } from "./money.js"
 import { type PluginRegistry, pluginStage, plugins } from "./plugins/index.js"
-import { makeModelRouterStage } from "./plugins/model-router.js"
+import { makeModelRouterStage, routerOf } from "./plugins/model-router.js"
 import { makePresetStage } from "./preset.js"
 import { makeRouting, sessionIdOf } from "./routing.js"
 import { applyChange, type PipelineEntry, type PreModelStage, type StageState } from "./stages.js"
@@ -56,6 +56,8 @@ export interface Decision {
   readonly userAgent: string | null
   /** `service_metadata.pipeline`: what the stages reported (undefined when none did). */
   readonly pipeline: ReadonlyArray<PipelineEntry> | undefined
+  /** The model router that chose the model (`auto`, `pareto`), for the generation record; null when none did. */
+  readonly router: "auto" | "pareto" | null
 }
 
 export interface Prepared extends Decision {
@@ -200,6 +202,7 @@ export const makePreparer = (services: PrepareServices, parts: PartAllowance = D
       appTitle: clientHeader(headers.get("x-openrouter-title") ?? headers.get("x-title")),
       userAgent: clientHeader(headers.get("user-agent")),
       pipeline: state.pipeline,
+      router: routerOf(state.hints?.requested),
     }
   }
 

@@ -99,7 +99,7 @@ describe("auto-router", () => {
       // Without allowed_models only the scored models are candidates.
       expect(entry?.data.candidates.map((c) => c.model).sort()).toEqual(["anthropic/claude", "cheap/coder", "dear/best", "mid/general"])
       // The fallbacks are in the plan after the primary.
-      expect(meta.endpoints.available.map((e) => e.model)).toEqual([entry?.data.chosen, ...(entry?.data.fallbacks ?? [])])
+      expect(meta.endpoints.available.map((e) => e.model)).toEqual([entry?.data.chosen as string, ...(entry?.data.fallbacks ?? [])])
     })
 
     test(`${format}: openrouter/auto is an alias; quality first (tradeoff 0) picks the best score for a coding prompt`, async () => {

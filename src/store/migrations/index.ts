@@ -15,6 +15,7 @@ import usageEstimated from "./0009_usage_estimated.js"
 import generationClient from "./0010_generation_client.js"
 import moneyNano from "./0011_money_nano.js"
 import holdLeases from "./0012_hold_leases.js"
+import generationRouter from "./0015_generation_router.js"
 
 export interface Migration {
   readonly id: number
@@ -34,4 +35,5 @@ export const migrations: ReadonlyArray<Migration> = [
   { id: 10, name: "generation_client", up: generationClient },
   { id: 11, name: "money_nano", up: moneyNano },
   { id: 12, name: "hold_leases", up: holdLeases },
+  { id: 15, name: "generation_router", up: generationRouter },
 ]
