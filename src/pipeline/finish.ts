@@ -87,7 +87,8 @@ export const makeFinish = (deps: FinishDeps): Finish => {
     const { assembler, endpoint } = outcome
     const counted = endpoint !== undefined && outcome.nothingCame !== true
     const usage = counted ? chargedUsage(prepared, endpoint, assembler) : NO_USAGE
-    const cost = counted ? Math.max(0, costOf(endpoint.pricing, usage)) : 0
+    // The plugins' own calls (a priced moderation call) are charged whatever the upstream did.
+    const cost = (counted ? Math.max(0, costOf(endpoint.pricing, usage)) : 0) + prepared.pluginCost
     const isByok = endpoint?.isByok ?? false
     const now = Date.now()
     if (endpoint === undefined && Option.isNone(prepared.reservation)) return undefined

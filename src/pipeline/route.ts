@@ -31,6 +31,7 @@ import { chargedUsage, makeFinish, type RequestLife } from "./finish.js"
 import { type ClientFormat, errorResponseIn, type FinishExtras } from "./format.js"
 import { type Loaded, Missing } from "./ingress.js"
 import type { RequestLifecycle } from "./lifecycle.js"
+import { moderationClientOf } from "./plugins/moderation.js"
 import { postModelFor } from "./post-model.js"
 import { makePreparer, type Prepared } from "./pre-model.js"
 import { type Attempt, DeadlineExceeded, makeTurnRunner } from "./turns.js"
@@ -67,6 +68,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
       router,
       guardrails: Context.get(runtime.context, Guardrails),
       spend: Context.get(runtime.context, Spend),
+      moderation: { client: moderationClientOf(settings.catalog), deadlineMs: settings.requestTimeoutMs },
     },
     settings,
   )
@@ -203,7 +205,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     const finishExtras = (): FinishExtras => {
       // The answer shows what the key is charged: the same usage and cost as the record.
       const usage = chargedUsage(prepared, chosen, assembler)
-      const extras: Types.Mutable<FinishExtras> = { cost: Math.max(0, costOf(chosen.pricing, usage)), isByok: chosen.isByok }
+      const extras: Types.Mutable<FinishExtras> = { cost: Math.max(0, costOf(chosen.pricing, usage)) + prepared.pluginCost, isByok: chosen.isByok }
       if (usage !== assembler.usage) extras.usage = usage
       // Assigned, not spread (a builtin call per answer). Every format's encoder renders the metadata.
       if (withMetadata) {
