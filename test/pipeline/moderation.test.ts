@@ -131,6 +131,20 @@ describe("moderation", () => {
     })
   }
 
+  test("a blocked request keeps its generation id and record, charged the moderation call", async () => {
+    const a = await ask(priced, "chat", "FLAG:violence", ON)
+    expect(a.res.status).toBe(403)
+    const id = a.res.headers.get("x-generation-id")
+    expect(id).toMatch(/^gen-/)
+    let record: { status: string; total_cost: number; provider_name: string; upstream_model: string; model: string } | undefined
+    for (let i = 0; i < 100 && record === undefined; i++) {
+      const res = await priced.fetch(`/v1/generation?id=${id}`)
+      if (res.status === 200) record = ((await res.json()) as { data: NonNullable<typeof record> }).data
+      else await Bun.sleep(50)
+    }
+    expect(record).toMatchObject({ status: "failed", total_cost: 0.01, provider_name: "mod", upstream_model: "omni-moderation-latest", model: "test/model" })
+  })
+
   test("flagged_input is at most 100 characters, the middle elided", async () => {
     const text = `${"a".repeat(200)} FLAG:self-harm ${"z".repeat(200)}`
     const a = await ask(priced, "responses", text, ON)

@@ -167,6 +167,17 @@ export const makeModerationStage = (deps: ModerationDeps): PreModelStage => ({
   },
 })
 
+/** What a moderation block records (the request keeps its generation id and record): keyed by the 403 itself. */
+export interface BlockedRecord {
+  readonly model: string
+  readonly providerName: string
+  readonly modelSlug: string
+  /** USD of the moderation call, charged to the key with the record. */
+  readonly cost: number
+  readonly sessionId: string | null
+}
+export const moderationBlocks = new WeakMap<object, BlockedRecord>()
+
 /** The verdict → the request's refusal (403, 503) or undefined; read by the stage once loaded. */
 export const moderationOutcome = (state: StageState, client: ModerationClient | undefined): ApiError | undefined => {
   const loaded = state.loaded
@@ -189,7 +200,7 @@ export const moderationOutcome = (state: StageState, client: ModerationClient | 
     data: { action: "blocked", detected: true, reasons: verdict.reasons, provider_name: client.providerName, model_slug: client.config.model },
   }
   const serviceMetadata = state.withMetadata ? { requested: state.request.model ?? null, summary, pipeline: [...(state.pipeline ?? []), entry] } : undefined
-  return new Forbidden({
+  const blocked = new Forbidden({
     message: `Request blocked: ${summary}`,
     metadata: {
       reasons: verdict.reasons,
@@ -200,6 +211,15 @@ export const moderationOutcome = (state: StageState, client: ModerationClient | 
     ...(serviceMetadata === undefined ? {} : { service_metadata: serviceMetadata }),
     ...(serviceMetadata !== undefined && state.metadataAlias ? { openrouter_metadata: serviceMetadata } : {}),
   })
+  const session = state.request.session_id ?? state.headers.get("x-session-id")
+  moderationBlocks.set(blocked, {
+    model: state.request.model ?? "",
+    providerName: client.providerName,
+    modelSlug: client.config.model,
+    cost: verdict.cost,
+    sessionId: session === null || session === "" ? null : session.slice(0, 256),
+  })
+  return blocked
 }
 
 /** The plugin in `plugins`: the fixed moderation stage (pre-model.ts) runs it; nothing more to do here. */
