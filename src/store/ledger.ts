@@ -117,7 +117,8 @@ export const fromRow = (r: GenerationRow): StoredGeneration => ({
   httpReferer: r.http_referer ?? null,
   appTitle: r.app_title ?? null,
   userAgent: r.user_agent ?? null,
-  router: r.router ?? null,
+  // Only when a router chose: a record of a named model reads back as it was written.
+  ...(r.router == null ? {} : { router: r.router }),
 })
 
 /** The columns of `generations`: the prepared insert binds a row's fields by these names. */

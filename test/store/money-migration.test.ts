@@ -59,7 +59,7 @@ describe(`the money_nano migration (${engine})`, () => {
         }
       }),
     )
-    expect(after.ran).toEqual(["11_money_nano", "12_hold_leases"])
+    expect(after.ran).toEqual(["11_money_nano", "12_hold_leases", "15_generation_router"])
     expect(after.keys).toEqual([
       { hash: "k-limited", limit_nano: 50_000_000, reserved_nano: 40_000_000, window_spend_nano: 50_000_000 },
       { hash: "k-open", limit_nano: null, reserved_nano: 0, window_spend_nano: 12_345_678_901 },

@@ -81,7 +81,7 @@ describe(`the spend_daily migration and upsert (${engine})`, () => {
         yield* spend("k1", "u1", 1, 1, "2026-11-22T12:00:00.000Z")
         yield* spend("k1", "u1", 2, 0, "2026-11-23T00:00:00.000Z")
         yield* spend("k2", "u2", 4, 0, "2026-11-23T09:00:00.000Z")
-        expect(yield* migrate).toEqual(["8_spend_daily", "9_usage_estimated", "10_generation_client", "11_money_nano", "12_hold_leases"])
+        expect(yield* migrate).toEqual(["8_spend_daily", "9_usage_estimated", "10_generation_client", "11_money_nano", "12_hold_leases", "15_generation_router"])
         const rows = yield* sql<{ key_hash: string; day: string; is_byok: number; user_id: string; workspace_id: string; amount_nano: number }>`
           SELECT key_hash, day, is_byok, user_id, workspace_id, amount_nano FROM spend_daily ORDER BY key_hash, day, is_byok`
         const gone = yield* Effect.either(sql`SELECT COUNT(*) FROM spend`)
