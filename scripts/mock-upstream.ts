@@ -24,6 +24,8 @@
  * CLI: bun scripts/mock-upstream.ts --port 9000 [--host 127.0.0.1] [--ttft-ms N] [--delay-ms N]
  *      [--tokens N] [--interval-ms N] [--chunk S] [--error E] [--error-rate P] [--scenario S]
  *      [--usage-input N] [--usage-output N] [--log N]
+ * POST /v1/moderations answers as OpenAI's moderation API: an input containing "FLAG:<category>"
+ * (e.g. FLAG:violence) is flagged in that category; x-mock-error 500/503/hang fail it.
  * GET /__mock/requests, GET /__mock/stats and POST /__mock/reset expose the log and the counts.
  */
 
@@ -698,6 +700,39 @@ export const startMockUpstream = async (options: MockUpstreamOptions = {}): Prom
     return Response.json({ pages, model: parsed?.model, usage_info: { pages_processed: count, doc_size_bytes: url.length } })
   }
 
+  /** OpenAI's moderation API: `{model, input}` → one result per input string. */
+  const moderate = async (req: Request): Promise<Response> => {
+    let parsed: unknown
+    try {
+      parsed = await req.json()
+    } catch {
+      parsed = undefined
+    }
+    if (maxLogged > 0) {
+      if (requests.length >= maxLogged) requests.shift()
+      requests.push({ path: "/v1/moderations", headers: Object.fromEntries(req.headers), body: parsed })
+    }
+    const error = req.headers.get("x-mock-error")
+    if (error === "hang") {
+      return new Promise<Response>((resolve) => {
+        const release = (): void => {
+          hanging.delete(release)
+          resolve(new Response(null, { status: 499 }))
+        }
+        hanging.add(release)
+        req.signal.addEventListener("abort", release, { once: true })
+      })
+    }
+    if (error === "500" || error === "503") return new Response(JSON.stringify({ error: { message: "mock: moderation failed" } }), { status: Number(error), headers: JSON_HEADERS })
+    const input = recordOf(parsed)?.["input"]
+    const texts = typeof input === "string" ? [input] : Array.isArray(input) ? input.map(String) : []
+    const results = texts.map((text) => {
+      const flags = [...text.matchAll(/FLAG:([a-z/-]+)/g)].map((m) => m[1] as string)
+      return { flagged: flags.length > 0, categories: Object.fromEntries(flags.map((f) => [f, true])), category_scores: Object.fromEntries(flags.map((f) => [f, 0.99])) }
+    })
+    return new Response(JSON.stringify({ id: "modr-mock", model: recordOf(parsed)?.["model"] ?? "mock", results }), { headers: JSON_HEADERS })
+  }
+
   const route = (path: string): ((req: Request) => Promise<Response>) => {
     const format = FORMATS[path]
     return (req) => handle(req, path, format)
@@ -714,6 +749,7 @@ export const startMockUpstream = async (options: MockUpstreamOptions = {}): Prom
       "/v1/responses": { POST: route("/v1/responses") },
       "/v1/messages": { POST: route("/v1/messages") },
       "/v1/ocr": { POST: ocr },
+      "/v1/moderations": { POST: moderate },
       "/__mock/requests": { GET: () => Response.json(requests) },
       "/__mock/stats": { GET: () => Response.json(stats) },
       "/__mock/reset": {

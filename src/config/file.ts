@@ -98,9 +98,27 @@ export const ModelEntry = Schema.Struct({
     }),
   ),
   default_parameters: Schema.optional(DefaultParameters),
+  /** For the auto and pareto routers: 0-1 per task type (coding, math, writing, analysis, translation, chat, general); a missing one counts as 0.5. */
+  scores: Schema.optional(
+    Schema.Record({ key: Schema.String, value: Schema.Number.pipe(Schema.between(0, 1, { message: () => "must be a number from 0 to 1" })) }),
+  ),
   endpoints: Schema.NonEmptyArray(EndpointEntry).annotations({ message: () => "needs at least one endpoint" }),
 })
 export type ModelEntry = typeof ModelEntry.Type
+
+/** The moderation plugin's API: an OpenAI-compatible `POST {base_url}/moderations` of a configured provider. */
+export const ModerationConfig = Schema.Struct({
+  /** A provider id of `providers` (its base_url, api_key_env and headers are used). */
+  provider: nonEmpty,
+  model: nonEmpty,
+  /** USD per moderation call (`request`) and per million input tokens estimated as characters ÷ 4 (`prompt`). */
+  pricing: Schema.optional(Schema.Struct({ request: Schema.optional(nonNegative), prompt: Schema.optional(nonNegative) })),
+  /** Run it on every request; a request's `enabled: false` cannot skip it. */
+  enforce: Schema.optional(Schema.Boolean),
+  /** The call's own timeout (default 5 s), within the request's deadline. */
+  timeout_ms: Schema.optional(positiveInt),
+})
+export type ModerationConfig = typeof ModerationConfig.Type
 
 /** A content check on requests: a match blocks the request with 403 before any spend. */
 export const GuardrailEntry = Schema.Struct({
@@ -186,6 +204,7 @@ export const ConfigFile = Schema.Struct({
   plugins: Schema.optional(
     Schema.Struct({
       file_parser: Schema.optional(FileParserConfig),
+      moderation: Schema.optional(ModerationConfig),
       context_compression: Schema.optional(
         Schema.Struct({
           /** On by default for endpoints whose context is at most this many tokens (default 8192; 0: never by default). */
@@ -271,6 +290,12 @@ export const checkReferences = (file: ConfigFile): string | undefined => {
     for (const [j, e] of m.endpoints.entries()) {
       if (!providers.has(e.provider)) return `models[${i}].endpoints[${j}].provider: unknown provider "${e.provider}"`
     }
+  }
+  const moderation = file.plugins?.moderation
+  if (moderation !== undefined) {
+    const provider = file.providers.find((p) => p.id === moderation.provider)
+    if (provider === undefined) return `plugins.moderation.provider: unknown provider "${moderation.provider}"`
+    if (provider.base_url === undefined) return `plugins.moderation.provider: provider "${moderation.provider}" has no base_url`
   }
   return undefined
 }

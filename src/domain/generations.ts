@@ -116,6 +116,8 @@ export interface GenerationEntry {
   readonly userAgent?: string | null
   /** For the broadcast outbox (absent: the generation is broadcast without request details or content). */
   readonly broadcast?: BroadcastContext
+  /** The model router that chose the model (`auto`, `pareto`), or null. */
+  readonly router?: string | null
 }
 
 /** Longest client header (`HTTP-Referer`, app title, `User-Agent`) kept on a generation. */
@@ -234,7 +236,8 @@ export const Generation = Schema.Struct({
   num_search_results: Schema.Null,
   preset_id: Schema.Null,
   provider_responses: Schema.Null,
-  router: Schema.Null,
+  /** The model router that chose the model (`auto` for router/auto, `pareto` for router/pareto-code), or null. */
+  router: Schema.NullOr(Schema.String),
   service_tier: Schema.Null,
   upstream_inference_cost: Schema.Null,
   web_search_engine: Schema.Null,
@@ -292,7 +295,7 @@ export const generationView = (g: StoredGeneration): Generation => ({
   num_search_results: null,
   preset_id: null,
   provider_responses: null,
-  router: null,
+  router: g.router ?? null,
   service_tier: null,
   upstream_inference_cost: null,
   web_search_engine: null,

@@ -323,7 +323,27 @@ export const AutoRouterPlugin = Schema.Struct({
   id: Schema.Literal("auto-router"),
   ...enabled,
   allowed_models: Schema.optional(Schema.Array(Schema.String)),
+  /** Glob patterns (e.g. `anthropic/*`), applied after `allowed_models`. */
+  excluded_models: Schema.optional(Schema.Array(Schema.String)),
   cost_quality_tradeoff: Schema.optionalWith(intBetween(0, 10), { default: () => 7 }),
+  /** Price quintile of the eligible models. */
+  cost_tier: Schema.optional(oneOf("low", "medium", "high", "xhigh", "max")),
+  /** Keep the session's last model even when the task type changed (while it is still eligible). */
+  pin_model: Schema.optional(Schema.Boolean),
+})
+
+export const ParetoRouterPlugin = Schema.Struct({
+  id: Schema.Literal("pareto-router"),
+  ...enabled,
+  min_coding_score: Schema.optionalWith(
+    Schema.Number.pipe(Schema.between(0, 1, { message: () => "must be a number from 0 to 1" })),
+    { default: () => 0.66 },
+  ),
+  price_source: Schema.optionalWith(oneOf("prompt", "weighted_avg"), { default: () => "prompt" as const }),
+  /** USD per million prompt tokens. */
+  max_price: Schema.optional(Schema.Number.pipe(Schema.nonNegative({ message: () => "must be a number ≥ 0" }))),
+  allowed_models: Schema.optional(Schema.Array(Schema.String)),
+  excluded_models: Schema.optional(Schema.Array(Schema.String)),
 })
 
 export const ContextCompressionPlugin = Schema.Struct({
@@ -366,7 +386,6 @@ const passThroughPlugin = <const Id extends PluginId>(id: Id) =>
   Schema.Struct({ id: Schema.Literal(id), ...enabled }, AnyRecord)
 
 export const ModerationPlugin = passThroughPlugin("moderation")
-export const ParetoRouterPlugin = passThroughPlugin("pareto-router")
 export const ResponseHealingPlugin = passThroughPlugin("response-healing")
 export const WebPlugin = passThroughPlugin("web")
 export const WebFetchPlugin = passThroughPlugin("web-fetch")

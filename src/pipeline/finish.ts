@@ -90,8 +90,8 @@ export const makeFinish = (deps: FinishDeps): Finish => {
     const { assembler, endpoint } = outcome
     const counted = endpoint !== undefined && outcome.nothingCame !== true
     const usage = counted ? chargedUsage(prepared, endpoint, assembler) : NO_USAGE
-    // The stages' priced outbound calls (e.g. OCR) were made whatever the upstream did.
-    const cost = (counted ? Math.max(0, costOf(endpoint.pricing, usage)) : 0) + prepared.spentUsd
+    // The stages' priced outbound calls (OCR, a priced moderation call) were made whatever the upstream did.
+    const cost = (counted ? Math.max(0, costOf(endpoint.pricing, usage)) : 0) + prepared.spentUsd + prepared.pluginCost
     const isByok = endpoint?.isByok ?? false
     const now = Date.now()
     if (endpoint === undefined && Option.isNone(prepared.reservation)) return undefined
@@ -124,6 +124,7 @@ export const makeFinish = (deps: FinishDeps): Finish => {
         httpReferer: prepared.httpReferer,
         appTitle: prepared.appTitle,
         userAgent: prepared.userAgent,
+        router: prepared.router,
       }
       // Assigned, not spread: a spread is a builtin call, and this runs once per request.
       if (outcome.error) {

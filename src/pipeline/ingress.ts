@@ -13,6 +13,7 @@ import type { WorkspaceSettings } from "../services/ContentPolicy.js"
 import { hashSecret, type KeyRow, type KeyStore } from "../services/KeyStore.js"
 import type { ResolvedPreset } from "../services/PresetStore.js"
 import type { ClientFormat } from "./format.js"
+import type { ModerationVerdict } from "./plugins/moderation.js"
 
 /** Reads that missed memory, loaded from the store for this one request. */
 export interface Loaded {
@@ -20,6 +21,9 @@ export interface Loaded {
   key?: { readonly hash: string; readonly row: KeyRow | undefined }
   settings?: { readonly workspaceId: string; readonly value: WorkspaceSettings }
   preset?: { readonly userId: string; readonly slug: string; readonly value: ResolvedPreset | undefined }
+  /** The moderation API's verdict on this request (plugins/moderation.ts), or the refusal of its budget check. */
+  moderation?: ModerationVerdict
+  moderationRefused?: ApiError
 }
 
 /** A read that is not in memory: `load` fetches it into the request's `Loaded`, then the decision is made again. */

@@ -27,6 +27,8 @@ import { authenticate, decodeBody, type Loaded, Missing } from "./ingress.js"
 import { moneyOf } from "./money.js"
 import { type CompressionSettings, DEFAULT_COMPRESSION, type FitFor, makeContextFit } from "./plugins/context-compression.js"
 import { type PluginRegistry, pluginStage, plugins } from "./plugins/index.js"
+import { makeModelRouterStage, routerOf } from "./plugins/model-router.js"
+import { makeModerationStage, type ModerationClient } from "./plugins/moderation.js"
 import { makePresetStage } from "./preset.js"
 import { makeRouting, sessionIdOf } from "./routing.js"
 import { applyChange, type PipelineEntry, type PreModelStage, type StageState } from "./stages.js"
@@ -60,6 +62,10 @@ export interface Decision {
   readonly spentUsd: number
   /** The request for a failover candidate, when context-compression made it for the first (undefined: as it is). */
   readonly fitFor: FitFor | undefined
+  /** The model router that chose the model (`auto`, `pareto`), for the generation record; null when none did. */
+  readonly router: "auto" | "pareto" | null
+  /** USD the plugins' own calls cost (a priced moderation call), charged with the generation. */
+  readonly pluginCost: number
 }
 
 export interface Prepared extends Decision {
@@ -88,6 +94,8 @@ export interface PrepareServices {
   readonly router: Router
   readonly guardrails: GuardrailsShape
   readonly spend: Spend
+  /** The moderation API of `plugins.moderation` (undefined: not configured), and how long its call may take. */
+  readonly moderation?: { readonly client: ModerationClient | undefined; readonly deadlineMs: number }
 }
 
 export type Preparation =
@@ -110,7 +118,24 @@ export const makePreparer = (
   const routing = makeRouting(router)
   const fit = makeContextFit(compression, parts)
   // The fixed stages, in order; the plugins of each request follow them.
-  const stages: ReadonlyArray<PreModelStage> = [makePresetStage(services.presets), makeGuardrailsStage(services.guardrails)]
+  // The model routers (router/auto, router/pareto-code) choose the model before the guardrails route it.
+  const stages: ReadonlyArray<PreModelStage> = [
+    makePresetStage(services.presets),
+    makeModelRouterStage(router),
+    makeGuardrailsStage(services.guardrails),
+    // Moderation (the plugin, or enforced by the operator): after the guardrails, before any spend is held.
+    makeModerationStage({
+      client: services.moderation?.client,
+      deadlineMs: services.moderation?.deadlineMs ?? 10_000,
+      // A priced call only for a key with budget left: held and given back (the request's own hold then covers it).
+      holdBudget: (state, usd) =>
+        spend.holds(state.principal.key, { isByok: false })
+          ? Effect.flatMap(spend.reserve(state.principal.key, usd, { isByok: false }), (held) =>
+              Option.isSome(held) ? spend.settle(held.value, 0) : Effect.void,
+            )
+          : Effect.void,
+    }),
+  ]
 
   /** Runs `stage` on `state`: routes first when it reads the plan. Undefined: go on. */
   const runStage = (stage: PreModelStage, state: StageState, sessionId: string | null): ApiError | Missing | undefined => {
@@ -200,6 +225,8 @@ export const makePreparer = (
     // A preset's system prompt is input the body did not carry.
     const presetInstructions = state.hints?.preset === undefined ? "" : (request.instructions ?? "")
     const money = moneyOf(state.rewritten ? JSON.stringify(request) : bodyText, request, presetInstructions, plan, parts)
+    const verdict = loaded.moderation
+    const pluginCost = verdict === undefined || verdict.kind === "failed" ? 0 : verdict.cost
     return {
       principal,
       request,
@@ -210,7 +237,7 @@ export const makePreparer = (
       metadataAlias,
       estimatedInputTokens: money.estimatedInputTokens,
       promptBound: money.promptBound,
-      worstCase: money.worstCase + state.spentUsd,
+      worstCase: money.worstCase + state.spentUsd + pluginCost,
       allByok: money.allByok,
       // Read once, when the decision is made (3-4 header lookups per request).
       httpReferer: clientHeader(headers.get("http-referer")),
@@ -219,6 +246,8 @@ export const makePreparer = (
       pipeline: state.pipeline,
       spentUsd: state.spentUsd,
       fitFor,
+      router: routerOf(state.hints?.requested),
+      pluginCost,
     }
   }
 

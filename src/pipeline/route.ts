@@ -12,7 +12,9 @@ import { DEFAULT_MAX_CONCURRENT_OUTBOUND, setOutboundConcurrency } from "../outb
 import { makeFileParserPlugin } from "./plugins/file-parser.js"
 import { Context, Exit, Runtime, type Types } from "effect"
 import type { Settings } from "../config/Config.js"
-import { InternalError } from "../domain/errors.js"
+import { type ApiError, InternalError } from "../domain/errors.js"
+import { isoTime } from "../domain/time.js"
+import type { PrincipalShape } from "../services/Auth.js"
 import { newGenerationId } from "../domain/generations.js"
 import { costOf } from "../domain/pricing.js"
 import { PlainAbort } from "../providers/abort.js"
@@ -33,6 +35,7 @@ import { chargedUsage, makeFinish, type RequestLife } from "./finish.js"
 import { type ClientFormat, errorResponseIn, type FinishExtras } from "./format.js"
 import { type Loaded, Missing } from "./ingress.js"
 import type { RequestLifecycle } from "./lifecycle.js"
+import { moderationBlocks, moderationClientOf } from "./plugins/moderation.js"
 import { postModelFor } from "./post-model.js"
 import { compressionSettingsOf } from "./plugins/context-compression.js"
 import { plugins } from "./plugins/index.js"
@@ -73,6 +76,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
       router,
       guardrails: Context.get(runtime.context, Guardrails),
       spend: Context.get(runtime.context, Spend),
+      moderation: { client: moderationClientOf(settings.catalog), deadlineMs: settings.requestTimeoutMs },
     },
     settings,
     // Plugins that read the gateway's settings are built from them.
@@ -127,14 +131,14 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     if (trace?.keepBody) trace.body = bodyText
     // Decode, the pre-model stages, routing and money.
     const preparation = preparer.prepare(req.headers, bodyText, principal, format)
-    if (preparation.refused !== undefined) return errorResponseIn(format, preparation.refused, {})
+    if (preparation.refused !== undefined) return refusal(format, preparation.refused, principal, startedAt)
     let prepared: Prepared
     if (preparation.ready !== undefined) prepared = preparation.ready
     else {
       const decided = await runExit(preparation.pending)
       if (Exit.isFailure(decided)) {
         const failure = decided.cause._tag === "Fail" ? decided.cause.error : undefined
-        if (failure !== undefined) return errorResponseIn(format, failure, {})
+        if (failure !== undefined) return refusal(format, failure, principal, startedAt)
         throw new Error("prepare failed unexpectedly", { cause: decided.cause })
       }
       prepared = decided.value
@@ -150,6 +154,43 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
       log({ requestId: trace?.id, generationId }, "a model request failed unexpectedly", e)
       return errorResponseIn(format, new InternalError({ message: "Internal server error" }), {})
     }
+  }
+
+  /**
+   * A refusal of the pre-model stages. A moderation block keeps its generation id and record (a
+   * failed generation at the moderation provider, charged the moderation call's cost); the others
+   * are answered as they are.
+   */
+  const refusal = (format: ClientFormat, error: ApiError, principal: PrincipalShape, startedAt: number): Response => {
+    const blocked = moderationBlocks.get(error)
+    if (blocked === undefined) return errorResponseIn(format, error, {})
+    const generationId = newGenerationId()
+    generationStore.recordSync({
+      id: generationId,
+      keyHash: principal.hash,
+      userId: principal.userId,
+      workspaceId: principal.workspaceId,
+      model: blocked.model,
+      providerName: blocked.providerName,
+      upstreamModel: blocked.modelSlug,
+      createdAt: isoTime(startedAt),
+      streamed: false,
+      cancelled: false,
+      finishReason: null,
+      sessionId: blocked.sessionId,
+      inputTokens: 0,
+      cachedTokens: 0,
+      cacheWriteTokens: 0,
+      outputTokens: 0,
+      reasoningTokens: 0,
+      totalCost: blocked.cost,
+      isByok: false,
+      generationTimeMs: Date.now() - startedAt,
+      latencyMs: null,
+      status: "failed",
+      error: { message: error.message, status: error.status, providerName: blocked.providerName },
+    })
+    return errorResponseIn(format, error, { "x-generation-id": generationId })
   }
 
   /** Everything after the decision: the turn (the upstream call, failover), then the answer. */
@@ -229,7 +270,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     const finishExtras = (): FinishExtras => {
       // The answer shows what the key is charged: the same usage and cost as the record.
       const usage = chargedUsage(prepared, chosen, assembler)
-      const extras: Types.Mutable<FinishExtras> = { cost: Math.max(0, costOf(chosen.pricing, usage)), isByok: chosen.isByok }
+      const extras: Types.Mutable<FinishExtras> = { cost: Math.max(0, costOf(chosen.pricing, usage)) + prepared.pluginCost, isByok: chosen.isByok }
       if (usage !== assembler.usage) extras.usage = usage
       // Assigned, not spread (a builtin call per answer). Every format's encoder renders the metadata.
       if (withMetadata) {

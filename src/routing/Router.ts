@@ -327,7 +327,7 @@ export const makeRouter = (catalog: CatalogShape, options: Partial<RouterOptions
     return { health: health.stats(endpoint.id), coolingDown: health.isCoolingDown(endpoint.id, at), rolling: rolling.snapshot(endpoint.id, at) }
   }
 
-  return { plan, recordFailure, recordSuccess, endpointStats, health, sticky } as const
+  return { plan, recordFailure, recordSuccess, endpointStats, health, sticky, catalog } as const
 }
 
 export class Router extends Effect.Service<Router>()("Router", {

@@ -48,6 +48,7 @@ export type GenerationRow = {
   readonly http_referer: string | null
   readonly app_title: string | null
   readonly user_agent: string | null
+  readonly router: string | null
 }
 
 const count = (n: number) => Math.max(0, Math.round(Number.isFinite(n) ? n : 0))
@@ -83,6 +84,7 @@ export const toRow = (e: GenerationEntry): GenerationRow => ({
   http_referer: e.httpReferer ?? null,
   app_title: e.appTitle ?? null,
   user_agent: e.userAgent ?? null,
+  router: e.router ?? null,
 })
 
 export const fromRow = (r: GenerationRow): StoredGeneration => ({
@@ -115,6 +117,8 @@ export const fromRow = (r: GenerationRow): StoredGeneration => ({
   httpReferer: r.http_referer ?? null,
   appTitle: r.app_title ?? null,
   userAgent: r.user_agent ?? null,
+  // Only when a router chose: a record of a named model reads back as it was written.
+  ...(r.router == null ? {} : { router: r.router }),
 })
 
 /** The columns of `generations`: the prepared insert binds a row's fields by these names. */
@@ -123,6 +127,7 @@ const GENERATION_COLUMNS: ReadonlyArray<keyof GenerationRow> = [
   "created_at", "streamed", "cancelled", "finish_reason", "session_id", "input_tokens", "cached_tokens",
   "cache_write_tokens", "output_tokens", "reasoning_tokens", "total_cost_nano", "is_byok", "generation_time_ms",
   "latency_ms", "status", "error", "has_content", "usage_estimated", "http_referer", "app_title", "user_agent",
+  "router",
 ]
 
 const contentRowOf = (e: GenerationEntry) =>

@@ -17,6 +17,7 @@ import moneyNano from "./0011_money_nano.js"
 import holdLeases from "./0012_hold_leases.js"
 import budgetSlices from "./0013_budget_slices.js"
 import broadcast from "./0014_broadcast.js"
+import generationRouter from "./0015_generation_router.js"
 
 export interface Migration {
   readonly id: number
@@ -38,4 +39,5 @@ export const migrations: ReadonlyArray<Migration> = [
   { id: 12, name: "hold_leases", up: holdLeases },
   { id: 13, name: "budget_slices", up: budgetSlices },
   { id: 14, name: "broadcast", up: broadcast },
+  { id: 15, name: "generation_router", up: generationRouter },
 ]
