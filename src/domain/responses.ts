@@ -6,48 +6,7 @@
 import { Either, Schema } from "effect"
 import { BadRequest } from "./errors.js"
 import { makeDecoder } from "./validation.js"
-
-// ---------------------------------------------------------------------------------------------
-// Rule helpers: each refinement carries the message a caller sees after `field: `.
-// ---------------------------------------------------------------------------------------------
-
-/** A message that replaces whatever the inner schemas would say (unions of literals need it). */
-const rule = (message: string) => ({ message: () => ({ message, override: true }) })
-
-const oneOf = <const L extends readonly [string, ...Array<string>]>(...values: L) =>
-  Schema.Literal(...values).annotations(rule(`one of ${values.join(", ")}`))
-
-const nullableOneOf = <const L extends readonly [string, ...Array<string>]>(...values: L) =>
-  Schema.NullOr(Schema.Literal(...values)).annotations(rule(`one of ${values.join(", ")}, or null`))
-
-const maxChars = (max: number) =>
-  Schema.String.pipe(Schema.maxLength(max, { message: () => `at most ${max} characters` }))
-
-const nonEmpty = Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
-
-const intBetween = (min: number, max: number) =>
-  Schema.Int.pipe(Schema.between(min, max, { message: () => `an integer from ${min} to ${max}` }))
-
-const intAtLeast = (min: number) =>
-  Schema.Int.pipe(Schema.greaterThanOrEqualTo(min, { message: () => `an integer of at least ${min}` }))
-
-const numberBetween = (min: number, max: number) =>
-  Schema.Number.pipe(Schema.between(min, max, { message: () => `a number from ${min} to ${max}` }))
-
-const nullable = <S extends Schema.Schema.Any>(schema: S) => Schema.optional(Schema.NullOr(schema))
-
-const AnyRecord = Schema.Record({ key: Schema.String, value: Schema.Unknown })
-
-/**
- * A value that must be an object before a union of object shapes is tried: a non-object gets
- * `what` as its message instead of the union's full type dump.
- */
-const objectOf = <A, I, R>(what: string, union: Schema.Schema<A, I, R>) =>
-  Schema.compose(Schema.Object.annotations(rule(what)), union, { strict: false })
-
-/** `type` of an item or tool this service does not model field by field (decoded, then judged). */
-const otherKind = (known: ReadonlySet<string>) =>
-  Schema.String.pipe(Schema.filter((t) => !known.has(t), { message: () => "a kind not modelled above" }))
+import { rule, oneOf, nullableOneOf, maxChars, nonEmpty, intBetween, intAtLeast, numberBetween, nullable, AnyRecord, objectOf, otherKind } from "./schema-rules.js"
 
 // ---------------------------------------------------------------------------------------------
 // Request: shared pieces

@@ -22,41 +22,7 @@ import {
   type ToolInput,
 } from "../../domain/responses.js"
 import { makeDecoder, quote } from "../../domain/validation.js"
-
-// ---------------------------------------------------------------------------------------------
-// Rule helpers (the Responses request's, for the same messages)
-// ---------------------------------------------------------------------------------------------
-
-const rule = (message: string) => ({ message: () => ({ message, override: true }) })
-
-const oneOf = <const L extends readonly [string, ...Array<string>]>(...values: L) =>
-  Schema.Literal(...values).annotations(rule(`one of ${values.join(", ")}`))
-
-const nullableOneOf = <const L extends readonly [string, ...Array<string>]>(...values: L) =>
-  Schema.NullOr(Schema.Literal(...values)).annotations(rule(`one of ${values.join(", ")}, or null`))
-
-const maxChars = (max: number) =>
-  Schema.String.pipe(Schema.maxLength(max, { message: () => `at most ${max} characters` }))
-
-const nonEmpty = Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
-
-const intAtLeast = (min: number) =>
-  Schema.Int.pipe(Schema.greaterThanOrEqualTo(min, { message: () => `an integer of at least ${min}` }))
-
-const numberBetween = (min: number, max: number) =>
-  Schema.Number.pipe(Schema.between(min, max, { message: () => `a number from ${min} to ${max}` }))
-
-const nullable = <S extends Schema.Schema.Any>(schema: S) => Schema.optional(Schema.NullOr(schema))
-
-const AnyRecord = Schema.Record({ key: Schema.String, value: Schema.Unknown })
-
-/** A value that must be an object before a union of object shapes is tried (one plain message, not a type dump). */
-const objectOf = <A, I, R>(what: string, union: Schema.Schema<A, I, R>) =>
-  Schema.compose(Schema.Object.annotations(rule(what)), union, { strict: false })
-
-/** `type` of a part or tool not modelled field by field (decoded, then judged in plain code). */
-const otherKind = (known: ReadonlySet<string>) =>
-  Schema.String.pipe(Schema.filter((t) => !known.has(t), { message: () => "a kind not modelled above" }))
+import { rule, oneOf, nullableOneOf, maxChars, nonEmpty, intAtLeast, numberBetween, nullable, AnyRecord, objectOf, otherKind } from "../../domain/schema-rules.js"
 
 // ---------------------------------------------------------------------------------------------
 // Content parts

@@ -16,29 +16,7 @@ import {
   type ToolInput,
 } from "../../domain/responses.js"
 import { clipped, makeDecoder, quote } from "../../domain/validation.js"
-
-// ---------------------------------------------------------------------------------------------
-// Rule helpers (the same phrasing as the Responses request's)
-// ---------------------------------------------------------------------------------------------
-
-const rule = (message: string) => ({ message: () => ({ message, override: true }) })
-
-const oneOf = <const L extends readonly [string, ...Array<string>]>(...values: L) =>
-  Schema.Literal(...values).annotations(rule(`one of ${values.join(", ")}`))
-
-const nonEmpty = Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
-
-const numberBetween = (min: number, max: number) =>
-  Schema.Number.pipe(Schema.between(min, max, { message: () => `a number from ${min} to ${max}` }))
-
-const intAtLeast = (min: number) =>
-  Schema.Int.pipe(Schema.greaterThanOrEqualTo(min, { message: () => `an integer of at least ${min}` }))
-
-const AnyRecord = Schema.Record({ key: Schema.String, value: Schema.Unknown })
-
-/** A value that must be an object before a union of object shapes is tried (one plain message otherwise). */
-const objectOf = <A, I, R>(what: string, union: Schema.Schema<A, I, R>) =>
-  Schema.compose(Schema.Object.annotations(rule(what)), union, { strict: false })
+import { rule, oneOf, nonEmpty, intAtLeast, numberBetween, AnyRecord, objectOf } from "../../domain/schema-rules.js"
 
 /** A `type` this gateway does not model: decoded, then refused by name in `toResponsesRequest`. */
 const otherType = (known: ReadonlyArray<string>) =>
