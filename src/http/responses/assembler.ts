@@ -25,6 +25,7 @@ import {
 } from "../../domain/responses.js"
 import type { Types } from "effect"
 import type { FinishReason, ProviderEvent, Usage } from "../../providers/types.js"
+import type { FinishExtras } from "../../pipeline/format.js"
 import { isValidUsage } from "../../domain/pricing.js"
 import { randomPool, takeRandom } from "../../domain/random.js"
 import { latin1Slice } from "../../providers/json-literal.js"
@@ -131,17 +132,8 @@ export interface AssemblerOptions {
   readonly now?: () => number
 }
 
-export interface FinishExtras {
-  /** Overrides the last usage event of the upstream. */
-  readonly usage?: Usage
-  /** USD. */
-  readonly cost?: number
-  readonly isByok?: boolean
-  /** Only when the caller enabled it (`X-Service-Metadata: enabled`). */
-  readonly serviceMetadata?: Record<string, unknown>
-  /** Enabled with the official SDK's header: the metadata also goes under `openrouter_metadata`. */
-  readonly metadataAlias?: boolean
-}
+/** What the route adds when an answer ends (the encoder seam's own type). */
+export type { FinishExtras } from "../../pipeline/format.js"
 
 export interface ResponseFailure {
   /** A string code, e.g. `server_error`, `rate_limit_exceeded`. */
