@@ -16,6 +16,8 @@ export interface ServerToolContext {
   /** Aborted when the client goes away or the request's deadline passes. */
   readonly signal: AbortSignal
   readonly workspaceId: string
+  /** Calls of this tool earlier in this request (for a per-request cap such as web_fetch's `max_uses`). */
+  readonly callsSoFar: number
 }
 
 /** One citable source a tool returned: links the answer cites that match one become `url_citation` annotations. */
