@@ -91,7 +91,7 @@ export const makeFinish = (deps: FinishDeps): Finish => {
     const counted = endpoint !== undefined && outcome.nothingCame !== true
     const usage = counted ? chargedUsage(prepared, endpoint, assembler) : NO_USAGE
     // The stages' priced outbound calls (OCR, a priced moderation call) were made whatever the upstream did.
-    const cost = (counted ? Math.max(0, costOf(endpoint.pricing, usage)) : 0) + prepared.spentUsd + prepared.pluginCost
+    const cost = (counted ? Math.max(0, costOf(endpoint.pricing, usage)) : 0) + prepared.spentUsd
     const isByok = endpoint?.isByok ?? false
     const now = Date.now()
     if (endpoint === undefined && Option.isNone(prepared.reservation)) return undefined

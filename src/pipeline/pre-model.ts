@@ -58,14 +58,12 @@ export interface Decision {
   readonly userAgent: string | null
   /** `service_metadata.pipeline`: what the stages reported (undefined when none did). */
   readonly pipeline: ReadonlyArray<PipelineEntry> | undefined
-  /** USD the stages spent on outbound calls (plugins' priced calls): in the worst case, charged with the answer. */
+  /** USD the stages spent on their own outbound calls (OCR pages, a priced moderation call): in the worst case, charged with the answer. */
   readonly spentUsd: number
   /** The request for a failover candidate, when context-compression made it for the first (undefined: as it is). */
   readonly fitFor: FitFor | undefined
   /** The model router that chose the model (`auto`, `pareto`), for the generation record; null when none did. */
   readonly router: "auto" | "pareto" | null
-  /** USD the plugins' own calls cost (a priced moderation call), charged with the generation. */
-  readonly pluginCost: number
 }
 
 export interface Prepared extends Decision {
@@ -225,8 +223,6 @@ export const makePreparer = (
     // A preset's system prompt is input the body did not carry.
     const presetInstructions = state.hints?.preset === undefined ? "" : (request.instructions ?? "")
     const money = moneyOf(state.rewritten ? JSON.stringify(request) : bodyText, request, presetInstructions, plan, parts)
-    const verdict = loaded.moderation
-    const pluginCost = verdict === undefined || verdict.kind === "failed" ? 0 : verdict.cost
     return {
       principal,
       request,
@@ -237,7 +233,7 @@ export const makePreparer = (
       metadataAlias,
       estimatedInputTokens: money.estimatedInputTokens,
       promptBound: money.promptBound,
-      worstCase: money.worstCase + state.spentUsd + pluginCost,
+      worstCase: money.worstCase + state.spentUsd,
       allByok: money.allByok,
       // Read once, when the decision is made (3-4 header lookups per request).
       httpReferer: clientHeader(headers.get("http-referer")),
@@ -247,7 +243,6 @@ export const makePreparer = (
       spentUsd: state.spentUsd,
       fitFor,
       router: routerOf(state.hints?.requested),
-      pluginCost,
     }
   }
 

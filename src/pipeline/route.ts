@@ -270,7 +270,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     const finishExtras = (): FinishExtras => {
       // The answer shows what the key is charged: the same usage and cost as the record.
       const usage = chargedUsage(prepared, chosen, assembler)
-      const extras: Types.Mutable<FinishExtras> = { cost: Math.max(0, costOf(chosen.pricing, usage)) + prepared.pluginCost, isByok: chosen.isByok }
+      const extras: Types.Mutable<FinishExtras> = { cost: Math.max(0, costOf(chosen.pricing, usage)) + prepared.spentUsd, isByok: chosen.isByok }
       if (usage !== assembler.usage) extras.usage = usage
       // Assigned, not spread (a builtin call per answer). Every format's encoder renders the metadata.
       if (withMetadata) {

@@ -40,7 +40,7 @@ export interface StageChange {
   /** The route plan narrowed or replaced. */
   readonly plan?: RoutePlan
   readonly entry?: PipelineEntry
-  /** USD the stage spent on outbound calls (e.g. OCR): charged to the key with the answer. */
+  /** USD the stage spent on its own outbound calls (OCR pages, a priced moderation call): in the worst case, charged with the answer. */
   readonly cost?: number
 }
 

@@ -303,6 +303,8 @@ describe("mistral-ocr", () => {
     const entry = entryOf(body) as unknown as { data: { engine: string; cost: number } }
     expect(entry.data.engine).toBe("mistral-ocr")
     expect(entry.data.cost).toBeCloseTo(0.002, 12)
+    // The answer shows what the key is charged: the OCR's pages too.
+    expect((body as { usage: { cost: number } }).usage.cost).toBeCloseTo(0.002, 12)
     await ocrGw.server.drain()
     const id = res.headers.get("x-generation-id")
     const g = ((await (await ocrGw.fetch(`/v1/generation?id=${id}`)).json()) as { data: { total_cost: number } }).data

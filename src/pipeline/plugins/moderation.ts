@@ -163,7 +163,11 @@ export const makeModerationStage = (deps: ModerationDeps): PreModelStage => ({
         }),
       )
     }
-    return moderationOutcome(state, client)
+    const refused = moderationOutcome(state, client)
+    if (refused !== undefined) return refused
+    // A clean priced call is the stage's own spend: in the worst case and charged with the answer.
+    const cost = loaded.moderation?.kind === "clean" ? loaded.moderation.cost : 0
+    return cost > 0 ? { cost } : undefined
   },
 })
 
