@@ -25,7 +25,8 @@
  *      [--tokens N] [--interval-ms N] [--chunk S] [--error E] [--error-rate P] [--scenario S]
  *      [--usage-input N] [--usage-output N] [--log N]
  * POST /v1/moderations answers as OpenAI's moderation API: an input containing "FLAG:<category>"
- * (e.g. FLAG:violence) is flagged in that category; x-mock-error 500/503/hang fail it.
+ * (e.g. FLAG:violence) is flagged in that category; x-mock-error 500/503/hang fail it;
+ * x-mock-delay-ms delays its answer.
  * GET /__mock/requests, GET /__mock/stats and POST /__mock/reset expose the log and the counts.
  */
 
@@ -724,6 +725,7 @@ export const startMockUpstream = async (options: MockUpstreamOptions = {}): Prom
       })
     }
     if (error === "500" || error === "503") return new Response(JSON.stringify({ error: { message: "mock: moderation failed" } }), { status: Number(error), headers: JSON_HEADERS })
+    await sleep(Number(req.headers.get("x-mock-delay-ms") ?? "0"))
     const input = recordOf(parsed)?.["input"]
     const texts = typeof input === "string" ? [input] : Array.isArray(input) ? input.map(String) : []
     const results = texts.map((text) => {

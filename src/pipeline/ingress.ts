@@ -14,6 +14,7 @@ import { hashSecret, type KeyRow, type KeyStore } from "../services/KeyStore.js"
 import type { ResolvedPreset } from "../services/PresetStore.js"
 import type { ClientFormat } from "./format.js"
 import type { ModerationVerdict } from "./plugins/moderation.js"
+import type { StageState } from "./stages.js"
 
 /** Reads that missed memory, loaded from the store for this one request. */
 export interface Loaded {
@@ -24,6 +25,8 @@ export interface Loaded {
   /** The moderation API's verdict on this request (plugins/moderation.ts), or the refusal of its budget check. */
   moderation?: ModerationVerdict
   moderationRefused?: ApiError
+  /** The stages' state when they last waited on a load: what a request stopped there (deadline, client gone) is recorded as. */
+  waitedIn?: StageState
 }
 
 /** A read that is not in memory: `load` fetches it into the request's `Loaded`, then the decision is made again. */

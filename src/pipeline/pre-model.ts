@@ -6,6 +6,9 @@
  * The decision is plain code over reads the services keep in memory; only a read that misses
  * memory, and a reservation, run on the runtime (a request on a cached, unlimited key makes no
  * runtime call: ~60 µs less CPU per request than one `Effect.gen` per step, DESIGN §4).
+ * Those loads (the plugins' outbound calls among them) count in the request's deadline: route.ts
+ * gives the pending preparation a stop signal, and a load still running when it aborts is
+ * interrupted (its calls aborted) and the request refused (408, or its client gone), recorded.
  */
 import { Effect, Either, Option } from "effect"
 import type { ApiError } from "../domain/errors.js"
@@ -31,7 +34,7 @@ import { makeModelRouterStage, routerOf } from "./plugins/model-router.js"
 import { makeModerationStage, type ModerationClient } from "./plugins/moderation.js"
 import { makePresetStage } from "./preset.js"
 import { makeRouting, sessionIdOf } from "./routing.js"
-import { applyChange, type PipelineEntry, type PreModelStage, type StageState } from "./stages.js"
+import { applyChange, type PipelineEntry, type PreModelStage, recordedRefusals, type StagesStopped, type StageState } from "./stages.js"
 
 /** Everything decided before the upstream call but the reservation. */
 export interface Decision {
@@ -70,6 +73,17 @@ export interface Prepared extends Decision {
   readonly reservation: Option.Option<Reservation>
 }
 
+/** `load`, interrupted when `stop` aborts (the fetches and parses it waits on are aborted with it): false then. */
+const untilStopped = (load: Effect.Effect<void>, stop: AbortSignal): Effect.Effect<boolean> =>
+  Effect.raceFirst(
+    Effect.as(load, true),
+    Effect.async<boolean>((resume) => {
+      const onStop = () => resume(Effect.succeed(false))
+      stop.addEventListener("abort", onStop, { once: true })
+      return Effect.sync(() => stop.removeEventListener("abort", onStop))
+    }),
+  )
+
 /** A client header kept on the generation: null when absent or empty, cut at CLIENT_HEADER_MAX. */
 const clientHeader = (v: string | null): string | null =>
   v === null || v === "" ? null : v.length > CLIENT_HEADER_MAX ? v.slice(0, CLIENT_HEADER_MAX) : v
@@ -92,14 +106,22 @@ export interface PrepareServices {
   readonly router: Router
   readonly guardrails: GuardrailsShape
   readonly spend: Spend
-  /** The moderation API of `plugins.moderation` (undefined: not configured), and how long its call may take. */
-  readonly moderation?: { readonly client: ModerationClient | undefined; readonly deadlineMs: number }
+  /** The moderation API of `plugins.moderation` (undefined: not configured). */
+  readonly moderation?: { readonly client: ModerationClient | undefined }
 }
 
 export type Preparation =
   | { readonly ready: Prepared; readonly refused?: never; readonly pending?: never }
   | { readonly refused: ApiError; readonly ready?: never; readonly pending?: never }
-  | { readonly pending: Effect.Effect<Prepared, ApiError>; readonly ready?: never; readonly refused?: never }
+  | {
+      /**
+       * `stop`: aborted when the request's deadline passes or its client leaves (reason `StagesStopped`):
+       * the load it waits on is interrupted (its outbound calls aborted) and the preparation fails with the refusal.
+       */
+      readonly pending: (stop?: AbortSignal) => Effect.Effect<Prepared, ApiError>
+      readonly ready?: never
+      readonly refused?: never
+    }
 
 const DEFAULT_ALLOWANCE: PartAllowance = {
   maxTokensPerImage: DEFAULT_MAX_TOKENS_PER_IMAGE,
@@ -124,12 +146,14 @@ export const makePreparer = (
     // Moderation (the plugin, or enforced by the operator): after the guardrails, before any spend is held.
     makeModerationStage({
       client: services.moderation?.client,
-      deadlineMs: services.moderation?.deadlineMs ?? 10_000,
       // A priced call only for a key with budget left: held and given back (the request's own hold then covers it).
+      // Uninterruptible: a request stopped in between (deadline, client gone) must not leave the hold behind.
       holdBudget: (state, usd) =>
         spend.holds(state.principal.key, { isByok: false })
-          ? Effect.flatMap(spend.reserve(state.principal.key, usd, { isByok: false }), (held) =>
-              Option.isSome(held) ? spend.settle(held.value, 0) : Effect.void,
+          ? Effect.uninterruptible(
+              Effect.flatMap(spend.reserve(state.principal.key, usd, { isByok: false }), (held) =>
+                Option.isSome(held) ? spend.settle(held.value, 0) : Effect.void,
+              ),
             )
           : Effect.void,
     }),
@@ -143,6 +167,7 @@ export const makePreparer = (
     }
     const outcome = stage.run(state)
     if (outcome === undefined) return undefined
+    if (outcome instanceof Missing) state.loaded.waitedIn = state
     if ("_tag" in outcome) return outcome
     applyChange(state, outcome, stage === stages[0])
     return undefined
@@ -212,6 +237,7 @@ export const makePreparer = (
     const fitted = fit(state.request, routed, state.rewritten ? JSON.stringify(state.request) : bodyText, presetText)
     let fitFor: FitFor | undefined
     if (fitted !== undefined) {
+      if (fitted instanceof Missing) loaded.waitedIn = state
       if ("_tag" in fitted) return fitted
       applyChange(state, fitted, false)
       fitFor = fitted.fitFor
@@ -246,12 +272,43 @@ export const makePreparer = (
     }
   }
 
+  /**
+   * The refusal of a request whose stages were stopped while they waited on a load, with its record
+   * (the first candidate of its route, charged what the stages spent) when the stages got that far.
+   */
+  const stoppedIn = (loaded: Loaded, stopped: StagesStopped): ApiError => {
+    const state = loaded.waitedIn
+    if (state === undefined) return stopped.refusal
+    const session = sessionIdOf(state.request, state.headers.get("x-session-id"))
+    const sessionId = Either.isRight(session) ? session.right : null
+    const plan = state.plan ?? routing.route(state, sessionId)
+    const endpoint = "_tag" in plan ? undefined : plan.candidates[0]
+    if (endpoint === undefined) return stopped.refusal
+    recordedRefusals.set(stopped.refusal, {
+      model: endpoint.modelId,
+      providerName: endpoint.provider.id,
+      modelSlug: endpoint.upstreamModel,
+      cost: state.spentUsd,
+      sessionId,
+      cancelled: stopped.clientLeft,
+    })
+    return stopped.refusal
+  }
+
   /** Loads what `decide` missed until it decides, then holds the worst case against the key and credits. */
-  const settleDecision = (format: ClientFormat, headers: Headers, bodyText: string, loaded: Loaded, first: Decision | Missing) =>
+  const settleDecision = (
+    format: ClientFormat,
+    headers: Headers,
+    bodyText: string,
+    loaded: Loaded,
+    first: Decision | Missing,
+    stop: AbortSignal | undefined,
+  ) =>
     Effect.gen(function* () {
       let step: Decision | ApiError | Missing = first
       while (step instanceof Missing) {
-        yield* step.load
+        if (stop === undefined) yield* step.load
+        else if (stop.aborted || !(yield* untilStopped(step.load, stop))) return yield* Effect.fail(stoppedIn(loaded, stop.reason as StagesStopped))
         step = decide(format, headers, bodyText, loaded)
       }
       if ("_tag" in step) return yield* Effect.fail(step)
@@ -267,13 +324,13 @@ export const makePreparer = (
   const prepare = (headers: Headers, bodyText: string, principal?: PrincipalShape, format: ClientFormat = responsesFormat): Preparation => {
     const loaded: Loaded = principal === undefined ? {} : { principal }
     const step = decide(format, headers, bodyText, loaded)
-    if (step instanceof Missing) return { pending: settleDecision(format, headers, bodyText, loaded, step) }
+    if (step instanceof Missing) return { pending: (stop) => settleDecision(format, headers, bodyText, loaded, step, stop) }
     if ("_tag" in step) return { refused: step }
     if (!spend.holds(step.principal.key, { isByok: step.allByok })) return { ready: { ...step, reservation: Option.none() } }
     // A limited key with a budget slice in memory: admitted there, no runtime call (src/services/Spend.ts).
     const admitted = spend.admit(step.principal.key, step.worstCase, { isByok: step.allByok })
     if (admitted !== undefined) return { ready: { ...step, reservation: Option.some(admitted) } }
-    return { pending: settleDecision(format, headers, bodyText, loaded, step) }
+    return { pending: (stop) => settleDecision(format, headers, bodyText, loaded, step, stop) }
   }
 
   return { authenticate: (headers: Headers, loaded: Loaded) => authenticate(keys, headers, loaded), prepare } as const

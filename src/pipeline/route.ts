@@ -12,7 +12,7 @@ import { DEFAULT_MAX_CONCURRENT_OUTBOUND, setOutboundConcurrency } from "../outb
 import { makeFileParserPlugin } from "./plugins/file-parser.js"
 import { Context, Exit, Runtime, type Types } from "effect"
 import type { Settings } from "../config/Config.js"
-import { type ApiError, InternalError } from "../domain/errors.js"
+import { type ApiError, InternalError, RequestTimeout } from "../domain/errors.js"
 import { isoTime } from "../domain/time.js"
 import type { PrincipalShape } from "../services/Auth.js"
 import { newGenerationId } from "../domain/generations.js"
@@ -35,13 +35,13 @@ import { chargedUsage, makeFinish, type RequestLife } from "./finish.js"
 import { type ClientFormat, errorResponseIn, type FinishExtras } from "./format.js"
 import { type Loaded, Missing } from "./ingress.js"
 import type { RequestLifecycle } from "./lifecycle.js"
-import { moderationBlocks, moderationClientOf } from "./plugins/moderation.js"
+import { moderationClientOf } from "./plugins/moderation.js"
 import { postModelFor } from "./post-model.js"
 import { compressionSettingsOf } from "./plugins/context-compression.js"
 import { plugins } from "./plugins/index.js"
 import { makePreparer, type Prepared } from "./pre-model.js"
-import type { PipelineEntry } from "./stages.js"
-import { type Attempt, DeadlineExceeded, makeTurnRunner } from "./turns.js"
+import { type PipelineEntry, recordedRefusals, StagesStopped } from "./stages.js"
+import { type Attempt, CLIENT_CLOSED, CLIENT_CLOSED_MESSAGE, DeadlineExceeded, makeTurnRunner } from "./turns.js"
 
 type Services = KeyStore | ContentPolicy | PresetStore | Router | Guardrails | GenerationStore | Spend
 
@@ -76,7 +76,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
       router,
       guardrails: Context.get(runtime.context, Guardrails),
       spend: Context.get(runtime.context, Spend),
-      moderation: { client: moderationClientOf(settings.catalog), deadlineMs: settings.requestTimeoutMs },
+      moderation: { client: moderationClientOf(settings.catalog) },
     },
     settings,
     // Plugins that read the gateway's settings are built from them.
@@ -133,9 +133,23 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     const preparation = preparer.prepare(req.headers, bodyText, principal, format)
     if (preparation.refused !== undefined) return refusal(format, preparation.refused, principal, startedAt)
     let prepared: Prepared
+    // Milliseconds of the request's deadline the stages used (0 when they waited on nothing: no clock read).
+    let stagesMs = 0
     if (preparation.ready !== undefined) prepared = preparation.ready
     else {
-      const decided = await runExit(preparation.pending)
+      // The stages wait on a load (a read, a plugin's outbound call): the request's deadline runs from
+      // here, and the load is stopped (its calls aborted) when the deadline passes or the client leaves.
+      const stagesAt = performance.now()
+      const stop = new AbortController()
+      const deadline = deadlines.add(() => stop.abort(new StagesStopped(new RequestTimeout({ message: deadlineMessage }), false)))
+      const clientSignal = req.signal
+      const onClientAbort = () => stop.abort(new StagesStopped(new RequestTimeout({ message: CLIENT_CLOSED_MESSAGE }), true))
+      clientSignal.onabort = onClientAbort
+      if (clientSignal.aborted) onClientAbort()
+      const decided = await runExit(preparation.pending(stop.signal))
+      deadlines.remove(deadline)
+      clientSignal.onabort = null
+      stagesMs = performance.now() - stagesAt
       if (Exit.isFailure(decided)) {
         const failure = decided.cause._tag === "Fail" ? decided.cause.error : undefined
         if (failure !== undefined) return refusal(format, failure, principal, startedAt)
@@ -147,7 +161,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     if (trace !== undefined) trace.generationId = generationId
     const life: RequestLife = { prepared, generationId, startedAt, requestId: trace?.id, finished: false }
     try {
-      return await respond(format, req, life, trace)
+      return await respond(format, req, life, trace, stagesMs)
     } catch (e) {
       // Whatever failed, the reservation is settled: finish runs once per request.
       finish(life, false, { endpoint: undefined, assembler: undefined, status: "failed", firstTokenAt: undefined })
@@ -158,12 +172,14 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
 
   /**
    * A refusal of the pre-model stages. A moderation block keeps its generation id and record (a
-   * failed generation at the moderation provider, charged the moderation call's cost); the others
-   * are answered as they are.
+   * failed generation at the moderation provider, charged the moderation call's cost), and so does a
+   * request whose stages ran out its deadline or lost its client (stages.ts `recordedRefusals`); the
+   * others are answered as they are.
    */
   const refusal = (format: ClientFormat, error: ApiError, principal: PrincipalShape, startedAt: number): Response => {
-    const blocked = moderationBlocks.get(error)
+    const blocked = recordedRefusals.get(error)
     if (blocked === undefined) return errorResponseIn(format, error, {})
+    const cancelled = blocked.cancelled === true
     const generationId = newGenerationId()
     generationStore.recordSync({
       id: generationId,
@@ -175,7 +191,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
       upstreamModel: blocked.modelSlug,
       createdAt: isoTime(startedAt),
       streamed: false,
-      cancelled: false,
+      cancelled,
       finishReason: null,
       sessionId: blocked.sessionId,
       inputTokens: 0,
@@ -187,18 +203,36 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
       isByok: false,
       generationTimeMs: Date.now() - startedAt,
       latencyMs: null,
-      status: "failed",
-      error: { message: error.message, status: error.status, providerName: blocked.providerName },
+      status: cancelled ? "cancelled" : "failed",
+      error: cancelled
+        ? { message: CLIENT_CLOSED_MESSAGE, status: CLIENT_CLOSED, providerName: blocked.providerName }
+        : { message: error.message, status: error.status, providerName: blocked.providerName },
     })
     return errorResponseIn(format, error, { "x-generation-id": generationId })
   }
 
-  /** Everything after the decision: the turn (the upstream call, failover), then the answer. */
-  const respond = async (format: ClientFormat, req: Request, life: RequestLife, trace?: RequestTrace): Promise<Response> => {
+  /**
+   * Everything after the decision: the turn (the upstream call, failover), then the answer. Its
+   * deadline is what the stages left of the request's (`stagesMs` used).
+   */
+  const respond = async (format: ClientFormat, req: Request, life: RequestLife, trace: RequestTrace | undefined, stagesMs: number): Promise<Response> => {
     const { prepared, generationId, startedAt } = life
     const { request, plan } = prepared
     const streaming = request.stream === true
     const idHeader = { "x-generation-id": generationId }
+    if (stagesMs >= settings.requestTimeoutMs) {
+      // The stages used it all (their last load ended in time, the reservation did not): no upstream call.
+      const timedOut = new RequestTimeout({ message: deadlineMessage })
+      finish(life, streaming, {
+        endpoint: plan.candidates[0],
+        assembler: undefined,
+        status: "failed",
+        error: { message: timedOut.message, status: timedOut.status },
+        firstTokenAt: undefined,
+        nothingCame: true,
+      })
+      return errorResponseIn(format, timedOut, idHeader)
+    }
     const withMetadata = prepared.withMetadata
 
     // The upstream call is aborted when the client goes away or our deadline passes.
@@ -220,7 +254,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
       } catch (e) {
         log({ requestId: trace?.id, generationId }, "ending a request at its deadline failed", e)
       }
-    })
+    }, -stagesMs)
     const cleanup = () => {
       deadlines.remove(deadline)
       clientSignal.onabort = null

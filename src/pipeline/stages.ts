@@ -69,6 +69,34 @@ export interface StageState {
   spentUsd: number
 }
 
+/**
+ * A refusal of the pre-model stages that keeps its generation id and record (route.ts records it):
+ * a moderation block, or a request whose stages ran out its deadline or lost its client while they
+ * waited on a load. Keyed by the refusal itself.
+ */
+export interface RecordedRefusal {
+  readonly model: string
+  readonly providerName: string
+  readonly modelSlug: string
+  /** USD the stages spent (a priced moderation call, OCR pages), charged to the key with the record. */
+  readonly cost: number
+  readonly sessionId: string | null
+  /** The client left: recorded as cancelled (499), not failed. */
+  readonly cancelled?: boolean
+}
+export const recordedRefusals = new WeakMap<object, RecordedRefusal>()
+
+/**
+ * Why the stages stopped waiting on a load (their stop signal's reason, route.ts): the refusal the
+ * caller gets (made per request: it keys its record), and whether it is because the client left.
+ */
+export class StagesStopped {
+  constructor(
+    readonly refusal: ApiError,
+    readonly clientLeft: boolean,
+  ) {}
+}
+
 export interface PreModelStage {
   readonly name: string
   /** It reads the route plan (the candidates): the request is routed before it runs. */

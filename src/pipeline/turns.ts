@@ -30,8 +30,8 @@ export interface Attempt {
 }
 
 /** nginx's "client closed request": the record of a request its client left before any answer. */
-const CLIENT_CLOSED = 499
-const CLIENT_CLOSED_MESSAGE = "The client closed the request before the answer began"
+export const CLIENT_CLOSED = 499
+export const CLIENT_CLOSED_MESSAGE = "The client closed the request before the answer began"
 
 /** The HTTP-ish status an attempt ended with, for `service_metadata.attempts`. */
 export const statusOfFailure = (e: ProviderError) =>

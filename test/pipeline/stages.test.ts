@@ -52,7 +52,7 @@ const newKey = () =>
 const complete = async (p: Preparation): Promise<Prepared | { readonly refused: string; readonly message: string }> => {
   if (p.ready !== undefined) return p.ready
   if (p.refused !== undefined) return { refused: p.refused._tag, message: p.refused.message }
-  const exit = await services().runPromiseExit(p.pending)
+  const exit = await services().runPromiseExit(p.pending())
   if (Exit.isSuccess(exit)) return exit.value
   if (exit.cause._tag === "Fail") return { refused: exit.cause.error._tag, message: exit.cause.error.message }
   throw new Error("defect")

@@ -20,7 +20,7 @@ const services = useServices()
 const complete = async (p: Preparation) => {
   if (p.ready !== undefined) return p.ready
   if (p.refused !== undefined) return p.refused._tag
-  const exit = await services().runPromiseExit(p.pending)
+  const exit = await services().runPromiseExit(p.pending())
   return Exit.isSuccess(exit) ? exit.value : "failed"
 }
 

@@ -47,7 +47,7 @@ const body = JSON.stringify({ model: "demo/echo", input: "Hello there" })
 const complete = async (p: Preparation) => {
   if (p.ready !== undefined) return p.ready
   if (p.refused !== undefined) return p.refused._tag
-  const exit = await services().runPromiseExit(p.pending)
+  const exit = await services().runPromiseExit(p.pending())
   if (Exit.isSuccess(exit)) return exit.value
   return exit.cause._tag === "Fail" ? exit.cause.error._tag : "defect"
 }

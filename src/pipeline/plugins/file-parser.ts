@@ -174,7 +174,6 @@ interface Limits {
   readonly outboundTimeoutMs: number
   readonly allowPrivate: boolean
   readonly cacheEntries: number
-  readonly requestTimeoutMs: number
 }
 
 const limitsOf = (settings: Settings): Limits => {
@@ -187,7 +186,6 @@ const limitsOf = (settings: Settings): Limits => {
     outboundTimeoutMs: outbound?.timeout_ms ?? DEFAULT_OUTBOUND_TIMEOUT_MS,
     allowPrivate: outbound?.allow_private_addresses ?? false,
     cacheEntries: parser?.cache_entries ?? DEFAULT_CACHE_ENTRIES,
-    requestTimeoutMs: settings.requestTimeoutMs,
   }
 }
 
@@ -216,7 +214,7 @@ const bytesOf = async (located: Located, limits: Limits, signal: AbortSignal): P
         { method: "GET" },
         {
           allowPrivateAddresses: limits.allowPrivate,
-          timeoutMs: Math.min(limits.outboundTimeoutMs, limits.requestTimeoutMs),
+          timeoutMs: limits.outboundTimeoutMs,
           maxResponseBytes: limits.maxBytes,
           failOverCap: true,
           signal,
@@ -257,7 +255,7 @@ const ocr = async (
         document: { type: "document_url", document_url: `data:application/pdf;base64,${Buffer.from(bytes).toString("base64")}` },
         include_image_base64: false,
       }),
-      signal: AbortSignal.any([signal, AbortSignal.timeout(Math.min(limits.outboundTimeoutMs * 3, limits.requestTimeoutMs))]),
+      signal: AbortSignal.any([signal, AbortSignal.timeout(limits.outboundTimeoutMs * 3)]),
     })
     // The file was sent as the API wants it: a refusal is the OCR service's, not the client's.
     if (!res.ok) return new BadGateway({ message: `${at}: the OCR provider ${config.provider} failed (HTTP ${res.status})` })
@@ -304,7 +302,7 @@ const loadPart = async (
     remember(key, { pages: read.pages, text: read.text }, limits.cacheEntries)
     return { name, hash, pages: read.pages, text: read.text, source: "parsed", cost: read.cost }
   }
-  const result = await parsePdfInWorker(bytes, limits.maxPages, Math.min(limits.parseTimeoutMs, limits.requestTimeoutMs), signal)
+  const result = await parsePdfInWorker(bytes, limits.maxPages, limits.parseTimeoutMs, signal)
   if (!result.ok) {
     if (result.reason === "too_many_pages") {
       return refuse(`${at}: the PDF ${name} has ${result.pages} pages, more than ${limits.maxPages} (plugins.file_parser.max_pages)`)
@@ -344,7 +342,7 @@ const nativeRefusal = (state: StageState, located: Located): ApiError | undefine
   return undefined
 }
 
-/** The plugin over the gateway's settings (the outbound policy, `plugins.file_parser`, the request deadline). */
+/** The plugin over the gateway's settings (the outbound policy, `plugins.file_parser`). */
 export const makeFileParserPlugin = (settings: Settings): PluginStage<"file-parser"> => {
   const limits = limitsOf(settings)
   return {
@@ -371,6 +369,7 @@ export const makeFileParserPlugin = (settings: Settings): PluginStage<"file-pars
         const annotations = annotationsOf(state.request)
         const workspaceId = state.principal.workspaceId
         return new Missing(
+          // Interrupted when the request's deadline passes or its client leaves: the fetches, OCR calls and parses are aborted.
           Effect.promise(async (signal) => {
             const results = await Promise.all(parts.map((p) => loadPart(p, engine, workspaceId, annotations, settings, limits, signal)))
             const map: Loads = new Map()

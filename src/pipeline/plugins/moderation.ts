@@ -3,7 +3,8 @@
  * (`plugins.moderation` in config: `POST {base_url}/moderations`, `{model, input: [strings]}` →
  * `results[].flagged`, `categories`) before the model is called. Flagged → 403 with the flagged
  * categories and a guardrail-type pipeline entry `moderation`; the API failing or timing out fails
- * the request closed (503, Retry-After). With `enforce`, every request is checked and a request's
+ * the request closed (503, Retry-After); the request's deadline passing first aborts the call (its
+ * 408: pre-model.ts stops the load). With `enforce`, every request is checked and a request's
  * `enabled: false` cannot skip it. The call is made on the runtime as a read the stages miss
  * (`Missing`): its verdict is kept in the request's `Loaded`, and the stages run again.
  */
@@ -13,7 +14,7 @@ import { type ApiError, BadRequest, Forbidden, ServiceUnavailable } from "../../
 import type { ResponsesRequest } from "../../domain/responses.js"
 import { estimateTokens } from "../../domain/pricing.js"
 import { Missing } from "../ingress.js"
-import type { PreModelStage, StageState } from "../stages.js"
+import { type PreModelStage, recordedRefusals, type StageState } from "../stages.js"
 import type { PluginStage } from "./plugin.js"
 
 export const NOT_CONFIGURED = "moderation is not configured on this gateway"
@@ -33,7 +34,8 @@ export interface ModerationClient {
   readonly providerName: string
   /** USD the call costs for `texts` (0 when not priced). */
   readonly priceOf: (texts: ReadonlyArray<string>) => number
-  readonly check: (texts: ReadonlyArray<string>, deadlineMs: number) => Promise<ModerationVerdict>
+  /** `signal`: the request's stages stopped (its deadline passed, its client left): the call is aborted. */
+  readonly check: (texts: ReadonlyArray<string>, signal?: AbortSignal) => Promise<ModerationVerdict>
 }
 
 const DEFAULT_TIMEOUT_MS = 5_000
@@ -49,14 +51,14 @@ export const makeModerationClient = (config: ModerationConfig, provider: Provide
     const chars = texts.reduce((n, t) => n + t.length, 0)
     return (p.request ?? 0) + ((p.prompt ?? 0) * estimateTokens(chars)) / 1e6
   }
-  const check = async (texts: ReadonlyArray<string>, deadlineMs: number): Promise<ModerationVerdict> => {
-    const timeout = Math.max(1, Math.min(config.timeout_ms ?? DEFAULT_TIMEOUT_MS, deadlineMs))
+  const timeout = config.timeout_ms ?? DEFAULT_TIMEOUT_MS
+  const check = async (texts: ReadonlyArray<string>, signal?: AbortSignal): Promise<ModerationVerdict> => {
     try {
       const res = await fetch(url, {
         method: "POST",
         headers,
         body: JSON.stringify({ model: config.model, input: texts }),
-        signal: AbortSignal.timeout(timeout),
+        signal: signal === undefined ? AbortSignal.timeout(timeout) : AbortSignal.any([signal, AbortSignal.timeout(timeout)]),
       })
       if (!res.ok) return { kind: "failed", reason: `the moderation API answered ${res.status}` }
       const body = (await res.json()) as { results?: unknown }
@@ -126,8 +128,6 @@ export const moderatedTexts = (request: ResponsesRequest): Array<string> => {
 /** Reads the request's moderation needs (the plugin on, or enforced) and its verdict once loaded. */
 export interface ModerationDeps {
   readonly client: ModerationClient | undefined
-  /** Milliseconds the call may take (the request's deadline). */
-  readonly deadlineMs: number
   /** A priced call's budget check: fails (402) when the key has no budget left for `usd`. */
   readonly holdBudget: (state: StageState, usd: number) => Effect.Effect<void, ApiError>
 }
@@ -159,7 +159,8 @@ export const makeModerationStage = (deps: ModerationDeps): PreModelStage => ({
               return
             }
           }
-          loaded.moderation = yield* Effect.promise(() => client.check(texts, deps.deadlineMs))
+          // Interrupted (the request's deadline passed, its client left): the call is aborted.
+          loaded.moderation = yield* Effect.promise((signal) => client.check(texts, signal))
         }),
       )
     }
@@ -170,17 +171,6 @@ export const makeModerationStage = (deps: ModerationDeps): PreModelStage => ({
     return cost > 0 ? { cost } : undefined
   },
 })
-
-/** What a moderation block records (the request keeps its generation id and record): keyed by the 403 itself. */
-export interface BlockedRecord {
-  readonly model: string
-  readonly providerName: string
-  readonly modelSlug: string
-  /** USD of the moderation call, charged to the key with the record. */
-  readonly cost: number
-  readonly sessionId: string | null
-}
-export const moderationBlocks = new WeakMap<object, BlockedRecord>()
 
 /** The verdict → the request's refusal (403, 503) or undefined; read by the stage once loaded. */
 export const moderationOutcome = (state: StageState, client: ModerationClient | undefined): ApiError | undefined => {
@@ -216,7 +206,7 @@ export const moderationOutcome = (state: StageState, client: ModerationClient | 
     ...(serviceMetadata !== undefined && state.metadataAlias ? { openrouter_metadata: serviceMetadata } : {}),
   })
   const session = state.request.session_id ?? state.headers.get("x-session-id")
-  moderationBlocks.set(blocked, {
+  recordedRefusals.set(blocked, {
     model: state.request.model ?? "",
     providerName: client.providerName,
     modelSlug: client.config.model,
