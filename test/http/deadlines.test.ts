@@ -71,4 +71,15 @@ describe("Deadlines", () => {
     expect(fired).toEqual(["short", "middle", "long"])
     expect(deadlines.size).toBe(0)
   })
+
+  test("a deadline set with a negative offset (time the stages used) falls due before those set earlier in full", async () => {
+    const deadlines = new Deadlines(400)
+    const fired: Array<string> = []
+    deadlines.add(() => fired.push("full"))
+    deadlines.add(() => fired.push("stages used 380 ms"), -380)
+    await Bun.sleep(150)
+    expect(fired).toEqual(["stages used 380 ms"])
+    await Bun.sleep(500)
+    expect(fired).toEqual(["stages used 380 ms", "full"])
+  })
 })
