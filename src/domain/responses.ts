@@ -44,6 +44,27 @@ export const InputFilePart = Schema.Struct({
   ),
 )
 
+/**
+ * The file-parser's annotation of a parsed file (the hosted service's shape): on the answer's text
+ * (Responses `output_text.annotations`, Chat `message.annotations`, a Messages text block's
+ * `annotations`); sent back on an assistant turn with the same file, it spares the parse.
+ */
+export const FileAnnotation = Schema.Struct({
+  type: Schema.Literal("file"),
+  file: Schema.Struct({
+    hash: Schema.String,
+    name: Schema.String,
+    content: Schema.Array(Schema.Struct({ type: Schema.Literal("text"), text: Schema.String })),
+  }),
+})
+export type FileAnnotation = typeof FileAnnotation.Type
+
+const isFileAnnotation = Schema.is(FileAnnotation)
+
+/** The `file` annotations among what a client sent back (other kinds, an answer's own citations, are not carried). */
+export const fileAnnotationsIn = (annotations: unknown): ReadonlyArray<FileAnnotation> =>
+  Array.isArray(annotations) ? annotations.filter(isFileAnnotation) : []
+
 export const OutputTextPart = Schema.Struct({
   type: Schema.Literal("output_text"),
   text: Schema.String,

@@ -9,7 +9,7 @@
  */
 import type { Either } from "effect"
 import { type ApiError, errorHeaders } from "../domain/errors.js"
-import type { ResponsesRequest } from "../domain/responses.js"
+import type { FileAnnotation, ResponsesRequest } from "../domain/responses.js"
 import type { FinishReason, ProviderEvent, Usage } from "../providers/types.js"
 
 /** What the route adds when an answer ends: the charged usage and cost, and routing metadata when asked. */
@@ -72,6 +72,11 @@ export interface EncoderOptions {
   readonly model: string
   /** The provider that answers (the routed endpoint's provider id), for formats whose answer names it. */
   readonly provider?: string
+  /**
+   * Annotations of the answer's text, known before the model is called (the file-parser's `file`
+   * annotations): on its first text part (Responses `output_text`, Chat `message`, a Messages text block).
+   */
+  readonly annotations?: ReadonlyArray<FileAnnotation> | undefined
 }
 
 /** A client format: its decoder, its encoder, and its error envelope. */

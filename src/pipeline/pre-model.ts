@@ -13,7 +13,7 @@
 import { Effect, Either, Option } from "effect"
 import type { ApiError } from "../domain/errors.js"
 import { CLIENT_HEADER_MAX } from "../domain/generations.js"
-import type { ResponsesRequest } from "../domain/responses.js"
+import type { FileAnnotation, ResponsesRequest } from "../domain/responses.js"
 import type { RoutePlan, Router } from "../routing/Router.js"
 import type { PrincipalShape } from "../services/Auth.js"
 import { type ContentPolicy, storesContent } from "../services/ContentPolicy.js"
@@ -67,6 +67,8 @@ export interface Decision {
   readonly fitFor: FitFor | undefined
   /** The model router that chose the model (`auto`, `pareto`), for the generation record; null when none did. */
   readonly router: "auto" | "pareto" | null
+  /** Annotations for the answer's text (the file-parser's `file` annotations); undefined when none. */
+  readonly annotations: ReadonlyArray<FileAnnotation> | undefined
 }
 
 export interface Prepared extends Decision {
@@ -210,6 +212,7 @@ export const makePreparer = (
       rewritten: false,
       pipeline: undefined,
       spentUsd: 0,
+      annotations: undefined,
     }
     const preset = runStage(stages[0] as PreModelStage, state, null)
     if (preset !== undefined) return preset
@@ -269,6 +272,7 @@ export const makePreparer = (
       spentUsd: state.spentUsd,
       fitFor,
       router: routerOf(state.hints?.requested),
+      annotations: state.annotations,
     }
   }
 

@@ -300,7 +300,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     }
 
     const chosen = turn.endpoint
-    const assembler = format.encoder(request, { stream: streaming, model: chosen.modelId, provider: chosen.provider.id })
+    const assembler = format.encoder(request, { stream: streaming, model: chosen.modelId, provider: chosen.provider.id, annotations: prepared.annotations })
     const finishExtras = (): FinishExtras => {
       // The answer shows what the key is charged: the same usage and cost as the record.
       const usage = chargedUsage(prepared, chosen, assembler)

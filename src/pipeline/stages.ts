@@ -10,7 +10,7 @@
  * (money.ts) is worked out on the request as the last stage left it.
  */
 import type { ApiError } from "../domain/errors.js"
-import type { ResponsesRequest } from "../domain/responses.js"
+import type { FileAnnotation, ResponsesRequest } from "../domain/responses.js"
 import type { RoutePlan } from "../routing/Router.js"
 import type { PrincipalShape } from "../services/Auth.js"
 import type { WorkspaceSettings } from "../services/ContentPolicy.js"
@@ -42,6 +42,8 @@ export interface StageChange {
   readonly entry?: PipelineEntry
   /** USD the stage spent on its own outbound calls (OCR pages, a priced moderation call): in the worst case, charged with the answer. */
   readonly cost?: number
+  /** Annotations for the answer's text (the file-parser's `file` annotations). */
+  readonly annotations?: ReadonlyArray<FileAnnotation>
 }
 
 export type StageOutcome = StageChange | ApiError | Missing | undefined
@@ -67,6 +69,8 @@ export interface StageState {
   pipeline: Array<PipelineEntry> | undefined
   /** USD the stages spent on outbound calls so far (0 in the common case). */
   spentUsd: number
+  /** Annotations for the answer's text; undefined while no stage made one (the common case). */
+  annotations: Array<FileAnnotation> | undefined
 }
 
 /**
@@ -113,6 +117,7 @@ export const applyChange = (state: StageState, change: StageChange, byPreset: bo
   } else if (change.plan !== undefined) state.plan = change.plan
   if (change.hints !== undefined) state.hints = change.hints
   if (change.cost !== undefined) state.spentUsd += change.cost
+  if (change.annotations !== undefined) state.annotations = [...(state.annotations ?? []), ...change.annotations]
   if (change.entry !== undefined) {
     if (state.pipeline === undefined) state.pipeline = [change.entry]
     else state.pipeline.push(change.entry)

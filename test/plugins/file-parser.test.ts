@@ -184,6 +184,81 @@ describe("the annotation a client sends back", () => {
   })
 })
 
+describe("the file annotation on the answer, sent back with the next turn (each format)", () => {
+  const annotation = () => ({ type: "file", file: { hash: sha256(pdf), name: "report.pdf", content: [{ type: "text", text: SECRET }] } })
+  const b64 = () => Buffer.from(pdf).toString("base64")
+  const chatFile = () => ({ role: "user", content: [{ type: "text", text: "Summarise" }, { type: "file", file: { filename: "report.pdf", file_data: dataUrl(pdf) } }] })
+  const messagesFile = () => ({
+    role: "user",
+    content: [{ type: "document", source: { type: "base64", media_type: "application/pdf", data: b64() }, title: "report.pdf" }, { type: "text", text: "Summarise" }],
+  })
+  const ANTHROPIC = { "anthropic-version": "2023-06-01" }
+  /** The second turn's parse: from the annotation sent back, not a parse nor the cache (cleared between). */
+  const secondTurnSource = async (path: string, json: unknown, headers: Record<string, string> = {}) => {
+    clearFileParserCache()
+    mock.requests.length = 0
+    const res = await post(path, json, headers)
+    expect(res.status).toBe(200)
+    expect(upstreamText()).toContain(SECRET)
+    return entryOf(await res.json())?.data.files[0]?.source
+  }
+
+  test("Responses: on the message's output_text; the output sent back as input spares the parse", async () => {
+    const first = (await (await post("/v1/responses", responsesBody({ file_data: dataUrl(pdf) }))).json()) as { output: Array<{ content: Array<{ annotations: unknown }> }> }
+    expect(first.output[0]?.content[0]?.annotations).toEqual([annotation()])
+    const next = { ...responsesBody({ file_data: dataUrl(pdf) }), input: [...responsesBody({ file_data: dataUrl(pdf) }).input, ...first.output, { type: "message", role: "user", content: "And?" }] }
+    expect(await secondTurnSource("/v1/responses", next)).toBe("annotation")
+  })
+
+  test("Chat Completions: on choices[0].message.annotations; the message sent back spares the parse", async () => {
+    const body = { model: "t/text", messages: [chatFile()], plugins: [{ id: "file-parser" }] }
+    const first = (await (await post("/v1/chat/completions", body)).json()) as { choices: Array<{ message: { annotations?: unknown } }> }
+    const message = first.choices[0]?.message
+    expect(message?.annotations).toEqual([annotation()])
+    expect(await secondTurnSource("/v1/chat/completions", { ...body, messages: [chatFile(), message, { role: "user", content: "And?" }] })).toBe("annotation")
+  })
+
+  test("Messages: on the first text block; the content sent back spares the parse", async () => {
+    const body = { model: "t/text", max_tokens: 50, messages: [messagesFile()], plugins: [{ id: "file-parser" }] }
+    const first = (await (await post("/v1/messages", body, ANTHROPIC)).json()) as { content: Array<{ type: string; annotations?: unknown }> }
+    expect(first.content[0]).toMatchObject({ type: "text", annotations: [annotation()] })
+    const next = { ...body, messages: [messagesFile(), { role: "assistant", content: first.content }, { role: "user", content: "And?" }] }
+    expect(await secondTurnSource("/v1/messages", next, ANTHROPIC)).toBe("annotation")
+  })
+
+  test("streamed: Responses annotation.added and the done part, the Chat finish chunk's delta, the Messages text block's start", async () => {
+    const streamed = async (path: string, json: Record<string, unknown>, headers: Record<string, string> = {}) => {
+      const res = await post(path, { ...json, stream: true }, headers)
+      expect(res.status).toBe(200)
+      return (await res.text())
+        .split("\n")
+        .filter((line) => line.startsWith("data: {"))
+        .map((line) => JSON.parse(line.slice(6)) as Record<string, unknown>)
+    }
+    const responses = await streamed("/v1/responses", responsesBody({ file_data: dataUrl(pdf) }))
+    expect(responses.find((e) => e["type"] === "response.output_text.annotation.added")).toMatchObject({ annotation_index: 0, annotation: annotation() })
+    const done = responses.find((e) => e["type"] === "response.content_part.done") as { part: { annotations: unknown } }
+    expect(done.part.annotations).toEqual([annotation()])
+    const completed = responses.find((e) => e["type"] === "response.completed") as { response: { output: Array<{ content: Array<{ annotations: unknown }> }> } }
+    expect(completed.response.output[0]?.content[0]?.annotations).toEqual([annotation()])
+
+    const chat = await streamed("/v1/chat/completions", { model: "t/text", messages: [chatFile()], plugins: [{ id: "file-parser" }] })
+    const deltas = chat.map((c) => (c["choices"] as Array<{ delta?: { annotations?: unknown } }> | undefined)?.[0]?.delta?.annotations).filter((a) => a !== undefined)
+    expect(deltas).toEqual([[annotation()]])
+
+    const messages = await streamed("/v1/messages", { model: "t/text", max_tokens: 50, messages: [messagesFile()], plugins: [{ id: "file-parser" }] }, ANTHROPIC)
+    const start = messages.find((e) => e["type"] === "content_block_start") as { content_block: unknown }
+    expect(start.content_block).toEqual({ type: "text", text: "", annotations: [annotation()] })
+  })
+
+  test("an answer without the plugin carries no annotation", async () => {
+    const plain = (await (await post("/v1/chat/completions", { model: "t/text", messages: [{ role: "user", content: "hi" }] })).json()) as {
+      choices: Array<{ message: Record<string, unknown> }>
+    }
+    expect("annotations" in (plain.choices[0]?.message ?? {})).toBe(false)
+  })
+})
+
 describe("native", () => {
   test("default on an endpoint that takes files: the file goes to the upstream as a document, no entry", async () => {
     const res = await post("/v1/responses", responsesBody({ file_data: dataUrl(pdf) }, { id: "file-parser" }, "t/files-anthropic"))

@@ -51,6 +51,8 @@ export interface ChatResultMessage {
   readonly reasoning?: string
   readonly reasoning_details?: ReadonlyArray<ReasoningDetailText>
   readonly tool_calls?: ReadonlyArray<ChatToolCall>
+  /** The file-parser's `file` annotations (sent back with the turn, they spare a parse). */
+  readonly annotations?: ReadonlyArray<unknown>
 }
 
 /** `finish_reason` on the wire: the normalized reason, or "error" for an answer that failed. */
@@ -175,6 +177,8 @@ export interface ChatEncoderOptions {
   readonly includeUsage: boolean
   /** Call ids for calls the upstream gave none (`call_…`); random by default. */
   readonly newId?: (prefix: string) => string
+  /** Annotations of the message (the file-parser's `file` annotations): in the result, and streamed in the finish chunk's delta. */
+  readonly annotations?: ReadonlyArray<unknown> | undefined
 }
 
 /** `chatcmpl-` and 24 random hex characters. */
@@ -206,10 +210,12 @@ export class ChatEncoder implements Encoder {
   private usageOut: ChatUsage | undefined = undefined
   private serviceMetadata: Record<string, unknown> | undefined = undefined
   private metadataAlias = false
+  private readonly annotations: ReadonlyArray<unknown> | undefined
 
   constructor(base: ChatEncoderBase, options: ChatEncoderOptions) {
     this.base = base
     this.stream = options.stream
+    this.annotations = options.annotations
     this.includeUsage = options.includeUsage
     this.makeId = options.newId ?? newId
     this.head = this.stream ? `data: {${this.identity("chat.completion.chunk")},"choices":[{"index":0,"delta":{` : ""
@@ -312,7 +318,8 @@ export class ChatEncoder implements Encoder {
     this.settle(extras)
     const reason = this.wireReason()
     this.state = reason === "length" || reason === "content_filter" ? "incomplete" : "completed"
-    if (this.stream) this.end(`${this.head}},"finish_reason":"${reason}","native_finish_reason":"${reason}"}]`)
+    const annotations = this.annotations === undefined ? "" : `"annotations":${JSON.stringify(this.annotations)}`
+    if (this.stream) this.end(`${this.head}${annotations}},"finish_reason":"${reason}","native_finish_reason":"${reason}"}]`)
     return this.take()
   }
 
@@ -343,6 +350,7 @@ export class ChatEncoder implements Encoder {
       message.reasoning_details = [{ type: "reasoning.text", text, index: 0 }]
     }
     if (this.calls.length > 0) message.tool_calls = this.calls.map(callOf)
+    if (this.annotations !== undefined) message.annotations = this.annotations
     const result: Types.Mutable<ChatResult> = {
       id: b.id,
       object: "chat.completion",

@@ -32,7 +32,7 @@ export const chatFormat: ClientFormat = {
         model: options.model,
         ...(options.provider === undefined ? {} : { provider: options.provider }),
       },
-      { stream: options.stream, includeUsage: (optionsOf.get(request) ?? DEFAULT_OPTIONS).includeUsage },
+      { stream: options.stream, includeUsage: (optionsOf.get(request) ?? DEFAULT_OPTIONS).includeUsage, annotations: options.annotations },
     ),
   replaced: (from, to) => {
     const options = optionsOf.get(from)

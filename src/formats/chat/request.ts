@@ -10,6 +10,7 @@ import { BadRequest } from "../../domain/errors.js"
 import {
   CacheControl,
   type ContentPartInput,
+  fileAnnotationsIn,
   type FunctionToolInput,
   type InputItem,
   Metadata,
@@ -118,7 +119,7 @@ export const AssistantMessage = Schema.Struct({
   tool_calls: nullable(Schema.Array(objectOf("a tool call object", ToolCall))),
   reasoning: nullable(Schema.String),
   reasoning_details: nullable(Schema.Array(ReasoningDetail)),
-  /** What this endpoint answered (citations, images, audio): the answer's own data, not instructions; not sent on. */
+  /** What this endpoint answered (citations): not sent on; its `file` annotations spare the file-parser a parse. */
   annotations: Schema.optional(Schema.Unknown),
   function_call: Schema.optional(Schema.Unknown),
   audio: Schema.optional(Schema.Unknown),
@@ -430,6 +431,10 @@ const itemsOf = (message: Message, i: number, out: Array<InputItem>): Result<voi
         if (Either.isLeft(parts)) return Either.left(parts.left)
         content.push(...parts.right)
       }
+      // The file-parser's annotations ride on the turn's text, where the Responses form has them.
+      const files = fileAnnotationsIn(message.annotations)
+      const first = files.length === 0 ? -1 : content.findIndex((part) => part.type === "output_text")
+      if (first >= 0) content[first] = { ...(content[first] as Extract<ContentPartInput, { type: "output_text" }>), annotations: files }
       if (message.refusal != null && message.refusal !== "") content.push({ type: "refusal", refusal: message.refusal })
       const calls = message.tool_calls ?? []
       // A turn of only calls has no message item (the Responses form of a tool-calling turn).

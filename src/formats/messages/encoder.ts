@@ -26,7 +26,8 @@ import { streamErrorJson } from "./errors.js"
 export type StopReason = "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" | "refusal"
 
 export type MessagesContentBlock =
-  | { readonly type: "text"; readonly text: string }
+  /** `annotations`: the file-parser's `file` annotations, on the first text block (an extra key: clients keep it or strip it). */
+  | { readonly type: "text"; readonly text: string; readonly annotations?: ReadonlyArray<unknown> }
   | { readonly type: "thinking"; readonly thinking: string; readonly signature: string }
   | { readonly type: "tool_use"; readonly id: string; readonly name: string; readonly input: unknown }
 
@@ -148,6 +149,8 @@ interface OpenBlock {
   readonly id?: string
   readonly name?: string
   readonly upstreamIndex?: number
+  /** text: the annotations it carries (the first text block only). */
+  readonly annotations?: ReadonlyArray<unknown> | undefined
 }
 
 /**
@@ -174,9 +177,12 @@ export class MessagesEncoder implements Encoder {
   private usageOut: MessagesUsage = messagesUsage(ZERO_USAGE)
   private serviceMetadata: Record<string, unknown> | undefined = undefined
   private metadataAlias = false
+  /** Annotations the first text block takes (undefined once taken, or when there are none). */
+  private annotations: ReadonlyArray<unknown> | undefined
 
   constructor(_request: ResponsesRequest, options: MessagesEncoderOptions) {
     this.stream = options.stream
+    this.annotations = options.annotations
     this.model = options.model
     this.provider = options.provider
     this.makeId = options.newId ?? anthropicId
@@ -354,15 +360,24 @@ export class MessagesEncoder implements Encoder {
   private openBlock(kind: "text" | "thinking"): OpenBlock {
     this.close()
     const index = this.content.length
+    const annotations = kind === "text" ? this.annotations : undefined
+    if (annotations !== undefined) this.annotations = undefined
     const block: OpenBlock = {
       kind,
       index,
       head: this.stream ? DELTA_OPEN + index + (kind === "text" ? TEXT_DELTA_MID : THINKING_DELTA_MID) : "",
       text: new Text(),
+      annotations,
     }
     this.open = block
     if (this.stream) {
-      const start = kind === "text" ? '{"type":"text","text":""}' : '{"type":"thinking","thinking":"","signature":""}'
+      // The block's annotations are known at its start (the stream has no event for them later).
+      const start =
+        kind === "text"
+          ? annotations === undefined
+            ? '{"type":"text","text":""}'
+            : `{"type":"text","text":"","annotations":${JSON.stringify(annotations)}}`
+          : '{"type":"thinking","thinking":"","signature":""}'
       this.buf += frame("content_block_start", `{"type":"content_block_start","index":${index},"content_block":${start}}`)
     }
     return block
@@ -398,7 +413,7 @@ export class MessagesEncoder implements Encoder {
     const text = open.text.value
     switch (open.kind) {
       case "text":
-        this.content.push({ type: "text", text })
+        this.content.push(open.annotations === undefined ? { type: "text", text } : { type: "text", text, annotations: open.annotations })
         break
       case "thinking":
         // The gateway has no provider signature to give: empty, as a client that round-trips it expects a string.

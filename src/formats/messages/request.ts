@@ -10,6 +10,7 @@ import { BadRequest } from "../../domain/errors.js"
 import {
   CacheControl,
   type ContentPartInput,
+  fileAnnotationsIn,
   type InputItem,
   ResponsesRequest,
   type ToolChoiceInput,
@@ -33,6 +34,8 @@ const TextBlock = Schema.Struct({
   text: Schema.String,
   /** Citations of an earlier answer: not carried, so only an empty or absent list is taken. */
   citations: Schema.optional(Schema.NullOr(Schema.Array(Schema.Unknown))),
+  /** What this gateway answered on the block (the file-parser's `file` annotations): sent back, they spare a parse. */
+  annotations: Schema.optional(Schema.Unknown),
   ...cacheable,
 })
 
@@ -297,11 +300,9 @@ const documentPart = (block: Extract<KnownBlock, { type: "document" }>, at: stri
 
 const textPart = (block: Extract<KnownBlock, { type: "text" }>, role: Message["role"], at: string): Result<InputPart> => {
   if (block.citations != null && block.citations.length > 0) return refuse(`${at}.citations: citations are not available on this gateway`)
-  return Either.right(
-    role === "assistant"
-      ? { type: "output_text", text: block.text, ...cacheOf(block) }
-      : { type: "input_text", text: block.text, ...cacheOf(block) },
-  )
+  if (role !== "assistant") return Either.right({ type: "input_text", text: block.text, ...cacheOf(block) })
+  const files = fileAnnotationsIn(block.annotations)
+  return Either.right({ type: "output_text", text: block.text, ...cacheOf(block), ...(files.length === 0 ? {} : { annotations: files }) })
 }
 
 /** A tool result's content as the function call output: its text (blocks joined), an error marked as one. */

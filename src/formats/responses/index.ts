@@ -13,6 +13,6 @@ export const responsesFormat: ClientFormat = {
   decode: decodeResponsesRequest,
   // The caller's own body (not the decoded request, whose defaults would hide the preset's values).
   ownFields: (body) => body as Record<string, unknown>,
-  encoder: (request, options) => new ResponseAssembler(resultBaseOf(request, { model: options.model }), { stream: options.stream }),
+  encoder: (request, options) => new ResponseAssembler(resultBaseOf(request, { model: options.model }), { stream: options.stream, annotations: options.annotations }),
   errorBody: (e) => JSON.stringify(envelopeOf(e)),
 }

@@ -130,6 +130,8 @@ export interface AssemblerOptions {
   readonly newId?: (prefix: string) => string
   /** Unix seconds, for `completed_at`. */
   readonly now?: () => number
+  /** Annotations of the first message's text (the file-parser's `file` annotations). */
+  readonly annotations?: ReadonlyArray<unknown> | undefined
 }
 
 /** What the route adds when an answer ends (the encoder seam's own type). */
@@ -277,7 +279,7 @@ const responseUsage = (usage: Usage, extras: FinishExtras): ResponseUsage => {
   return out
 }
 
-const outputText = (text: string) => ({ type: "output_text" as const, text, annotations: [], logprobs: [] })
+const outputText = (text: string, annotations: ReadonlyArray<unknown> = []) => ({ type: "output_text" as const, text, annotations, logprobs: [] })
 const EMPTY_TEXT_PART = JSON.stringify(outputText(""))
 
 /**
@@ -310,10 +312,13 @@ export class ResponseAssembler {
   private incomplete: { readonly reason: string } | null = null
   private serviceMetadata: Record<string, unknown> | undefined = undefined
   private metadataAlias = false
+  /** Annotations the first message closed takes (undefined once taken, or when there are none). */
+  private annotations: ReadonlyArray<unknown> | undefined
 
   constructor(base: ResultBase, options: AssemblerOptions) {
     this.base = base
     this.stream = options.stream
+    this.annotations = options.annotations
     this.makeId = options.newId ?? newId
     this.now = options.now ?? (() => Math.floor(Date.now() / 1000))
   }
@@ -663,17 +668,24 @@ export class ResponseAssembler {
     switch (open.kind) {
       case "message": {
         const text = open.text.value
-        const part = outputText(text)
+        const annotations = this.annotations
+        this.annotations = undefined
+        const part = outputText(text, annotations)
         const item: OutputMessage = { type: "message", id, role: "assistant", status, content: [part] }
         this.output.push(item)
         if (this.stream) {
           // The JSON of `part` and `item` as JSON.stringify writes them (the test compares the two).
           const textJson = JSON.stringify(text)
           const idJson = JSON.stringify(id)
-          const partJson = `{"type":"output_text","text":${textJson},"annotations":[],"logprobs":[]}`
+          const partJson = `{"type":"output_text","text":${textJson},"annotations":${annotations === undefined ? "[]" : JSON.stringify(annotations)},"logprobs":[]}`
           const itemJson = `{"type":"message","id":${idJson},"role":"assistant","status":"${status}","content":[${partJson}]}`
           this.outputJson[this.output.length - 1] = itemJson
           const at = `"item_id":${idJson},"output_index":${index},"content_index":0`
+          if (annotations !== undefined) {
+            for (let i = 0; i < annotations.length; i++) {
+              this.eventText("response.output_text.annotation.added", `${at},"annotation_index":${i},"annotation":${JSON.stringify(annotations[i])}`)
+            }
+          }
           this.eventText("response.output_text.done", `${at},"text":${textJson},"logprobs":[]`)
           this.eventText("response.content_part.done", `${at},"part":${partJson}`)
           this.eventText("response.output_item.done", `"output_index":${index},"item":${itemJson}`)

@@ -20,7 +20,7 @@ import { Effect } from "effect"
 import { type Settings, testSettings } from "../../config/Config.js"
 import type { FileParserConfig } from "../../config/file.js"
 import { type ApiError, BadGateway, BadRequest } from "../../domain/errors.js"
-import type { ContentPartInput, InputItem, ResponsesRequest } from "../../domain/responses.js"
+import { type ContentPartInput, type FileAnnotation, fileAnnotationsIn, type InputItem, type ResponsesRequest } from "../../domain/responses.js"
 import { OutboundError, safeFetch } from "../../outbound/fetch.js"
 import { Missing } from "../ingress.js"
 import type { PipelineEntry, StageState } from "../stages.js"
@@ -102,16 +102,9 @@ const annotationsOf = (request: ResponsesRequest): ReadonlyMap<string, string> =
     const content = (item as { readonly content?: unknown }).content
     if (item.type !== "message" || !Array.isArray(content)) continue
     for (const part of content as ReadonlyArray<ContentPartInput>) {
-      if (part.type !== "output_text" || part.annotations === undefined) continue
-      for (const a of part.annotations) {
-        const file = typeof a === "object" && a !== null && (a as { type?: unknown }).type === "file" ? (a as { file?: unknown }).file : undefined
-        if (typeof file !== "object" || file === null) continue
-        const { hash, content: parts } = file as { hash?: unknown; content?: unknown }
-        if (typeof hash !== "string" || !Array.isArray(parts)) continue
-        const text = parts
-          .map((p) => (typeof p === "object" && p !== null && typeof (p as { text?: unknown }).text === "string" ? (p as { text: string }).text : ""))
-          .join("\n")
-        found.set(hash.toLowerCase(), text)
+      if (part.type !== "output_text") continue
+      for (const { file } of fileAnnotationsIn(part.annotations)) {
+        found.set(file.hash.toLowerCase(), file.content.map((p) => p.text).join("\n"))
       }
     }
   }
@@ -389,6 +382,8 @@ export const makeFileParserPlugin = (settings: Settings): PluginStage<"file-pars
       }
       const pages = files.reduce((n, f) => n + f.pages, 0)
       const cost = files.reduce((n, f) => n + f.cost, 0)
+      // What a client sends back on the assistant turn to skip the parse next time (the hash is checked).
+      const annotations = files.map((f): FileAnnotation => ({ type: "file", file: { hash: f.hash, name: f.name, content: [{ type: "text", text: f.text }] } }))
       const entry: PipelineEntry = {
         type: "plugin",
         name: "file-parser",
@@ -396,12 +391,11 @@ export const makeFileParserPlugin = (settings: Settings): PluginStage<"file-pars
         data: {
           engine,
           files: files.map((f) => ({ name: f.name, hash: f.hash, pages: f.pages, source: f.source, characters: f.text.length })),
-          // What a client sends back on the assistant turn to skip the parse next time (the hash is checked).
-          annotations: files.map((f) => ({ type: "file", file: { hash: f.hash, name: f.name, content: [{ type: "text", text: f.text }] } })),
+          annotations,
           ...(cost > 0 ? { cost } : {}),
         },
       }
-      return { request: replaced(state.request, parts, loads), plan: state.plan, entry, ...(cost > 0 ? { cost } : {}) }
+      return { request: replaced(state.request, parts, loads), plan: state.plan, entry, annotations, ...(cost > 0 ? { cost } : {}) }
     },
   }
 }
