@@ -2,7 +2,7 @@
  * The compiled binary (`scripts/build` → dist/gateway, built here when missing or older than the
  * sources) end to end: it starts from a folder without the project (the demo catalog and the
  * migrations are embedded), serves the openai client in front of the mock upstream, exposes
- * /metrics, and exits 0 on SIGTERM.
+ * /metrics, parses a PDF in its embedded worker, and exits 0 on SIGTERM.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { execSync } from "node:child_process"
@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import OpenAI from "openai"
+import { PDFDocument, StandardFonts } from "pdf-lib"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
 import { untilListening } from "../support/spawned.js"
 
@@ -83,4 +84,38 @@ describe("dist/gateway", () => {
     proc.kill("SIGTERM")
     expect(await proc.exited).toBe(0)
   }, 20_000)
+
+  test("parses a PDF in its embedded worker (file-parser, pdf-text) and sends the text upstream", async () => {
+    const upstream = await startMockUpstream({ port: 0, tokens: 2 })
+    try {
+      const config = join(dir, "pdf.json")
+      writeFileSync(
+        config,
+        JSON.stringify({
+          providers: [{ id: "mock", kind: "openai-chat", base_url: upstream.url }],
+          models: [{ id: "pdf/text", context_length: 128000, endpoints: [{ provider: "mock", upstream_model: "m", pricing: { prompt: 1, completion: 2 } }] }],
+        }),
+      )
+      const doc = await PDFDocument.create()
+      const font = await doc.embedFont(StandardFonts.Helvetica)
+      doc.addPage().drawText("The binary read this PDF.", { x: 50, y: 700, font, size: 12 })
+      const fileData = `data:application/pdf;base64,${Buffer.from(await doc.save()).toString("base64")}`
+      const { proc, url } = await start({ DATABASE_URL: join(dir, "pdf.db"), GATEWAY_CONFIG: config })
+      const res = await fetch(`${url}/v1/responses`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({
+          model: "pdf/text",
+          input: [{ type: "message", role: "user", content: [{ type: "input_file", filename: "b.pdf", file_data: fileData }] }],
+          plugins: [{ id: "file-parser", pdf: { engine: "pdf-text" } }],
+        }),
+      })
+      expect(res.status).toBe(200)
+      expect(JSON.stringify(upstream.requests.map((r) => r.body))).toContain("The binary read this PDF.")
+      proc.kill("SIGTERM")
+      expect(await proc.exited).toBe(0)
+    } finally {
+      await upstream.stop()
+    }
+  }, 30_000)
 })
