@@ -71,6 +71,8 @@ export interface Settings {
    */
   readonly sendBufferBytes: number
   readonly upstreamReceiveBufferBytes: number
+  /** The unsent low-water mark of client connections (`TCP_NOTSENT_LOWAT`; 0: none): what the kernel queues for a client that does not read. */
+  readonly unsentLowWaterBytes: number
   /** `outbound.allow_private_addresses`: tenant-given URLs may reach private and loopback addresses. */
   readonly allowPrivateAddresses: boolean
   readonly broadcast: BroadcastSettings
@@ -128,6 +130,7 @@ export const DEFAULT_LIMITS = {
   maxUpstreamEventBytes: DEFAULT_UPSTREAM_LIMITS.eventBytes,
   sendBufferBytes: 32 * 1024,
   upstreamReceiveBufferBytes: DEFAULT_UPSTREAM_LIMITS.receiveBufferBytes ?? 0,
+  unsentLowWaterBytes: 16 * 1024,
 } as const
 
 /** Budget leases (src/services/Spend.ts): a slice of up to 1,000 worst cases, given back after 1 s unused. */
@@ -251,6 +254,7 @@ const loadSettings = Effect.gen(function* () {
     maxUpstreamEventBytes: catalog.server?.max_upstream_event_bytes ?? DEFAULT_LIMITS.maxUpstreamEventBytes,
     sendBufferBytes: catalog.server?.send_buffer_bytes ?? DEFAULT_LIMITS.sendBufferBytes,
     upstreamReceiveBufferBytes: catalog.server?.upstream_receive_buffer_bytes ?? DEFAULT_LIMITS.upstreamReceiveBufferBytes,
+    unsentLowWaterBytes: catalog.server?.unsent_low_water_bytes ?? DEFAULT_LIMITS.unsentLowWaterBytes,
     allowPrivateAddresses: catalog.outbound?.allow_private_addresses ?? false,
     broadcast: broadcastSettings(catalog.broadcast),
     trustTraceparent: catalog.tracing?.trust_traceparent ?? false,

@@ -182,6 +182,8 @@ export const ConfigFile = Schema.Struct({
       send_buffer_bytes: Schema.optional(socketBuffer),
       /** The kernel receive buffer of each upstream connection, fixed (0: the kernel's autotuning). */
       upstream_receive_buffer_bytes: Schema.optional(socketBuffer),
+      /** The unsent low-water mark of each client connection (TCP_NOTSENT_LOWAT; 0: none). */
+      unsent_low_water_bytes: Schema.optional(socketBuffer),
     }),
   ),
   ledger: Schema.optional(

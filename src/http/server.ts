@@ -27,7 +27,7 @@ import { RequestLifecycle, type Refusal } from "../pipeline/lifecycle.js"
 import { makeModelRoute } from "../pipeline/route.js"
 import { makeCountTokensRoute } from "./messages/count-tokens.js"
 import { messagesFormat } from "../formats/messages/index.js"
-import { limitSendBuffers } from "../providers/socket-buffers.js"
+import { limitSendBuffers, limitUnsentBytes } from "../providers/socket-buffers.js"
 
 type Handler = (req: Request) => Response | Promise<Response>
 type TracedHandler = (req: Request, trace: RequestTrace) => Response | Promise<Response>
@@ -342,6 +342,11 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   if (settings.sendBufferBytes > 0) {
     const notSet = limitSendBuffers(server.port as number, settings.sendBufferBytes)
     if (notSet !== undefined) await runtime.runPromise(Effect.logWarning(`server.send_buffer_bytes is not applied: ${notSet}`))
+  }
+  // And what the kernel queues of it that is not on its way yet (all of it, for a client whose window is closed).
+  if (settings.unsentLowWaterBytes > 0) {
+    const notSet = limitUnsentBytes(server.port as number, settings.unsentLowWaterBytes)
+    if (notSet !== undefined) await runtime.runPromise(Effect.logWarning(`server.unsent_low_water_bytes is not applied: ${notSet}`))
   }
 
   return {

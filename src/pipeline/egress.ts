@@ -24,7 +24,12 @@ import { DeadlineExceeded, statusOfFailure } from "./turns.js"
 
 /** Upstream events translated per write to a stream: ~11 KB of text deltas (~235 bytes each), under the sink's 16 KB. */
 const EVENTS_PER_WRITE = 48
-/** The most bytes given to the sink in one write (one `text_literals` event holds a whole read's deltas). */
+/**
+ * About the most bytes translated per write: a piece is cut at this many bytes of deltas as well
+ * as at `EVENTS_PER_WRITE` events, so a write that finds the client's socket full is followed by
+ * nothing more (long deltas made one piece of up to a whole upstream read: 500 never-reading
+ * streams of 4 KB deltas gave the sink ~46 KB each past the write that waited, and kept its text).
+ */
 const BYTES_PER_WRITE = 12 * 1024
 /** Bun's ReadableStream takes a direct source (and a strategy); the DOM typings in scope do not know that overload. */
 const DirectStream = ReadableStream as unknown as new (
@@ -40,16 +45,49 @@ const SINK_STRATEGY = { highWaterMark: 16 * 1024 }
 
 type TextLiterals = Extract<ProviderEvent, { readonly type: "text_literals" }>
 
-/** More deltas than one write takes: translated in pieces (`translateLiteral`). */
-const isLongLiteral = (event: ProviderEvent): boolean => event.type === "text_literals" && event.spans.length > 2 * EVENTS_PER_WRITE
+/** The bytes of upstream text an event brings (its SSE is about as long); 0 for the others. */
+const deltaBytes = (event: ProviderEvent): number => {
+  switch (event.type) {
+    case "text_literals":
+      return event.spans.length === 0 ? 0 : (event.spans[event.spans.length - 1] as number) - (event.spans[0] as number)
+    case "text":
+    case "reasoning":
+    case "tool_call_delta":
+      return event.delta.length
+    default:
+      return 0
+  }
+}
 
-/** The deltas of `event` from span `at` on, copied out of their read (which is then not kept). */
-const restOfLiteral = (event: TextLiterals, at: number): TextLiterals => {
+/** More deltas than one write takes: translated in pieces (`translateLiteral`). */
+const isLongLiteral = (event: TextLiterals): boolean => event.spans.length > 2 * EVENTS_PER_WRITE || deltaBytes(event) > BYTES_PER_WRITE
+
+/**
+ * A literal that is its own copy (made by `restOfLiteral`): its deltas fill its source. One in an
+ * upstream read never starts at 0, as its event's `data: {` comes before it in the same read.
+ */
+const isOwnCopy = (event: TextLiterals): boolean => event.spans[0] === 0 && event.spans[event.spans.length - 1] === event.source.length
+
+/**
+ * The deltas of `event` from span `at` on, copied out of their read, which is then not kept (Bun
+ * hands a read over as a Buffer, whose `slice` is a view: it kept the whole read alive).
+ */
+export const restOfLiteral = (event: TextLiterals, at: number): TextLiterals => {
   const spans = event.spans
   const base = spans[at] as number
   const rest = new Array<number>(spans.length - at)
   for (let i = at; i < spans.length; i++) rest[i - at] = (spans[i] as number) - base
-  return { type: "text_literals", source: event.source.slice(base, spans[spans.length - 1] as number), spans: rest }
+  return { type: "text_literals", source: Uint8Array.prototype.slice.call(event.source, base, spans[spans.length - 1] as number), spans: rest }
+}
+
+/** `events` from `from` on, to be held: their literals copied out of the upstream read (see `restOfLiteral`). */
+export const detached = (events: ReadonlyArray<ProviderEvent>, from: number): ReadonlyArray<ProviderEvent> => {
+  const out = events.slice(from)
+  for (let i = 0; i < out.length; i++) {
+    const event = out[i] as ProviderEvent
+    if (event.type === "text_literals" && event.spans.length > 0 && !isOwnCopy(event)) out[i] = restOfLiteral(event, 0)
+  }
+  return out
 }
 
 /** The answer, once `committed` (finish's promise with durable answers) has resolved. */
@@ -205,11 +243,13 @@ export const makeEgress = (deps: EgressDeps) => {
         // is paused, so a client that reads nothing holds a write or two here, not the whole answer.
         let blocked = false
         let pendingWrite: Promise<number> | undefined
-        // Batches read while blocked (what one upstream read held), the first from `heldFrom`.
+        // Batches read while blocked (what one upstream read held), the first from `heldFrom`; their
+        // literals are copies (`detached`), so a held stream keeps what it has not translated, not its reads.
         const held: Array<ReadonlyArray<ProviderEvent>> = []
         let heldFrom = 0
-        // The deltas of a long literal event not translated yet, before `held`.
+        // The deltas of a long literal event not translated yet (a copy, from span `heldLiteralAt`), before `held`.
         let heldLiteral: TextLiterals | undefined
+        let heldLiteralAt = 0
         // The end or failure, once what came before it is written.
         let ending: (() => void) | undefined
         const write = (text: string | Uint8Array) => {
@@ -237,10 +277,9 @@ export const makeEgress = (deps: EgressDeps) => {
           stall = undefined
           if (done) return
           if (heldLiteral !== undefined) {
-            const literal = heldLiteral
-            heldLiteral = undefined
-            translateLiteral(literal, 0)
+            translateLiteral(heldLiteral, heldLiteralAt)
             if (blocked) return
+            heldLiteral = undefined
           }
           while (held.length > 0) {
             const events = held[0] as ReadonlyArray<ProviderEvent>
@@ -262,15 +301,24 @@ export const makeEgress = (deps: EgressDeps) => {
         const translate = (events: ReadonlyArray<ProviderEvent>, start: number): number => {
           // In pieces of a few KB: Bun's sink sends a write of over 16 KB at once, apart from
           // what it buffers (a system call more per stream: 200 deltas make ~47 KB); smaller
-          // writes go out together when the turn of the event loop ends.
+          // writes go out together when the turn of the event loop ends. Backpressure is looked
+          // at between pieces, so a client that reads nothing is given one piece past its last write.
           for (let from = start; from < events.length; ) {
             if (blocked) return from
-            let to = from
-            while (to < events.length && to - from < EVENTS_PER_WRITE && !isLongLiteral(events[to] as ProviderEvent)) to++
-            if (to === from) {
-              translateLiteral(events[from] as TextLiterals, 0)
+            const first = events[from] as ProviderEvent
+            if (first.type === "text_literals" && isLongLiteral(first)) {
+              translateLiteral(first, 0)
               from++
               continue
+            }
+            let to = from + 1
+            let bytes = deltaBytes(first)
+            while (to < events.length && to - from < EVENTS_PER_WRITE) {
+              const event = events[to] as ProviderEvent
+              if (event.type === "text_literals" && isLongLiteral(event)) break
+              bytes += deltaBytes(event)
+              if (bytes > BYTES_PER_WRITE) break
+              to++
             }
             writeOut(assembler.push(events, from, to))
             from = to
@@ -286,17 +334,28 @@ export const makeEgress = (deps: EgressDeps) => {
           for (let at = 0; at < text.length; at += BYTES_PER_WRITE) write(text.subarray(at, at + BYTES_PER_WRITE))
         }
         /**
-         * A whole read's deltas in one event (a fast upstream), in pieces: a socket that fills stops it
-         * part way, and the deltas not yet translated are kept, copied out of the read, not their SSE.
+         * A whole read's deltas in one event (a fast upstream), in pieces of at most `EVENTS_PER_WRITE`
+         * deltas and about `BYTES_PER_WRITE` bytes: a socket that fills stops it part way, and the
+         * deltas not yet translated are kept, copied out of the read, not their SSE.
          */
         const translateLiteral = (event: TextLiterals, start: number) => {
           const spans = event.spans
-          for (let at = start; at < spans.length; at += 2 * EVENTS_PER_WRITE) {
+          for (let at = start; at < spans.length; ) {
             if (blocked) {
-              heldLiteral = restOfLiteral(event, at)
+              if (isOwnCopy(event)) {
+                heldLiteral = event
+                heldLiteralAt = at
+              } else {
+                heldLiteral = restOfLiteral(event, at)
+                heldLiteralAt = 0
+              }
               return
             }
-            writeOut(assembler.push([{ type: "text_literals", source: event.source, spans: spans.slice(at, at + 2 * EVENTS_PER_WRITE) }]))
+            const limit = (spans[at] as number) + BYTES_PER_WRITE
+            let to = at + 2
+            while (to < spans.length && to - at < 2 * EVENTS_PER_WRITE && (spans[to + 1] as number) <= limit) to += 2
+            writeOut(assembler.push([{ type: "text_literals", source: event.source, spans: spans.slice(at, to) }]))
+            at = to
           }
         }
         /** The client read nothing for the stall timeout: cut, recorded cancelled, charged for what was produced. */
@@ -383,11 +442,11 @@ export const makeEgress = (deps: EgressDeps) => {
               firstTokenAt = Date.now()
               trace?.markFirstToken()
             }
-            if (held.length > 0 || heldLiteral !== undefined) return void held.push(events)
+            if (held.length > 0 || heldLiteral !== undefined) return void held.push(detached(events, 0))
             const stopped = translate(events, 0)
             if (stopped < events.length) {
-              held.push(events)
-              heldFrom = stopped
+              held.push(detached(events, stopped))
+              heldFrom = 0
             }
           },
           end() {
