@@ -7,7 +7,7 @@
  * memory, and a reservation, run on the runtime (a request on a cached, unlimited key makes no
  * runtime call: ~60 µs less CPU per request than one `Effect.gen` per step, DESIGN §4).
  */
-import { Effect, Either, Option } from "effect"
+import { Effect, Either, Option, type Types } from "effect"
 import type { ApiError } from "../domain/errors.js"
 import { CLIENT_HEADER_MAX } from "../domain/generations.js"
 import type { ResponsesRequest } from "../domain/responses.js"
@@ -32,6 +32,8 @@ import { makeModerationStage, type ModerationClient } from "./plugins/moderation
 import { makePresetStage } from "./preset.js"
 import { makeRouting, sessionIdOf } from "./routing.js"
 import { applyChange, type PipelineEntry, type PreModelStage, type StageState } from "./stages.js"
+import type { Settings } from "../config/Config.js"
+import { declaresServerTools, type ServerToolPlan, serverToolPlanOf } from "../tools/declare.js"
 
 /** Everything decided before the upstream call but the reservation. */
 export interface Decision {
@@ -66,6 +68,10 @@ export interface Decision {
   readonly router: "auto" | "pareto" | null
   /** USD the plugins' own calls cost (a priced moderation call), charged with the generation. */
   readonly pluginCost: number
+  /** The server tools the request declares and the loop's budget (undefined: none, today's one turn). */
+  readonly serverTools?: ServerToolPlan
+  /** A preset's system prompt (input the body did not carry, "" when none): the loop's turns count it. */
+  readonly presetInstructions?: string
 }
 
 export interface Prepared extends Decision {
@@ -113,6 +119,8 @@ export const makePreparer = (
   parts: PartAllowance = DEFAULT_ALLOWANCE,
   registry: PluginRegistry = plugins,
   compression: CompressionSettings = DEFAULT_COMPRESSION,
+  /** The gateway's settings, for whether a server tool can run here (`ServerTool.unavailable`). */
+  gateway?: Settings,
 ) => {
   const { keys, policy, router, spend } = services
   const routing = makeRouting(router)
@@ -205,6 +213,13 @@ export const makePreparer = (
         if (stopped !== undefined) return stopped
       }
     }
+    // Server tools, on the request as the stages left it (one cheap check when it lists none).
+    let serverTools: ServerToolPlan | undefined
+    if (declaresServerTools(state.request)) {
+      const declared = serverToolPlanOf(state.request, gateway, settings.disabledServerTools ?? [])
+      if (Either.isLeft(declared)) return declared.left
+      serverTools = declared.right
+    }
     // Routing and money on the request as the stages left it.
     const routed = state.plan ?? routing.route(state, sessionId.right)
     if ("_tag" in routed) return routed
@@ -227,7 +242,7 @@ export const makePreparer = (
     const money = moneyOf(state.rewritten ? JSON.stringify(request) : bodyText, request, presetInstructions, plan, parts)
     const verdict = loaded.moderation
     const pluginCost = verdict === undefined || verdict.kind === "failed" ? 0 : verdict.cost
-    return {
+    const decision: Types.Mutable<Decision> = {
       principal,
       request,
       plan,
@@ -249,6 +264,11 @@ export const makePreparer = (
       router: routerOf(state.hints?.requested),
       pluginCost,
     }
+    if (serverTools !== undefined) {
+      decision.serverTools = serverTools
+      decision.presetInstructions = presetInstructions
+    }
+    return decision
   }
 
   /** Loads what `decide` missed until it decides, then holds the worst case against the key and credits. */

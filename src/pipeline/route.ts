@@ -82,6 +82,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     // Plugins that read the gateway's settings are built from them.
     { ...plugins, "file-parser": makeFileParserPlugin(settings) },
     compressionSettingsOf(settings.catalog.plugins?.context_compression),
+    settings,
   )
   setOutboundConcurrency(settings.catalog.outbound?.max_concurrent ?? DEFAULT_MAX_CONCURRENT_OUTBOUND)
   const bodyDeadline = makeBodyDeadline(settings.bodyTimeoutMs, maxBody)
