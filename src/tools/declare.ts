@@ -94,6 +94,12 @@ export const serverToolPlanOf = (
       raw != null ? (raw as Record<string, unknown>) : entry.type.startsWith("web_search") ? omitType(entry) : {}
     declared.push({ tool, parameters })
   }
+  for (let i = 0; i < tools.length; i++) {
+    const entry = tools[i] as { readonly type: string; readonly name?: unknown }
+    if (entry.type === "function" && declared.some((d) => d.tool.name === entry.name)) {
+      return Either.left(refuse(`tools[${i}].name: ${JSON.stringify(entry.name)} is the name of a server tool this request lists; rename the function`))
+    }
+  }
   const max = request.max_tool_calls ?? MAX_TOOL_CALLS
   if (max > MAX_TOOL_CALLS) return Either.left(refuse(`max_tool_calls: must be at most ${MAX_TOOL_CALLS} with server tools (got ${max})`))
   if (max < 1) return Either.left(refuse("max_tool_calls: must be at least 1 with server tools"))

@@ -15,6 +15,7 @@ import {
   type OutputItem,
   type OutputMessage,
   type OutputReasoning,
+  type OutputServerToolItem,
   type ResponseResult,
   type ResponsesRequest,
   type ResponseStatus,
@@ -25,7 +26,7 @@ import {
 } from "../../domain/responses.js"
 import type { Types } from "effect"
 import type { FinishReason, ProviderEvent, Usage } from "../../providers/types.js"
-import type { FinishExtras } from "../../pipeline/format.js"
+import type { CitableLink, FinishExtras } from "../../pipeline/format.js"
 import { isValidUsage } from "../../domain/pricing.js"
 import { randomPool, takeRandom } from "../../domain/random.js"
 import { latin1Slice } from "../../providers/json-literal.js"
@@ -274,7 +275,37 @@ const responseUsage = (usage: Usage, extras: FinishExtras): ResponseUsage => {
   }
   if (extras.cost !== undefined) out.cost = extras.cost
   if (extras.isByok !== undefined) out.is_byok = extras.isByok
+  if (extras.serverToolUse !== undefined) out.server_tool_use_details = extras.serverToolUse
   return out
+}
+
+/** A `url_citation` annotation on an output text. */
+interface UrlCitation {
+  readonly type: "url_citation"
+  readonly url: string
+  readonly title: string
+  readonly start_index: number
+  readonly end_index: number
+}
+
+/** What may follow a URL written out in text. */
+const URL_END = /[\s)\]>"'.,;:!?*_]/
+
+/** Every place `text` cites one of `links` (its URL written out), in text order. */
+export const citationsIn = (text: string, links: ReadonlyArray<CitableLink>): Array<UrlCitation> => {
+  const found: Array<UrlCitation> = []
+  const seen = new Set<string>()
+  for (const link of links) {
+    if (link.url === "" || seen.has(link.url)) continue
+    seen.add(link.url)
+    for (let at = text.indexOf(link.url); at !== -1; at = text.indexOf(link.url, at + link.url.length)) {
+      // A longer URL that merely starts with this one is not a citation of it.
+      const after = text[at + link.url.length]
+      if (after !== undefined && !URL_END.test(after)) continue
+      found.push({ type: "url_citation", url: link.url, title: link.title, start_index: at, end_index: at + link.url.length })
+    }
+  }
+  return found.sort((a, b) => a.start_index - b.start_index)
 }
 
 const outputText = (text: string) => ({ type: "output_text" as const, text, annotations: [], logprobs: [] })
@@ -310,6 +341,8 @@ export class ResponseAssembler {
   private incomplete: { readonly reason: string } | null = null
   private serviceMetadata: Record<string, unknown> | undefined = undefined
   private metadataAlias = false
+  /** Links the answer may cite (server tools' results); undefined while none: messages close with no annotations. */
+  private citable: Array<CitableLink> | undefined = undefined
 
   constructor(base: ResultBase, options: AssemblerOptions) {
     this.base = base
@@ -468,7 +501,8 @@ export class ResponseAssembler {
       return this.fail({ code: "server_error", message: "The upstream provider ended the response with an error" }, extras)
     }
     const incompleteReason =
-      this.reason === "length" ? "max_output_tokens" : this.reason === "content_filter" ? "content_filter" : undefined
+      extras.incompleteReason ??
+      (this.reason === "length" ? "max_output_tokens" : this.reason === "content_filter" ? "content_filter" : undefined)
     this.close(incompleteReason === undefined ? "completed" : "incomplete")
     this.settle(extras)
     this.state = incompleteReason === undefined ? "completed" : "incomplete"
@@ -492,6 +526,30 @@ export class ResponseAssembler {
       this.buf += DONE
     }
     return this.take()
+  }
+
+  /**
+   * A server tool's call as its output item (`openrouter:datetime`, …), after the items before it:
+   * `output_item.added` (in progress) and `output_item.done`. The server-tool loop's, once per call.
+   */
+  serverToolItem(fields: Readonly<Record<string, unknown>>): string {
+    if (this.ended) return ""
+    this.close("completed")
+    const index = this.output.length
+    const item = { ...fields, id: this.makeId("srvtl") } as OutputServerToolItem
+    this.output.push(item)
+    if (this.stream) {
+      this.event("response.output_item.added", { output_index: index, item: { ...item, status: "in_progress" } })
+      this.event("response.output_item.done", { output_index: index, item })
+    }
+    return this.take()
+  }
+
+  /** Links the answer may cite from here on: message items closed later carry their `url_citation` annotations. */
+  cite(links: ReadonlyArray<CitableLink>): void {
+    if (links.length === 0) return
+    if (this.citable === undefined) this.citable = []
+    for (const link of links) this.citable.push(link)
   }
 
   /** The result object as it stands (final after `finish` or `fail`). */
@@ -663,14 +721,25 @@ export class ResponseAssembler {
     switch (open.kind) {
       case "message": {
         const text = open.text.value
-        const part = outputText(text)
+        const annotations = this.citable === undefined ? undefined : citationsIn(text, this.citable)
+        const part = annotations === undefined || annotations.length === 0 ? outputText(text) : { ...outputText(text), annotations }
         const item: OutputMessage = { type: "message", id, role: "assistant", status, content: [part] }
         this.output.push(item)
         if (this.stream) {
           // The JSON of `part` and `item` as JSON.stringify writes them (the test compares the two).
           const textJson = JSON.stringify(text)
           const idJson = JSON.stringify(id)
-          const partJson = `{"type":"output_text","text":${textJson},"annotations":[],"logprobs":[]}`
+          const annotationsJson = part.annotations.length === 0 ? "[]" : JSON.stringify(part.annotations)
+          for (let i = 0; i < part.annotations.length; i++) {
+            this.event("response.output_text.annotation.added", {
+              item_id: id,
+              output_index: index,
+              content_index: 0,
+              annotation_index: i,
+              annotation: part.annotations[i],
+            })
+          }
+          const partJson = `{"type":"output_text","text":${textJson},"annotations":${annotationsJson},"logprobs":[]}`
           const itemJson = `{"type":"message","id":${idJson},"role":"assistant","status":"${status}","content":[${partJson}]}`
           this.outputJson[this.output.length - 1] = itemJson
           const at = `"item_id":${idJson},"output_index":${index},"content_index":0`
