@@ -78,6 +78,9 @@ const respond = async (json: Record<string, unknown>, on: Gw = gw, key?: string)
   return { res, text, calls: mock.requests.slice(before).filter((r) => r.path !== "/v1/moderations") }
 }
 
+/** The `tool_choice` an upstream call was sent (undefined: none). */
+const toolChoiceOf = (call: { body: unknown } | undefined) => (call?.body as { tool_choice?: unknown } | undefined)?.tool_choice
+
 const resultOf = (text: string) => JSON.parse(text) as Result
 const messageText = (r: Result) =>
   r.output
@@ -108,7 +111,7 @@ describe("the loop runs a server tool and calls the model again", () => {
       const result = resultOf(text)
       expect(result.status).toBe("completed")
       expect(result.output.map((i) => i.type)).toEqual(["openrouter:datetime", "message"])
-      const item = result.output[0] as { status: string; datetime: string; timezone: string; id: string }
+      const item = result.output[0] as unknown as { status: string; datetime: string; timezone: string; id: string }
       expect(item.status).toBe("completed")
       expect(item.timezone).toBe("UTC")
       expect(item.datetime).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/)
@@ -128,7 +131,7 @@ describe("the loop runs a server tool and calls the model again", () => {
 
   test("the tool's parameters reach it: timezone from tools[].parameters", async () => {
     const { text } = await respond({ model: "test/chat", input: "time in Kolkata", tools: [{ type: "openrouter:datetime", parameters: { timezone: "Asia/Kolkata" } }] })
-    const item = resultOf(text).output[0] as { timezone: string; datetime: string }
+    const item = resultOf(text).output[0] as unknown as { timezone: string; datetime: string }
     expect(item.timezone).toBe("Asia/Kolkata")
     expect(item.datetime).toEndWith("+05:30")
   })
@@ -222,8 +225,8 @@ describe("the budget", () => {
     expect(result.output.filter((i) => i.type === "openrouter:datetime")).toHaveLength(2)
     expect(result.usage.server_tool_use_details.tool_calls_executed).toBe(2)
     expect(calls).toHaveLength(3)
-    expect((calls[2]?.body as { tool_choice?: unknown }).tool_choice).toBe("none")
-    expect((calls[1]?.body as { tool_choice?: unknown }).tool_choice).toBeUndefined()
+    expect(toolChoiceOf(calls[2])).toBe("none")
+    expect(toolChoiceOf(calls[1])).toBeUndefined()
     expect(result.status).toBe("completed")
     expect(messageText(result)).toStartWith("Tool output: ")
   })
@@ -250,7 +253,7 @@ describe("the budget", () => {
     })
     expect(resultOf(text).usage.server_tool_use_details.tool_calls_executed).toBe(1)
     expect(calls).toHaveLength(2)
-    expect((calls[1]?.body as { tool_choice?: unknown }).tool_choice).toBe("none")
+    expect(toolChoiceOf(calls[1])).toBe("none")
   })
 
   test("stop_server_tools_when has_tool_call datetime stops after that call", async () => {
@@ -280,7 +283,7 @@ describe("the budget", () => {
   test("server.max_upstream_calls bounds the model calls: the last of them is tool-less", async () => {
     const { text, calls } = await respond({ model: "test/many", input: "x", tools: DATETIME }, capped)
     expect(calls).toHaveLength(3)
-    expect((calls[2]?.body as { tool_choice?: unknown }).tool_choice).toBe("none")
+    expect(toolChoiceOf(calls[2])).toBe("none")
     expect(resultOf(text).status).toBe("completed")
   })
 })
