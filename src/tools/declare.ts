@@ -70,6 +70,7 @@ export const serverToolPlanOf = (
   request: ResponsesRequest,
   settings: Settings | undefined,
   disabled: ReadonlyArray<string>,
+  registry: (type: string) => ServerTool | undefined = serverToolOf,
 ): Either.Either<ServerToolPlan, BadRequest> => {
   const declared: Array<DeclaredTool> = []
   const tools = request.tools ?? []
@@ -79,7 +80,7 @@ export const serverToolPlanOf = (
     const type = serverToolTypeOf(entry.type)
     if (type === undefined) continue
     const at = `tools[${i}]`
-    const tool = serverToolOf(type)
+    const tool = registry(type)
     if (tool === undefined) return Either.left(refuse(`${at}: server tool ${JSON.stringify(entry.type)} is not available on this gateway`))
     const why = settings === undefined ? undefined : tool.unavailable(settings)
     if (why !== undefined) return Either.left(refuse(`${at}: server tool ${JSON.stringify(entry.type)} cannot run: ${why}`))
