@@ -50,9 +50,9 @@ describe("the assembler with server tools", () => {
     expect(annotation["annotation"]).toEqual(expected)
     const result = decodeResult(a.result())
     expect(result.output.map((i) => i.type)).toEqual(["message", "openrouter:web_search", "message"])
-    const first = result.output[0] as { content: Array<{ annotations: Array<unknown> }> }
+    const first = result.output[0] as unknown as { content: Array<{ annotations: Array<unknown> }> }
     expect(first.content[0]?.annotations).toEqual([])
-    const answer = result.output[2] as { content: Array<{ annotations: Array<unknown> }> }
+    const answer = result.output[2] as unknown as { content: Array<{ annotations: Array<unknown> }> }
     expect(answer.content[0]?.annotations).toEqual([expected])
     // The done events and the final result carry the same annotations.
     const done = events.find((e) => e["type"] === "response.output_item.done" && e["output_index"] === 2) as { item: unknown }
