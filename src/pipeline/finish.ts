@@ -49,6 +49,8 @@ export interface Outcome {
   readonly charged?: { readonly usage: Usage; readonly cost: number }
   /** The loop's holds beyond the request's own (one per later turn): settled with the rest of the cost. */
   readonly extraHolds?: ReadonlyArray<Reservation>
+  /** What the server tools did, for the record (`num_search_results`, `num_fetches`, `web_search_engine`). */
+  readonly serverTools?: { readonly numSearchResults: number | null; readonly numFetches: number | null; readonly webSearchEngine: string | null }
 }
 
 const NO_USAGE: Usage = { inputTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 }
@@ -141,6 +143,11 @@ export const makeFinish = (deps: FinishDeps): Finish => {
         appTitle: prepared.appTitle,
         userAgent: prepared.userAgent,
         router: prepared.router,
+      }
+      if (outcome.serverTools !== undefined) {
+        row.numSearchResults = outcome.serverTools.numSearchResults
+        row.numFetches = outcome.serverTools.numFetches
+        row.webSearchEngine = outcome.serverTools.webSearchEngine
       }
       // Assigned, not spread: a spread is a builtin call, and this runs once per request.
       if (outcome.error) {

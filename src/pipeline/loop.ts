@@ -166,6 +166,10 @@ export const makeToolLoop = (deps: LoopDeps) => {
     const extraHolds: Array<Reservation> = []
     const use: Types.Mutable<ServerToolUse> = { tool_calls_requested: 0, tool_calls_executed: 0, web_search_requests: 0 }
     const callsOf = new Map<string, number>()
+    // For the record: null until a tool reports one.
+    let numSearchResults: number | null = null
+    let numFetches: number | null = null
+    let webSearchEngine: string | null = null
     let firstTokenAt: number | undefined
     let shuttingDown = false
     let ended = false
@@ -186,6 +190,9 @@ export const makeToolLoop = (deps: LoopDeps) => {
       }
       if (error !== undefined) outcome.error = error
       if (extraHolds.length > 0) outcome.extraHolds = extraHolds
+      if (numSearchResults !== null || numFetches !== null || webSearchEngine !== null) {
+        outcome.serverTools = { numSearchResults, numFetches, webSearchEngine }
+      }
       return finish(life, streaming, outcome)
     }
 
@@ -286,6 +293,9 @@ export const makeToolLoop = (deps: LoopDeps) => {
       }
       use.tool_calls_executed++
       use.web_search_requests += result.searchRequests ?? 0
+      if (result.searchResults !== undefined) numSearchResults = (numSearchResults ?? 0) + result.searchResults
+      if (result.fetches !== undefined) numFetches = (numFetches ?? 0) + result.fetches
+      if (result.searchEngine !== undefined) webSearchEngine = result.searchEngine
       toolCost += result.cost
       unheldToolCost += result.cost
       if (result.citable !== undefined) encoder.cite?.(result.citable)
