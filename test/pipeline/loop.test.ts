@@ -17,6 +17,7 @@ type Gw = TestGateway & { stop: () => Promise<void> }
 let mock: MockUpstream
 let gw: Gw
 let capped: Gw
+let hurried: Gw
 
 /** $ per million tokens: prompt 1, completion 2. */
 const PRICE = { prompt: 1, completion: 2 }
@@ -49,10 +50,12 @@ beforeAll(async () => {
   mock = await startMockUpstream({ tokens: 3 })
   gw = await startTestGateway({ catalog: catalog() })
   capped = await startTestGateway({ catalog: catalog({ server: { max_upstream_calls: 3 } }) })
+  hurried = await startTestGateway({ catalog: catalog(), requestTimeoutMs: 700 })
 })
 afterAll(async () => {
   await gw?.stop()
   await capped?.stop()
+  await hurried?.stop()
   await mock?.stop()
 })
 
@@ -368,6 +371,25 @@ describe("streams", () => {
     expect(Number(record["total_cost"])).toBeGreaterThanOrEqual(turnCost(1) - 1e-12)
     await Bun.sleep(500)
     expect(mock.requests.length - before).toBeLessThanOrEqual(2)
+  })
+})
+
+describe("the deadline covers the whole loop", () => {
+  test("streamed: turns of 400 ms each, 30 tool calls, a deadline of 700 ms: the stream ends response.failed (timeout)", async () => {
+    const { text, calls } = await respond({ model: "test/slow", input: "x", tools: DATETIME, stream: true }, hurried)
+    const events = parseSse(text).events.filter((e) => e.json !== undefined)
+    const last = events[events.length - 1]?.json as { type: string; response: { error: { code: string } } }
+    expect(last.type).toBe("response.failed")
+    expect(last.response.error.code).toBe("timeout")
+    // Cut within the second turn (the first, on a machine slow enough): never the 31 turns of the loop.
+    expect(calls.length).toBeLessThanOrEqual(2)
+  })
+
+  test("JSON: the same loop answers 408", async () => {
+    const { res } = await respond({ model: "test/slow", input: "x", tools: DATETIME }, hurried)
+    expect(res.status).toBe(408)
+    const record = await generation(hurried, res.headers.get("x-generation-id")!)
+    expect(record["status"]).toBe("failed")
   })
 })
 
