@@ -172,13 +172,11 @@ export const makeToolLoop = (deps: LoopDeps) => {
     let webSearchEngine: string | null = null
     let firstTokenAt: number | undefined
     let shuttingDown = false
-    let ended = false
 
     let write: (text: string | Uint8Array) => void = () => undefined
 
     /** The answer's end: settle and record once, with the loop's sums. */
     const end = (status: Outcome["status"], error?: Outcome["error"]) => {
-      ended = true
       cleanup()
       upstreamAbort.removeEventListener("abort", onAbort)
       const outcome: Types.Mutable<Outcome> = {
@@ -404,6 +402,9 @@ export const makeToolLoop = (deps: LoopDeps) => {
           held = await holdMore(life, money.worstCase + unheldToolCost)
         }
         if (held === "refused") {
+          // The tools that ran are charged: their cost is held on its own if it still fits.
+          const tools = unheldToolCost > 0 ? await holdMore(life, unheldToolCost) : "none"
+          if (tools !== "none" && tools !== "refused") extraHolds.push(tools)
           write(encoder.push([{ type: "usage", usage }, { type: "finish", reason: "length" }]))
           return { kind: "answer", incompleteReason: "max_cost" }
         }
@@ -443,7 +444,6 @@ export const makeToolLoop = (deps: LoopDeps) => {
     const body = new ReadableStream<Uint8Array>({
       start(controller) {
         write = (text) => {
-          if (ended && typeof text === "string" && text === "") return
           try {
             if (typeof text === "string") {
               if (text !== "") controller.enqueue(utf8.encode(text))
