@@ -374,6 +374,32 @@ describe("streams", () => {
   })
 })
 
+describe("shutdown", () => {
+  test("a loop still running when the grace ends is cut with response.failed (server_shutting_down)", async () => {
+    const leaving = await startTestGateway({ catalog: catalog() })
+    try {
+      const res = await leaving.fetch("/v1/responses", { method: "POST", json: { model: "test/slow", input: "x", tools: DATETIME, stream: true } })
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader()
+      let text = ""
+      let shutdown: Promise<unknown> | undefined
+      for (;;) {
+        const { value, done } = await reader.read()
+        if (done) break
+        text += new TextDecoder().decode(value)
+        if (shutdown === undefined && text.includes("response.output_item.done")) shutdown = leaving.server.shutdown(50)
+      }
+      await shutdown
+      const events = parseSse(text).events.filter((e) => e.json !== undefined)
+      const last = events[events.length - 1]?.json as { type: string; response: { error: { code: string } } }
+      expect(last.type).toBe("response.failed")
+      expect(last.response.error.code).toBe("server_shutting_down")
+      expect(text.trimEnd()).toEndWith("data: [DONE]")
+    } finally {
+      await leaving.stop()
+    }
+  })
+})
+
 describe("the deadline covers the whole loop", () => {
   test("streamed: turns of 400 ms each, 30 tool calls, a deadline of 700 ms: the stream ends response.failed (timeout)", async () => {
     const { text, calls } = await respond({ model: "test/slow", input: "x", tools: DATETIME, stream: true }, hurried)
