@@ -190,6 +190,8 @@ describe("client formats", () => {
     expect(body.choices[0]?.message.content).toStartWith("Tool output: ")
     expect(body.choices[0]?.message.tool_calls).toBeUndefined()
     expect(body.choices[0]?.finish_reason).toBe("stop")
+    expect(body.usage["server_tool_use_details"]).toEqual({ tool_calls_requested: 1, tool_calls_executed: 1, web_search_requests: 0 })
+    expect(body.usage["prompt_tokens"]).toBe(2 * USAGE_INPUT)
   })
 
   test("messages in: the loop runs, the answer is the final text", async () => {
