@@ -133,6 +133,8 @@ export const makeToolLoop = (deps: LoopDeps) => {
       if (final) turn.tool_choice = "none"
       return turn
     }
+    const withTools = (fitted: ResponsesRequest | undefined): ResponsesRequest | undefined =>
+      fitted === undefined ? undefined : { ...fitted, tools }
     // Tools are told to stop when the request ends (client gone, deadline, shutdown).
     const toolAbort = new AbortController()
     const onAbort = () => toolAbort.abort(upstreamAbort.reason)
@@ -146,7 +148,8 @@ export const makeToolLoop = (deps: LoopDeps) => {
       trace,
       startedAt: life.startedAt,
       attempts,
-      fitFor: prepared.fitFor,
+      // A failover candidate's compressed prompt (context-compression), with the server tools offered as functions.
+      fitFor: prepared.fitFor === undefined ? undefined : (e) => withTools(prepared.fitFor?.(e)),
     })
     if (first.refused !== undefined) {
       cleanup()
