@@ -19,6 +19,7 @@
  *                         mid-stream-error (the format's error event after 2 deltas) hang
  *   x-mock-error-rate     probability (0..1) of a 500
  *   x-mock-scenario       text | tool_call | reasoning
+ *   x-mock-server-tool-calls  offered datetime/web_search/web_fetch: calls to make before answering (default each once)
  *   x-mock-usage-input / x-mock-usage-output / x-mock-usage-cached / x-mock-usage-cache-write
  *
  * CLI: bun scripts/mock-upstream.ts --port 9000 [--host 127.0.0.1] [--ttft-ms N] [--delay-ms N]
@@ -110,6 +111,8 @@ interface Knobs {
   readonly usageOutput: number | undefined
   readonly usageCached: number
   readonly usageCacheWrite: number
+  /** `x-mock-server-tool-calls`: server-tool calls to make before answering (default: each offered tool once). */
+  readonly serverToolCalls?: number | undefined
 }
 
 /** What to answer, independent of the wire format. */
@@ -150,6 +153,34 @@ interface MockFormat {
   readonly midStreamError: (index: number) => Uint8Array
   readonly errors: Record<string, PreparedError>
   readonly toolName: (body: Record<string, unknown>) => string | undefined
+  /** The conversation as the server-tool behaviour reads it. */
+  readonly conversation: (body: Record<string, unknown>) => Conversation
+}
+
+/** What a request says about tools: offered names, `tool_choice: none`, calls made, the last input if a tool's output, the last user text. */
+interface Conversation {
+  readonly offered: ReadonlyArray<string>
+  readonly toolsOff: boolean
+  readonly called: ReadonlyArray<string>
+  readonly lastToolOutput: string | undefined
+  readonly lastUserText: string
+}
+
+/** Function tools the mock calls when offered (the gateway's server tools): see `serverToolAnswer`. */
+const SERVER_TOOL_NAMES: ReadonlySet<string> = new Set(["datetime", "web_search", "web_fetch"])
+
+const arrayOf = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [])
+
+/** The text of a content value: a string, or the `text` of its parts. */
+const textOf = (content: unknown): string => {
+  if (typeof content === "string") return content
+  let text = ""
+  for (const part of arrayOf(content)) {
+    const record = recordOf(part)
+    if (typeof record?.["text"] === "string") text += record["text"]
+    else if (record?.["type"] === "tool_result") text += textOf(record["content"])
+  }
+  return text
 }
 
 interface PreparedError {
@@ -289,6 +320,23 @@ const chatFormat: MockFormat = {
   midStreamError: () => CHAT_STREAM_ERROR,
   errors: openAiErrors(),
   toolName: (body) => stringOf(recordOf(firstTool(body)?.["function"])?.["name"]),
+  conversation: (body) => {
+    const messages = arrayOf(body["messages"]).map((m) => recordOf(m) ?? {})
+    const called: Array<string> = []
+    let lastUserText = ""
+    for (const m of messages) {
+      for (const call of arrayOf(m["tool_calls"])) called.push(stringOf(recordOf(recordOf(call)?.["function"])?.["name"]) ?? "")
+      if (m["role"] === "user") lastUserText = textOf(m["content"])
+    }
+    const last = messages[messages.length - 1]
+    return {
+      offered: arrayOf(body["tools"]).map((t) => stringOf(recordOf(recordOf(t)?.["function"])?.["name"]) ?? ""),
+      toolsOff: body["tool_choice"] === "none",
+      called,
+      lastToolOutput: last?.["role"] === "tool" ? textOf(last["content"]) : undefined,
+      lastUserText,
+    }
+  },
 }
 
 const CHAT_STREAM_ERROR = bytes(`data: {"error":{"message":"mock: failed mid-stream","type":"server_error","param":null,"code":null}}\n\n`)
@@ -379,6 +427,24 @@ const responsesFormat: MockFormat = {
     ),
   errors: openAiErrors(),
   toolName: (body) => stringOf(firstTool(body)?.["name"]),
+  conversation: (body) => {
+    const input = body["input"]
+    const items = typeof input === "string" ? [{ type: "message", role: "user", content: input }] : arrayOf(input).map((i) => recordOf(i) ?? {})
+    const called: Array<string> = []
+    let lastUserText = ""
+    for (const item of items) {
+      if (item["type"] === "function_call") called.push(stringOf(item["name"]) ?? "")
+      if (item["role"] === "user") lastUserText = textOf(item["content"])
+    }
+    const last = items[items.length - 1]
+    return {
+      offered: arrayOf(body["tools"]).map((t) => stringOf(recordOf(t)?.["name"]) ?? ""),
+      toolsOff: body["tool_choice"] === "none",
+      called,
+      lastToolOutput: last?.["type"] === "function_call_output" ? textOf(last["output"]) : undefined,
+      lastUserText,
+    }
+  },
 }
 
 // ---------------------------------------------------------------- Anthropic Messages
@@ -460,6 +526,29 @@ const anthropicFormat: MockFormat = {
   midStreamError: () => ANTHROPIC_STREAM_ERROR,
   errors: anthropicErrors(),
   toolName: (body) => stringOf(firstTool(body)?.["name"]),
+  conversation: (body) => {
+    const messages = arrayOf(body["messages"]).map((m) => recordOf(m) ?? {})
+    const called: Array<string> = []
+    let lastUserText = ""
+    let lastToolOutput: string | undefined
+    for (const m of messages) {
+      const blocks = typeof m["content"] === "string" ? [] : arrayOf(m["content"]).map((b) => recordOf(b) ?? {})
+      for (const block of blocks) if (block["type"] === "tool_use") called.push(stringOf(block["name"]) ?? "")
+      const results = blocks.filter((b) => b["type"] === "tool_result")
+      if (m["role"] === "user") {
+        lastToolOutput = results.length > 0 ? textOf(results[results.length - 1]?.["content"]) : undefined
+        const text = typeof m["content"] === "string" ? m["content"] : textOf(blocks.filter((b) => b["type"] === "text"))
+        if (text !== "") lastUserText = text
+      }
+    }
+    return {
+      offered: arrayOf(body["tools"]).map((t) => stringOf(recordOf(t)?.["name"]) ?? ""),
+      toolsOff: recordOf(body["tool_choice"])?.["type"] === "none",
+      called,
+      lastToolOutput,
+      lastUserText,
+    }
+  },
 }
 
 // ---------------------------------------------------------------- the server
@@ -520,6 +609,7 @@ const requestKnobs = (headers: Headers, base: Knobs): Knobs => {
     usageOutput: output === null ? base.usageOutput : Number(output),
     usageCached: numberHeader(headers, "x-mock-usage-cached", base.usageCached),
     usageCacheWrite: numberHeader(headers, "x-mock-usage-cache-write", base.usageCacheWrite),
+    serverToolCalls: headers.get("x-mock-server-tool-calls") === null ? undefined : numberHeader(headers, "x-mock-server-tool-calls", 0),
   }
 }
 
@@ -544,6 +634,21 @@ const answerOf = (knobs: Knobs, body: Record<string, unknown>, format: MockForma
   const reasoningDeltas = knobs.scenario === "reasoning" ? knobs.tokens : 0
   let tool: Answer["tool"]
   let textDeltas = knobs.tokens
+  const serverTool = knobs.scenario === "tool_call" ? undefined : serverToolAnswer(format.conversation(body), knobs)
+  if (serverTool !== undefined) {
+    const chunk = serverTool.text ?? ""
+    return {
+      model: stringOf(body["model"]) ?? "mock-model",
+      created: Math.floor(Date.now() / 1000),
+      chunk,
+      chunkJson: JSON.stringify(chunk).slice(1, -1),
+      finish: "stop",
+      reasoningDeltas: 0,
+      textDeltas: serverTool.text === undefined ? 0 : 1,
+      tool: serverTool.call,
+      usage: { input: knobs.usageInput, output: knobs.usageOutput ?? 1, reasoning: 0, cached: knobs.usageCached, cacheWrite: knobs.usageCacheWrite },
+    }
+  }
   if (knobs.scenario === "tool_call") {
     const count = Math.max(1, knobs.tokens)
     // The arguments `{"input":"<chunk × count>"}` cut into `count` deltas.
@@ -571,6 +676,32 @@ const answerOf = (knobs: Knobs, body: Record<string, unknown>, format: MockForma
       cacheWrite: knobs.usageCacheWrite,
     },
   }
+}
+
+/**
+ * The gateway's server tools (issue 24): offered a function tool named `datetime`, `web_search`
+ * or `web_fetch`, the mock calls the first one the conversation has no call of yet (arguments
+ * `{"query": <last user text>}`; `x-mock-server-tool-calls: N` calls them until N calls were made,
+ * for loops that run out of budget); when the last input is a tool's output it answers
+ * "Tool output: <output>", so a test can see what the model was given. `tool_choice: none` (the
+ * loop's last turn) gets that text answer too, or "No tool output." without one.
+ */
+const serverToolAnswer = (c: Conversation, knobs: Knobs): { readonly call?: Answer["tool"]; readonly text?: string } | undefined => {
+  const offered = c.offered.filter((name) => SERVER_TOOL_NAMES.has(name))
+  if (offered.length === 0) return undefined
+  const answer = { text: c.lastToolOutput === undefined ? "No tool output." : `Tool output: ${c.lastToolOutput}` }
+  if (c.toolsOff) return answer
+  const wanted = knobs.serverToolCalls
+  let name: string | undefined
+  if (wanted === undefined) {
+    if (c.lastToolOutput !== undefined) return answer
+    name = offered.find((n) => !c.called.includes(n))
+  } else if (c.called.filter((n) => SERVER_TOOL_NAMES.has(n)).length < wanted) {
+    name = offered[c.called.length % offered.length]
+  }
+  if (name === undefined) return answer
+  const args = name === "datetime" ? "{}" : JSON.stringify({ query: c.lastUserText })
+  return { call: { name, pieces: [args], args } }
 }
 
 const sleep = (ms: number): Promise<void> => (ms > 0 ? Bun.sleep(ms) : Promise.resolve())

@@ -178,6 +178,8 @@ export const ConfigFile = Schema.Struct({
       max_in_flight_per_ip: Schema.optional(positiveInt),
       max_upstream_body_bytes: Schema.optional(positiveInt),
       max_upstream_event_bytes: Schema.optional(positiveInt),
+      /** Model calls one request may make in all, server-tool loop and fusion included (default 64). */
+      max_upstream_calls: Schema.optional(positiveInt),
       /** The kernel send buffer of each client connection, fixed (0: the kernel's autotuning). */
       send_buffer_bytes: Schema.optional(socketBuffer),
       /** The kernel receive buffer of each upstream connection, fixed (0: the kernel's autotuning). */

@@ -118,6 +118,10 @@ export interface GenerationEntry {
   readonly broadcast?: BroadcastContext
   /** The model router that chose the model (`auto`, `pareto`), or null. */
   readonly router?: string | null
+  /** Server tools (issue 24): web search results given to the model, pages fetched, the search engine used. */
+  readonly numSearchResults?: number | null
+  readonly numFetches?: number | null
+  readonly webSearchEngine?: string | null
 }
 
 /** Longest client header (`HTTP-Referer`, app title, `User-Agent`) kept on a generation. */
@@ -229,18 +233,21 @@ export const Generation = Schema.Struct({
   cache_discount: Schema.Null,
   moderation_latency: Schema.Null,
   native_tokens_completion_images: Schema.Null,
-  num_fetches: Schema.Null,
+  /** Pages the server tools fetched (web_fetch), or null when none ran. */
+  num_fetches: Schema.NullOr(Schema.Int),
   num_input_audio_prompt: Schema.Null,
   num_media_completion: Schema.Null,
   num_media_prompt: Schema.Null,
-  num_search_results: Schema.Null,
+  /** Web search results the server tools gave the model, or null when none ran. */
+  num_search_results: Schema.NullOr(Schema.Int),
   preset_id: Schema.Null,
   provider_responses: Schema.Null,
   /** The model router that chose the model (`auto` for router/auto, `pareto` for router/pareto-code), or null. */
   router: Schema.NullOr(Schema.String),
   service_tier: Schema.Null,
   upstream_inference_cost: Schema.Null,
-  web_search_engine: Schema.Null,
+  /** The search engine the web search tool used (`searxng`, `exa`, …), or null. */
+  web_search_engine: Schema.NullOr(Schema.String),
 })
 export type Generation = typeof Generation.Type
 
@@ -288,17 +295,17 @@ export const generationView = (g: StoredGeneration): Generation => ({
   cache_discount: null,
   moderation_latency: null,
   native_tokens_completion_images: null,
-  num_fetches: null,
+  num_fetches: g.numFetches ?? null,
   num_input_audio_prompt: null,
   num_media_completion: null,
   num_media_prompt: null,
-  num_search_results: null,
+  num_search_results: g.numSearchResults ?? null,
   preset_id: null,
   provider_responses: null,
   router: g.router ?? null,
   service_tier: null,
   upstream_inference_cost: null,
-  web_search_engine: null,
+  web_search_engine: g.webSearchEngine ?? null,
 })
 
 /** The wire object of `GET /generation/content`: input, output and error, always all three. */

@@ -644,7 +644,18 @@ export const OutputFunctionCall = Schema.Struct({
 })
 export type OutputFunctionCall = typeof OutputFunctionCall.Type
 
-export const OutputItem = Schema.Union(OutputMessage, OutputReasoning, OutputFunctionCall)
+/** A server tool's call as its client sees it (`openrouter:datetime`, …: the official SDK's item schemas). */
+export const OutputServerToolItem = Schema.Struct(
+  {
+    type: Schema.TemplateLiteral("openrouter:", Schema.String),
+    id: Schema.String,
+    status: ItemStatus,
+  },
+  AnyRecord,
+)
+export type OutputServerToolItem = typeof OutputServerToolItem.Type
+
+export const OutputItem = Schema.Union(OutputMessage, OutputReasoning, OutputFunctionCall, OutputServerToolItem)
 export type OutputItem = typeof OutputItem.Type
 
 export const ResponseUsage = Schema.Struct({
@@ -656,6 +667,10 @@ export const ResponseUsage = Schema.Struct({
   /** USD. */
   cost: Schema.optional(Schema.Number),
   is_byok: Schema.optional(Schema.Boolean),
+  /** Server tools of the request (issue 24): calls the model asked for, calls run, web searches made. */
+  server_tool_use_details: Schema.optional(
+    Schema.Struct({ tool_calls_requested: Schema.Int, tool_calls_executed: Schema.Int, web_search_requests: Schema.Int }),
+  ),
 })
 export type ResponseUsage = typeof ResponseUsage.Type
 

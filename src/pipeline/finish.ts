@@ -5,13 +5,13 @@
  * (`drain`). With `ledger.durable_answers`, the answer's last byte waits for the commit.
  */
 import { Effect, Option, type Types } from "effect"
-import { capUsage, costOf, estimateTokens } from "../domain/pricing.js"
+import { capUsage, costOf, estimateTokens, fromNanoUsd } from "../domain/pricing.js"
 import type { GenerationEntry, PreviousError } from "../domain/generations.js"
 import { isoTime } from "../domain/time.js"
 import type { Usage } from "../providers/types.js"
 import type { Endpoint } from "../services/Catalog.js"
 import type { GenerationStore } from "../services/GenerationStore.js"
-import { Spend } from "../services/Spend.js"
+import { type Reservation, Spend } from "../services/Spend.js"
 import { storedInput } from "../http/responses/content.js"
 import { inputBound, outputBound } from "../http/responses/bounds.js"
 import type { ErrorLog } from "../http/log.js"
@@ -42,6 +42,15 @@ export interface Outcome {
   readonly firstTokenAt: number | undefined
   /** Nothing came from upstream (no byte, no usage): recorded at $0, whatever ended it. */
   readonly nothingCame?: boolean
+  /**
+   * The server-tool loop's sums over its turns (each turn's usage within that turn's bounds, each
+   * at its endpoint's price, and the tools' own prices): charged instead of one turn's usage.
+   */
+  readonly charged?: { readonly usage: Usage; readonly cost: number }
+  /** The loop's holds beyond the request's own (one per later turn): settled with the rest of the cost. */
+  readonly extraHolds?: ReadonlyArray<Reservation>
+  /** What the server tools did, for the record (`num_search_results`, `num_fetches`, `web_search_engine`). */
+  readonly serverTools?: { readonly numSearchResults: number | null; readonly numFetches: number | null; readonly webSearchEngine: string | null }
 }
 
 const NO_USAGE: Usage = { inputTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 }
@@ -67,6 +76,13 @@ export const chargedUsage = (prepared: Prepared, endpoint: Endpoint, assembler: 
   return capUsage(usage, inputBound(prepared.promptBound, endpoint), outputBound(prepared.request, endpoint).total)
 }
 
+/** USD a hold holds (its key or credits part, whichever is held). */
+const heldUsd = (hold: Reservation): number => fromNanoUsd(Math.max(hold.amountNano, hold.creditsNano))
+
+/** What the request's own hold counts of `cost` when the loop's holds take the rest. */
+const shareOf = (reservation: Option.Option<Reservation>, cost: number): number =>
+  Option.isSome(reservation) ? Math.min(cost, heldUsd(reservation.value)) : 0
+
 export interface FinishDeps {
   readonly generationStore: GenerationStore
   readonly runPromise: (effect: Effect.Effect<void, unknown, Spend>) => Promise<void>
@@ -89,9 +105,11 @@ export const makeFinish = (deps: FinishDeps): Finish => {
     const { prepared, generationId, startedAt } = life
     const { assembler, endpoint } = outcome
     const counted = endpoint !== undefined && outcome.nothingCame !== true
-    const usage = counted ? chargedUsage(prepared, endpoint, assembler) : NO_USAGE
+    const charged = outcome.charged
+    const usage = charged !== undefined ? charged.usage : counted ? chargedUsage(prepared, endpoint, assembler) : NO_USAGE
     // The stages' priced outbound calls (OCR, a priced moderation call) were made whatever the upstream did.
-    const cost = (counted ? Math.max(0, costOf(endpoint.pricing, usage)) : 0) + prepared.spentUsd
+    const modelCost = charged !== undefined ? charged.cost : counted ? Math.max(0, costOf(endpoint.pricing, usage)) : 0
+    const cost = modelCost + prepared.spentUsd
     const isByok = endpoint?.isByok ?? false
     const now = Date.now()
     if (endpoint === undefined && Option.isNone(prepared.reservation)) return undefined
@@ -125,6 +143,11 @@ export const makeFinish = (deps: FinishDeps): Finish => {
         appTitle: prepared.appTitle,
         userAgent: prepared.userAgent,
         router: prepared.router,
+      }
+      if (outcome.serverTools !== undefined) {
+        row.numSearchResults = outcome.serverTools.numSearchResults
+        row.numFetches = outcome.serverTools.numFetches
+        row.webSearchEngine = outcome.serverTools.webSearchEngine
       }
       // Assigned, not spread: a spread is a builtin call, and this runs once per request.
       if (outcome.error) {
@@ -164,7 +187,10 @@ export const makeFinish = (deps: FinishDeps): Finish => {
       return undefined
     }
     const countsForKey = !isByok || prepared.principal.key.include_byok_in_limit === 1
-    const actualUsd = countsForKey ? cost : 0
+    const extraHolds = outcome.extraHolds
+    // Each hold counts at most what it held: the loop's cost is spread over the request's hold and its turns' holds.
+    const actualUsd = extraHolds === undefined ? (countsForKey ? cost : 0) : shareOf(prepared.reservation, countsForKey ? cost : 0)
+    if (extraHolds !== undefined) settleExtra(life, extraHolds, Math.max(0, (countsForKey ? cost : 0) - actualUsd))
     if (entry !== undefined && Option.isSome(prepared.reservation)) {
       // On a SQLite file the ledger settles the hold in the transaction that writes the row: no fiber.
       let settled: () => void = () => undefined
@@ -190,6 +216,25 @@ export const makeFinish = (deps: FinishDeps): Finish => {
     )
     lifecycle.settlingOn(done)
     return durable ? done : undefined
+  }
+
+  /** The loop's holds, each settled with its share of `rest` (in order: the last one takes what is left). */
+  const settleExtra = (life: RequestLife, holds: ReadonlyArray<Reservation>, rest: number) => {
+    let left = rest
+    const program = Effect.gen(function* () {
+      const spend = yield* Spend
+      for (let i = 0; i < holds.length; i++) {
+        const hold = holds[i] as Reservation
+        const share = i === holds.length - 1 ? left : Math.min(left, heldUsd(hold))
+        left -= share
+        yield* spend.settle(hold, share)
+      }
+    })
+    const done = runPromise(program).then(
+      () => undefined,
+      (e: unknown) => log(life, "settling a request's loop holds failed", e),
+    )
+    lifecycle.settlingOn(done)
   }
 
   /** `recordSync` that resolves once the row's batch has committed (or been given up on, which is logged). */

@@ -23,6 +23,22 @@ export interface FinishExtras {
   readonly serviceMetadata?: Record<string, unknown>
   /** Enabled with the official SDK's header: the metadata also goes under `openrouter_metadata`. */
   readonly metadataAlias?: boolean
+  /** The server-tool loop ran (issue 24): its counts, for `usage.server_tool_use_details`. */
+  readonly serverToolUse?: ServerToolUse
+  /** The answer ends `incomplete` for this reason whatever the upstream's finish reason (the loop's `max_cost`). */
+  readonly incompleteReason?: string
+}
+
+export interface ServerToolUse {
+  readonly tool_calls_requested: number
+  readonly tool_calls_executed: number
+  readonly web_search_requests: number
+}
+
+/** A link the answer may cite: a match becomes a `url_citation` annotation (formats that have them). */
+export interface CitableLink {
+  readonly url: string
+  readonly title: string
 }
 
 /** A failure after the first byte of a stream. */
@@ -59,6 +75,14 @@ export interface Encoder {
   readonly finishReason: FinishReason | undefined
   readonly completionText: string
   readonly reasoningText: string
+  /**
+   * A server tool's call, as the output item the official SDK validates (without `id`: the
+   * encoder gives it one), placed after what came before it. Formats without such items leave
+   * it out (Chat, Messages: the loop's final text is their answer).
+   */
+  serverToolItem?(item: Readonly<Record<string, unknown>>): string
+  /** Links the answer may cite from here on (the tools' `citable`), for `url_citation` annotations. */
+  cite?(links: ReadonlyArray<CitableLink>): void
   /**
    * The stream's first event when `debug.echo_upstream_body` asks for the body sent upstream, in
    * the format's own terms (default: the Responses `debug` event).

@@ -10,7 +10,7 @@
  * gives the pending preparation a stop signal, and a load still running when it aborts is
  * interrupted (its calls aborted) and the request refused (408, or its client gone), recorded.
  */
-import { Effect, Either, Option } from "effect"
+import { Effect, Either, Option, type Types } from "effect"
 import type { ApiError } from "../domain/errors.js"
 import { CLIENT_HEADER_MAX } from "../domain/generations.js"
 import type { FileAnnotation, ResponsesRequest } from "../domain/responses.js"
@@ -35,6 +35,8 @@ import { makeModerationStage, type ModerationClient } from "./plugins/moderation
 import { makePresetStage } from "./preset.js"
 import { makeRouting, sessionIdOf } from "./routing.js"
 import { applyChange, type PipelineEntry, type PreModelStage, recordedRefusals, type StagesStopped, type StageState } from "./stages.js"
+import type { Settings } from "../config/Config.js"
+import { declaresServerTools, type ServerToolPlan, serverToolPlanOf } from "../tools/declare.js"
 
 /** Everything decided before the upstream call but the reservation. */
 export interface Decision {
@@ -69,6 +71,10 @@ export interface Decision {
   readonly router: "auto" | "pareto" | null
   /** Annotations for the answer's text (the file-parser's `file` annotations); undefined when none. */
   readonly annotations: ReadonlyArray<FileAnnotation> | undefined
+  /** The server tools the request declares and the loop's budget (undefined: none, today's one turn). */
+  readonly serverTools?: ServerToolPlan
+  /** A preset's system prompt (input the body did not carry, "" when none): the loop's turns count it. */
+  readonly presetInstructions?: string
 }
 
 export interface Prepared extends Decision {
@@ -135,6 +141,8 @@ export const makePreparer = (
   parts: PartAllowance = DEFAULT_ALLOWANCE,
   registry: PluginRegistry = plugins,
   compression: CompressionSettings = DEFAULT_COMPRESSION,
+  /** The gateway's settings, for whether a server tool can run here (`ServerTool.unavailable`). */
+  gateway?: Settings,
 ) => {
   const { keys, policy, router, spend } = services
   const routing = makeRouting(router)
@@ -231,6 +239,13 @@ export const makePreparer = (
         if (stopped !== undefined) return stopped
       }
     }
+    // Server tools, on the request as the stages left it (one cheap check when it lists none).
+    let serverTools: ServerToolPlan | undefined
+    if (declaresServerTools(state.request)) {
+      const declared = serverToolPlanOf(state.request, gateway, settings.disabledServerTools ?? [])
+      if (Either.isLeft(declared)) return declared.left
+      serverTools = declared.right
+    }
     // Routing and money on the request as the stages left it.
     const routed = state.plan ?? routing.route(state, sessionId.right)
     if ("_tag" in routed) return routed
@@ -252,7 +267,7 @@ export const makePreparer = (
     // A preset's system prompt is input the body did not carry.
     const presetInstructions = state.hints?.preset === undefined ? "" : (request.instructions ?? "")
     const money = moneyOf(state.rewritten ? JSON.stringify(request) : bodyText, request, presetInstructions, plan, parts)
-    return {
+    const decision: Types.Mutable<Decision> = {
       principal,
       request,
       plan,
@@ -274,6 +289,11 @@ export const makePreparer = (
       router: routerOf(state.hints?.requested),
       annotations: state.annotations,
     }
+    if (serverTools !== undefined) {
+      decision.serverTools = serverTools
+      decision.presetInstructions = presetInstructions
+    }
+    return decision
   }
 
   /**

@@ -42,6 +42,7 @@ import { plugins } from "./plugins/index.js"
 import { makePreparer, type Prepared } from "./pre-model.js"
 import { type PipelineEntry, recordedRefusals, StagesStopped } from "./stages.js"
 import { type Attempt, CLIENT_CLOSED, CLIENT_CLOSED_MESSAGE, DeadlineExceeded, makeTurnRunner } from "./turns.js"
+import { makeToolLoop } from "./loop.js"
 
 type Services = KeyStore | ContentPolicy | PresetStore | Router | Guardrails | GenerationStore | Spend
 
@@ -82,6 +83,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     // Plugins that read the gateway's settings are built from them.
     { ...plugins, "file-parser": makeFileParserPlugin(settings) },
     compressionSettingsOf(settings.catalog.plugins?.context_compression),
+    settings,
   )
   setOutboundConcurrency(settings.catalog.outbound?.max_concurrent ?? DEFAULT_MAX_CONCURRENT_OUTBOUND)
   const bodyDeadline = makeBodyDeadline(settings.bodyTimeoutMs, maxBody)
@@ -108,6 +110,19 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     keepAliveMs: settings.streamKeepAliveMs,
     deadlineMessage,
     stallMessage: `The client read nothing for ${settings.stallTimeoutMs} ms; the stream was cut`,
+    shutdownMessage: "The gateway is shutting down; the answer was cut before its end",
+  })
+
+  const loop = makeToolLoop({
+    settings,
+    parts: settings,
+    router,
+    finish,
+    lifecycle,
+    spend: Context.get(runtime.context, Spend),
+    runPromise,
+    runTurn: turns.runTurn,
+    deadlineMessage,
     shutdownMessage: "The gateway is shutting down; the answer was cut before its end",
   })
 
@@ -291,7 +306,11 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
       return metadata
     }
 
-    // The turn: one here (the server-tool loop and fusion will run several).
+    // Server tools: the loop runs the turns (one check; a request without them takes the path below).
+    if (prepared.serverTools !== undefined) {
+      return loop.respond({ format, life, plan, streaming, upstreamAbort, attempts, trace, idHeader, cleanup, serviceMetadata })
+    }
+    // The turn: one here (the server-tool loop runs several: loop.ts).
     const turn = await turns.runTurn(request, plan, { streaming, upstreamAbort, trace, startedAt, attempts, fitFor: prepared.fitFor })
     if (turn.refused !== undefined) {
       cleanup()

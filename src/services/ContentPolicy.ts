@@ -20,7 +20,10 @@ export interface RoutingDefaults {
   readonly defaultProviderSort: "price" | "throughput" | "latency" | "exacto" | null
 }
 
-export interface WorkspaceSettings extends LoggingSettings, RoutingDefaults {}
+export interface WorkspaceSettings extends LoggingSettings, RoutingDefaults {
+  /** Server tools the workspace turned off (`disabled_server_tools`): a request naming one is a 400. */
+  readonly disabledServerTools?: ReadonlyArray<string>
+}
 
 /** Whether one request's content is stored under these settings. `random` is injectable for tests. */
 export const storesContent = (s: WorkspaceSettings, keyId: number, random: () => number = Math.random): boolean => {
@@ -46,15 +49,18 @@ export class ContentPolicy extends Effect.Service<ContentPolicy>()("ContentPolic
         io_logging_api_key_ids: string | null
         default_text_model: string | null
         default_provider_sort: string | null
+        disabled_server_tools: string | null
       }>`SELECT is_observability_io_logging_enabled, io_logging_sampling_rate, io_logging_api_key_ids,
-           default_text_model, default_provider_sort
+           default_text_model, default_provider_sort, disabled_server_tools
          FROM workspaces WHERE id = ${workspaceId}`.pipe(
         Effect.map((rows): WorkspaceSettings => {
           const row = rows[0]
           if (row === undefined) return { enabled: false, samplingRate: 0, keyIds: null, ...NO_DEFAULTS }
           const sort = row.default_provider_sort
           const ids = row.io_logging_api_key_ids === null ? null : (JSON.parse(row.io_logging_api_key_ids) as Array<number>)
+          const disabled = row.disabled_server_tools === null ? [] : (JSON.parse(row.disabled_server_tools) as Array<string>)
           return {
+            disabledServerTools: disabled,
             enabled: Number(row.is_observability_io_logging_enabled) === 1,
             samplingRate: Number(row.io_logging_sampling_rate),
             keyIds: ids === null ? null : new Set(ids.map(Number)),

@@ -49,6 +49,9 @@ export type GenerationRow = {
   readonly app_title: string | null
   readonly user_agent: string | null
   readonly router: string | null
+  readonly num_search_results: number | null
+  readonly num_fetches: number | null
+  readonly web_search_engine: string | null
 }
 
 const count = (n: number) => Math.max(0, Math.round(Number.isFinite(n) ? n : 0))
@@ -85,6 +88,9 @@ export const toRow = (e: GenerationEntry): GenerationRow => ({
   app_title: e.appTitle ?? null,
   user_agent: e.userAgent ?? null,
   router: e.router ?? null,
+  num_search_results: e.numSearchResults ?? null,
+  num_fetches: e.numFetches ?? null,
+  web_search_engine: e.webSearchEngine ?? null,
 })
 
 export const fromRow = (r: GenerationRow): StoredGeneration => ({
@@ -119,6 +125,10 @@ export const fromRow = (r: GenerationRow): StoredGeneration => ({
   userAgent: r.user_agent ?? null,
   // Only when a router chose: a record of a named model reads back as it was written.
   ...(r.router == null ? {} : { router: r.router }),
+  // Only when a server tool ran: other records read back as they were written.
+  ...(r.num_search_results == null ? {} : { numSearchResults: Number(r.num_search_results) }),
+  ...(r.num_fetches == null ? {} : { numFetches: Number(r.num_fetches) }),
+  ...(r.web_search_engine == null ? {} : { webSearchEngine: r.web_search_engine }),
 })
 
 /** The columns of `generations`: the prepared insert binds a row's fields by these names. */
@@ -127,7 +137,7 @@ const GENERATION_COLUMNS: ReadonlyArray<keyof GenerationRow> = [
   "created_at", "streamed", "cancelled", "finish_reason", "session_id", "input_tokens", "cached_tokens",
   "cache_write_tokens", "output_tokens", "reasoning_tokens", "total_cost_nano", "is_byok", "generation_time_ms",
   "latency_ms", "status", "error", "has_content", "usage_estimated", "http_referer", "app_title", "user_agent",
-  "router",
+  "router", "num_search_results", "num_fetches", "web_search_engine",
 ]
 
 const contentRowOf = (e: GenerationEntry) =>

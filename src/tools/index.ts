@@ -2,10 +2,12 @@
  * The server tools this gateway runs, one file each (issue 24). A tool type of the contract that is
  * not listed here is a 400 naming it, never silently dropped.
  */
+import { datetimeTool } from "./datetime.js"
 import type { ServerTool, ServerToolType } from "./types.js"
 
 export const serverTools: ReadonlyArray<ServerTool> = [
-  // datetime, web_search, web_fetch: one line each as they are built.
+  datetimeTool,
+  // web_search, web_fetch: one line each as they are built.
 ]
 
 const byType = new Map<string, ServerTool>(serverTools.map((tool) => [tool.type, tool]))

@@ -13,7 +13,7 @@ import type { Types } from "effect"
 import { isValidUsage } from "../../domain/pricing.js"
 import { newId } from "../../http/responses/assembler.js"
 import { DONE } from "../../http/responses/sse.js"
-import type { EncodedStatus, Encoder, FinishExtras, StreamFailure } from "../../pipeline/format.js"
+import type { EncodedStatus, Encoder, FinishExtras, ServerToolUse, StreamFailure } from "../../pipeline/format.js"
 import { latin1Slice } from "../../providers/json-literal.js"
 import type { FinishReason, ProviderEvent, Usage } from "../../providers/types.js"
 
@@ -30,6 +30,8 @@ export interface ChatUsage {
   /** USD. */
   readonly cost?: number
   readonly is_byok?: boolean
+  /** The server-tool loop ran (issue 24): its counts, as the official SDK's chat usage names them. */
+  readonly server_tool_use_details?: ServerToolUse
 }
 
 export interface ChatToolCall {
@@ -94,6 +96,7 @@ const chatUsage = (usage: Usage, extras: FinishExtras): ChatUsage => {
   }
   if (extras.cost !== undefined) out.cost = extras.cost
   if (extras.isByok !== undefined) out.is_byok = extras.isByok
+  if (extras.serverToolUse !== undefined) out.server_tool_use_details = extras.serverToolUse
   return out
 }
 

@@ -18,6 +18,7 @@ import {
 } from "../../domain/responses.js"
 import { clipped, makeDecoder, quote } from "../../domain/validation.js"
 import { rule, oneOf, nonEmpty, intAtLeast, numberBetween, AnyRecord, objectOf } from "../../domain/schema-rules.js"
+import { serverToolTypeOf } from "../../tools/names.js"
 
 /** A `type` this gateway does not model: decoded, then refused by name in `toResponsesRequest`. */
 const otherType = (known: ReadonlyArray<string>) =>
@@ -217,6 +218,9 @@ export const MessagesRequest = Schema.Struct({
   plugins: ResponsesRequest.fields.plugins,
   session_id: ResponsesRequest.fields.session_id,
   trace: ResponsesRequest.fields.trace,
+  // The gateway's server tools (`openrouter:*` in `tools`) and their loop's budget.
+  max_tool_calls: ResponsesRequest.fields.max_tool_calls,
+  stop_server_tools_when: ResponsesRequest.fields.stop_server_tools_when,
 })
 export type MessagesRequest = typeof MessagesRequest.Type
 
@@ -392,6 +396,8 @@ const messageItems = (message: Message, i: number, out: Array<InputItem>): Resul
 }
 
 const functionTool = (tool: Tool, i: number): Result<ToolInput> => {
+  // The gateway's own server tools (`openrouter:datetime`, …) go on as the Responses request lists them.
+  if (tool.type !== "custom" && serverToolTypeOf(tool.type) !== undefined) return Either.right(tool as ToolInput)
   if (tool.type !== "custom") {
     return refuse(`tools[${i}].type: server tool ${quote(String(tool.type))} is not available on this gateway; send a custom tool with input_schema`)
   }
@@ -461,6 +467,8 @@ export const toResponsesRequest = (body: MessagesRequest, options: TranslateOpti
   if (body.top_p != null) out.top_p = body.top_p
   if (body.top_k != null) out.top_k = body.top_k
 
+  if (body.max_tool_calls != null) out.max_tool_calls = body.max_tool_calls
+  if (body.stop_server_tools_when !== undefined) out.stop_server_tools_when = body.stop_server_tools_when
   if (body.tools != null && body.tools.length > 0) {
     const tools: Array<ToolInput> = []
     for (let i = 0; i < body.tools.length; i++) {

@@ -15,6 +15,7 @@ import {
   type OutputItem,
   type OutputMessage,
   type OutputReasoning,
+  type OutputServerToolItem,
   type ResponseResult,
   type ResponsesRequest,
   type ResponseStatus,
@@ -25,7 +26,7 @@ import {
 } from "../../domain/responses.js"
 import type { Types } from "effect"
 import type { FinishReason, ProviderEvent, Usage } from "../../providers/types.js"
-import type { FinishExtras } from "../../pipeline/format.js"
+import type { CitableLink, FinishExtras } from "../../pipeline/format.js"
 import { isValidUsage } from "../../domain/pricing.js"
 import { randomPool, takeRandom } from "../../domain/random.js"
 import { latin1Slice } from "../../providers/json-literal.js"
@@ -276,7 +277,37 @@ const responseUsage = (usage: Usage, extras: FinishExtras): ResponseUsage => {
   }
   if (extras.cost !== undefined) out.cost = extras.cost
   if (extras.isByok !== undefined) out.is_byok = extras.isByok
+  if (extras.serverToolUse !== undefined) out.server_tool_use_details = extras.serverToolUse
   return out
+}
+
+/** A `url_citation` annotation on an output text. */
+interface UrlCitation {
+  readonly type: "url_citation"
+  readonly url: string
+  readonly title: string
+  readonly start_index: number
+  readonly end_index: number
+}
+
+/** What may follow a URL written out in text. */
+const URL_END = /[\s)\]>"'.,;:!?*_]/
+
+/** Every place `text` cites one of `links` (its URL written out), in text order. */
+export const citationsIn = (text: string, links: ReadonlyArray<CitableLink>): Array<UrlCitation> => {
+  const found: Array<UrlCitation> = []
+  const seen = new Set<string>()
+  for (const link of links) {
+    if (link.url === "" || seen.has(link.url)) continue
+    seen.add(link.url)
+    for (let at = text.indexOf(link.url); at !== -1; at = text.indexOf(link.url, at + link.url.length)) {
+      // A longer URL that merely starts with this one is not a citation of it.
+      const after = text[at + link.url.length]
+      if (after !== undefined && !URL_END.test(after)) continue
+      found.push({ type: "url_citation", url: link.url, title: link.title, start_index: at, end_index: at + link.url.length })
+    }
+  }
+  return found.sort((a, b) => a.start_index - b.start_index)
 }
 
 const outputText = (text: string, annotations: ReadonlyArray<unknown> = []) => ({ type: "output_text" as const, text, annotations, logprobs: [] })
@@ -314,6 +345,8 @@ export class ResponseAssembler {
   private metadataAlias = false
   /** Annotations the first message closed takes (undefined once taken, or when there are none). */
   private annotations: ReadonlyArray<unknown> | undefined
+  /** Links the answer may cite (server tools' results); undefined while none: messages close with no annotations. */
+  private citable: Array<CitableLink> | undefined = undefined
 
   constructor(base: ResultBase, options: AssemblerOptions) {
     this.base = base
@@ -473,7 +506,8 @@ export class ResponseAssembler {
       return this.fail({ code: "server_error", message: "The upstream provider ended the response with an error" }, extras)
     }
     const incompleteReason =
-      this.reason === "length" ? "max_output_tokens" : this.reason === "content_filter" ? "content_filter" : undefined
+      extras.incompleteReason ??
+      (this.reason === "length" ? "max_output_tokens" : this.reason === "content_filter" ? "content_filter" : undefined)
     this.close(incompleteReason === undefined ? "completed" : "incomplete")
     this.settle(extras)
     this.state = incompleteReason === undefined ? "completed" : "incomplete"
@@ -497,6 +531,30 @@ export class ResponseAssembler {
       this.buf += DONE
     }
     return this.take()
+  }
+
+  /**
+   * A server tool's call as its output item (`openrouter:datetime`, …), after the items before it:
+   * `output_item.added` (in progress) and `output_item.done`. The server-tool loop's, once per call.
+   */
+  serverToolItem(fields: Readonly<Record<string, unknown>>): string {
+    if (this.ended) return ""
+    this.close("completed")
+    const index = this.output.length
+    const item = { ...fields, id: this.makeId("srvtl") } as OutputServerToolItem
+    this.output.push(item)
+    if (this.stream) {
+      this.event("response.output_item.added", { output_index: index, item: { ...item, status: "in_progress" } })
+      this.event("response.output_item.done", { output_index: index, item })
+    }
+    return this.take()
+  }
+
+  /** Links the answer may cite from here on: message items closed later carry their `url_citation` annotations. */
+  cite(links: ReadonlyArray<CitableLink>): void {
+    if (links.length === 0) return
+    if (this.citable === undefined) this.citable = []
+    for (const link of links) this.citable.push(link)
   }
 
   /** The result object as it stands (final after `finish` or `fail`). */
@@ -668,8 +726,12 @@ export class ResponseAssembler {
     switch (open.kind) {
       case "message": {
         const text = open.text.value
-        const annotations = this.annotations
+        // The file-parser's `file` annotations (first message only), then the links it cites.
+        const files = this.annotations
         this.annotations = undefined
+        const citations = this.citable === undefined ? undefined : citationsIn(text, this.citable)
+        const annotations: ReadonlyArray<unknown> | undefined =
+          citations === undefined || citations.length === 0 ? files : files === undefined ? citations : [...files, ...citations]
         const part = outputText(text, annotations)
         const item: OutputMessage = { type: "message", id, role: "assistant", status, content: [part] }
         this.output.push(item)
