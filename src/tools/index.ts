@@ -3,9 +3,13 @@
  * not listed here is a 400 naming it, never silently dropped.
  */
 import type { ServerTool, ServerToolType } from "./types.js"
+import { webFetchTool } from "./web-fetch.js"
+import { webSearchTool } from "./web-search.js"
 
 export const serverTools: ReadonlyArray<ServerTool> = [
-  // datetime, web_search, web_fetch: one line each as they are built.
+  // datetime: one line as it is built.
+  webSearchTool,
+  webFetchTool,
 ]
 
 const byType = new Map<string, ServerTool>(serverTools.map((tool) => [tool.type, tool]))
