@@ -156,7 +156,7 @@ export type FileParserConfig = typeof FileParserConfig.Type
 
 /** `search`: the engine behind web_search and the `web` plugin (docs/web-tools.md). */
 export const SearchConfig = Schema.Struct({
-  engine: Schema.Literal(...searchEngineIds).annotations({ message: () => `must be one of ${searchEngineIds.join(", ")}` }),
+  engine: Schema.Literal(...searchEngineIds).annotations({ message: () => ({ message: `must be one of ${searchEngineIds.join(", ")}`, override: true }) }),
   /** The engine's API root (default: the vendor's public API; required for searxng, which is self-hosted). */
   base_url: Schema.optional(nonEmpty),
   /** The environment variable holding the engine's API key (required for exa, tavily and brave). */
