@@ -12,6 +12,7 @@ import type { ApiError } from "../domain/errors.js"
 import { CLIENT_HEADER_MAX } from "../domain/generations.js"
 import type { ResponsesRequest } from "../domain/responses.js"
 import type { RoutePlan, Router } from "../routing/Router.js"
+import type { Citable } from "../tools/types.js"
 import type { PrincipalShape } from "../services/Auth.js"
 import { type ContentPolicy, storesContent } from "../services/ContentPolicy.js"
 import type { GuardrailsShape } from "../services/Guardrails.js"
@@ -66,6 +67,8 @@ export interface Decision {
   readonly router: "auto" | "pareto" | null
   /** USD the plugins' own calls cost (a priced moderation call), charged with the generation. */
   readonly pluginCost: number
+  /** Links the answer may cite, from the stages (the web plugins' results): `url_citation` annotations. */
+  readonly citable?: ReadonlyArray<Citable>
 }
 
 export interface Prepared extends Decision {
@@ -248,6 +251,7 @@ export const makePreparer = (
       fitFor,
       router: routerOf(state.hints?.requested),
       pluginCost,
+      citable: state.citable,
     }
   }
 

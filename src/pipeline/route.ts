@@ -9,7 +9,6 @@
  * and the per-chunk relay are plain code; settlement runs off the response's critical path.
  */
 import { DEFAULT_MAX_CONCURRENT_OUTBOUND, setOutboundConcurrency } from "../outbound/fetch.js"
-import { makeFileParserPlugin } from "./plugins/file-parser.js"
 import { Context, Exit, Runtime, type Types } from "effect"
 import type { Settings } from "../config/Config.js"
 import { type ApiError, InternalError } from "../domain/errors.js"
@@ -38,7 +37,7 @@ import type { RequestLifecycle } from "./lifecycle.js"
 import { moderationBlocks, moderationClientOf } from "./plugins/moderation.js"
 import { postModelFor } from "./post-model.js"
 import { compressionSettingsOf } from "./plugins/context-compression.js"
-import { plugins } from "./plugins/index.js"
+import { pluginsFor } from "./plugins/index.js"
 import { makePreparer, type Prepared } from "./pre-model.js"
 import type { PipelineEntry } from "./stages.js"
 import { type Attempt, DeadlineExceeded, makeTurnRunner } from "./turns.js"
@@ -80,7 +79,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     },
     settings,
     // Plugins that read the gateway's settings are built from them.
-    { ...plugins, "file-parser": makeFileParserPlugin(settings) },
+    pluginsFor(settings),
     compressionSettingsOf(settings.catalog.plugins?.context_compression),
   )
   setOutboundConcurrency(settings.catalog.outbound?.max_concurrent ?? DEFAULT_MAX_CONCURRENT_OUTBOUND)

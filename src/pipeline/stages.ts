@@ -12,6 +12,7 @@
 import type { ApiError } from "../domain/errors.js"
 import type { ResponsesRequest } from "../domain/responses.js"
 import type { RoutePlan } from "../routing/Router.js"
+import type { Citable } from "../tools/types.js"
 import type { PrincipalShape } from "../services/Auth.js"
 import type { WorkspaceSettings } from "../services/ContentPolicy.js"
 import type { ClientFormat } from "./format.js"
@@ -42,6 +43,8 @@ export interface StageChange {
   readonly entry?: PipelineEntry
   /** USD the stage spent on outbound calls (e.g. OCR): charged to the key with the answer. */
   readonly cost?: number
+  /** Links the answer may cite (the web plugins' pages): `url_citation` annotations where it does. */
+  readonly citable?: ReadonlyArray<Citable>
 }
 
 export type StageOutcome = StageChange | ApiError | Missing | undefined
@@ -67,6 +70,8 @@ export interface StageState {
   pipeline: Array<PipelineEntry> | undefined
   /** USD the stages spent on outbound calls so far (0 in the common case). */
   spentUsd: number
+  /** Links the answer may cite, from the stages (undefined while none gave any: the common case). */
+  citable?: Array<Citable>
 }
 
 export interface PreModelStage {
@@ -85,6 +90,10 @@ export const applyChange = (state: StageState, change: StageChange, byPreset: bo
   } else if (change.plan !== undefined) state.plan = change.plan
   if (change.hints !== undefined) state.hints = change.hints
   if (change.cost !== undefined) state.spentUsd += change.cost
+  if (change.citable !== undefined && change.citable.length > 0) {
+    if (state.citable === undefined) state.citable = [...change.citable]
+    else state.citable.push(...change.citable)
+  }
   if (change.entry !== undefined) {
     if (state.pipeline === undefined) state.pipeline = [change.entry]
     else state.pipeline.push(change.entry)

@@ -43,6 +43,8 @@ interface SearchItem {
   readonly status: string
   readonly action: { readonly type: string; readonly query: string; readonly sources: ReadonlyArray<{ readonly type: string; readonly url: string }> }
 }
+/** The JSON body the engine received in its i-th request. */
+const bodyAt = (i: number) => (mock.requests[i]?.body ?? {}) as Record<string, unknown>
 const sourcesOf = (item: unknown) => (item as SearchItem).action.sources.map((s) => s.url)
 
 describe("registry and availability", () => {
@@ -132,7 +134,7 @@ describe("what the model and the client get", () => {
   test("an engine that fails is a failed result the model reads, not charged", async () => {
     const result = await search("searxng", {}, "please FAIL")
     expect(result.modelOutput).toContain("Web search failed: the search engine (searxng) answered HTTP 500")
-    expect((result.item as SearchItem).status).toBe("incomplete")
+    expect((result.item as unknown as SearchItem).status).toBe("incomplete")
     expect(result.cost).toBe(0)
   })
 
@@ -156,15 +158,15 @@ describe("domain filters", () => {
 
   test("exa filters by itself: plain domains go in includeDomains / excludeDomains", async () => {
     const result = await search("exa", { allowed_domains: ["example.com"], max_results: 2 })
-    expect((mock.requests[0]?.body as Record<string, unknown>)["includeDomains"]).toEqual(["example.com"])
+    expect(bodyAt(0)["includeDomains"]).toEqual(["example.com"])
     expect(sourcesOf(result.item)).toEqual(["https://example.com/guide", "https://docs.example.com/reference"])
     await search("tavily", { excluded_domains: ["other.org"] })
-    expect((mock.requests[1]?.body as Record<string, unknown>)["exclude_domains"]).toEqual(["other.org"])
+    expect(bodyAt(1)["exclude_domains"]).toEqual(["other.org"])
   })
 
   test("a path filter the engine cannot take: not sent, applied by the gateway", async () => {
     const result = await search("exa", { allowed_domains: ["example.com/blog"] })
-    const body = mock.requests[0]?.body as Record<string, unknown>
+    const body = bodyAt(0)
     expect(body["includeDomains"]).toBeUndefined()
     // Asked for as many as the engine gives, then filtered.
     expect(body["numResults"]).toBe(25)
@@ -175,7 +177,7 @@ describe("domain filters", () => {
 describe("limits across the request's searches", () => {
   test("max_total_results: earlier calls count max_results each; the rest is what is left", async () => {
     const result = await search("tavily", { max_results: 4, max_total_results: 10 }, "q", 2)
-    expect((mock.requests[0]?.body as Record<string, unknown>)["max_results"]).toBe(2)
+    expect(bodyAt(0)["max_results"]).toBe(2)
     expect(sourcesOf(result.item)).toHaveLength(2)
   })
 
