@@ -109,6 +109,19 @@ describe("what a pre-model stage may do", () => {
     expect("pipeline" in p && p.pipeline).toEqual([entry])
   })
 
+  test("give links the answer may cite: the decision carries them, in stage order (none: undefined)", async () => {
+    const first = { url: "https://a.example/x", title: "A" }
+    const second = { url: "https://b.example/y", title: "B" }
+    const registry: PluginRegistry = {
+      ...withWeb({ id: "web", needsPlan: false, run: () => ({ citable: [first] }) }),
+      "web-fetch": { id: "web-fetch", needsPlan: false, run: () => ({ citable: [second] }) },
+    }
+    const p = await prepared(registry, { model: "demo/echo", input: "hi", plugins: [{ id: "web" }, { id: "web-fetch" }] })
+    expect("citable" in p && p.citable).toEqual([first, second])
+    const none = await prepared(registry, { model: "demo/echo", input: "hi" })
+    expect("plan" in none && none.citable).toBeUndefined()
+  })
+
   test("rewrite the request: it is routed again and priced on the rewritten request", async () => {
     const longer = Either.getOrThrow(decodeResponsesRequest({ model: "demo/free", input: "x".repeat(4000) }))
     const registry = withWeb({ id: "web", needsPlan: false, run: () => ({ request: longer }) })

@@ -6,9 +6,14 @@
  * configured, another engine, or a failing engine are refused.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test"
+import { Effect, Either } from "effect"
 import { type MockSearch, startMockSearch } from "../../scripts/mock-search.js"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
+import { testSettings } from "../../src/config/Config.js"
 import type { ConfigFile } from "../../src/config/file.js"
+import { decodeResponsesRequest } from "../../src/domain/responses.js"
+import { Missing } from "../../src/pipeline/ingress.js"
+import { makeWebPlugin } from "../../src/pipeline/plugins/web.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
 import { costAt, endpoint, mockProvider, model } from "../routing/helpers.js"
 
@@ -178,5 +183,22 @@ describe("refusals", () => {
     expect(res.status).toBe(502)
     expect(JSON.stringify(body)).toContain("web search failed: the search engine (searxng) answered HTTP 500")
     expect(upstream.requests).toHaveLength(0)
+  })
+})
+
+describe("the results are links the answer may cite", () => {
+  test("the stage's change carries each result as {url, title} (the decision's citable)", async () => {
+    const plugin = makeWebPlugin(testSettings({ catalog: catalog({ engine: "searxng", base_url: `${engine.url}/searxng` }) }))
+    const request = Either.getOrThrow(decodeResponsesRequest({ model: "test/chat", input: "zorkmids", plugins: [{ id: "web", max_results: 2 }] }))
+    const state = { request, loaded: {} } as unknown as Parameters<typeof plugin.run>[1]
+    const config = { id: "web", enabled: true, max_results: 2 } as Parameters<typeof plugin.run>[0]
+    const first = plugin.run(config, state, 0)
+    if (!(first instanceof Missing)) throw new Error("the search is a read the stages miss")
+    await Effect.runPromise(first.load)
+    const change = plugin.run(config, state, 0)
+    expect(change !== undefined && "citable" in change ? change.citable : undefined).toEqual([
+      { url: "https://example.com/guide", title: "Example guide: zorkmids" },
+      { url: "https://docs.example.com/reference", title: "Example reference: zorkmids" },
+    ])
   })
 })
