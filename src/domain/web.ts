@@ -36,6 +36,8 @@ export const WebSearchParameters = Schema.Struct(
     max_total_results: Schema.optional(intBetween(1, 1000)),
     /** Searches of the request at most; the next ones are failed tool results. */
     max_uses: Schema.optional(intBetween(1, 100)),
+    /** OpenAI's web_search tool names its allow list here. */
+    filters: Schema.optional(Schema.Struct({ allowed_domains: Schema.optional(Domains) }, AnyRecord)),
   },
   AnyRecord,
 )

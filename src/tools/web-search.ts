@@ -81,7 +81,7 @@ export const webSearchTool: ServerTool = {
       {
         query,
         maxResults: Math.min(perCall, left),
-        allowed: parameters.allowed_domains,
+        allowed: parameters.allowed_domains ?? parameters.filters?.allowed_domains,
         excluded: parameters.excluded_domains,
         maxCharacters: parameters.max_characters,
         contextSize: parameters.search_context_size,

@@ -151,6 +151,11 @@ describe("domain filters", () => {
     expect(sourcesOf(result.item)).toEqual(["https://example.com/guide", "https://docs.example.com/reference", "https://example.com/blog/entry"])
   })
 
+  test("OpenAI's web_search form: filters.allowed_domains is the allow list", async () => {
+    const result = await search("searxng", { filters: { allowed_domains: ["other.org"] } })
+    expect(sourcesOf(result.item)).toEqual(["https://news.other.org/story"])
+  })
+
   test("brave: excluded domains with a wildcard are dropped by the gateway", async () => {
     const result = await search("brave", { excluded_domains: ["*.example.com", "example.com", "other.org"], max_results: 10 })
     expect(sourcesOf(result.item)).toEqual(["https://blog.third.net/post", "https://www.fourth.io/page", "https://fifth.dev/docs", "https://sixth.co.uk/item"])
