@@ -97,6 +97,15 @@ describe("the results reach the model above the last user message", () => {
     })
   }
 
+  test("Responses input as a string: it becomes the user message, the results above it", async () => {
+    const res = await gw.fetch("/v1/responses", { method: "POST", json: { model: "test/chat", input: "zorkmid rates", plugins: [{ id: "web", max_results: 1 }] } })
+    expect(res.status).toBe(200)
+    const messages = upstreamMessages()
+    expect(messages.map((m) => m.role)).toEqual(["system", "user"])
+    expect(messages[0]?.text).toContain("URL: https://example.com/guide")
+    expect(messages[1]?.text).toBe("zorkmid rates")
+  })
+
   test("an Anthropic upstream gets the results in its system prompt", async () => {
     const { res } = await ask(gw, "responses", "zorkmid news", {}, "test/anthropic")
     expect(res.status).toBe(200)
