@@ -120,6 +120,13 @@ export const makePreparer = (
   const { keys, policy, router, spend } = services
   const routing = makeRouting(router)
   const fit = makeContextFit(compression, parts)
+  // A priced call (moderation, a web search) only for a key with budget left: held and given back (the request's own hold then covers it).
+  const holdBudget = (state: StageState, usd: number): Effect.Effect<void, ApiError> =>
+    spend.holds(state.principal.key, { isByok: false })
+      ? Effect.flatMap(spend.reserve(state.principal.key, usd, { isByok: false }), (held) =>
+          Option.isSome(held) ? spend.settle(held.value, 0) : Effect.void,
+        )
+      : Effect.void
   // The fixed stages, in order; the plugins of each request follow them.
   // The model routers (router/auto, router/pareto-code) choose the model before the guardrails route it.
   const stages: ReadonlyArray<PreModelStage> = [
@@ -130,13 +137,7 @@ export const makePreparer = (
     makeModerationStage({
       client: services.moderation?.client,
       deadlineMs: services.moderation?.deadlineMs ?? 10_000,
-      // A priced call only for a key with budget left: held and given back (the request's own hold then covers it).
-      holdBudget: (state, usd) =>
-        spend.holds(state.principal.key, { isByok: false })
-          ? Effect.flatMap(spend.reserve(state.principal.key, usd, { isByok: false }), (held) =>
-              Option.isSome(held) ? spend.settle(held.value, 0) : Effect.void,
-            )
-          : Effect.void,
+      holdBudget,
     }),
   ]
 
@@ -190,6 +191,7 @@ export const makePreparer = (
       rewritten: false,
       pipeline: undefined,
       spentUsd: 0,
+      holdBudget,
     }
     const preset = runStage(stages[0] as PreModelStage, state, null)
     if (preset !== undefined) return preset

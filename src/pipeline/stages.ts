@@ -9,6 +9,7 @@
  * Routing runs when a stage needs the plan and again after a stage rewrote the request; the money
  * (money.ts) is worked out on the request as the last stage left it.
  */
+import type { Effect } from "effect"
 import type { ApiError } from "../domain/errors.js"
 import type { ResponsesRequest } from "../domain/responses.js"
 import type { RoutePlan } from "../routing/Router.js"
@@ -72,6 +73,8 @@ export interface StageState {
   spentUsd: number
   /** Links the answer may cite, from the stages (undefined while none gave any: the common case). */
   citable?: Array<Citable>
+  /** Before a priced outbound call: fails (402) when the key has no budget left for `usd` (no hold is kept). */
+  readonly holdBudget?: (state: StageState, usd: number) => Effect.Effect<void, ApiError>
 }
 
 export interface PreModelStage {

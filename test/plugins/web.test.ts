@@ -187,6 +187,15 @@ describe("refusals", () => {
     expect(JSON.stringify(body)).toContain("max_results: an integer from 1 to 25")
   })
 
+  test("a key without budget left → 402 before the priced search: no search made", async () => {
+    const made = await gw.fetch("/v1/keys", { method: "POST", json: { name: "spent", limit: 0 } })
+    const { key } = (await made.json()) as { key: string }
+    const res = await gw.fetch("/v1/responses", { method: "POST", key, json: { model: "test/chat", input: "zorkmids", plugins: [{ id: "web" }] } })
+    expect(res.status).toBe(402)
+    expect(engine.requests).toHaveLength(0)
+    expect(upstream.requests).toHaveLength(0)
+  })
+
   test("an engine that fails → 502, the model not called", async () => {
     const { res, body } = await ask(gw, "responses", "please FAIL")
     expect(res.status).toBe(502)

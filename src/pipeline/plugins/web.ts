@@ -5,13 +5,14 @@
  * Fields: `max_results` (default 5, 1–25), `search_prompt`, the domain filters (`include_domains` /
  * `exclude_domains`, or the tool's names `allowed_domains` / `excluded_domains`), `search_context_size`
  * / `max_characters`, `engine` (`auto` or the configured one). The search costs
- * `search.pricing.request`, charged with the answer; its results are links the answer may cite
+ * `search.pricing.request`, charged with the answer (and made only for a key with that much budget
+ * left: 402 otherwise); its results are links the answer may cite
  * (`citable`: `url_citation` annotations). The search runs on the runtime as a read the stages miss
  * (`Missing`), kept on the request's `Loaded`, and the stage runs again.
  */
 import { Effect } from "effect"
 import { type Settings, testSettings } from "../../config/Config.js"
-import { BadGateway, BadRequest } from "../../domain/errors.js"
+import { type ApiError, BadGateway, BadRequest } from "../../domain/errors.js"
 import { hitsAsText, runSearch, type SearchOutcome } from "../../tools/search/index.js"
 import { SEARCH_NOT_CONFIGURED } from "../../tools/web-search.js"
 import { Missing } from "../ingress.js"
@@ -27,7 +28,7 @@ export const defaultSearchPrompt = (date: string): string =>
   `A web search was conducted on ${date}. Incorporate the following web search results into your response.\n\nIMPORTANT: Cite them using markdown links named using the domain of the source.\nExample: [nytimes.com](https://nytimes.com/some-page).`
 
 /** A request's searches, by the plugin's index in `plugins`. */
-const searchesOf = new WeakMap<object, Map<number, SearchOutcome>>()
+const searchesOf = new WeakMap<object, Map<number, SearchOutcome | ApiError>>()
 
 const refuse = (message: string) => new BadRequest({ message: `Invalid request: ${message}` })
 
@@ -47,26 +48,37 @@ export const makeWebPlugin = (settings: Settings): PluginStage<"web"> => ({
     const searches = searchesOf.get(state.loaded)
     const outcome = searches?.get(at)
     if (outcome === undefined) {
+      const remember = (value: SearchOutcome | ApiError) => {
+        const map = searchesOf.get(state.loaded) ?? new Map<number, SearchOutcome | ApiError>()
+        map.set(at, value)
+        searchesOf.set(state.loaded, map)
+      }
       return new Missing(
-        Effect.promise(async (signal) => {
-          const found = await runSearch(
-            search,
-            {
-              query,
-              maxResults,
-              allowed: config.include_domains ?? config.allowed_domains,
-              excluded: config.exclude_domains ?? config.excluded_domains,
-              maxCharacters: config.max_characters,
-              contextSize: config.search_context_size,
-            },
-            signal,
+        Effect.gen(function* () {
+          // A priced search only for a key with budget left for it (402 otherwise, no search made).
+          if (search.pricePerRequest > 0 && state.holdBudget !== undefined) {
+            const held = yield* Effect.either(state.holdBudget(state, search.pricePerRequest))
+            if (held._tag === "Left") return remember(held.left)
+          }
+          const found = yield* Effect.promise((signal) =>
+            runSearch(
+              search,
+              {
+                query,
+                maxResults,
+                allowed: config.include_domains ?? config.allowed_domains,
+                excluded: config.exclude_domains ?? config.excluded_domains,
+                maxCharacters: config.max_characters,
+                contextSize: config.search_context_size,
+              },
+              signal,
+            ),
           )
-          const map = searchesOf.get(state.loaded) ?? new Map<number, SearchOutcome>()
-          map.set(at, found)
-          searchesOf.set(state.loaded, map)
+          remember(found)
         }),
       )
     }
+    if ("_tag" in outcome) return outcome
     // The client asked for an answer grounded in the web: without results it is not served silently.
     if (!outcome.ok) return new BadGateway({ message: `plugins[${at}]: web search failed: ${outcome.error}` })
     const prompt = config.search_prompt ?? defaultSearchPrompt(today())
