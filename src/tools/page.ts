@@ -90,14 +90,9 @@ const nameOf = (url: string) => {
 
 /** Fetches `url` for the model under the gateway's outbound policy and the caller's filters. */
 export const fetchPage = async (url: string, options: PageOptions, settings: Settings, signal: AbortSignal): Promise<PageOutcome> => {
+  if (!/^https?:\/\//i.test(url) || !URL.canParse(url)) return { ok: false, url, error: "not a valid http(s) URL" }
   if (!domainFilter(options.allowed, options.blocked)(url)) {
-    let valid = true
-    try {
-      new URL(url)
-    } catch {
-      valid = false
-    }
-    return { ok: false, url, error: valid ? "the URL's domain is not allowed (allowed_domains / blocked_domains)" : "not a valid http(s) URL" }
+    return { ok: false, url, error: "the URL's domain is not allowed (allowed_domains / blocked_domains)" }
   }
   const outbound = settings.catalog.outbound
   let res: Awaited<ReturnType<typeof safeFetch>>

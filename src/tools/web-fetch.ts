@@ -7,7 +7,6 @@
  * this request at most). Fetches are not priced.
  */
 import { Either, Schema } from "effect"
-import type { Settings } from "../config/Config.js"
 import { describeParseError } from "../domain/validation.js"
 import { WebFetchParameters } from "../domain/web.js"
 import { fetchPage, type PageOutcome } from "./page.js"
@@ -16,7 +15,7 @@ import type { ServerTool, ServerToolResult } from "./types.js"
 const decodeParameters = Schema.decodeUnknownEither(WebFetchParameters, { errors: "first" })
 
 /** Why the request's `parameters` of the tool are invalid (for a 400 when the request is decoded), or undefined. */
-export const webFetchParametersProblem = (parameters: unknown, _settings?: Settings): string | undefined => {
+export const webFetchParametersProblem = (parameters: unknown): string | undefined => {
   const decoded = decodeParameters(parameters ?? {})
   return Either.isLeft(decoded) ? describeParseError(decoded.left) : undefined
 }

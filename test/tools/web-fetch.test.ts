@@ -116,6 +116,11 @@ describe("conversions", () => {
     expect(result.item).toEqual({ type: "openrouter:web_fetch", status: "incomplete", url: `${base}/missing`, error: "HTTP 404: Not Found", httpStatus: 404 })
   })
 
+  test("a URL that is not http(s) is a failed result, nothing fetched", async () => {
+    expect(modelPage((await fetchOf("file:///etc/passwd")).modelOutput).error).toBe("not a valid http(s) URL")
+    expect(modelPage((await fetchOf("not a url")).modelOutput).error).toBe("not a valid http(s) URL")
+  })
+
   test("a content type the gateway cannot read is a failed result naming it", async () => {
     expect(modelPage((await fetchOf(`${base}/image.png`)).modelOutput).error).toBe("unsupported content type image/png")
   })
