@@ -106,6 +106,17 @@ describe("the results reach the model above the last user message", () => {
     expect(messages[1]?.text).toBe("zorkmid rates")
   })
 
+  test("a streamed request: the same system message reaches the upstream, the answer streams", async () => {
+    const res = await gw.fetch("/v1/chat/completions", {
+      method: "POST",
+      json: { model: "test/chat", stream: true, messages: [{ role: "user", content: "zorkmid futures" }], plugins: [{ id: "web", max_results: 1 }] },
+    })
+    expect(res.status).toBe(200)
+    expect(res.headers.get("content-type")).toContain("text/event-stream")
+    expect(await res.text()).toContain("data: [DONE]")
+    expect(upstreamMessages().at(-2)?.text).toContain("URL: https://example.com/guide")
+  })
+
   test("an Anthropic upstream gets the results in its system prompt", async () => {
     const { res } = await ask(gw, "responses", "zorkmid news", {}, "test/anthropic")
     expect(res.status).toBe(200)
