@@ -5,9 +5,9 @@
  * `search` config's rules; no `search` config → unavailable.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test"
-import { Either } from "effect"
+import { ConfigProvider, Effect, Either, Layer } from "effect"
 import { MOCK_PAGES, type MockSearch, startMockSearch } from "../../scripts/mock-search.js"
-import { parseConfigFile, type Settings, searchSettingsOf, testSettings } from "../../src/config/Config.js"
+import { demoCatalog, GatewayConfig, parseConfigFile, type Settings, searchSettingsOf, testSettings } from "../../src/config/Config.js"
 import type { SearchConfig } from "../../src/config/file.js"
 import { serverToolOf } from "../../src/tools/index.js"
 import type { ServerToolContext } from "../../src/tools/types.js"
@@ -253,5 +253,20 @@ describe("config `search`", () => {
     expect(settings?.baseUrl).toBeUndefined()
     expect(settings?.pricePerRequest).toBe(0.01)
     expect(String(settings?.apiKey)).not.toContain("secret")
+  })
+
+  const loadWith = async (env: Record<string, string>) => {
+    const path = `${process.env.TMPDIR ?? "/tmp"}/gw-search-${crypto.randomUUID()}.json`
+    await Bun.write(path, JSON.stringify({ ...demoCatalog, search: { engine: "tavily", api_key_env: "TAVILY_TEST_KEY", pricing: { request: 0.008 } } }))
+    const provider = ConfigProvider.fromMap(new Map(Object.entries({ GATEWAY_CONFIG: path, ...env })))
+    return Effect.runPromise(Effect.either(Effect.provide(GatewayConfig, GatewayConfig.fromEnv).pipe(Effect.provide(Layer.setConfigProvider(provider)))))
+  }
+
+  test("at start the key is read from api_key_env; unset, the gateway does not start and names the variable", async () => {
+    const started = Either.getOrThrow(await loadWith({ TAVILY_TEST_KEY: "tvly-secret" }))
+    expect(started.search?.engine).toBe("tavily")
+    expect(started.search?.pricePerRequest).toBe(0.008)
+    const missing = await loadWith({})
+    expect(Either.isLeft(missing) && String((missing.left as { message: string }).message)).toContain("TAVILY_TEST_KEY")
   })
 })
