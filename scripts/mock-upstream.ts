@@ -681,7 +681,7 @@ const answerOf = (knobs: Knobs, body: Record<string, unknown>, format: MockForma
 /**
  * The gateway's server tools (issue 24): offered a function tool named `datetime`, `web_search`
  * or `web_fetch`, the mock calls the first one the conversation has no call of yet (arguments
- * `{"query": <last user text>}`; `x-mock-server-tool-calls: N` calls them until N calls were made,
+ * `{"query": <last user text>}`, web_fetch `{"url": <its first URL>}`; `x-mock-server-tool-calls: N` calls them until N calls were made,
  * for loops that run out of budget); when the last input is a tool's output it answers
  * "Tool output: <output>", so a test can see what the model was given. `tool_choice: none` (the
  * loop's last turn) gets that text answer too, or "No tool output." without one.
@@ -700,7 +700,13 @@ const serverToolAnswer = (c: Conversation, knobs: Knobs): { readonly call?: Answ
     name = offered[c.called.length % offered.length]
   }
   if (name === undefined) return answer
-  const args = name === "datetime" ? "{}" : JSON.stringify({ query: c.lastUserText })
+  // web_fetch: the first URL of the last user text (else the text, which the tool refuses as a URL).
+  const args =
+    name === "datetime"
+      ? "{}"
+      : name === "web_fetch"
+        ? JSON.stringify({ url: /https?:\/\/[^\s"'<>]+/.exec(c.lastUserText)?.[0] ?? c.lastUserText })
+        : JSON.stringify({ query: c.lastUserText })
   return { call: { name, pieces: [args], args } }
 }
 

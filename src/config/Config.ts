@@ -8,6 +8,7 @@ import demo from "../../config/demo.json" with { type: "json" }
 import { keyShaped } from "../domain/keys.js"
 import { DEFAULT_UPSTREAM_LIMITS } from "../providers/types.js"
 import { describeParseError } from "../domain/validation.js"
+import type { SearchEngineId } from "../domain/web.js"
 import { checkReferences, ConfigFile } from "./file.js"
 
 export interface Settings {
@@ -78,7 +79,34 @@ export interface Settings {
   readonly broadcast: BroadcastSettings
   /** `tracing.trust_traceparent`: the gateway's own spans continue an incoming traceparent. */
   readonly trustTraceparent: boolean
+  /** `search`: the engine behind web_search and the `web` plugin; undefined when not configured. */
+  readonly search: SearchSettings | undefined
 }
+
+/** The search engine of the config file, its key read from the environment. */
+export interface SearchSettings {
+  readonly engine: SearchEngineId
+  /** The engine's API root; undefined: the vendor's public API. */
+  readonly baseUrl: string | undefined
+  readonly apiKey: Redacted.Redacted<string> | undefined
+  /** USD per search request. */
+  readonly pricePerRequest: number
+  readonly timeoutMs: number
+}
+
+export const DEFAULT_SEARCH_TIMEOUT_MS = 10_000
+
+/** `search` of the config file with its key (`apiKey`: read from `api_key_env` by the caller). */
+export const searchSettingsOf = (file: ConfigFile["search"], apiKey: string | undefined): SearchSettings | undefined =>
+  file === undefined
+    ? undefined
+    : {
+        engine: file.engine,
+        baseUrl: file.base_url?.replace(/\/+$/, ""),
+        apiKey: apiKey === undefined || apiKey === "" ? undefined : Redacted.make(apiKey),
+        pricePerRequest: file.pricing?.request ?? 0,
+        timeoutMs: file.timeout_ms ?? DEFAULT_SEARCH_TIMEOUT_MS,
+      }
 
 /** Delivery to observability destinations (`broadcast` in the config file). */
 export interface BroadcastSettings {
@@ -222,6 +250,9 @@ const loadSettings = Effect.gen(function* () {
   const maxInFlightEnv = yield* Config.option(integerIn("GATEWAY_MAX_IN_FLIGHT", 1))
   const maxInFlightPerIpEnv = yield* Config.option(integerIn("GATEWAY_MAX_IN_FLIGHT_PER_IP", 1))
   const { source, catalog } = yield* readCatalog(configPath)
+  // The engine's key must be set when the file names its variable: a gateway whose searches would all fail does not start.
+  const searchKeyEnv = catalog.search?.api_key_env
+  const searchKey = searchKeyEnv === undefined ? undefined : Redacted.value(yield* Config.redacted(searchKeyEnv))
   return {
     port,
     host,
@@ -258,6 +289,7 @@ const loadSettings = Effect.gen(function* () {
     allowPrivateAddresses: catalog.outbound?.allow_private_addresses ?? false,
     broadcast: broadcastSettings(catalog.broadcast),
     trustTraceparent: catalog.tracing?.trust_traceparent ?? false,
+    search: searchSettingsOf(catalog.search, searchKey),
   } satisfies Settings
 }).pipe(
   Effect.mapError((e) =>
@@ -266,6 +298,11 @@ const loadSettings = Effect.gen(function* () {
 )
 
 export const isPostgresUrl = (url: string) => url.startsWith("postgres://") || url.startsWith("postgresql://")
+
+const testSearchSettings = (catalog: ConfigFile): SearchSettings | undefined => {
+  const env = catalog.search?.api_key_env
+  return searchSettingsOf(catalog.search, env === undefined ? undefined : process.env[env])
+}
 
 /** Settings for tests and tools: the demo catalog, an in-memory store, nothing from env. */
 export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
@@ -297,6 +334,8 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   allowPrivateAddresses: false,
   broadcast: DEFAULT_BROADCAST,
   trustTraceparent: false,
+  // From the catalog given (its key from the environment, unset allowed), unless given itself.
+  search: testSearchSettings(overrides.catalog ?? demoCatalog),
   ...overrides,
 })
 

@@ -4,6 +4,7 @@
  */
 import { providerKinds } from "../providers/kinds.js"
 import { Schema } from "effect"
+import { searchEngineIds } from "../domain/web.js"
 import { Category, DefaultParameters, InputModality, OutputModality, Parameter } from "../domain/models.js"
 
 const nonEmpty = Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
@@ -153,6 +154,20 @@ export const FileParserConfig = Schema.Struct({
 })
 export type FileParserConfig = typeof FileParserConfig.Type
 
+/** `search`: the engine behind web_search and the `web` plugin (docs/web-tools.md). */
+export const SearchConfig = Schema.Struct({
+  engine: Schema.Literal(...searchEngineIds).annotations({ message: () => ({ message: `must be one of ${searchEngineIds.join(", ")}`, override: true }) }),
+  /** The engine's API root (default: the vendor's public API; required for searxng, which is self-hosted). */
+  base_url: Schema.optional(nonEmpty),
+  /** The environment variable holding the engine's API key (required for exa, tavily and brave). */
+  api_key_env: Schema.optional(nonEmpty),
+  /** USD per search request, charged to the key. */
+  pricing: Schema.optional(Schema.Struct({ request: Schema.optional(nonNegative) })),
+  /** One search's deadline (default 10 s), within the request's. */
+  timeout_ms: Schema.optional(positiveInt),
+})
+export type SearchConfig = typeof SearchConfig.Type
+
 export const ConfigFile = Schema.Struct({
   providers: Schema.Array(ProviderEntry),
   models: Schema.Array(ModelEntry),
@@ -245,6 +260,7 @@ export const ConfigFile = Schema.Struct({
       max_concurrent: Schema.optional(positiveInt),
     }),
   ),
+  search: Schema.optional(SearchConfig),
   /** Delivery of generations to observability destinations (README, Broadcast). */
   broadcast: Schema.optional(
     Schema.Struct({
@@ -294,6 +310,12 @@ export const checkReferences = (file: ConfigFile): string | undefined => {
     for (const [j, e] of m.endpoints.entries()) {
       if (!providers.has(e.provider)) return `models[${i}].endpoints[${j}].provider: unknown provider "${e.provider}"`
     }
+  }
+  const search = file.search
+  if (search !== undefined) {
+    if (search.engine === "searxng" && search.base_url === undefined) return "search.base_url: is required for engine searxng (a self-hosted instance)"
+    if (search.engine !== "searxng" && search.api_key_env === undefined) return `search.api_key_env: is required for engine ${search.engine}`
+    if (search.base_url !== undefined && !URL.canParse(search.base_url)) return "search.base_url: must be an http(s) URL"
   }
   const moderation = file.plugins?.moderation
   if (moderation !== undefined) {

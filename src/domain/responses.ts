@@ -6,6 +6,7 @@
 import { Either, Schema } from "effect"
 import { BadRequest } from "./errors.js"
 import { makeDecoder } from "./validation.js"
+import { webFetchPluginFields, webPluginFields } from "./web.js"
 import { rule, oneOf, nullableOneOf, maxChars, nonEmpty, intBetween, intAtLeast, numberBetween, nullable, AnyRecord, objectOf, otherKind } from "./schema-rules.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -367,8 +368,8 @@ const passThroughPlugin = <const Id extends PluginId>(id: Id) =>
 
 export const ModerationPlugin = passThroughPlugin("moderation")
 export const ResponseHealingPlugin = passThroughPlugin("response-healing")
-export const WebPlugin = passThroughPlugin("web")
-export const WebFetchPlugin = passThroughPlugin("web-fetch")
+export const WebPlugin = Schema.Struct({ id: Schema.Literal("web"), ...enabled, ...webPluginFields }, AnyRecord)
+export const WebFetchPlugin = Schema.Struct({ id: Schema.Literal("web-fetch"), ...enabled, ...webFetchPluginFields }, AnyRecord)
 
 /** The id is checked first, so an unknown id is refused with the list of allowed ids. */
 const pluginHead = Schema.Struct({ id: oneOf(...pluginIds) }, AnyRecord).annotations({

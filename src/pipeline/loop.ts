@@ -157,7 +157,13 @@ export const makeToolLoop = (deps: LoopDeps) => {
       finish(life, streaming, first.outcome)
       return errorResponseIn(format, first.refused, idHeader)
     }
-    const encoder = format.encoder(request, { stream: streaming, model: first.endpoint.modelId, provider: first.endpoint.provider.id })
+    const encoder = format.encoder(request, {
+      stream: streaming,
+      model: first.endpoint.modelId,
+      provider: first.endpoint.provider.id,
+      annotations: prepared.annotations,
+    })
+    if (prepared.citable !== undefined) encoder.cite?.(prepared.citable)
 
     // What the loop has used so far.
     let endpoint: Endpoint = first.endpoint

@@ -15,6 +15,7 @@ import type { ApiError } from "../domain/errors.js"
 import { CLIENT_HEADER_MAX } from "../domain/generations.js"
 import type { FileAnnotation, ResponsesRequest } from "../domain/responses.js"
 import type { RoutePlan, Router } from "../routing/Router.js"
+import type { Citable } from "../tools/types.js"
 import type { PrincipalShape } from "../services/Auth.js"
 import { type ContentPolicy, storesContent } from "../services/ContentPolicy.js"
 import type { GuardrailsShape } from "../services/Guardrails.js"
@@ -75,6 +76,8 @@ export interface Decision {
   readonly serverTools?: ServerToolPlan
   /** A preset's system prompt (input the body did not carry, "" when none): the loop's turns count it. */
   readonly presetInstructions?: string
+  /** Links the answer may cite, from the stages (the web plugins' results): `url_citation` annotations. */
+  readonly citable?: ReadonlyArray<Citable>
 }
 
 export interface Prepared extends Decision {
@@ -147,6 +150,17 @@ export const makePreparer = (
   const { keys, policy, router, spend } = services
   const routing = makeRouting(router)
   const fit = makeContextFit(compression, parts)
+  // A priced call (moderation, a web search) only for a key with budget left: held and given back (the request's own hold then covers it).
+  // A priced call only for a key with budget left: held and given back (the request's own hold then covers it).
+  // Uninterruptible: a request stopped in between (deadline, client gone) must not leave the hold behind.
+  const holdBudget = (state: StageState, usd: number): Effect.Effect<void, ApiError> =>
+    spend.holds(state.principal.key, { isByok: false })
+      ? Effect.uninterruptible(
+          Effect.flatMap(spend.reserve(state.principal.key, usd, { isByok: false }), (held) =>
+            Option.isSome(held) ? spend.settle(held.value, 0) : Effect.void,
+          ),
+        )
+      : Effect.void
   // The fixed stages, in order; the plugins of each request follow them.
   // The model routers (router/auto, router/pareto-code) choose the model before the guardrails route it.
   const stages: ReadonlyArray<PreModelStage> = [
@@ -156,16 +170,7 @@ export const makePreparer = (
     // Moderation (the plugin, or enforced by the operator): after the guardrails, before any spend is held.
     makeModerationStage({
       client: services.moderation?.client,
-      // A priced call only for a key with budget left: held and given back (the request's own hold then covers it).
-      // Uninterruptible: a request stopped in between (deadline, client gone) must not leave the hold behind.
-      holdBudget: (state, usd) =>
-        spend.holds(state.principal.key, { isByok: false })
-          ? Effect.uninterruptible(
-              Effect.flatMap(spend.reserve(state.principal.key, usd, { isByok: false }), (held) =>
-                Option.isSome(held) ? spend.settle(held.value, 0) : Effect.void,
-              ),
-            )
-          : Effect.void,
+      holdBudget,
     }),
   ]
 
@@ -221,6 +226,7 @@ export const makePreparer = (
       pipeline: undefined,
       spentUsd: 0,
       annotations: undefined,
+      holdBudget,
     }
     const preset = runStage(stages[0] as PreModelStage, state, null)
     if (preset !== undefined) return preset
@@ -288,6 +294,7 @@ export const makePreparer = (
       fitFor,
       router: routerOf(state.hints?.requested),
       annotations: state.annotations,
+      citable: state.citable,
     }
     if (serverTools !== undefined) {
       decision.serverTools = serverTools

@@ -9,7 +9,6 @@
  * and the per-chunk relay are plain code; settlement runs off the response's critical path.
  */
 import { DEFAULT_MAX_CONCURRENT_OUTBOUND, setOutboundConcurrency } from "../outbound/fetch.js"
-import { makeFileParserPlugin } from "./plugins/file-parser.js"
 import { Context, Exit, Runtime, type Types } from "effect"
 import type { Settings } from "../config/Config.js"
 import { type ApiError, InternalError, RequestTimeout } from "../domain/errors.js"
@@ -38,7 +37,7 @@ import type { RequestLifecycle } from "./lifecycle.js"
 import { moderationClientOf } from "./plugins/moderation.js"
 import { postModelFor } from "./post-model.js"
 import { compressionSettingsOf } from "./plugins/context-compression.js"
-import { plugins } from "./plugins/index.js"
+import { pluginsFor } from "./plugins/index.js"
 import { makePreparer, type Prepared } from "./pre-model.js"
 import { type PipelineEntry, recordedRefusals, StagesStopped } from "./stages.js"
 import { type Attempt, CLIENT_CLOSED, CLIENT_CLOSED_MESSAGE, DeadlineExceeded, makeTurnRunner } from "./turns.js"
@@ -81,7 +80,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     },
     settings,
     // Plugins that read the gateway's settings are built from them.
-    { ...plugins, "file-parser": makeFileParserPlugin(settings) },
+    pluginsFor(settings),
     compressionSettingsOf(settings.catalog.plugins?.context_compression),
     settings,
   )
@@ -320,6 +319,8 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
 
     const chosen = turn.endpoint
     const assembler = format.encoder(request, { stream: streaming, model: chosen.modelId, provider: chosen.provider.id, annotations: prepared.annotations })
+    // Links the stages found (the web plugins' pages): the answer's text cites them as url_citation annotations.
+    if (prepared.citable !== undefined) assembler.cite?.(prepared.citable)
     const finishExtras = (): FinishExtras => {
       // The answer shows what the key is charged: the same usage and cost as the record.
       const usage = chargedUsage(prepared, chosen, assembler)

@@ -9,9 +9,11 @@
  * Routing runs when a stage needs the plan and again after a stage rewrote the request; the money
  * (money.ts) is worked out on the request as the last stage left it.
  */
+import type { Effect } from "effect"
 import type { ApiError } from "../domain/errors.js"
 import type { FileAnnotation, ResponsesRequest } from "../domain/responses.js"
 import type { RoutePlan } from "../routing/Router.js"
+import type { Citable } from "../tools/types.js"
 import type { PrincipalShape } from "../services/Auth.js"
 import type { WorkspaceSettings } from "../services/ContentPolicy.js"
 import type { ClientFormat } from "./format.js"
@@ -44,6 +46,8 @@ export interface StageChange {
   readonly cost?: number
   /** Annotations for the answer's text (the file-parser's `file` annotations). */
   readonly annotations?: ReadonlyArray<FileAnnotation>
+  /** Links the answer may cite (the web plugins' pages): `url_citation` annotations where it does. */
+  readonly citable?: ReadonlyArray<Citable>
 }
 
 export type StageOutcome = StageChange | ApiError | Missing | undefined
@@ -71,6 +75,10 @@ export interface StageState {
   spentUsd: number
   /** Annotations for the answer's text; undefined while no stage made one (the common case). */
   annotations: Array<FileAnnotation> | undefined
+  /** Links the answer may cite, from the stages (undefined while none gave any: the common case). */
+  citable?: Array<Citable>
+  /** Before a priced outbound call: fails (402) when the key has no budget left for `usd` (no hold is kept). */
+  readonly holdBudget?: (state: StageState, usd: number) => Effect.Effect<void, ApiError>
 }
 
 /**
@@ -118,6 +126,10 @@ export const applyChange = (state: StageState, change: StageChange, byPreset: bo
   if (change.hints !== undefined) state.hints = change.hints
   if (change.cost !== undefined) state.spentUsd += change.cost
   if (change.annotations !== undefined) state.annotations = [...(state.annotations ?? []), ...change.annotations]
+  if (change.citable !== undefined && change.citable.length > 0) {
+    if (state.citable === undefined) state.citable = [...change.citable]
+    else state.citable.push(...change.citable)
+  }
   if (change.entry !== undefined) {
     if (state.pipeline === undefined) state.pipeline = [change.entry]
     else state.pipeline.push(change.entry)

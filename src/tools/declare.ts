@@ -93,6 +93,8 @@ export const serverToolPlanOf = (
     // OpenAI's web_search carries its settings beside `type`; the contract's tools under `parameters`.
     const parameters =
       raw != null ? (raw as Record<string, unknown>) : entry.type.startsWith("web_search") ? omitType(entry) : {}
+    const problem = settings === undefined ? undefined : tool.parametersProblem?.(parameters, settings)
+    if (problem !== undefined) return Either.left(refuse(`${at}.parameters: ${problem}`))
     declared.push({ tool, parameters })
   }
   for (let i = 0; i < tools.length; i++) {

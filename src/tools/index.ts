@@ -4,10 +4,13 @@
  */
 import { datetimeTool } from "./datetime.js"
 import type { ServerTool, ServerToolType } from "./types.js"
+import { webFetchTool } from "./web-fetch.js"
+import { webSearchTool } from "./web-search.js"
 
 export const serverTools: ReadonlyArray<ServerTool> = [
   datetimeTool,
-  // web_search, web_fetch: one line each as they are built.
+  webSearchTool,
+  webFetchTool,
 ]
 
 const byType = new Map<string, ServerTool>(serverTools.map((tool) => [tool.type, tool]))

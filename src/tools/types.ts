@@ -54,6 +54,11 @@ export interface ServerTool {
    */
   readonly unavailable: (settings: Settings) => string | undefined
   /**
+   * What is wrong with the client's `parameters` for it (the field and the rule), checked when the
+   * request is decoded: a 400 naming `tools[i].parameters`. Absent or undefined: they are fine.
+   */
+  readonly parametersProblem?: (parameters: Readonly<Record<string, unknown>>, settings: Settings) => string | undefined
+  /**
    * Runs one call. `args`: the model's arguments (parsed JSON, untrusted); `toolParameters`: the
    * `parameters` object of the request's `tools[]` entry (the client's settings, e.g. max_results).
    * Never rejects for a bad argument or a failed fetch: that is a failed tool result the model sees.

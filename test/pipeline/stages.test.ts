@@ -74,7 +74,7 @@ describe("the plugin registry", () => {
   })
 
   // Built plugins have their own tests (test/plugins/*, test/pipeline/moderation.test.ts, routers.test.ts).
-  const built: ReadonlySet<string> = new Set(["file-parser", "context-compression", "response-healing", "auto-router", "moderation", "pareto-router"])
+  const built: ReadonlySet<string> = new Set(["file-parser", "context-compression", "response-healing", "auto-router", "moderation", "pareto-router", "web", "web-fetch"])
   for (const id of pluginIds.filter((id) => !built.has(id))) {
     test(`plugin ${id}, not built, is refused with 400 naming it`, async () => {
       const res = await gw().fetch("/v1/responses", { method: "POST", json: { model: "demo/echo", input: "hi", plugins: [{ id }] } })
@@ -95,9 +95,9 @@ describe("the plugin registry", () => {
   test("the second plugin is named by its index", async () => {
     const res = await gw().fetch("/v1/responses", {
       method: "POST",
-      json: { model: "demo/echo", input: "hi", plugins: [{ id: "fusion", enabled: false }, { id: "web" }] },
+      json: { model: "demo/echo", input: "hi", plugins: [{ id: "web", enabled: false }, { id: "fusion" }] },
     })
-    expect(((await res.json()) as { error: { message: string } }).error.message).toContain("plugins[1]: plugin web")
+    expect(((await res.json()) as { error: { message: string } }).error.message).toContain("plugins[1]: plugin fusion")
   })
 })
 
@@ -107,6 +107,19 @@ describe("what a pre-model stage may do", () => {
     const registry = withWeb({ id: "web", needsPlan: false, run: () => ({ entry }) })
     const p = await prepared(registry, { model: "demo/echo", input: "hi", plugins: [{ id: "web" }] })
     expect("pipeline" in p && p.pipeline).toEqual([entry])
+  })
+
+  test("give links the answer may cite: the decision carries them, in stage order (none: undefined)", async () => {
+    const first = { url: "https://a.example/x", title: "A" }
+    const second = { url: "https://b.example/y", title: "B" }
+    const registry: PluginRegistry = {
+      ...withWeb({ id: "web", needsPlan: false, run: () => ({ citable: [first] }) }),
+      "web-fetch": { id: "web-fetch", needsPlan: false, run: () => ({ citable: [second] }) },
+    }
+    const p = await prepared(registry, { model: "demo/echo", input: "hi", plugins: [{ id: "web" }, { id: "web-fetch" }] })
+    expect("citable" in p && p.citable).toEqual([first, second])
+    const none = await prepared(registry, { model: "demo/echo", input: "hi" })
+    expect("plan" in none && none.citable).toBeUndefined()
   })
 
   test("rewrite the request: it is routed again and priced on the rewritten request", async () => {

@@ -3,18 +3,19 @@
  * plugin is built by replacing its `notAvailable` stage in its file; the mapped type makes a
  * missing id a compile error.
  */
+import type { Settings } from "../../config/Config.js"
 import type { Plugin, PluginId } from "../../domain/responses.js"
 import type { PreModelStage, StageOutcome, StageState } from "../stages.js"
 import { autoRouterPlugin } from "./auto-router.js"
 import { contextCompressionPlugin } from "./context-compression.js"
-import { fileParserPlugin } from "./file-parser.js"
+import { fileParserPlugin, makeFileParserPlugin } from "./file-parser.js"
 import { fusionPlugin } from "./fusion.js"
 import { moderationPlugin } from "./moderation.js"
 import { paretoRouterPlugin } from "./pareto-router.js"
 import type { PluginStage } from "./plugin.js"
 import { responseHealingPlugin } from "./response-healing.js"
-import { webFetchPlugin } from "./web-fetch.js"
-import { webPlugin } from "./web.js"
+import { makeWebFetchPlugin, webFetchPlugin } from "./web-fetch.js"
+import { makeWebPlugin, webPlugin } from "./web.js"
 
 /** One stage per plugin id of the contract. */
 export type PluginRegistry = { readonly [Id in PluginId]: PluginStage<Id> }
@@ -30,6 +31,14 @@ export const plugins: PluginRegistry = {
   web: webPlugin,
   "web-fetch": webFetchPlugin,
 }
+
+/** The registry with the plugins that read the gateway's settings (outbound policy, `search`, limits) built from them. */
+export const pluginsFor = (settings: Settings): PluginRegistry => ({
+  ...plugins,
+  "file-parser": makeFileParserPlugin(settings),
+  web: makeWebPlugin(settings),
+  "web-fetch": makeWebFetchPlugin(settings),
+})
 
 /** The stage of the plugin at `at` of the request's `plugins` (its config as decoded). */
 export const pluginStage = (registry: PluginRegistry, config: Plugin, at: number): PreModelStage => {

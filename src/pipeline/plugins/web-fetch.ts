@@ -1,4 +1,87 @@
-/** The `web-fetch` plugin: fetches the pages a prompt links to. Not built on this gateway yet: a request that enables it is refused (400). */
-import { notAvailable } from "./plugin.js"
+/**
+ * The `web-fetch` plugin (issue 24 §4): the pages the last user message links to (its http(s)
+ * URLs, at most 5, fewer with `max_uses`) are fetched before the model, through the safe outbound
+ * fetcher (tools/page.ts: HTML as markdown, PDF text, plain text), and their content goes in a
+ * system message just above that message. Fields as the tool's: `max_content_tokens`,
+ * `allowed_domains` / `blocked_domains`, `max_uses`. A page that cannot be fetched is named there
+ * with the reason (the model is told, the request goes on). Fetches are loaded on the runtime as a
+ * read the stages miss (`Missing`) and kept on the request's `Loaded`.
+ */
+import { Effect } from "effect"
+import { type Settings, testSettings } from "../../config/Config.js"
+import { fetchPage, type PageOutcome } from "../../tools/page.js"
+import { Missing } from "../ingress.js"
+import type { PluginStage } from "./plugin.js"
+import { lastUserMessage, today, withContextAbove } from "./web-context.js"
 
-export const webFetchPlugin = notAvailable("web-fetch")
+/** URLs of one message fetched at most. */
+export const MAX_URLS_PER_MESSAGE = 5
+
+/** What may close a URL written in prose rather than belong to it. */
+const URL_IN_TEXT = /https?:\/\/[^\s<>"'`]+/gi
+const TRAILING = /[.,;:!?)\]}>*_]+$/
+
+/** The http(s) URLs of `text`, in order, each once, at most `max`. */
+export const urlsIn = (text: string, max: number): ReadonlyArray<string> => {
+  const found: Array<string> = []
+  for (const match of text.matchAll(URL_IN_TEXT)) {
+    const url = match[0].replace(TRAILING, "")
+    if (!found.includes(url)) found.push(url)
+    if (found.length >= max) break
+  }
+  return found
+}
+
+const pagesOf = new WeakMap<object, Map<number, ReadonlyArray<PageOutcome>>>()
+
+const contextOf = (pages: ReadonlyArray<PageOutcome>): string =>
+  [
+    `The user's message links to these pages; their content was fetched on ${today()}.`,
+    ...pages.map((p, i) =>
+      p.ok ? `[${i + 1}] ${p.title}\nURL: ${p.url}\n\n${p.content}` : `[${i + 1}] URL: ${p.url}\nThe page could not be fetched: ${p.error}`,
+    ),
+  ].join("\n\n")
+
+export const makeWebFetchPlugin = (settings: Settings): PluginStage<"web-fetch"> => ({
+  id: "web-fetch",
+  needsPlan: false,
+  run: (config, state, at) => {
+    const message = lastUserMessage(state.request)
+    const urls = message === undefined ? [] : urlsIn(message.text, Math.min(MAX_URLS_PER_MESSAGE, config.max_uses ?? MAX_URLS_PER_MESSAGE))
+    if (message === undefined || urls.length === 0) {
+      return { entry: { type: "plugin", name: "web-fetch", summary: "no URL in the last user message: nothing fetched", data: { pages: [] } } }
+    }
+    const pages = pagesOf.get(state.loaded)?.get(at)
+    if (pages === undefined) {
+      return new Missing(
+        Effect.promise(async (signal) => {
+          const options = { maxContentTokens: config.max_content_tokens, allowed: config.allowed_domains, blocked: config.blocked_domains }
+          const fetched = await Promise.all(urls.map((url) => fetchPage(url, options, settings, signal)))
+          const map = pagesOf.get(state.loaded) ?? new Map<number, ReadonlyArray<PageOutcome>>()
+          map.set(at, fetched)
+          pagesOf.set(state.loaded, map)
+        }),
+      )
+    }
+    const read = pages.filter((p) => p.ok).length
+    return {
+      request: withContextAbove(state.request, message.at, contextOf(pages)),
+      entry: {
+        type: "plugin",
+        name: "web-fetch",
+        summary: `${read} of ${pages.length} linked page${pages.length === 1 ? "" : "s"} fetched and added to the prompt`,
+        data: {
+          pages: pages.map((p) =>
+            p.ok
+              ? { url: p.url, status: "completed", title: p.title, http_status: p.httpStatus, characters: p.content.length }
+              : { url: p.url, status: "failed", error: p.error, ...(p.httpStatus === undefined ? {} : { http_status: p.httpStatus }) },
+          ),
+        },
+      },
+      citable: pages.flatMap((p) => (p.ok ? [{ url: p.url, title: p.title }] : [])),
+    }
+  },
+})
+
+/** The plugin with the built-in defaults (private addresses refused); the server builds its own from its settings. */
+export const webFetchPlugin = makeWebFetchPlugin(testSettings())

@@ -1,0 +1,145 @@
+/**
+ * One page fetched for the model (the web_fetch tool and the `web-fetch` plugin), through the safe
+ * outbound fetcher (src/outbound/fetch.ts: SSRF rules, redirects re-checked, size and time caps):
+ * HTML becomes readable markdown (@mozilla/readability over linkedom, then turndown), a PDF its text
+ * (the file parser's worker), plain text stays as it is. `maxContentTokens` cuts the content
+ * (o200k tokens, gpt-tokenizer loaded on the first page that needs it); without it the content is cut
+ * at DEFAULT_MAX_CONTENT_CHARACTERS. Never rejects: a failure is `{ok: false, error}` the model reads.
+ */
+import { STATUS_CODES } from "node:http"
+import { Readability } from "@mozilla/readability"
+import { parseHTML } from "linkedom"
+import TurndownService from "turndown"
+import type { Settings } from "../config/Config.js"
+import { OutboundError, safeFetch } from "../outbound/fetch.js"
+import { parsePdfInWorker } from "../pipeline/plugins/file-parser.js"
+import { domainFilter } from "./domains.js"
+
+const DEFAULT_MAX_BYTES = 5 * 1024 * 1024
+const DEFAULT_TIMEOUT_MS = 10_000
+const PDF_MAX_PAGES = 200
+const PDF_TIMEOUT_MS = 20_000
+/** A page's content at most when the caller set no token cap (~25k tokens): one page cannot fill a context. */
+export const DEFAULT_MAX_CONTENT_CHARACTERS = 100_000
+
+export interface PageOptions {
+  readonly maxContentTokens: number | undefined
+  readonly allowed: ReadonlyArray<string> | undefined
+  readonly blocked: ReadonlyArray<string> | undefined
+}
+
+export type PageOutcome =
+  | {
+      readonly ok: true
+      readonly url: string
+      readonly title: string
+      readonly content: string
+      readonly httpStatus: number
+      /** ISO 8601, when the answer came. */
+      readonly retrievedAt: string
+    }
+  | { readonly ok: false; readonly url: string; readonly error: string; readonly httpStatus?: number }
+
+const turndown = new TurndownService({ headingStyle: "atx", codeBlockStyle: "fenced", bulletListMarker: "-" })
+
+/** HTML → its readable part as markdown, and its title. */
+export const htmlToMarkdown = (html: string, url: string): { readonly title: string; readonly content: string } => {
+  const { document } = parseHTML(html)
+  const fallbackTitle = document.querySelector("title")?.textContent?.trim() ?? ""
+  const article = new Readability(document as unknown as Document).parse()
+  const body = article?.content ?? document.querySelector("body")?.innerHTML ?? html
+  const content = turndown.turndown(body).trim()
+  return { title: article?.title?.trim() || fallbackTitle || url, content }
+}
+
+let tokenizer: { readonly encode: (text: string) => Array<number>; readonly decode: (tokens: Array<number>) => string } | undefined
+
+/** `text` cut to `maxTokens` o200k tokens. A text whose UTF-8 bytes fit needs no count (a token is at least a byte). */
+export const truncateToTokens = async (text: string, maxTokens: number): Promise<{ readonly text: string; readonly truncated: boolean }> => {
+  if (Buffer.byteLength(text, "utf8") <= maxTokens) return { text, truncated: false }
+  tokenizer ??= await import("gpt-tokenizer/encoding/o200k_base")
+  // A token is rarely over 32 characters: what lies past that many cannot be kept anyway.
+  const head = text.length > maxTokens * 32 ? text.slice(0, maxTokens * 32) : text
+  const tokens = tokenizer.encode(head)
+  if (tokens.length <= maxTokens && head.length === text.length) return { text, truncated: false }
+  return { text: tokenizer.decode(tokens.slice(0, maxTokens)), truncated: true }
+}
+
+const charsetOf = (contentType: string): string => /charset=["']?([\w-]+)/i.exec(contentType)?.[1]?.toLowerCase() ?? "utf-8"
+
+const decodeText = (bytes: Uint8Array, contentType: string): string => {
+  try {
+    return new TextDecoder(charsetOf(contentType)).decode(bytes)
+  } catch {
+    return new TextDecoder().decode(bytes)
+  }
+}
+
+const isPdf = (bytes: Uint8Array) => bytes.length >= 5 && Buffer.from(bytes.subarray(0, 1024)).includes("%PDF-")
+
+const TEXTUAL = /^(text\/|application\/(json|xml|xhtml\+xml|javascript|x-ndjson|ld\+json|rss\+xml|atom\+xml|markdown)|[^;]*\+(json|xml))/i
+
+const nameOf = (url: string) => {
+  try {
+    const u = new URL(url)
+    return decodeURIComponent(u.pathname.split("/").filter((s) => s !== "").pop() ?? u.hostname)
+  } catch {
+    return url
+  }
+}
+
+/** Fetches `url` for the model under the gateway's outbound policy and the caller's filters. */
+export const fetchPage = async (url: string, options: PageOptions, settings: Settings, signal: AbortSignal): Promise<PageOutcome> => {
+  if (!/^https?:\/\//i.test(url) || !URL.canParse(url)) return { ok: false, url, error: "not a valid http(s) URL" }
+  if (!domainFilter(options.allowed, options.blocked)(url)) {
+    return { ok: false, url, error: "the URL's domain is not allowed (allowed_domains / blocked_domains)" }
+  }
+  const outbound = settings.catalog.outbound
+  let res: Awaited<ReturnType<typeof safeFetch>>
+  try {
+    res = await safeFetch(
+      url,
+      { method: "GET", headers: { accept: "text/html,application/xhtml+xml,application/pdf,text/plain;q=0.9,*/*;q=0.5" } },
+      {
+        allowPrivateAddresses: outbound?.allow_private_addresses ?? false,
+        timeoutMs: Math.min(outbound?.timeout_ms ?? DEFAULT_TIMEOUT_MS, settings.requestTimeoutMs),
+        maxResponseBytes: outbound?.max_bytes ?? DEFAULT_MAX_BYTES,
+        signal,
+      },
+    )
+  } catch (e) {
+    return { ok: false, url, error: e instanceof OutboundError ? e.message : "the fetch failed" }
+  }
+  const retrievedAt = new Date().toISOString()
+  if (res.status < 200 || res.status > 299) {
+    return { ok: false, url, httpStatus: res.status, error: `HTTP ${res.status}: ${STATUS_CODES[res.status] ?? "error"}` }
+  }
+  const contentType = res.headers.get("content-type") ?? ""
+  let title: string
+  let content: string
+  if (/pdf/i.test(contentType) || isPdf(res.body)) {
+    const parsed = await parsePdfInWorker(res.body, PDF_MAX_PAGES, Math.min(PDF_TIMEOUT_MS, settings.requestTimeoutMs), signal)
+    if (!parsed.ok) {
+      const why = parsed.reason === "too_many_pages" ? `the PDF has more than ${PDF_MAX_PAGES} pages` : `the PDF could not be read${parsed.detail === undefined ? "" : ` (${parsed.detail})`}`
+      return { ok: false, url, httpStatus: res.status, error: why }
+    }
+    title = nameOf(url)
+    content = parsed.text.join("\n\n").trim()
+  } else if (/html/i.test(contentType) || (contentType === "" && /^\s*</.test(decodeText(res.body.subarray(0, 512), "")))) {
+    const page = htmlToMarkdown(decodeText(res.body, contentType), url)
+    title = page.title
+    content = page.content
+  } else if (TEXTUAL.test(contentType) || contentType === "") {
+    title = nameOf(url)
+    content = decodeText(res.body, contentType)
+  } else {
+    return { ok: false, url, httpStatus: res.status, error: `unsupported content type ${contentType.split(";")[0]}` }
+  }
+  if (options.maxContentTokens !== undefined) {
+    const cut = await truncateToTokens(content, options.maxContentTokens)
+    content = cut.truncated ? `${cut.text}\n\n[… truncated at ${options.maxContentTokens} tokens]` : cut.text
+  } else if (content.length > DEFAULT_MAX_CONTENT_CHARACTERS) {
+    content = `${content.slice(0, DEFAULT_MAX_CONTENT_CHARACTERS)}\n\n[… truncated at ${DEFAULT_MAX_CONTENT_CHARACTERS} characters]`
+  }
+  return { ok: true, url, title, content, httpStatus: res.status, retrievedAt }
+}
