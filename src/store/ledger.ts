@@ -49,6 +49,7 @@ export type GenerationRow = {
   readonly app_title: string | null
   readonly user_agent: string | null
   readonly router: string | null
+  readonly parent_generation_id: string | null
 }
 
 const count = (n: number) => Math.max(0, Math.round(Number.isFinite(n) ? n : 0))
@@ -85,6 +86,7 @@ export const toRow = (e: GenerationEntry): GenerationRow => ({
   app_title: e.appTitle ?? null,
   user_agent: e.userAgent ?? null,
   router: e.router ?? null,
+  parent_generation_id: e.parentGenerationId ?? null,
 })
 
 export const fromRow = (r: GenerationRow): StoredGeneration => ({
@@ -119,6 +121,8 @@ export const fromRow = (r: GenerationRow): StoredGeneration => ({
   userAgent: r.user_agent ?? null,
   // Only when a router chose: a record of a named model reads back as it was written.
   ...(r.router == null ? {} : { router: r.router }),
+  // Only on an inner call's record (fusion's panel and judge).
+  ...(r.parent_generation_id == null ? {} : { parentGenerationId: r.parent_generation_id }),
 })
 
 /** The columns of `generations`: the prepared insert binds a row's fields by these names. */
@@ -127,7 +131,7 @@ const GENERATION_COLUMNS: ReadonlyArray<keyof GenerationRow> = [
   "created_at", "streamed", "cancelled", "finish_reason", "session_id", "input_tokens", "cached_tokens",
   "cache_write_tokens", "output_tokens", "reasoning_tokens", "total_cost_nano", "is_byok", "generation_time_ms",
   "latency_ms", "status", "error", "has_content", "usage_estimated", "http_referer", "app_title", "user_agent",
-  "router",
+  "router", "parent_generation_id",
 ]
 
 const contentRowOf = (e: GenerationEntry) =>
