@@ -24,6 +24,8 @@ export interface Loaded {
   /** The moderation API's verdict on this request (plugins/moderation.ts), or the refusal of its budget check. */
   moderation?: ModerationVerdict
   moderationRefused?: ApiError
+  /** The request's generation id, made early when a stage's own calls must name it (fusion's inner calls). */
+  generationId?: string
 }
 
 /** A read that is not in memory: `load` fetches it into the request's `Loaded`, then the decision is made again. */

@@ -62,8 +62,10 @@ export interface Decision {
   readonly spentUsd: number
   /** The request for a failover candidate, when context-compression made it for the first (undefined: as it is). */
   readonly fitFor: FitFor | undefined
-  /** The model router that chose the model (`auto`, `pareto`), for the generation record; null when none did. */
-  readonly router: "auto" | "pareto" | null
+  /** The model router that chose the model (`auto`, `pareto`), or the plugin that took part in the answer (`fusion`), for the generation record; null when none did. */
+  readonly router: "auto" | "pareto" | "fusion" | null
+  /** The request's generation id when a stage needed it before the decision (fusion's inner calls name it as their parent); else undefined: made after. */
+  readonly generationId: string | undefined
   /** USD the plugins' own calls cost (a priced moderation call), charged with the generation. */
   readonly pluginCost: number
 }
@@ -187,6 +189,7 @@ export const makePreparer = (
       rewritten: false,
       pipeline: undefined,
       spentUsd: 0,
+      router: undefined,
     }
     const preset = runStage(stages[0] as PreModelStage, state, null)
     if (preset !== undefined) return preset
@@ -246,7 +249,8 @@ export const makePreparer = (
       pipeline: state.pipeline,
       spentUsd: state.spentUsd,
       fitFor,
-      router: routerOf(state.hints?.requested),
+      router: state.router ?? routerOf(state.hints?.requested),
+      generationId: loaded.generationId,
       pluginCost,
     }
   }

@@ -42,6 +42,8 @@ export interface StageChange {
   readonly entry?: PipelineEntry
   /** USD the stage spent on outbound calls (e.g. OCR): charged to the key with the answer. */
   readonly cost?: number
+  /** The plugin that writes the answer with the model (`fusion`): the generation record's `router`. */
+  readonly router?: "fusion"
 }
 
 export type StageOutcome = StageChange | ApiError | Missing | undefined
@@ -67,6 +69,8 @@ export interface StageState {
   pipeline: Array<PipelineEntry> | undefined
   /** USD the stages spent on outbound calls so far (0 in the common case). */
   spentUsd: number
+  /** A plugin that takes part in the answer (`fusion`), for the record's `router`; undefined in the common case. */
+  router: "fusion" | undefined
 }
 
 export interface PreModelStage {
@@ -85,6 +89,7 @@ export const applyChange = (state: StageState, change: StageChange, byPreset: bo
   } else if (change.plan !== undefined) state.plan = change.plan
   if (change.hints !== undefined) state.hints = change.hints
   if (change.cost !== undefined) state.spentUsd += change.cost
+  if (change.router !== undefined) state.router = change.router
   if (change.entry !== undefined) {
     if (state.pipeline === undefined) state.pipeline = [change.entry]
     else state.pipeline.push(change.entry)
