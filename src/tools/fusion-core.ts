@@ -94,6 +94,23 @@ export interface FusionRun {
   readonly generations: ReadonlyArray<string>
 }
 
+/**
+ * Progress of a run, for the stream's `response.fusion_call.*` events (the loop maps each to its
+ * event with the item's id, output index and sequence number). Every method is optional.
+ */
+export interface FusionObserver {
+  /** `response.fusion_call.panel.added` */
+  readonly panelAdded?: (model: string) => void
+  /** `response.fusion_call.panel.completed` */
+  readonly panelCompleted?: (model: string, content: string) => void
+  /** `response.fusion_call.panel.failed` */
+  readonly panelFailed?: (model: string, error: string, statusCode: number | undefined) => void
+  /** `response.fusion_call.analysis.in_progress` */
+  readonly analysisInProgress?: (judge: string) => void
+  /** `response.fusion_call.analysis.completed` */
+  readonly analysisCompleted?: (analysis: FusionAnalysis) => void
+}
+
 /** Runs one model call for the run (an inner call of the request). */
 export type RunModel = (request: ResponsesRequest, model: string) => Promise<InnerCallResult>
 
@@ -144,10 +161,18 @@ const judgeFailure = (result: Extract<InnerCallResult, { ok: false }>): FailureR
   result.status === 402 ? "insufficient_credits" : result.status === 429 ? "rate_limited" : result.status === 499 ? "cancelled" : "judge_upstream_error"
 
 /** The panel in parallel, then the judge. Never rejects. */
-export const runFusion = async (choice: FusionChoice, prompt: string, runModel: RunModel): Promise<FusionRun> => {
+export const runFusion = async (choice: FusionChoice, prompt: string, runModel: RunModel, observer: FusionObserver = {}): Promise<FusionRun> => {
   const { analysisModels, judge } = choice
   const panelRequest = requestOf({ input: prompt })
-  const answers = await Promise.all(analysisModels.map((model) => runModel(panelRequest, model)))
+  const answers = await Promise.all(
+    analysisModels.map(async (model) => {
+      observer.panelAdded?.(model)
+      const answer = await runModel(panelRequest, model)
+      if (answer.ok && answer.text.trim() !== "") observer.panelCompleted?.(model, answer.text)
+      else observer.panelFailed?.(model, answer.ok ? "the model gave an empty answer" : answer.error, answer.ok ? undefined : answer.status)
+      return answer
+    }),
+  )
   const responses: Array<{ model: string; content: string }> = []
   const failedModels: Array<FailedModel> = []
   const generations: Array<string> = []
@@ -173,6 +198,7 @@ export const runFusion = async (choice: FusionChoice, prompt: string, runModel: 
     temperature: 0,
     text: { format: { type: "json_schema", name: "fusion_analysis", schema: ANALYSIS_SCHEMA, strict: true } },
   })
+  observer.analysisInProgress?.(judge)
   const judged = await runModel(judgeRequest, judge)
   cost += judged.cost
   if (judged.generationId !== undefined) generations.push(judged.generationId)
@@ -190,7 +216,9 @@ export const runFusion = async (choice: FusionChoice, prompt: string, runModel: 
       ? { ...base, cost, failureReason: "judge_schema_mismatch", error: `the judge ${judge} answered JSON that does not match the analysis schema` }
       : { ...base, cost, failureReason: "judge_not_valid_json", error: `the judge ${judge} did not answer JSON` }
   }
-  return { ...base, cost, analysis: JSON.parse(healed.text) as FusionAnalysis }
+  const analysis = JSON.parse(healed.text) as FusionAnalysis
+  observer.analysisCompleted?.(analysis)
+  return { ...base, cost, analysis }
 }
 
 /** The `openrouter:fusion` output item as the SDK validates it (without `id`: the loop gives it). */

@@ -9,7 +9,7 @@
  * generation record (`parent_generation_id`), so adding it to the request's would charge it twice.
  */
 import { Either, ParseResult, Schema } from "effect"
-import { type FusionRun, chooseFusion, fusionItemOf, runFusion } from "./fusion-core.js"
+import { chooseFusion, type FusionObserver, type FusionRun, fusionItemOf, runFusion } from "./fusion-core.js"
 import type { InnerCalls, ParentCall } from "./inner-calls.js"
 import type { ServerTool, ServerToolContext, ServerToolResult } from "./types.js"
 
@@ -20,6 +20,8 @@ export interface FusionToolContext extends ServerToolContext {
   readonly parent: ParentCall
   /** The request's model: the judge when neither the tool's parameters nor a preset name one. */
   readonly model: string | undefined
+  /** The run's progress, for a stream's `response.fusion_call.*` events (absent: not streamed). */
+  readonly observer?: FusionObserver
 }
 
 const hasInnerCalls = (ctx: ServerToolContext): ctx is FusionToolContext =>
@@ -100,7 +102,7 @@ export const fusionTool: ServerTool = {
     if (typeof parameters === "string") return failedResult(parameters)
     const choice = chooseFusion(parameters, ctx.settings.catalog.plugins?.fusion, ctx.model)
     if (typeof choice === "string") return failedResult(choice)
-    const run = await runFusion(choice, prompt, (request, model) => ctx.innerCalls.call(request, model, ctx.parent))
+    const run = await runFusion(choice, prompt, (request, model) => ctx.innerCalls.call(request, model, ctx.parent), ctx.observer)
     return { modelOutput: modelOutputOf(run), item: fusionItemOf(run), cost: 0 }
   },
 }

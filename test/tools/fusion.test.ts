@@ -9,6 +9,7 @@ import { afterAll, describe, expect, test } from "bun:test"
 import { Either } from "effect"
 import { startMockUpstream } from "../../scripts/mock-upstream.js"
 import { parseConfigFile } from "../../src/config/Config.js"
+import { generationView } from "../../src/domain/generations.js"
 import { decodeResponsesRequest } from "../../src/domain/responses.js"
 import { ANALYSIS_SCHEMA, chooseFusion, runFusion } from "../../src/tools/fusion-core.js"
 import { checkFusionParameters, type FusionToolContext, fusionTool } from "../../src/tools/fusion.js"
@@ -134,6 +135,14 @@ describe("inner calls: charged and recorded", () => {
     expect(parent.budget.used).toBe(3)
   })
 
+  test("GET /generation's view of an inner record names its parent", async () => {
+    const e = await env()
+    const parent = await e.parentFor()
+    const r = await e.innerCalls.call(Either.getOrThrow(decodeResponsesRequest({ input: "q" })), "test/a", parent)
+    if (!r.ok) throw new Error(r.error)
+    expect(generationView({ ...(await e.generation(r.generationId)) }).parent_generation_id).toBe(parent.generationId)
+  })
+
   test("a failed inner call is recorded as failed under its parent", async () => {
     const e = await env()
     const parent = await e.parentFor()
@@ -240,6 +249,24 @@ describe("the openrouter:fusion server tool", () => {
     const result = await fusionTool.run({ prompt: "q" }, { preset: "general-fast" }, ctx)
     expect(result.item["analysis"]).toEqual(ANALYSIS)
     expect(sentSince(from).map((s) => s.tag)).toEqual(["pc", "pfenced"])
+  })
+
+  test("its progress reaches the observer in the order of the SDK's fusion_call events", async () => {
+    const events: Array<string> = []
+    const ctx: FusionToolContext = {
+      ...(await toolContext()),
+      observer: {
+        panelAdded: (m) => events.push(`panel.added ${m}`),
+        panelCompleted: (m, content) => events.push(`panel.completed ${m} ${content}`),
+        panelFailed: (m, _error, status) => events.push(`panel.failed ${m} ${status}`),
+        analysisInProgress: (judge) => events.push(`analysis.in_progress ${judge}`),
+        analysisCompleted: (analysis) => events.push(`analysis.completed ${analysis.consensus[0]}`),
+      },
+    }
+    await fusionTool.run({ prompt: "q" }, { analysis_models: ["test/a", "test/fail"], model: "test/judge" }, ctx)
+    expect(events.slice(0, 2).sort()).toEqual(["panel.added test/a", "panel.added test/fail"])
+    expect(events.slice(2, 4).sort()).toEqual(["panel.completed test/a Answer A: Paris.", "panel.failed test/fail 502"])
+    expect(events.slice(4)).toEqual(["analysis.in_progress test/judge", "analysis.completed Paris is the capital of France"])
   })
 
   test("every panelist failing: an incomplete item with failure_reason and error", async () => {
