@@ -156,7 +156,12 @@ export const makeInnerCalls = (deps: InnerCallDeps): InnerCalls => {
     const startedAt = Date.now()
     const generationId = newGenerationId(startedAt)
     const upstreamAbort = new PlainAbort()
-    const onAbort = () => upstreamAbort.abort(parent.signal.reason instanceof DeadlineExceeded ? parent.signal.reason : new Error("client disconnected"))
+    // The parent's deadline (ours, or an AbortSignal.timeout's) ends the call as a deadline; anything else as the client leaving.
+    const onAbort = () => {
+      const reason: unknown = parent.signal.reason
+      const deadline = reason instanceof DeadlineExceeded || (reason instanceof DOMException && reason.name === "TimeoutError")
+      upstreamAbort.abort(deadline ? new DeadlineExceeded() : new Error("client disconnected"))
+    }
     parent.signal.addEventListener("abort", onAbort, { once: true })
     const attempts: Array<Attempt> = []
     const entryOf = (endpoint: Endpoint, fields: Partial<Types.Mutable<GenerationEntry>>): GenerationEntry => {
@@ -191,18 +196,21 @@ export const makeInnerCalls = (deps: InnerCallDeps): InnerCalls => {
     try {
       const turn = await turns.runTurn(request, plan.right, { streaming: false, upstreamAbort, trace: undefined, startedAt, attempts })
       if (turn.refused !== undefined) {
-        const endpoint = turn.outcome.endpoint
+        const { endpoint, error } = turn.outcome
+        // The record's status and message (499 when the request was cancelled), as finish.ts records a request's.
+        const status = error?.status ?? turn.refused.status
+        const message = error?.message ?? turn.refused.message
         if (endpoint !== undefined) {
           const entry = entryOf(endpoint, {
             status: turn.outcome.status,
             cancelled: turn.outcome.status === "cancelled",
-            error: { message: turn.refused.message, status: turn.refused.status, providerName: endpoint.provider.id },
+            error: { message, status, providerName: endpoint.provider.id, ...(error?.previousErrors === undefined ? {} : { previousErrors: error.previousErrors }) },
           })
           await recordAndSettle(entry, held, 0)
-          return failed(model, turn.refused.message, turn.refused.status, 0, generationId)
+          return failed(model, message, status, 0, generationId)
         }
         if (Option.isSome(held)) await Effect.runPromise(spend.settle(held.value, 0))
-        return failed(model, turn.refused.message, turn.refused.status)
+        return failed(model, message, status)
       }
       const endpoint = turn.endpoint
       const assembler = responsesFormat.encoder(request, { stream: false, model: endpoint.modelId })

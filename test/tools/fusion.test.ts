@@ -154,6 +154,29 @@ describe("inner calls: charged and recorded", () => {
     expect(record.parentGenerationId).toBe(parent.generationId)
   })
 
+  test("the request's deadline ends an inner call in flight: 408, recorded as failed under its parent", async () => {
+    const e = await env()
+    const parent = { ...(await e.parentFor()), signal: AbortSignal.timeout(100) }
+    const r = await e.innerCalls.call(Either.getOrThrow(decodeResponsesRequest({ input: "q" })), "test/hang", parent)
+    expect(r).toMatchObject({ ok: false, status: 408 })
+    if (r.ok || r.generationId === undefined) throw new Error("expected a recorded failure")
+    const record = await e.generation(r.generationId)
+    expect(record.status).toBe("failed")
+    expect(record.parentGenerationId).toBe(parent.generationId)
+  })
+
+  test("the client leaving ends an inner call in flight: 499, recorded as cancelled", async () => {
+    const e = await env()
+    const client = new AbortController()
+    const parent = { ...(await e.parentFor()), signal: client.signal }
+    const pending = e.innerCalls.call(Either.getOrThrow(decodeResponsesRequest({ input: "q" })), "test/hang", parent)
+    setTimeout(() => client.abort(), 50)
+    const r = await pending
+    expect(r).toMatchObject({ ok: false, status: 499 })
+    if (r.ok || r.generationId === undefined) throw new Error("expected a recorded failure")
+    expect((await e.generation(r.generationId)).status).toBe("cancelled")
+  })
+
   test("a key whose limit cannot hold a call: that call fails with 402 and is not sent; the judge's 402 is insufficient_credits", async () => {
     const e = await env()
     // The key's first hold is admitted (Spend's rule); the holds after it do not fit the limit.

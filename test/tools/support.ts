@@ -46,6 +46,7 @@ export const fusionCatalog = (mock: MockUpstream, fusion?: FusionConfig): Config
     mockProvider(mock, "pfenced", answering(`Here is the analysis:\n\`\`\`json\n${JSON.stringify(ANALYSIS).slice(0, -1)},}\n\`\`\``)),
     mockProvider(mock, "pprose", answering("I would rather not compare them.")),
     mockProvider(mock, "pfinal", answering("The final answer.")),
+    mockProvider(mock, "phang", { "x-mock-error": "hang" }),
   ],
   models: [
     model("test/a", endpoint("pa", 1, 2)),
@@ -57,6 +58,7 @@ export const fusionCatalog = (mock: MockUpstream, fusion?: FusionConfig): Config
     model("test/judge-fenced", endpoint("pfenced", 5, 6)),
     model("test/judge-prose", endpoint("pprose", 5, 6)),
     model("test/final", endpoint("pfinal", 1, 2)),
+    model("test/hang", endpoint("phang", 1, 2)),
   ],
   ...(fusion === undefined ? {} : { plugins: { fusion } }),
 })
