@@ -167,6 +167,29 @@ export const SearchConfig = Schema.Struct({
   timeout_ms: Schema.optional(positiveInt),
 })
 export type SearchConfig = typeof SearchConfig.Type
+/** One fusion preset: the analysis panel and the judge (README, docs/fusion.md). */
+export const FusionPresetConfig = Schema.Struct({
+  /** Model ids of the catalog that answer in parallel (1 to 8). */
+  analysis_models: Schema.Array(nonEmpty).pipe(
+    Schema.minItems(1, { message: () => "1 to 8 models" }),
+    Schema.maxItems(8, { message: () => "1 to 8 models" }),
+  ),
+  /** The judge: compares the panel's answers as JSON. */
+  model: nonEmpty,
+})
+export type FusionPresetConfig = typeof FusionPresetConfig.Type
+
+/** `plugins.fusion`: the presets a request's `preset` names (only the contract's three). */
+export const FusionConfig = Schema.Struct({
+  presets: Schema.optional(
+    Schema.Struct({
+      "general-high": Schema.optional(FusionPresetConfig),
+      "general-budget": Schema.optional(FusionPresetConfig),
+      "general-fast": Schema.optional(FusionPresetConfig),
+    }),
+  ),
+})
+export type FusionConfig = typeof FusionConfig.Type
 
 export const ConfigFile = Schema.Struct({
   providers: Schema.Array(ProviderEntry),
@@ -224,6 +247,7 @@ export const ConfigFile = Schema.Struct({
     Schema.Struct({
       file_parser: Schema.optional(FileParserConfig),
       moderation: Schema.optional(ModerationConfig),
+      fusion: Schema.optional(FusionConfig),
       context_compression: Schema.optional(
         Schema.Struct({
           /** On by default for endpoints whose context is at most this many tokens (default 8192; 0: never by default). */
@@ -316,6 +340,13 @@ export const checkReferences = (file: ConfigFile): string | undefined => {
     if (search.engine === "searxng" && search.base_url === undefined) return "search.base_url: is required for engine searxng (a self-hosted instance)"
     if (search.engine !== "searxng" && search.api_key_env === undefined) return `search.api_key_env: is required for engine ${search.engine}`
     if (search.base_url !== undefined && !URL.canParse(search.base_url)) return "search.base_url: must be an http(s) URL"
+  }
+  for (const [name, preset] of Object.entries(file.plugins?.fusion?.presets ?? {})) {
+    if (preset === undefined) continue
+    for (const [i, id] of preset.analysis_models.entries()) {
+      if (!models.has(id)) return `plugins.fusion.presets.${name}.analysis_models[${i}]: unknown model "${id}"`
+    }
+    if (!models.has(preset.model)) return `plugins.fusion.presets.${name}.model: unknown model "${preset.model}"`
   }
   const moderation = file.plugins?.moderation
   if (moderation !== undefined) {

@@ -116,12 +116,14 @@ export interface GenerationEntry {
   readonly userAgent?: string | null
   /** For the broadcast outbox (absent: the generation is broadcast without request details or content). */
   readonly broadcast?: BroadcastContext
-  /** The model router that chose the model (`auto`, `pareto`), or null. */
+  /** The model router that chose the model (`auto`, `pareto`), or `fusion` for a request the fusion plugin answered; null otherwise. */
   readonly router?: string | null
   /** Server tools (issue 24): web search results given to the model, pages fetched, the search engine used. */
   readonly numSearchResults?: number | null
   readonly numFetches?: number | null
   readonly webSearchEngine?: string | null
+  /** The request's generation this inner model call was made for (fusion's panel and judge); null for a request's own. */
+  readonly parentGenerationId?: string | null
 }
 
 /** Longest client header (`HTTP-Referer`, app title, `User-Agent`) kept on a generation. */
@@ -244,6 +246,8 @@ export const Generation = Schema.Struct({
   provider_responses: Schema.Null,
   /** The model router that chose the model (`auto` for router/auto, `pareto` for router/pareto-code), or null. */
   router: Schema.NullOr(Schema.String),
+  /** The generation of the request this one was an inner model call of (fusion's panel and judge), or null. */
+  parent_generation_id: Schema.NullOr(Schema.String),
   service_tier: Schema.Null,
   upstream_inference_cost: Schema.Null,
   /** The search engine the web search tool used (`searxng`, `exa`, …), or null. */
@@ -303,6 +307,7 @@ export const generationView = (g: StoredGeneration): Generation => ({
   preset_id: null,
   provider_responses: null,
   router: g.router ?? null,
+  parent_generation_id: g.parentGenerationId ?? null,
   service_tier: null,
   upstream_inference_cost: null,
   web_search_engine: g.webSearchEngine ?? null,

@@ -27,6 +27,8 @@ export interface Loaded {
   moderationRefused?: ApiError
   /** The stages' state when they last waited on a load: what a request stopped there (deadline, client gone) is recorded as. */
   waitedIn?: StageState
+  /** The request's generation id, made early when a stage's own calls must name it (fusion's inner calls). */
+  generationId?: string
 }
 
 /** A read that is not in memory: `load` fetches it into the request's `Loaded`, then the decision is made again. */

@@ -27,7 +27,9 @@ import { inputBound, outputBound, type PartAllowance } from "../http/responses/b
 import type { RequestTrace } from "../http/metrics.js"
 import { apiErrorOf, asProviderError, failureCodeOf } from "../http/responses/upstream-errors.js"
 import { type DeclaredTool, serverToolTypeOf, type ServerToolPlan } from "../tools/declare.js"
-import type { ServerToolResult } from "../tools/types.js"
+import type { FusionToolContext } from "../tools/fusion.js"
+import type { InnerCalls, UpstreamCallBudget } from "../tools/inner-calls.js"
+import type { ServerToolContext, ServerToolResult } from "../tools/types.js"
 import type { Finish, Outcome, RequestLife } from "./finish.js"
 import { type ClientFormat, errorResponseIn, type FinishExtras, type ServerToolUse } from "./format.js"
 import type { RequestLifecycle } from "./lifecycle.js"
@@ -63,6 +65,8 @@ export interface LoopDeps {
   readonly runTurn: (request: ResponsesRequest, plan: RoutePlan, options: TurnOptions) => Promise<TurnResult>
   readonly deadlineMessage: string
   readonly shutdownMessage: string
+  /** Model calls a tool makes on the request's behalf (fusion's panel and judge); absent: such a tool fails its call. */
+  readonly innerCalls?: InnerCalls
 }
 
 type InputItems = Exclude<ResponsesRequest["input"], string | undefined>
@@ -107,7 +111,7 @@ interface ServerCall {
 type Read = { readonly ok: true } | { readonly ok: false; readonly cause: unknown }
 
 export const makeToolLoop = (deps: LoopDeps) => {
-  const { settings, parts, router, finish, lifecycle, spend, runPromise, runTurn, deadlineMessage, shutdownMessage } = deps
+  const { settings, parts, router, finish, lifecycle, spend, runPromise, runTurn, deadlineMessage, shutdownMessage, innerCalls } = deps
   const maxUpstreamCalls = settings.catalog.server?.max_upstream_calls ?? DEFAULT_MAX_UPSTREAM_CALLS
 
   /** Holds `usd` more against the key for a later turn: the hold, none needed, or refused. */
@@ -137,6 +141,8 @@ export const makeToolLoop = (deps: LoopDeps) => {
       fitted === undefined ? undefined : { ...fitted, tools }
     // Tools are told to stop when the request ends (client gone, deadline, shutdown).
     const toolAbort = new AbortController()
+    // The model calls the tools made themselves (fusion's panel and judge): they count with the turns' attempts.
+    let innerCallsMade = 0
     const onAbort = () => toolAbort.abort(upstreamAbort.reason)
     upstreamAbort.addEventListener("abort", onAbort)
 
@@ -293,9 +299,33 @@ export const makeToolLoop = (deps: LoopDeps) => {
       const callsSoFar = callsOf.get(tool.name) ?? 0
       callsOf.set(tool.name, callsSoFar + 1)
       let result: ServerToolResult
+      // What is left of the request's cap on upstream calls, for the tool's own model calls.
+      const innerBudget: UpstreamCallBudget = { used: 0, max: Math.max(0, maxUpstreamCalls - attempts.length - innerCallsMade) }
       try {
-        result = await tool.run(args, parameters, { settings, signal: toolAbort.signal, workspaceId: prepared.principal.workspaceId, callsSoFar })
+        const context: ServerToolContext | FusionToolContext =
+          innerCalls === undefined
+            ? { settings, signal: toolAbort.signal, workspaceId: prepared.principal.workspaceId, callsSoFar }
+            : {
+                settings,
+                signal: toolAbort.signal,
+                workspaceId: prepared.principal.workspaceId,
+                callsSoFar,
+                innerCalls,
+                // The tool's own model calls share the request's cap on upstream calls.
+                parent: {
+                  generationId: life.generationId,
+                  principal: prepared.principal,
+                  sessionId: prepared.sessionId,
+                  storeContent: prepared.storeContent,
+                  signal: toolAbort.signal,
+                  budget: innerBudget,
+                },
+                model: request.model,
+              }
+        result = await tool.run(args, parameters, context)
+        innerCallsMade += innerBudget.used
       } catch (e) {
+        innerCallsMade += innerBudget.used
         return JSON.stringify({ status: "failed", error: e instanceof Error ? e.message : "the tool failed" })
       }
       use.tool_calls_executed++
@@ -395,8 +425,8 @@ export const makeToolLoop = (deps: LoopDeps) => {
           if (upstreamAbort.signal.aborted) return { kind: "failure", cause: upstreamAbort.signal.reason }
         }
         // The budget: the next turn is the last one once it is spent or a stop condition holds.
-        final = use.tool_calls_executed >= toolPlan.maxToolCalls || stopped(steps, turnCalls, seen.reason) || attempts.length + 1 >= maxUpstreamCalls
-        if (attempts.length >= maxUpstreamCalls) {
+        final = use.tool_calls_executed >= toolPlan.maxToolCalls || stopped(steps, turnCalls, seen.reason) || attempts.length + innerCallsMade + 1 >= maxUpstreamCalls
+        if (attempts.length + innerCallsMade >= maxUpstreamCalls) {
           write(encoder.push([{ type: "usage", usage }, { type: "finish", reason: "length" }]))
           return { kind: "answer", incompleteReason: "max_upstream_calls" }
         }

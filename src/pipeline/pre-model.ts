@@ -68,8 +68,10 @@ export interface Decision {
   readonly spentUsd: number
   /** The request for a failover candidate, when context-compression made it for the first (undefined: as it is). */
   readonly fitFor: FitFor | undefined
-  /** The model router that chose the model (`auto`, `pareto`), for the generation record; null when none did. */
-  readonly router: "auto" | "pareto" | null
+  /** The model router that chose the model (`auto`, `pareto`), or the plugin that took part in the answer (`fusion`), for the generation record; null when none did. */
+  readonly router: "auto" | "pareto" | "fusion" | null
+  /** The request's generation id when a stage needed it before the decision (fusion's inner calls name it as their parent); else undefined: made after. */
+  readonly generationId: string | undefined
   /** Annotations for the answer's text (the file-parser's `file` annotations); undefined when none. */
   readonly annotations: ReadonlyArray<FileAnnotation> | undefined
   /** The server tools the request declares and the loop's budget (undefined: none, today's one turn). */
@@ -227,6 +229,7 @@ export const makePreparer = (
       spentUsd: 0,
       annotations: undefined,
       holdBudget,
+      router: undefined,
     }
     const preset = runStage(stages[0] as PreModelStage, state, null)
     if (preset !== undefined) return preset
@@ -292,7 +295,8 @@ export const makePreparer = (
       pipeline: state.pipeline,
       spentUsd: state.spentUsd,
       fitFor,
-      router: routerOf(state.hints?.requested),
+      router: state.router ?? routerOf(state.hints?.requested),
+      generationId: loaded.generationId,
       annotations: state.annotations,
       citable: state.citable,
     }

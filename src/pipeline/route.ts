@@ -42,6 +42,8 @@ import { makePreparer, type Prepared } from "./pre-model.js"
 import { type PipelineEntry, recordedRefusals, StagesStopped } from "./stages.js"
 import { type Attempt, CLIENT_CLOSED, CLIENT_CLOSED_MESSAGE, DeadlineExceeded, makeTurnRunner } from "./turns.js"
 import { makeToolLoop } from "./loop.js"
+import { makeFusionPlugin } from "./plugins/fusion.js"
+import { makeInnerCalls } from "../tools/inner-calls.js"
 
 type Services = KeyStore | ContentPolicy | PresetStore | Router | Guardrails | GenerationStore | Spend
 
@@ -68,6 +70,9 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
   const generationStore = Runtime.runSync(runtime)(GenerationStore)
   // Attempt outcomes go back to the router as plain calls (health, rolling stats, sticky sessions).
   const router = Context.get(runtime.context, Router)
+  const spend = Context.get(runtime.context, Spend)
+  // Model calls made on a request's behalf (fusion's panel and judge), each recorded with the request as parent.
+  const innerCalls = makeInnerCalls({ settings, router, generationStore, spend })
   const preparer = makePreparer(
     {
       keys: Context.get(runtime.context, KeyStore),
@@ -75,12 +80,12 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
       presets: Context.get(runtime.context, PresetStore),
       router,
       guardrails: Context.get(runtime.context, Guardrails),
-      spend: Context.get(runtime.context, Spend),
+      spend,
       moderation: { client: moderationClientOf(settings.catalog) },
     },
     settings,
     // Plugins that read the gateway's settings are built from them.
-    pluginsFor(settings),
+    { ...pluginsFor(settings), fusion: makeFusionPlugin({ innerCalls, settings }) },
     compressionSettingsOf(settings.catalog.plugins?.context_compression),
     settings,
   )
@@ -118,9 +123,10 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     router,
     finish,
     lifecycle,
-    spend: Context.get(runtime.context, Spend),
+    spend,
     runPromise,
     runTurn: turns.runTurn,
+    innerCalls,
     deadlineMessage,
     shutdownMessage: "The gateway is shutting down; the answer was cut before its end",
   })
@@ -171,7 +177,8 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
       }
       prepared = decided.value
     }
-    const generationId = newGenerationId()
+    // Made early when a stage's own calls named it (fusion's inner records have it as their parent).
+    const generationId = prepared.generationId ?? newGenerationId()
     if (trace !== undefined) trace.generationId = generationId
     const life: RequestLife = { prepared, generationId, startedAt, requestId: trace?.id, finished: false }
     try {

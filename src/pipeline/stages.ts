@@ -48,6 +48,8 @@ export interface StageChange {
   readonly annotations?: ReadonlyArray<FileAnnotation>
   /** Links the answer may cite (the web plugins' pages): `url_citation` annotations where it does. */
   readonly citable?: ReadonlyArray<Citable>
+  /** The plugin that writes the answer with the model (`fusion`): the generation record's `router`. */
+  readonly router?: "fusion"
 }
 
 export type StageOutcome = StageChange | ApiError | Missing | undefined
@@ -79,6 +81,8 @@ export interface StageState {
   citable?: Array<Citable>
   /** Before a priced outbound call: fails (402) when the key has no budget left for `usd` (no hold is kept). */
   readonly holdBudget?: (state: StageState, usd: number) => Effect.Effect<void, ApiError>
+  /** A plugin that takes part in the answer (`fusion`), for the record's `router`; undefined in the common case. */
+  router: "fusion" | undefined
 }
 
 /**
@@ -130,6 +134,7 @@ export const applyChange = (state: StageState, change: StageChange, byPreset: bo
     if (state.citable === undefined) state.citable = [...change.citable]
     else state.citable.push(...change.citable)
   }
+  if (change.router !== undefined) state.router = change.router
   if (change.entry !== undefined) {
     if (state.pipeline === undefined) state.pipeline = [change.entry]
     else state.pipeline.push(change.entry)

@@ -52,6 +52,7 @@ export type GenerationRow = {
   readonly num_search_results: number | null
   readonly num_fetches: number | null
   readonly web_search_engine: string | null
+  readonly parent_generation_id: string | null
 }
 
 const count = (n: number) => Math.max(0, Math.round(Number.isFinite(n) ? n : 0))
@@ -91,6 +92,7 @@ export const toRow = (e: GenerationEntry): GenerationRow => ({
   num_search_results: e.numSearchResults ?? null,
   num_fetches: e.numFetches ?? null,
   web_search_engine: e.webSearchEngine ?? null,
+  parent_generation_id: e.parentGenerationId ?? null,
 })
 
 export const fromRow = (r: GenerationRow): StoredGeneration => ({
@@ -129,6 +131,8 @@ export const fromRow = (r: GenerationRow): StoredGeneration => ({
   ...(r.num_search_results == null ? {} : { numSearchResults: Number(r.num_search_results) }),
   ...(r.num_fetches == null ? {} : { numFetches: Number(r.num_fetches) }),
   ...(r.web_search_engine == null ? {} : { webSearchEngine: r.web_search_engine }),
+  // Only on an inner call's record (fusion's panel and judge).
+  ...(r.parent_generation_id == null ? {} : { parentGenerationId: r.parent_generation_id }),
 })
 
 /** The columns of `generations`: the prepared insert binds a row's fields by these names. */
@@ -137,7 +141,7 @@ const GENERATION_COLUMNS: ReadonlyArray<keyof GenerationRow> = [
   "created_at", "streamed", "cancelled", "finish_reason", "session_id", "input_tokens", "cached_tokens",
   "cache_write_tokens", "output_tokens", "reasoning_tokens", "total_cost_nano", "is_byok", "generation_time_ms",
   "latency_ms", "status", "error", "has_content", "usage_estimated", "http_referer", "app_title", "user_agent",
-  "router", "num_search_results", "num_fetches", "web_search_engine",
+  "router", "num_search_results", "num_fetches", "web_search_engine", "parent_generation_id",
 ]
 
 const contentRowOf = (e: GenerationEntry) =>

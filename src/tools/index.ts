@@ -3,6 +3,7 @@
  * not listed here is a 400 naming it, never silently dropped.
  */
 import { datetimeTool } from "./datetime.js"
+import { fusionTool } from "./fusion.js"
 import type { ServerTool, ServerToolType } from "./types.js"
 import { webFetchTool } from "./web-fetch.js"
 import { webSearchTool } from "./web-search.js"
@@ -11,6 +12,7 @@ export const serverTools: ReadonlyArray<ServerTool> = [
   datetimeTool,
   webSearchTool,
   webFetchTool,
+  fusionTool,
 ]
 
 const byType = new Map<string, ServerTool>(serverTools.map((tool) => [tool.type, tool]))

@@ -234,6 +234,7 @@ const GENERATION = {
   preset_id: ["null"],
   provider_responses: ["null"],
   router: ["null"],
+  parent_generation_id: ["null"],
   service_tier: ["null"],
   upstream_inference_cost: ["null"],
   user_agent: ["string", "null"],

@@ -295,7 +295,7 @@ describe("the budget", () => {
 
 describe("declaring server tools", () => {
   test("a server tool this gateway does not run is a 400 naming tools[i]", async () => {
-    for (const type of ["openrouter:fusion", "openrouter:code_interpreter", "service:fusion"]) {
+    for (const type of ["openrouter:code_interpreter", "openrouter:image_generation", "service:code_interpreter"]) {
       const { res, text } = await respond({ model: "test/chat", input: "x", tools: [{ type: "function", name: "f" }, { type }] })
       expect(res.status).toBe(400)
       expect(text).toContain("tools[1]")
@@ -318,12 +318,12 @@ describe("declaring server tools", () => {
   })
 
   test("the three formats refuse an unknown server tool alike", async () => {
-    const chat = await gw.fetch("/v1/chat/completions", { method: "POST", json: { model: "test/chat", messages: [{ role: "user", content: "x" }], tools: [{ type: "openrouter:fusion" }] } })
+    const chat = await gw.fetch("/v1/chat/completions", { method: "POST", json: { model: "test/chat", messages: [{ role: "user", content: "x" }], tools: [{ type: "openrouter:code_interpreter" }] } })
     expect(chat.status).toBe(400)
     expect(await chat.text()).toContain("tools[0]")
     const messages = await gw.fetch("/v1/messages", {
       method: "POST",
-      json: { model: "test/anth", max_tokens: 8, messages: [{ role: "user", content: "x" }], tools: [{ type: "openrouter:fusion" }] },
+      json: { model: "test/anth", max_tokens: 8, messages: [{ role: "user", content: "x" }], tools: [{ type: "openrouter:code_interpreter" }] },
     })
     expect(messages.status).toBe(400)
     expect(await messages.text()).toContain("tools[0]")

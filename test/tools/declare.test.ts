@@ -49,8 +49,8 @@ describe("the registry's verdict", () => {
   })
 
   test("a tool of the contract this gateway does not run: 400 naming tools[i] and the type", () => {
-    expect(refusal(planOf({ tools: [{ type: "function", name: "f" }, { type: "openrouter:fusion" }] }))).toBe(
-      'Invalid request: tools[1]: server tool "openrouter:fusion" is not available on this gateway',
+    expect(refusal(planOf({ tools: [{ type: "function", name: "f" }, { type: "openrouter:code_interpreter" }] }))).toBe(
+      'Invalid request: tools[1]: server tool "openrouter:code_interpreter" is not available on this gateway',
     )
   })
 

@@ -1,4 +1,139 @@
-/** The `fusion` plugin: asks several analysis models and fuses their answers (several model turns). Not built on this gateway yet: a request that enables it is refused (400). */
-import { notAvailable } from "./plugin.js"
+/**
+ * The `fusion` plugin (issue 24 §6): before the model, the analysis panel answers the request's
+ * last user message in parallel and the judge compares the answers (src/tools/fusion-core.ts);
+ * then the panel's answers and the analysis go to the request's model as a system message above
+ * that user message, and the model writes the final answer. The record's `router` is `fusion`.
+ *
+ * The panel and the judge are inner calls (src/tools/inner-calls.ts): each held, charged and
+ * recorded on its own with the request's generation id as its parent (so that id is made here,
+ * before the decision: `Loaded.generationId`). They run on the runtime as a `Missing` read, kept
+ * per request in a WeakMap on its `Loaded`, and the stages run again, as file-parser's parses do.
+ * Every analysis model failing is a 502 naming them; a failed judge leaves the panel's answers
+ * without an analysis (the pipeline entry says why).
+ */
+import { Effect } from "effect"
+import type { Settings } from "../../config/Config.js"
+import { BadGateway, BadRequest } from "../../domain/errors.js"
+import { newGenerationId } from "../../domain/generations.js"
+import type { InputItem, ResponsesRequest } from "../../domain/responses.js"
+import { storesContent } from "../../services/ContentPolicy.js"
+import { chooseFusion, type FusionRun, runFusion, synthesisTextOf } from "../../tools/fusion-core.js"
+import { PANEL_TOOLS_UNAVAILABLE } from "../../tools/fusion.js"
+import type { InnerCalls, UpstreamCallBudget } from "../../tools/inner-calls.js"
+import { Missing } from "../ingress.js"
+import type { PipelineEntry, StageState } from "../stages.js"
+import { notAvailable, type PluginStage } from "./plugin.js"
 
+/** The registry's stage until the route wires the inner calls in (makeFusionPlugin). */
 export const fusionPlugin = notAvailable("fusion")
+
+/** A request's model calls at most, while the gateway has no `server.max_upstream_calls` (the issue's default). */
+export const DEFAULT_MAX_UPSTREAM_CALLS = 64
+
+export interface FusionPluginDeps {
+  readonly innerCalls: InnerCalls
+  readonly settings: Settings
+}
+
+/** A request's fusion run, once loaded. */
+const runs = new WeakMap<object, FusionRun>()
+
+/** The last user message's text and where it is (undefined: the request has none). */
+const lastUserMessage = (request: ResponsesRequest): { readonly text: string; readonly at: number } | undefined => {
+  const input = request.input
+  if (typeof input === "string") return input.trim() === "" ? undefined : { text: input, at: 0 }
+  for (let i = (input?.length ?? 0) - 1; i >= 0; i--) {
+    const item = input?.[i] as { role?: unknown; content?: unknown } | undefined
+    if (item?.role !== "user") continue
+    const text =
+      typeof item.content === "string"
+        ? item.content
+        : Array.isArray(item.content)
+          ? item.content
+              .map((p) => (p as { text?: unknown }).text)
+              .filter((t): t is string => typeof t === "string")
+              .join("\n")
+          : ""
+    return text.trim() === "" ? undefined : { text, at: i }
+  }
+  return undefined
+}
+
+/** The request with the panel's answers and the analysis as a system message above its last user message. */
+const withSynthesis = (request: ResponsesRequest, run: FusionRun, at: number): ResponsesRequest => {
+  const system = { type: "message", role: "system", content: synthesisTextOf(run) } as unknown as InputItem
+  const input = request.input
+  const items: Array<InputItem> =
+    typeof input === "string" ? [{ type: "message", role: "user", content: input } as unknown as InputItem] : [...(input ?? [])]
+  items.splice(typeof input === "string" ? 0 : at, 0, system)
+  return { ...request, input: items }
+}
+
+const entryOf = (run: FusionRun): PipelineEntry => ({
+  type: "plugin",
+  name: "fusion",
+  summary:
+    `${run.responses.length} of ${run.analysisModels.length} analysis models answered` +
+    (run.analysis !== undefined ? `; ${run.judge} compared them` : `; no analysis (${run.failureReason})`),
+  data: {
+    analysis_models: run.analysisModels,
+    model: run.judge,
+    responses: run.responses.map((r) => ({ model: r.model, characters: r.content.length })),
+    ...(run.analysis === undefined ? {} : { analysis: run.analysis }),
+    ...(run.failedModels.length === 0 ? {} : { failed_models: run.failedModels }),
+    ...(run.failureReason === undefined ? {} : { failure_reason: run.failureReason, error: run.error }),
+    // Charged with each inner call's own generation record (parent_generation_id), not again with this one.
+    cost: run.cost,
+    generations: run.generations,
+  },
+})
+
+export const makeFusionPlugin = (deps: FusionPluginDeps): PluginStage<"fusion"> => {
+  const { innerCalls, settings } = deps
+  const maxUpstreamCalls = settings.catalog.server?.max_upstream_calls ?? DEFAULT_MAX_UPSTREAM_CALLS
+
+  const outcomeOf = (run: FusionRun, state: StageState, at: number) => {
+    if (run.responses.length === 0) {
+      return new BadGateway({
+        message: `plugins[${at}]: fusion: ${run.error ?? "every analysis model failed"}`,
+        metadata: { failure_reason: run.failureReason ?? "all_panels_failed", failed_models: run.failedModels },
+      })
+    }
+    const user = lastUserMessage(state.request)
+    return { request: withSynthesis(state.request, run, user?.at ?? 0), entry: entryOf(run), router: "fusion" as const }
+  }
+
+  return {
+    id: "fusion",
+    needsPlan: false,
+    run: (config, state, at) => {
+      const done = runs.get(state.loaded)
+      if (done !== undefined) return outcomeOf(done, state, at)
+      const refuse = (rule: string) => new BadRequest({ message: `Invalid request: plugins[${at}].${rule}` })
+      if (config.tools !== undefined && config.tools.length > 0) return refuse(`tools: ${PANEL_TOOLS_UNAVAILABLE}`)
+      const choice = chooseFusion(config, settings.catalog.plugins?.fusion, state.request.model)
+      if (typeof choice === "string") return refuse(choice)
+      const user = lastUserMessage(state.request)
+      if (user === undefined) return new BadRequest({ message: `Invalid request: plugins[${at}]: fusion needs a user message to put to the panel` })
+      const loaded = state.loaded
+      loaded.generationId ??= newGenerationId()
+      const principal = state.principal
+      const budget: UpstreamCallBudget = { used: 0, max: maxUpstreamCalls }
+      const sessionId = state.request.session_id ?? state.headers.get("x-session-id")
+      const parent = {
+        generationId: loaded.generationId,
+        principal,
+        sessionId: sessionId === null || sessionId === "" ? null : sessionId.slice(0, 256),
+        storeContent: storesContent(state.settings, Number(principal.key.id)),
+        // The request's deadline (the client's going away is not seen before the decision).
+        signal: AbortSignal.timeout(settings.requestTimeoutMs),
+        budget,
+      }
+      return new Missing(
+        Effect.promise(async () => {
+          runs.set(loaded, await runFusion(choice, user.text, (request, model) => innerCalls.call(request, model, parent)))
+        }),
+      )
+    },
+  }
+}

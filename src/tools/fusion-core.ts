@@ -1,0 +1,247 @@
+/**
+ * Fusion (issue 24 §6), shared by the `fusion` plugin and the `openrouter:fusion` server tool:
+ * the analysis panel (1 to 8 models) answers the same user prompt in parallel, then the judge
+ * compares the answers and returns JSON (`consensus`, `contradictions`, `partial_coverage`,
+ * `unique_insights`, `blind_spots`), asked for with a JSON schema (`text.format` json_schema) and
+ * healed with response-healing's repair when the model's JSON is broken. A panelist that fails is
+ * listed and the rest go on; when all fail there is no judge call and the run is a failure with
+ * `failure_reason` (the SDK's codes). The model calls themselves are inner calls (inner-calls.ts).
+ *
+ * Panelists get no tools on this gateway yet (they answer from model knowledge): the server-tool
+ * loop is what would let them search.
+ */
+import { Either } from "effect"
+import type { FusionConfig } from "../config/file.js"
+import { decodeResponsesRequest, type ResponsesRequest } from "../domain/responses.js"
+import { heal, validatorOf } from "../pipeline/plugins/response-healing.js"
+import type { InnerCallResult } from "./inner-calls.js"
+
+/** The analysis as the SDK's `FusionAnalysisResult` has it on the wire. */
+export interface FusionAnalysis {
+  readonly consensus: ReadonlyArray<string>
+  readonly contradictions: ReadonlyArray<{ readonly topic: string; readonly stances: ReadonlyArray<{ readonly model: string; readonly stance: string }> }>
+  readonly partial_coverage: ReadonlyArray<{ readonly point: string; readonly models: ReadonlyArray<string> }>
+  readonly unique_insights: ReadonlyArray<{ readonly model: string; readonly insight: string }>
+  readonly blind_spots: ReadonlyArray<string>
+}
+
+const strings = { type: "array", items: { type: "string" } } as const
+const objectOf = (properties: Record<string, unknown>) => ({
+  type: "object",
+  additionalProperties: false,
+  required: Object.keys(properties),
+  properties,
+})
+
+/** The judge's answer schema (strict: every key required, no others). */
+export const ANALYSIS_SCHEMA: Record<string, unknown> = objectOf({
+  consensus: strings,
+  contradictions: {
+    type: "array",
+    items: objectOf({ topic: { type: "string" }, stances: { type: "array", items: objectOf({ model: { type: "string" }, stance: { type: "string" } }) } }),
+  },
+  partial_coverage: { type: "array", items: objectOf({ point: { type: "string" }, models: strings }) },
+  unique_insights: { type: "array", items: objectOf({ model: { type: "string" }, insight: { type: "string" } }) },
+  blind_spots: strings,
+})
+
+// Compiled once, at start (response-healing's compiler and cache).
+const validateAnalysis = (() => {
+  const compiled = validatorOf(ANALYSIS_SCHEMA, "fusion analysis")
+  if (typeof compiled === "string") throw new Error(compiled)
+  return compiled
+})()
+
+export const JUDGE_INSTRUCTIONS = [
+  "You compare answers that several AI models gave, independently, to the same question.",
+  "Report, as JSON matching the given schema: the points they agree on (consensus); the points where they",
+  "disagree, with each model's stance (contradictions); points only some of them cover, naming those models",
+  "(partial_coverage); insights only one model gave (unique_insights); and what none of them addressed but",
+  "should have (blind_spots). Name models exactly as the answers are headed. Do not answer the question yourself.",
+].join(" ")
+
+/** The typed failure reasons of the SDK's `openrouter:fusion` item. */
+export type FailureReason =
+  | "all_panels_failed"
+  | "insufficient_credits"
+  | "rate_limited"
+  | "judge_not_valid_json"
+  | "judge_schema_mismatch"
+  | "judge_upstream_error"
+  | "judge_empty_completion"
+  | "cancelled"
+
+export interface FailedModel {
+  readonly model: string
+  readonly error: string
+  readonly status_code?: number
+}
+
+/** One fusion run's outcome. */
+export interface FusionRun {
+  readonly analysisModels: ReadonlyArray<string>
+  readonly judge: string
+  /** The panelists that answered, in the order asked. */
+  readonly responses: ReadonlyArray<{ readonly model: string; readonly content: string }>
+  readonly failedModels: ReadonlyArray<FailedModel>
+  /** Absent when the run failed (`failureReason`). */
+  readonly analysis?: FusionAnalysis
+  readonly failureReason?: FailureReason
+  readonly error?: string
+  /** USD of every inner call (each charged with its own generation record). */
+  readonly cost: number
+  /** The inner calls' generation ids (panel first, then the judge). */
+  readonly generations: ReadonlyArray<string>
+}
+
+/**
+ * Progress of a run, for the stream's `response.fusion_call.*` events (the loop maps each to its
+ * event with the item's id, output index and sequence number). Every method is optional.
+ */
+export interface FusionObserver {
+  /** `response.fusion_call.panel.added` */
+  readonly panelAdded?: (model: string) => void
+  /** `response.fusion_call.panel.completed` */
+  readonly panelCompleted?: (model: string, content: string) => void
+  /** `response.fusion_call.panel.failed` */
+  readonly panelFailed?: (model: string, error: string, statusCode: number | undefined) => void
+  /** `response.fusion_call.analysis.in_progress` */
+  readonly analysisInProgress?: (judge: string) => void
+  /** `response.fusion_call.analysis.completed` */
+  readonly analysisCompleted?: (analysis: FusionAnalysis) => void
+}
+
+/** Runs one model call for the run (an inner call of the request). */
+export type RunModel = (request: ResponsesRequest, model: string) => Promise<InnerCallResult>
+
+export interface FusionChoice {
+  readonly analysisModels: ReadonlyArray<string>
+  readonly judge: string
+}
+
+/** What the caller asked for: the plugin's object or the tool's `parameters` (already checked). */
+export interface FusionAsk {
+  readonly analysis_models?: ReadonlyArray<string> | undefined
+  readonly model?: string | undefined
+  readonly preset?: string | undefined
+}
+
+/**
+ * The panel and the judge: explicit `analysis_models` and `model` win over the preset's; a judge
+ * named nowhere is `fallbackJudge` (the request's own model). A string: what is wrong, for a 400.
+ */
+export const chooseFusion = (ask: FusionAsk, config: FusionConfig | undefined, fallbackJudge: string | undefined): FusionChoice | string => {
+  let preset: { readonly analysis_models: ReadonlyArray<string>; readonly model: string } | undefined
+  if (ask.preset !== undefined) {
+    preset = (config?.presets as Record<string, typeof preset> | undefined)?.[ask.preset]
+    if (preset === undefined) return `preset: fusion preset ${ask.preset} is not configured on this gateway (plugins.fusion.presets)`
+  }
+  const analysisModels = ask.analysis_models ?? preset?.analysis_models
+  if (analysisModels === undefined) return "analysis_models: 1 to 8 models, or a preset"
+  const judge = ask.model ?? preset?.model ?? fallbackJudge
+  if (judge === undefined) return "model: the judge model, or a preset"
+  return { analysisModels, judge }
+}
+
+const requestOf = (body: Record<string, unknown>): ResponsesRequest => {
+  const decoded = decodeResponsesRequest(body)
+  // Built here from checked parts: a failure is a bug, not the caller's.
+  if (Either.isLeft(decoded)) throw new Error(`fusion built an invalid request: ${decoded.left.message}`)
+  return decoded.right
+}
+
+/** What the judge is given: the question and each answer under its model's name. */
+export const judgeInputOf = (prompt: string, responses: FusionRun["responses"]): string =>
+  [
+    `Question:\n${prompt}`,
+    ...responses.map((r, i) => `--- Answer ${i + 1}, by model ${r.model} ---\n${r.content}`),
+  ].join("\n\n")
+
+const judgeFailure = (result: Extract<InnerCallResult, { ok: false }>): FailureReason =>
+  result.status === 402 ? "insufficient_credits" : result.status === 429 ? "rate_limited" : result.status === 499 ? "cancelled" : "judge_upstream_error"
+
+/** The panel in parallel, then the judge. Never rejects. */
+export const runFusion = async (choice: FusionChoice, prompt: string, runModel: RunModel, observer: FusionObserver = {}): Promise<FusionRun> => {
+  const { analysisModels, judge } = choice
+  const panelRequest = requestOf({ input: prompt })
+  const answers = await Promise.all(
+    analysisModels.map(async (model) => {
+      observer.panelAdded?.(model)
+      const answer = await runModel(panelRequest, model)
+      if (answer.ok && answer.text.trim() !== "") observer.panelCompleted?.(model, answer.text)
+      else observer.panelFailed?.(model, answer.ok ? "the model gave an empty answer" : answer.error, answer.ok ? undefined : answer.status)
+      return answer
+    }),
+  )
+  const responses: Array<{ model: string; content: string }> = []
+  const failedModels: Array<FailedModel> = []
+  const generations: Array<string> = []
+  let cost = 0
+  for (const a of answers) {
+    cost += a.cost
+    if (a.generationId !== undefined) generations.push(a.generationId)
+    if (a.ok && a.text.trim() !== "") responses.push({ model: a.model, content: a.text })
+    else if (a.ok) failedModels.push({ model: a.model, error: "the model gave an empty answer" })
+    else failedModels.push({ model: a.model, error: a.error, status_code: a.status })
+  }
+  const base = { analysisModels, judge, responses, failedModels, generations }
+  if (responses.length === 0) {
+    const statuses = new Set(failedModels.map((f) => f.status_code))
+    const failureReason: FailureReason =
+      statuses.size === 1 && statuses.has(402) ? "insufficient_credits" : statuses.size === 1 && statuses.has(499) ? "cancelled" : "all_panels_failed"
+    return { ...base, cost, failureReason, error: `every analysis model failed (${failedModels.map((f) => `${f.model}: ${f.error}`).join("; ")})` }
+  }
+
+  const judgeRequest = requestOf({
+    instructions: JUDGE_INSTRUCTIONS,
+    input: judgeInputOf(prompt, responses),
+    temperature: 0,
+    text: { format: { type: "json_schema", name: "fusion_analysis", schema: ANALYSIS_SCHEMA, strict: true } },
+  })
+  observer.analysisInProgress?.(judge)
+  const judged = await runModel(judgeRequest, judge)
+  cost += judged.cost
+  if (judged.generationId !== undefined) generations.push(judged.generationId)
+  if (!judged.ok) return { ...base, cost, failureReason: judgeFailure(judged), error: `the judge ${judge} failed: ${judged.error}` }
+  if (judged.text.trim() === "") return { ...base, cost, failureReason: "judge_empty_completion", error: `the judge ${judge} gave an empty answer` }
+  const healed = heal(judged.text, "json_schema", validateAnalysis)
+  if (!healed.valid) {
+    let parses = true
+    try {
+      JSON.parse(healed.text)
+    } catch {
+      parses = false
+    }
+    return parses
+      ? { ...base, cost, failureReason: "judge_schema_mismatch", error: `the judge ${judge} answered JSON that does not match the analysis schema` }
+      : { ...base, cost, failureReason: "judge_not_valid_json", error: `the judge ${judge} did not answer JSON` }
+  }
+  const analysis = JSON.parse(healed.text) as FusionAnalysis
+  observer.analysisCompleted?.(analysis)
+  return { ...base, cost, analysis }
+}
+
+/** The `openrouter:fusion` output item as the SDK validates it (without `id`: the loop gives it). */
+export const fusionItemOf = (run: FusionRun): Record<string, unknown> => ({
+  type: "openrouter:fusion",
+  status: run.failureReason === undefined ? "completed" : "incomplete",
+  responses: run.responses,
+  ...(run.analysis === undefined ? {} : { analysis: run.analysis }),
+  ...(run.failedModels.length === 0 ? {} : { failed_models: run.failedModels }),
+  ...(run.failureReason === undefined ? {} : { failure_reason: run.failureReason, error: run.error }),
+})
+
+/** The panel and the analysis as text for the model that writes the final answer. */
+export const synthesisTextOf = (run: FusionRun): string => {
+  const parts = [
+    "Several AI models answered the user's latest message independently (fusion). Their answers and an analysis",
+    "of where they agree and differ follow. Write the final answer to the user from them: keep what the models",
+    "agree on, resolve the contradictions where you can (say so where you cannot), and cover the blind spots.",
+    "Do not mention this panel unless the user asks.",
+    "",
+    ...run.responses.map((r) => `### Answer by ${r.model}\n${r.content}\n`),
+  ]
+  if (run.analysis !== undefined) parts.push("### Analysis", JSON.stringify(run.analysis, null, 2))
+  else if (run.error !== undefined) parts.push(`(No analysis: ${run.error}.)`)
+  return parts.join("\n")
+}

@@ -1,0 +1,112 @@
+/**
+ * The `openrouter:fusion` server tool (issue 24 §6): the model calls `fusion` with a prompt; the
+ * panel answers it in parallel and the judge compares the answers (fusion-core.ts). The client
+ * gets the SDK's `openrouter:fusion` item (`responses`, `analysis`, `failed_models`,
+ * `failure_reason`, `error`); the model gets the same facts as JSON text to write its answer from.
+ *
+ * The tool makes model calls: it needs the loop to pass a `FusionToolContext` (inner calls and the
+ * request they are made for). Its own `cost` is 0: each inner call is charged with its own
+ * generation record (`parent_generation_id`), so adding it to the request's would charge it twice.
+ */
+import { Either, ParseResult, Schema } from "effect"
+import { chooseFusion, type FusionObserver, type FusionRun, fusionItemOf, runFusion } from "./fusion-core.js"
+import type { InnerCalls, ParentCall } from "./inner-calls.js"
+import type { ServerTool, ServerToolContext, ServerToolResult } from "./types.js"
+
+/** What the fusion tool needs beside the common context; the loop passes it. */
+export interface FusionToolContext extends ServerToolContext {
+  readonly innerCalls: InnerCalls
+  /** The request the panel's and the judge's calls are made for (their parent generation, key, budget). */
+  readonly parent: ParentCall
+  /** The request's model: the judge when neither the tool's parameters nor a preset name one. */
+  readonly model: string | undefined
+  /** The run's progress, for a stream's `response.fusion_call.*` events (absent: not streamed). */
+  readonly observer?: FusionObserver
+}
+
+const hasInnerCalls = (ctx: ServerToolContext): ctx is FusionToolContext =>
+  "innerCalls" in ctx && (ctx as Partial<FusionToolContext>).innerCalls !== undefined && (ctx as Partial<FusionToolContext>).parent !== undefined
+
+const oneToEight = { message: () => "1 to 8 models" }
+
+/**
+ * The `parameters` of the request's `{type: "openrouter:fusion", parameters}` (the SDK's
+ * FusionServerToolConfig, plus `preset`). Keys the gateway does not use (temperature, reasoning,
+ * max_completion_tokens, cache_control) are accepted and ignored.
+ */
+export const FusionToolParameters = Schema.Struct({
+  analysis_models: Schema.optional(Schema.Array(Schema.String).pipe(Schema.minItems(1, oneToEight), Schema.maxItems(8, oneToEight))),
+  model: Schema.optional(Schema.String),
+  preset: Schema.optional(
+    Schema.Literal("general-high", "general-budget", "general-fast").annotations({ message: () => "one of general-high, general-budget, general-fast" }),
+  ),
+  max_tool_calls: Schema.optional(Schema.Int.pipe(Schema.between(1, 16, { message: () => "an integer from 1 to 16" }))),
+  tools: Schema.optional(
+    Schema.Array(Schema.Struct({ type: Schema.String, parameters: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })) })),
+  ),
+})
+export type FusionToolParameters = typeof FusionToolParameters.Type
+
+const decodeParameters = Schema.decodeUnknownEither(FusionToolParameters, { errors: "first" })
+
+/** Panel tools need the server-tool loop inside each inner call, which this gateway does not run yet. */
+export const PANEL_TOOLS_UNAVAILABLE = "tools for the fusion panel are not available on this gateway yet (send [] or leave it out: the panel answers from model knowledge)"
+
+/**
+ * The tool's `parameters` checked, or what is wrong with them ("analysis_models: 1 to 8 models"):
+ * the request's decoder refuses such a tool with a 400 naming it.
+ */
+export const checkFusionParameters = (parameters: unknown): FusionToolParameters | string => {
+  const decoded = decodeParameters(parameters ?? {})
+  if (Either.isLeft(decoded)) {
+    const issue = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)[0]
+    return issue === undefined ? "invalid parameters" : `${issue.path.join(".")}: ${issue.message}`
+  }
+  if (decoded.right.tools !== undefined && decoded.right.tools.length > 0) return `tools: ${PANEL_TOOLS_UNAVAILABLE}`
+  return decoded.right
+}
+
+const failedResult = (error: string): ServerToolResult => ({
+  modelOutput: JSON.stringify({ error }),
+  item: { type: "openrouter:fusion", status: "incomplete", error },
+  cost: 0,
+})
+
+/** What the model is given: the panel's answers and the analysis (or why there is none). */
+const modelOutputOf = (run: FusionRun): string =>
+  JSON.stringify({
+    responses: run.responses,
+    ...(run.analysis === undefined ? {} : { analysis: run.analysis }),
+    ...(run.failedModels.length === 0 ? {} : { failed_models: run.failedModels }),
+    ...(run.error === undefined ? {} : { error: run.error }),
+  })
+
+export const fusionTool: ServerTool = {
+  type: "openrouter:fusion",
+  name: "fusion",
+  parametersProblem: (parameters) => {
+    const checked = checkFusionParameters(parameters)
+    return typeof checked === "string" ? checked : undefined
+  },
+  description:
+    "Ask a panel of AI models the same question in parallel and get their answers with an analysis of where they agree, " +
+    "contradict each other, and what they miss. Use it for hard or contested questions where several views help.",
+  parameters: {
+    type: "object",
+    properties: { prompt: { type: "string", description: "The question to put to the panel, complete and self-contained." } },
+    required: ["prompt"],
+    additionalProperties: false,
+  },
+  unavailable: () => undefined,
+  run: async (args, toolParameters, ctx) => {
+    if (!hasInnerCalls(ctx)) return failedResult("fusion cannot make model calls here")
+    const prompt = typeof args === "object" && args !== null ? (args as { prompt?: unknown }).prompt : undefined
+    if (typeof prompt !== "string" || prompt.trim() === "") return failedResult("the call needs a prompt (a non-empty string)")
+    const parameters = checkFusionParameters(toolParameters)
+    if (typeof parameters === "string") return failedResult(parameters)
+    const choice = chooseFusion(parameters, ctx.settings.catalog.plugins?.fusion, ctx.model)
+    if (typeof choice === "string") return failedResult(choice)
+    const run = await runFusion(choice, prompt, (request, model) => ctx.innerCalls.call(request, model, ctx.parent), ctx.observer)
+    return { modelOutput: modelOutputOf(run), item: fusionItemOf(run), cost: 0 }
+  },
+}
