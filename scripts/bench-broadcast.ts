@@ -69,7 +69,7 @@ const start = async (name: string) => {
   })
   const base = `http://127.0.0.1:${port}`
   for (let i = 0; i < 200; i++) {
-    if (await fetch(`${base}/health`).then((r) => r.ok, () => false)) break
+    if (await fetch(`${base}/v1/health`).then((r) => r.ok, () => false)) break
     await Bun.sleep(50)
   }
   return { name, port, base, proc, dataDir }

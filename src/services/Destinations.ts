@@ -19,6 +19,7 @@ import {
   SECRET_MAPS,
   type UpdateDestinationPayload,
 } from "../domain/destinations.js"
+import { deleteDeliveries } from "../broadcast/queue.js"
 import { BadRequest, NotFound } from "../domain/errors.js"
 import { type PageParams, pageOf } from "../domain/paging.js"
 import { KeyStore } from "./KeyStore.js"
@@ -88,7 +89,7 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
     /** The destination's delivery status: its last outcome and its queue. */
     const deliveryOf = (row: DestinationRow) =>
       Effect.map(
-        sql<{ state: string; n: number }>`SELECT state, COUNT(*) AS n FROM broadcast_deliveries
+        sql<{ state: string; n: number }>`SELECT state, SUM(generations) AS n FROM broadcast_deliveries
           WHERE destination_id = ${row.id} AND state IN ('pending', 'dead') GROUP BY state`.pipe(Effect.orDie),
         (counts): DeliveryStatus => ({
           last_success_at: row.last_success_at ?? null,
@@ -295,7 +296,7 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
         const row = yield* visible(userId, id)
         yield* sql.withTransaction(
           Effect.zipRight(
-            sql`DELETE FROM broadcast_deliveries WHERE destination_id = ${row.id}`,
+            Effect.provideService(deleteDeliveries(row.id), SqlClient.SqlClient, sql),
             sql`DELETE FROM observability_destinations WHERE id = ${row.id}`,
           ),
         ).pipe(Effect.orDie)

@@ -18,6 +18,7 @@ import holdLeases from "./0012_hold_leases.js"
 import budgetSlices from "./0013_budget_slices.js"
 import broadcast from "./0014_broadcast.js"
 import generationRouter from "./0015_generation_router.js"
+import broadcastBatches from "./0017_broadcast_batches.js"
 
 export interface Migration {
   readonly id: number
@@ -40,4 +41,5 @@ export const migrations: ReadonlyArray<Migration> = [
   { id: 13, name: "budget_slices", up: budgetSlices },
   { id: 14, name: "broadcast", up: broadcast },
   { id: 15, name: "generation_router", up: generationRouter },
+  { id: 17, name: "broadcast_batches", up: broadcastBatches },
 ]
