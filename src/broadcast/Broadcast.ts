@@ -25,7 +25,7 @@ import { Secrets } from "../services/secrets.js"
 import { OutboundError, safeFetch } from "../outbound/fetch.js"
 import { type OutboundRequest, type TraceBatch, traceBatch } from "./exporter.js"
 import { exporterFor } from "./exporters/index.js"
-import { compileFilter } from "./filters.js"
+import { compileFilter, passAll } from "./filters.js"
 import { makeOutbox, type WorkspaceTargets } from "./outbox.js"
 import { deleteDeliveries, requeueDead } from "./queue.js"
 import {
@@ -59,9 +59,13 @@ interface OpenedBatch {
   readonly contents: ReadonlyArray<DeliveryContent | null> | undefined
 }
 
-/** What one pass claimed: the batches its rows point to, and the OTLP bodies built so far (by switches and generations). */
+/**
+ * What one pass claimed: the batches its rows point to, and what was built from them so far for
+ * the destinations with the same switches (the trace items by generation, the OTLP bodies by generations).
+ */
 interface Pass {
   readonly batches: ReadonlyMap<string, OpenedBatch>
+  readonly items: Map<string, TraceItem>
   readonly built: Map<string, TraceBatch>
 }
 
@@ -185,13 +189,15 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
     // ---- helpers over the store ----
 
     const keyNames = new Map<string, { readonly name: string | null; readonly at: number }>()
-    const keyNameOf = async (hash: string): Promise<string | null> => {
+    /** The key's name, from a cache of a minute: a hit answers without a promise (it is asked per generation and destination). */
+    const keyNameOf = (hash: string, now: number): string | null | Promise<string | null> => {
       const hit = keyNames.get(hash)
-      if (hit !== undefined && Date.now() - hit.at < 60_000) return hit.name
-      const rows = await run(sql<{ name: string }>`SELECT name FROM api_keys WHERE hash = ${hash}`.pipe(Effect.orDie))
-      const name = rows[0]?.name ?? null
-      keyNames.set(hash, { name, at: Date.now() })
-      return name
+      if (hit !== undefined && now - hit.at < 60_000) return hit.name
+      return run(sql<{ name: string }>`SELECT name FROM api_keys WHERE hash = ${hash}`.pipe(Effect.orDie)).then((rows) => {
+        const name = rows[0]?.name ?? null
+        keyNames.set(hash, { name, at: Date.now() })
+        return name
+      })
     }
 
     const openContents = (sealed: string | null): ReadonlyArray<DeliveryContent | null> | undefined => {
@@ -202,8 +208,8 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
 
     const loadBatches = async (ids: ReadonlyArray<string>): Promise<ReadonlyMap<string, OpenedBatch>> => {
       const rows = await run(
-        sql<{ id: string; items: string; content: string | null }>`SELECT id, items, content FROM broadcast_batches
-          WHERE id IN ${sql.in(ids)}`.pipe(Effect.orDie),
+        sql<{ id: string; items: string; content: string | null }>`SELECT b.id, b.items, c.content FROM broadcast_batches b
+          LEFT JOIN broadcast_contents c ON c.batch_id = b.id WHERE b.id IN ${sql.in(ids)}`.pipe(Effect.orDie),
       )
       const out = new Map<string, OpenedBatch>()
       for (const row of rows) out.set(row.id, { items: JSON.parse(row.items) as OutboxItems, contents: openContents(row.content) })
@@ -255,8 +261,8 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
           yield* sql`UPDATE broadcast_deliveries SET state = 'delivered', claimed_until = 0, finished_at = ${now}, last_error = NULL
             WHERE destination_id = ${destinationId} AND batch_id IN ${sql.in(batchIds)}`
           // The content goes once every destination of the batch has it.
-          yield* sql`UPDATE broadcast_batches SET content = NULL WHERE id IN ${sql.in(batchIds)} AND content IS NOT NULL
-            AND NOT EXISTS (SELECT 1 FROM broadcast_deliveries d WHERE d.batch_id = broadcast_batches.id AND d.state <> 'delivered')`
+          yield* sql`DELETE FROM broadcast_contents WHERE batch_id IN ${sql.in(batchIds)}
+            AND NOT EXISTS (SELECT 1 FROM broadcast_deliveries d WHERE d.batch_id = broadcast_contents.batch_id AND d.state <> 'delivered')`
           yield* sql`UPDATE observability_destinations SET last_success_at = ${nowIso()} WHERE id = ${destinationId}`
         }).pipe(Effect.orDie),
       )
@@ -362,6 +368,8 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
     const itemsOf = async (destination: ResolvedDestination, rows: ReadonlyArray<ClaimedRow>, pass: Pass) => {
       const test = filterOf(destination)
       const options = optionsOf(destination)
+      const shape = optionsKey(options)
+      const now = Date.now()
       const items: Array<TraceItem> = []
       const kept: Array<ClaimedRow> = []
       const refused: Array<string> = []
@@ -381,12 +389,19 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
               continue
             }
             const content = options.privacyMode ? undefined : (batch.contents?.[i] ?? undefined)
-            const keyName = await keyNameOf(generation.payload.keyHash)
-            if (!test(subjectOf(generation.payload, content, keyName))) {
+            const name = keyNameOf(generation.payload.keyHash, now)
+            const keyName = name instanceof Promise ? await name : name
+            if (test !== passAll && !test(subjectOf(generation.payload, content, keyName))) {
               filtered++
               continue
             }
-            items.push(traceItemOf(generation.payload, content, options, keyName))
+            const key = `${shape}\u0000${generation.payload.id}`
+            let item = pass.items.get(key)
+            if (item === undefined) {
+              item = traceItemOf(generation.payload, content, options, keyName)
+              pass.items.set(key, item)
+            }
+            items.push(item)
             taken++
           }
         }
@@ -539,7 +554,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
         groups.set(row.destination_id, group)
       }
       // Each batch is read and opened once for all its destinations.
-      const pass: Pass = { batches: await loadBatches([...new Set(claimed.map((r) => r.batch_id))]), built: new Map() }
+      const pass: Pass = { batches: await loadBatches([...new Set(claimed.map((r) => r.batch_id))]), items: new Map(), built: new Map() }
       for (const [id, rows] of groups) {
         const p: Promise<void> = deliverGroup(id, rows, deadline, pass)
           .catch((e: unknown) => {
@@ -603,12 +618,14 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
         if (expired.length === 0) break
         const ids = expired.map((r) => r.batch_id)
         await run(
-          Effect.zipRight(
+          Effect.all([
             sql`DELETE FROM broadcast_deliveries WHERE batch_id IN ${sql.in(ids)} AND state IN ('delivered', 'dead')
               AND finished_at < ${now - settings.retentionMs}`,
+            sql`DELETE FROM broadcast_contents WHERE batch_id IN ${sql.in(ids)}
+              AND NOT EXISTS (SELECT 1 FROM broadcast_deliveries d WHERE d.batch_id = broadcast_contents.batch_id)`,
             sql`DELETE FROM broadcast_batches WHERE id IN ${sql.in(ids)}
               AND NOT EXISTS (SELECT 1 FROM broadcast_deliveries d WHERE d.batch_id = broadcast_batches.id)`,
-          ).pipe(Effect.orDie),
+          ]).pipe(Effect.orDie),
         )
         if (expired.length < 500) break
       }
@@ -652,7 +669,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
         const deadline = Date.now() + Math.min(config.shutdownGraceMs, settings.timeoutMs)
         try {
           await run(generations.flush)
-          await tick(deadline)
+          if (process.env.NO_WORKER === undefined) await tick(deadline)
           while (running.size > 0 && Date.now() < deadline) {
             await Promise.race([Promise.all([...running]), new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())))])
           }

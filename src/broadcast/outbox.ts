@@ -2,8 +2,8 @@
  * The commit side of broadcast: the ledger hook that adds, in the transaction of a batch of
  * generations, what the worker needs to deliver the ones some destination wants: one
  * `broadcast_batches` row for the batch (each wanted generation's payload and which destinations
- * want it; the prompts and completions sealed once, for the generations a destination outside
- * privacy mode wants) and one small `broadcast_deliveries` row per destination that wants any of
+ * want it), a `broadcast_contents` row with their prompts and completions sealed once (only those
+ * a destination outside privacy mode wants), and one small `broadcast_deliveries` row per destination that wants any of
  * them (migration 0017). It only selects and inserts (filter rules and caps are the worker's):
  * the workspace's `is_observability_broadcast_enabled`, the destination enabled, the key among
  * its `api_key_hashes` (null: every key), and its `sampling_rate` (deterministic per session, so
@@ -30,7 +30,8 @@ export interface WorkspaceTargets {
   readonly destinations: ReadonlyArray<OutboxTarget>
 }
 
-export const BATCH_COLUMNS = ["id", "created_at", "items", "content"] as const
+export const BATCH_COLUMNS = ["id", "created_at", "items"] as const
+export const CONTENT_COLUMNS = ["batch_id", "content"] as const
 
 export const DELIVERY_COLUMNS = [
   "batch_id",
@@ -134,11 +135,10 @@ export const makeOutbox = (deps: {
     const batchId = first.payload.id
     const items: OutboxItems = { destinations, generations }
     return [
-      {
-        table: "broadcast_batches",
-        columns: BATCH_COLUMNS,
-        rows: [{ id: batchId, created_at: now, items: JSON.stringify(items), content: withContent ? deps.seal(JSON.stringify(contents)) : null }],
-      },
+      { table: "broadcast_batches", columns: BATCH_COLUMNS, rows: [{ id: batchId, created_at: now, items: JSON.stringify(items) }] },
+      ...(withContent
+        ? [{ table: "broadcast_contents", columns: CONTENT_COLUMNS, rows: [{ batch_id: batchId, content: deps.seal(JSON.stringify(contents)) }] }]
+        : []),
       {
         table: "broadcast_deliveries",
         columns: DELIVERY_COLUMNS,

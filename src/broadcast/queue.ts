@@ -21,9 +21,12 @@ export const requeueDead = (destinationId: string) =>
 export const deleteDeliveries = (destinationId: string, batchIds?: ReadonlyArray<string>) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => {
     const which = batchIds === undefined ? sql`` : sql`AND batch_id IN ${sql.in(batchIds)}`
-    return Effect.zipRight(
-      sql`DELETE FROM broadcast_batches WHERE id IN (SELECT batch_id FROM broadcast_deliveries WHERE destination_id = ${destinationId} ${which})
+    const theirs = sql`SELECT batch_id FROM broadcast_deliveries WHERE destination_id = ${destinationId} ${which}`
+    return Effect.all([
+      sql`DELETE FROM broadcast_contents WHERE batch_id IN (${theirs})
+        AND NOT EXISTS (SELECT 1 FROM broadcast_deliveries d WHERE d.batch_id = broadcast_contents.batch_id AND d.destination_id <> ${destinationId})`,
+      sql`DELETE FROM broadcast_batches WHERE id IN (${theirs})
         AND NOT EXISTS (SELECT 1 FROM broadcast_deliveries d WHERE d.batch_id = broadcast_batches.id AND d.destination_id <> ${destinationId})`,
       sql`DELETE FROM broadcast_deliveries WHERE destination_id = ${destinationId} ${which}`,
-    ).pipe(Effect.asVoid, Effect.orDie)
+    ]).pipe(Effect.asVoid, Effect.orDie)
   })
