@@ -10,7 +10,9 @@ import { Effect } from "effect"
 import { Broadcast } from "../../src/broadcast/Broadcast.js"
 import { type BroadcastSettings, DEFAULT_BROADCAST, GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
 import { startServer } from "../../src/http/server.js"
-import { freshDatabase, type TestDatabase } from "../support/db.js"
+import { GenerationStore } from "../../src/services/GenerationStore.js"
+import { Notifications } from "../../src/services/Notifications.js"
+import { engine, freshDatabase, type TestDatabase } from "../support/db.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
 import { ask, attr, createDestination, rootsBy, setBroadcast, spansIn, startReceiver, waitFor } from "./support.js"
 
@@ -174,6 +176,42 @@ describe("durability", () => {
     }
     expect(traceOf.size).toBe(ids.length)
   })
+})
+
+describe("destination changes across processes (Postgres)", () => {
+  bunTest.skipIf(engine !== "postgres")(
+    "a destination created through one gateway is used by another at once: a notice, not the end of its cache's lifetime",
+    async () => {
+      const db: TestDatabase = await freshDatabase()
+      cleanups.push(db.drop)
+      const receiver = startReceiver()
+      cleanups.push(receiver.stop)
+      const a = await startTestGateway({ databaseUrl: db.url, allowPrivateAddresses: true, broadcast: fast() })
+      cleanups.push(() => a.stop())
+      const b = await startServer(GatewayConfig.layer(testSettings({ databaseUrl: db.url, allowPrivateAddresses: true, broadcast: fast() })))
+      cleanups.push(() => b.stop())
+      await setBroadcast(a, true)
+      const viaB = (input: string) =>
+        fetch(`${b.url}/v1/responses`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${a.adminKey}`, "content-type": "application/json" },
+          body: JSON.stringify({ model: "demo/free", input }),
+        }).then(async (res) => {
+          await res.text()
+          return res.headers.get("x-generation-id") as string
+        })
+      // B's outbox now holds the workspace's targets (none): its ledger batch is committed.
+      await viaB("before the destination")
+      await b.runtime.runPromise(Effect.flatMap(GenerationStore, (g) => g.flush))
+      const heard = () => b.runtime.runPromise(Effect.map(Notifications, (n) => n.stats().received))
+      const before = await heard()
+      await createDestination(a, { name: "c", type: "otel-collector", config: { endpoint: receiver.url } })
+      await waitFor(async () => (await heard()) > before, 5_000, "B hearing the change")
+      const generation = await viaB("after the destination")
+      await waitFor(() => rootsBy(receiver.received).has(generation), 10_000, "B's generation delivered")
+    },
+    TIMEOUT_MS,
+  )
 })
 
 describe("cap and retention", () => {
