@@ -658,7 +658,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
         if (!stopped) timer = setTimeout(loop, claimed >= MAX_CLAIM ? 0 : settings.pollMs)
       })
     }
-    if (process.env.NO_WORKER === undefined) timer = setTimeout(loop, 0)
+    timer = setTimeout(loop, 0)
 
     // At shutdown: the ledger's last rows are committed first, then what is due is sent within the grace.
     yield* Effect.addFinalizer(() =>
@@ -669,7 +669,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
         const deadline = Date.now() + Math.min(config.shutdownGraceMs, settings.timeoutMs)
         try {
           await run(generations.flush)
-          if (process.env.NO_WORKER === undefined) await tick(deadline)
+          await tick(deadline)
           while (running.size > 0 && Date.now() < deadline) {
             await Promise.race([Promise.all([...running]), new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())))])
           }
