@@ -1,10 +1,12 @@
 /**
  * Broadcast (issue 25 §1): the outbox hook on the ledger writer (src/broadcast/outbox.ts), and
- * the delivery worker every process runs. The worker claims due rows with a lease (`UPDATE …
- * SET claimed_until … RETURNING`, no lock held while it sends), groups them per destination in
- * batches of `broadcast.batch_size`, applies the destination's filter rules, builds one OTLP
- * trace request per batch (src/broadcast/payload.ts) and the kind's requests (the exporter
- * registry), and sends them through the safe outbound fetcher. A failure is retried with
+ * the delivery worker every process runs. The worker claims due delivery rows with a lease
+ * (`UPDATE … SET claimed_until … RETURNING`, no lock held while it sends), reads and opens each
+ * outbox batch they point to once, groups them per destination in sends of up to
+ * `broadcast.batch_size` generations, applies the destination's filter rules, builds one OTLP
+ * trace request per send (src/broadcast/payload.ts; shared by the destinations that get the same
+ * generations with the same switches) and the kind's requests (the exporter registry), and sends
+ * them through the safe outbound fetcher. A failure is retried with
  * backoff (the first within `retry_base_ms`, doubling, `Retry-After` honoured) up to
  * `max_attempts`, then the row is dead with its last error. Delivery is at least once: a
  * redelivery carries the same trace and span ids. Per destination: a cap on pending rows (the
@@ -21,14 +23,16 @@ import { GenerationStore } from "../services/GenerationStore.js"
 import { LedgerHooks } from "../services/LedgerHooks.js"
 import { Secrets } from "../services/secrets.js"
 import { OutboundError, safeFetch } from "../outbound/fetch.js"
-import type { OutboundRequest } from "./exporter.js"
+import { type OutboundRequest, type TraceBatch, traceBatch } from "./exporter.js"
 import { exporterFor } from "./exporters/index.js"
-import { compileFilter } from "./filters.js"
+import { compileFilter, passAll } from "./filters.js"
 import { makeOutbox, type WorkspaceTargets } from "./outbox.js"
-import { requeueDead } from "./queue.js"
+import { deleteDeliveries, requeueDead } from "./queue.js"
 import {
+  contentsOf,
   type DeliveryContent,
   type DeliveryPayload,
+  type OutboxItems,
   otlpOf,
   subjectOf,
   type TraceItem,
@@ -36,15 +40,36 @@ import {
   type ViewOptions,
 } from "./payload.js"
 
+/** A delivery row: one destination's share of one outbox batch. */
 interface ClaimedRow {
-  readonly id: string
+  readonly batch_id: string
   readonly destination_id: string
-  readonly generation_id: string
-  readonly payload: string
-  readonly content: string | null
+  /** How many of the batch's generations the destination gets. */
+  readonly generations: number
+  /** How many before them it wanted but the cap dropped. */
+  readonly dropped: number
   readonly attempts: number
   readonly created_at: number
 }
+
+/** An outbox batch as read and opened once per claim, for every destination it goes to. */
+interface OpenedBatch {
+  readonly items: OutboxItems
+  /** Aligned with `items.generations`; undefined when no content was kept (or it cannot be opened). */
+  readonly contents: ReadonlyArray<DeliveryContent | null> | undefined
+}
+
+/**
+ * What one pass claimed: the batches its rows point to, and what was built from them so far for
+ * the destinations with the same switches (the trace items by generation, the OTLP bodies by generations).
+ */
+interface Pass {
+  readonly batches: ReadonlyMap<string, OpenedBatch>
+  readonly items: Map<string, TraceItem>
+  readonly built: Map<string, TraceBatch>
+}
+
+const generationsIn = (rows: ReadonlyArray<ClaimedRow>) => rows.reduce((n, r) => n + Number(r.generations), 0)
 
 /** Outcome counters by destination kind, for `/metrics`. */
 export interface BroadcastStats {
@@ -68,7 +93,8 @@ type SendResult =
   | { readonly ok: true; readonly status: number }
   | { readonly ok: false; readonly status: number; readonly error: string; readonly retryAfterMs?: number }
 
-const MAX_CLAIM = 500
+/** Delivery rows per claim (each one destination's share of a commit batch: up to the ledger's batch of generations). */
+const MAX_CLAIM = 200
 const MAX_RESPONSE_BYTES = 64 * 1024
 const MAINTENANCE_MS = 5_000
 /** Consecutive failed sends that open a destination's breaker; it stays open BREAKER_OPEN_MS (doubling, capped). */
@@ -163,19 +189,31 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
     // ---- helpers over the store ----
 
     const keyNames = new Map<string, { readonly name: string | null; readonly at: number }>()
-    const keyNameOf = async (hash: string): Promise<string | null> => {
+    /** The key's name, from a cache of a minute: a hit answers without a promise (it is asked per generation and destination). */
+    const keyNameOf = (hash: string, now: number): string | null | Promise<string | null> => {
       const hit = keyNames.get(hash)
-      if (hit !== undefined && Date.now() - hit.at < 60_000) return hit.name
-      const rows = await run(sql<{ name: string }>`SELECT name FROM api_keys WHERE hash = ${hash}`.pipe(Effect.orDie))
-      const name = rows[0]?.name ?? null
-      keyNames.set(hash, { name, at: Date.now() })
-      return name
+      if (hit !== undefined && now - hit.at < 60_000) return hit.name
+      return run(sql<{ name: string }>`SELECT name FROM api_keys WHERE hash = ${hash}`.pipe(Effect.orDie)).then((rows) => {
+        const name = rows[0]?.name ?? null
+        keyNames.set(hash, { name, at: Date.now() })
+        return name
+      })
     }
 
-    const openContent = (sealed: string | null): DeliveryContent | undefined => {
+    const openContents = (sealed: string | null): ReadonlyArray<DeliveryContent | null> | undefined => {
       if (sealed === null) return undefined
       const plain = secrets.open(sealed)
-      return Either.isRight(plain) ? (JSON.parse(plain.right) as DeliveryContent) : undefined
+      return Either.isRight(plain) ? contentsOf(JSON.parse(plain.right)) : undefined
+    }
+
+    const loadBatches = async (ids: ReadonlyArray<string>): Promise<ReadonlyMap<string, OpenedBatch>> => {
+      const rows = await run(
+        sql<{ id: string; items: string; content: string | null }>`SELECT b.id, b.items, c.content FROM broadcast_batches b
+          LEFT JOIN broadcast_contents c ON c.batch_id = b.id WHERE b.id IN ${sql.in(ids)}`.pipe(Effect.orDie),
+      )
+      const out = new Map<string, OpenedBatch>()
+      for (const row of rows) out.set(row.id, { items: JSON.parse(row.items) as OutboxItems, contents: openContents(row.content) })
+      return out
     }
 
     const optionsOf = (d: ResolvedDestination): ViewOptions => ({
@@ -184,6 +222,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
       identity: d.broadcast_generation_identity,
       requestContext: d.broadcast_generation_request_context,
     })
+    const optionsKey = (o: ViewOptions) => `${Number(o.privacyMode)}${Number(o.cost)}${Number(o.identity)}${Number(o.requestContext)}`
 
     /** Sends one exporter's requests in order; the first failure ends it. */
     const sendAll = async (requests: ReadonlyArray<OutboundRequest>, timeoutMs: number): Promise<SendResult> => {
@@ -215,22 +254,25 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
 
     const nowIso = () => new Date().toISOString()
 
-    const markDelivered = (ids: ReadonlyArray<string>, destinationId: string) =>
+    const markDelivered = (destinationId: string, batchIds: ReadonlyArray<string>) =>
       run(
         Effect.gen(function* () {
           const now = Date.now()
-          yield* sql`UPDATE broadcast_deliveries SET state = 'delivered', content = NULL, claimed_until = 0,
-            finished_at = ${now}, last_error = NULL WHERE id IN ${sql.in(ids)}`
+          yield* sql`UPDATE broadcast_deliveries SET state = 'delivered', claimed_until = 0, finished_at = ${now}, last_error = NULL
+            WHERE destination_id = ${destinationId} AND batch_id IN ${sql.in(batchIds)}`
+          // The content goes once every destination of the batch has it.
+          yield* sql`DELETE FROM broadcast_contents WHERE batch_id IN ${sql.in(batchIds)}
+            AND NOT EXISTS (SELECT 1 FROM broadcast_deliveries d WHERE d.batch_id = broadcast_contents.batch_id AND d.state <> 'delivered')`
           yield* sql`UPDATE observability_destinations SET last_success_at = ${nowIso()} WHERE id = ${destinationId}`
         }).pipe(Effect.orDie),
       )
 
-    const markDead = (ids: ReadonlyArray<string>, error: string) =>
-      ids.length === 0
+    const markDead = (destinationId: string, batchIds: ReadonlyArray<string>, error: string) =>
+      batchIds.length === 0
         ? Promise.resolve()
         : run(
             sql`UPDATE broadcast_deliveries SET state = 'dead', claimed_until = 0, finished_at = ${Date.now()},
-              last_error = ${error} WHERE id IN ${sql.in(ids)}`.pipe(Effect.asVoid, Effect.orDie),
+              last_error = ${error} WHERE destination_id = ${destinationId} AND batch_id IN ${sql.in(batchIds)}`.pipe(Effect.asVoid, Effect.orDie),
           )
 
     const noteError = (destinationId: string, error: string) =>
@@ -242,45 +284,47 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
       )
 
     /** A failed send: each row retried later, or dead after its last attempt. */
-    const markFailed = async (rows: ReadonlyArray<ClaimedRow>, result: Extract<SendResult, { ok: false }>, kind: string) => {
+    const markFailed = async (destinationId: string, rows: ReadonlyArray<ClaimedRow>, result: Extract<SendResult, { ok: false }>, kind: string) => {
       const now = Date.now()
-      const dead: Array<string> = []
-      const retry = new Map<number, Array<string>>()
+      const dead: Array<ClaimedRow> = []
+      const retry = new Map<number, Array<ClaimedRow>>()
       for (const row of rows) {
         const attempts = Number(row.attempts) + 1
-        if (attempts >= settings.maxAttempts) dead.push(row.id)
+        if (attempts >= settings.maxAttempts) dead.push(row)
         else {
           const at = now + backoffMs(settings.retryBaseMs, attempts, result.retryAfterMs)
-          const ids = retry.get(at) ?? []
-          ids.push(row.id)
-          retry.set(at, ids)
+          const group = retry.get(at) ?? []
+          group.push(row)
+          retry.set(at, group)
         }
       }
       await run(
         Effect.gen(function* () {
-          for (const [at, ids] of retry) {
+          for (const [at, group] of retry) {
             yield* sql`UPDATE broadcast_deliveries SET attempts = attempts + 1, next_attempt_at = ${at}, claimed_until = 0,
-              last_error = ${result.error} WHERE id IN ${sql.in(ids)}`
+              last_error = ${result.error} WHERE destination_id = ${destinationId} AND batch_id IN ${sql.in(group.map((r) => r.batch_id))}`
           }
           if (dead.length > 0) {
             yield* sql`UPDATE broadcast_deliveries SET attempts = attempts + 1, state = 'dead', claimed_until = 0,
-              finished_at = ${now}, last_error = ${result.error} WHERE id IN ${sql.in(dead)}`
+              finished_at = ${now}, last_error = ${result.error}
+              WHERE destination_id = ${destinationId} AND batch_id IN ${sql.in(dead.map((r) => r.batch_id))}`
           }
         }).pipe(Effect.orDie),
       )
-      count(kind, "failed", rows.length - dead.length)
-      count(kind, "dead", dead.length)
+      count(kind, "failed", generationsIn(rows) - generationsIn(dead))
+      count(kind, "dead", generationsIn(dead))
     }
 
-    const release = (ids: ReadonlyArray<string>, at: number) =>
-      ids.length === 0
+    const release = (destinationId: string, batchIds: ReadonlyArray<string>, at: number) =>
+      batchIds.length === 0
         ? Promise.resolve()
         : run(
-            sql`UPDATE broadcast_deliveries SET claimed_until = 0, next_attempt_at = ${at} WHERE id IN ${sql.in(ids)}`.pipe(
-              Effect.asVoid,
-              Effect.orDie,
-            ),
+            sql`UPDATE broadcast_deliveries SET claimed_until = 0, next_attempt_at = ${at}
+              WHERE destination_id = ${destinationId} AND batch_id IN ${sql.in(batchIds)}`.pipe(Effect.asVoid, Effect.orDie),
           )
+
+    const forget = (destinationId: string, batchIds: ReadonlyArray<string>) =>
+      batchIds.length === 0 ? Promise.resolve() : run(deleteDeliveries(destinationId, batchIds).pipe(Effect.provideService(SqlClient.SqlClient, sql)))
 
     // ---- per destination: filters, breaker, concurrency ----
 
@@ -317,61 +361,99 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
       return out
     }
 
-    /** The generations of a batch as `destination` sees them; rows its filter rules refuse are deleted. */
-    const itemsOf = async (destination: ResolvedDestination, rows: ReadonlyArray<ClaimedRow>) => {
+    /**
+     * The generations of `rows` as `destination` sees them, in sends of at most `batch_size`;
+     * rows whose every generation its filter rules refuse are deleted.
+     */
+    const itemsOf = async (destination: ResolvedDestination, rows: ReadonlyArray<ClaimedRow>, pass: Pass) => {
       const test = filterOf(destination)
       const options = optionsOf(destination)
+      const shape = optionsKey(options)
+      const now = Date.now()
       const items: Array<TraceItem> = []
       const kept: Array<ClaimedRow> = []
       const refused: Array<string> = []
+      let filtered = 0
       for (const row of rows) {
-        const payload = JSON.parse(row.payload) as DeliveryPayload
-        const content = openContent(row.content)
-        const keyName = await keyNameOf(payload.keyHash)
-        if (!test(subjectOf(payload, content, keyName))) {
-          refused.push(row.id)
-          continue
+        const batch = pass.batches.get(row.batch_id)
+        const at = batch?.items.destinations.indexOf(destination.id) ?? -1
+        let taken = 0
+        if (batch !== undefined && at >= 0) {
+          const { generations } = batch.items
+          let skip = Number(row.dropped)
+          for (let i = 0; i < generations.length; i++) {
+            const generation = generations[i]
+            if (generation === undefined || !generation.to.includes(at)) continue
+            if (skip > 0) {
+              skip--
+              continue
+            }
+            const content = options.privacyMode ? undefined : (batch.contents?.[i] ?? undefined)
+            const name = keyNameOf(generation.payload.keyHash, now)
+            const keyName = name instanceof Promise ? await name : name
+            if (test !== passAll && !test(subjectOf(generation.payload, content, keyName))) {
+              filtered++
+              continue
+            }
+            const key = `${shape}\u0000${generation.payload.id}`
+            let item = pass.items.get(key)
+            if (item === undefined) {
+              item = traceItemOf(generation.payload, content, options, keyName)
+              pass.items.set(key, item)
+            }
+            items.push(item)
+            taken++
+          }
         }
-        items.push(traceItemOf(payload, content, options, keyName))
-        kept.push(row)
+        if (taken > 0) kept.push(row)
+        else refused.push(row.batch_id)
       }
-      if (refused.length > 0) {
-        await run(sql`DELETE FROM broadcast_deliveries WHERE id IN ${sql.in(refused)}`.pipe(Effect.asVoid, Effect.orDie))
-        count(destination.type, "filtered", refused.length)
-      }
-      return { items, kept }
+      await forget(destination.id, refused)
+      count(destination.type, "filtered", filtered)
+      return { items, kept, options }
     }
 
-    /** One batch to one destination: filtered, built, sent, and its rows marked. */
-    const deliverBatch = async (destination: ResolvedDestination, rows: ReadonlyArray<ClaimedRow>, timeoutMs: number) => {
+    /** The send's bodies, each built once per pass for every destination with the same switches and generations. */
+    const batchesOf = (items: ReadonlyArray<TraceItem>, options: ViewOptions, pass: Pass): Array<TraceBatch> => {
+      const out: Array<TraceBatch> = []
+      for (let i = 0; i < items.length; i += settings.batchSize) {
+        const chunk = items.slice(i, i + settings.batchSize)
+        const key = `${optionsKey(options)}\u0000${chunk.map((item) => item.view.id).join(",")}`
+        let batch = pass.built.get(key)
+        if (batch === undefined) {
+          batch = traceBatch(otlpOf(chunk), chunk.map((item) => item.view))
+          pass.built.set(key, batch)
+        }
+        out.push(batch)
+      }
+      return out
+    }
+
+    /** One send to one destination: filtered, built, sent, and its rows marked. */
+    const deliverBatch = async (destination: ResolvedDestination, rows: ReadonlyArray<ClaimedRow>, timeoutMs: number, pass: Pass) => {
       const kind = destination.type
-      if (!destination.enabled) {
-        await markDead(rows.map((r) => r.id), "the destination is disabled")
-        count(kind, "dead", rows.length)
-        return
+      const dead = async (reason: string, which: ReadonlyArray<ClaimedRow>) => {
+        await markDead(destination.id, which.map((r) => r.batch_id), reason)
+        count(kind, "dead", generationsIn(which))
       }
+      if (!destination.enabled) return dead("the destination is disabled", rows)
       const exporter = exporterFor(kind)
-      if ("unsupported" in exporter) {
-        await markDead(rows.map((r) => r.id), exporter.unsupported)
-        count(kind, "dead", rows.length)
-        return
-      }
-      const { items, kept } = await itemsOf(destination, rows)
+      if ("unsupported" in exporter) return dead(exporter.unsupported, rows)
+      const { items, kept, options } = await itemsOf(destination, rows, pass)
       if (kept.length === 0) return
-      const otlp = otlpOf(items)
-      const delivery = await exporter.deliver(destination.config, { otlp: otlp.json, generations: items.map((i) => i.view) })
-      if ("unsupported" in delivery) {
-        await markDead(kept.map((r) => r.id), delivery.unsupported)
-        count(kind, "dead", kept.length)
-        return
+      const requests: Array<OutboundRequest> = []
+      for (const batch of batchesOf(items, options, pass)) {
+        const delivery = await exporter.deliver(destination.config, batch)
+        if ("unsupported" in delivery) return dead(delivery.unsupported, kept)
+        requests.push(...delivery.requests)
       }
-      const result = await sendAll(delivery.requests, timeoutMs)
+      const result = await sendAll(requests, timeoutMs)
       const breaker = breakerOf(destination.id)
       if (result.ok) {
         breaker.failures = 0
         breaker.opens = 0
-        await markDelivered(kept.map((r) => r.id), destination.id)
-        count(kind, "delivered", kept.length)
+        await markDelivered(destination.id, kept.map((r) => r.batch_id))
+        count(kind, "delivered", items.length)
         return
       }
       breaker.failures++
@@ -381,7 +463,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
         breaker.failures = 0
       }
       await noteError(destination.id, result.error)
-      await markFailed(kept, result, kind)
+      await markFailed(destination.id, kept, result, kind)
     }
 
     // ---- the loop ----
@@ -395,107 +477,160 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
       const until = now + settings.timeoutMs * 2 + 5_000
       const skip = excluded.length === 0 ? sql`` : sql`AND destination_id NOT IN ${sql.in(excluded)}`
       const due = isPg
-        ? sql`SELECT id FROM broadcast_deliveries WHERE state = 'pending' AND next_attempt_at <= ${now}
+        ? sql`SELECT batch_id, destination_id FROM broadcast_deliveries WHERE state = 'pending' AND next_attempt_at <= ${now}
             AND claimed_until < ${now} ${skip} ORDER BY next_attempt_at LIMIT ${MAX_CLAIM} FOR UPDATE SKIP LOCKED`
-        : sql`SELECT id FROM broadcast_deliveries WHERE state = 'pending' AND next_attempt_at <= ${now}
+        : sql`SELECT batch_id, destination_id FROM broadcast_deliveries WHERE state = 'pending' AND next_attempt_at <= ${now}
             AND claimed_until < ${now} ${skip} ORDER BY next_attempt_at LIMIT ${MAX_CLAIM}`
       return run(
         sql<ClaimedRow>`UPDATE broadcast_deliveries SET claimed_until = ${until}
-          WHERE id IN (${due}) AND state = 'pending' AND claimed_until < ${now}
-          RETURNING id, destination_id, generation_id, payload, content, attempts, created_at`.pipe(Effect.orDie),
+          WHERE (batch_id, destination_id) IN (${due}) AND state = 'pending' AND claimed_until < ${now}
+          RETURNING batch_id, destination_id, generations, dropped, attempts, created_at`.pipe(Effect.orDie),
       )
     }
 
-    /** Sends a destination's claimed rows in batches, at most `concurrencyPerDestination` at once. */
-    const deliverGroup = async (destinationId: string, rows: ReadonlyArray<ClaimedRow>, deadline: number) => {
+    /** Sends a destination's claimed rows, up to `batch_size` generations a send, at most `concurrencyPerDestination` at once. */
+    const deliverGroup = async (destinationId: string, rows: ReadonlyArray<ClaimedRow>, deadline: number, pass: Pass) => {
       const found = await run(Effect.exit(destinations.resolved(destinationId)))
       if (Exit.isFailure(found)) {
-        await markDead(rows.map((r) => r.id), "the destination's config cannot be read")
+        await markDead(destinationId, rows.map((r) => r.batch_id), "the destination's config cannot be read")
         return
       }
       if (Option.isNone(found.value)) {
         // Deleted after these rows were committed: they go too.
-        await run(sql`DELETE FROM broadcast_deliveries WHERE id IN ${sql.in(rows.map((r) => r.id))}`.pipe(Effect.asVoid, Effect.orDie))
+        await forget(destinationId, rows.map((r) => r.batch_id))
         return
       }
       const destination = found.value.value
       const sorted = [...rows].sort((a, b) => Number(a.created_at) - Number(b.created_at))
-      const batches: Array<Array<ClaimedRow>> = []
-      for (let i = 0; i < sorted.length; i += settings.batchSize) batches.push(sorted.slice(i, i + settings.batchSize))
+      const sends: Array<Array<ClaimedRow>> = []
+      let size = Number.POSITIVE_INFINITY
+      for (const row of sorted) {
+        const last = sends.at(-1)
+        if (last === undefined || size + Number(row.generations) > settings.batchSize) {
+          sends.push([row])
+          size = Number(row.generations)
+        } else {
+          last.push(row)
+          size += Number(row.generations)
+        }
+      }
       const worker = async () => {
-        for (let batch = batches.shift(); batch !== undefined; batch = batches.shift()) {
+        for (let send = sends.shift(); send !== undefined; send = sends.shift()) {
+          const batchIds = send.map((r) => r.batch_id)
           const left = deadline - Date.now()
           if (left <= 0 || breakerOf(destinationId).openUntil > Date.now()) {
-            await release(batch.map((r) => r.id), Math.max(Date.now(), breakerOf(destinationId).openUntil))
+            await release(destinationId, batchIds, Math.max(Date.now(), breakerOf(destinationId).openUntil))
             continue
           }
           inFlight.set(destinationId, (inFlight.get(destinationId) ?? 0) + 1)
           try {
-            await deliverBatch(destination, batch, Math.min(settings.timeoutMs, left))
+            await deliverBatch(destination, send, Math.min(settings.timeoutMs, left), pass)
           } catch (e) {
             log(Effect.logError(`Broadcast to destination ${destinationId} failed`, String(e)))
-            await release(batch.map((r) => r.id), Date.now() + settings.retryBaseMs).catch(() => undefined)
+            await release(destinationId, batchIds, Date.now() + settings.retryBaseMs).catch(() => undefined)
           } finally {
             inFlight.set(destinationId, (inFlight.get(destinationId) ?? 1) - 1)
           }
         }
       }
-      await Promise.all(Array.from({ length: Math.min(settings.concurrencyPerDestination, batches.length) }, worker))
+      await Promise.all(Array.from({ length: Math.min(settings.concurrencyPerDestination, sends.length) }, worker))
     }
 
-    /** Claims what is due and starts its delivery; the sends run beyond the tick. */
-    const tick = async (deadline: number) => {
+    /** Claims what is due and starts its delivery (the sends run beyond the tick); how many rows it claimed. */
+    const tick = async (deadline: number): Promise<number> => {
       const now = Date.now()
       // A read first: an idle queue costs no write (on SQLite an UPDATE takes the write lock even when it changes nothing).
       const due = await run(
-        sql<{ id: string }>`SELECT id FROM broadcast_deliveries WHERE state = 'pending' AND next_attempt_at <= ${now}
+        sql<{ batch_id: string }>`SELECT batch_id FROM broadcast_deliveries WHERE state = 'pending' AND next_attempt_at <= ${now}
           AND claimed_until < ${now} LIMIT 1`.pipe(Effect.orDie),
       )
-      if (due.length === 0) return
+      if (due.length === 0) return 0
       const claimed = await claim(now, unavailable(now))
-      if (claimed.length === 0) return
+      if (claimed.length === 0) return 0
       const groups = new Map<string, Array<ClaimedRow>>()
       for (const row of claimed) {
         const group = groups.get(row.destination_id) ?? []
         group.push(row)
         groups.set(row.destination_id, group)
       }
+      // Each batch is read and opened once for all its destinations.
+      const pass: Pass = { batches: await loadBatches([...new Set(claimed.map((r) => r.batch_id))]), items: new Map(), built: new Map() }
       for (const [id, rows] of groups) {
-        const p: Promise<void> = deliverGroup(id, rows, deadline)
+        const p: Promise<void> = deliverGroup(id, rows, deadline, pass)
           .catch((e: unknown) => {
             log(Effect.logError("Broadcast delivery failed", String(e)))
           })
           .finally(() => running.delete(p))
         running.add(p)
       }
+      return claimed.length
     }
 
     let lastMaintenance = 0
-    /** Caps per destination (the oldest pending dropped), retention, and the queue gauges. */
+    /** Caps per destination (the oldest pending batches dropped), retention, and the queue gauges. */
     const maintain = async () => {
       const now = Date.now()
       const over = await run(
-        sql<{ destination_id: string; n: number; type: string }>`SELECT b.destination_id, COUNT(*) AS n, d.type
+        sql<{ destination_id: string; n: number; type: string }>`SELECT b.destination_id, SUM(b.generations) AS n, d.type
           FROM broadcast_deliveries b JOIN observability_destinations d ON d.id = b.destination_id
           WHERE b.state = 'pending' GROUP BY b.destination_id, d.type
-          HAVING COUNT(*) > ${settings.maxPendingPerDestination}`.pipe(Effect.orDie),
+          HAVING SUM(b.generations) > ${settings.maxPendingPerDestination}`.pipe(Effect.orDie),
       )
       for (const o of over) {
-        const excess = Number(o.n) - settings.maxPendingPerDestination
-        await run(
-          sql`DELETE FROM broadcast_deliveries WHERE id IN (SELECT id FROM broadcast_deliveries
-            WHERE destination_id = ${o.destination_id} AND state = 'pending' AND claimed_until < ${now}
-            ORDER BY created_at LIMIT ${excess})`.pipe(Effect.orDie),
-        )
-        count(o.type, "dropped", excess)
+        // The oldest go first: whole rows, then the first generations of the row that straddles the cap.
+        let excess = Number(o.n) - settings.maxPendingPerDestination
+        while (excess > 0) {
+          const oldest = await run(
+            sql<{ batch_id: string; generations: number }>`SELECT batch_id, generations FROM broadcast_deliveries
+              WHERE destination_id = ${o.destination_id} AND state = 'pending' AND claimed_until < ${now}
+              ORDER BY created_at LIMIT 100`.pipe(Effect.orDie),
+          )
+          if (oldest.length === 0) break
+          const whole: Array<string> = []
+          let dropped = 0
+          for (const row of oldest) {
+            if (dropped >= excess) break
+            const n = Number(row.generations)
+            if (dropped + n <= excess) {
+              whole.push(row.batch_id)
+              dropped += n
+              continue
+            }
+            const part = excess - dropped
+            await run(
+              sql`UPDATE broadcast_deliveries SET generations = generations - ${part}, dropped = dropped + ${part}
+                WHERE batch_id = ${row.batch_id} AND destination_id = ${o.destination_id}`.pipe(Effect.orDie),
+            )
+            dropped += part
+            break
+          }
+          await forget(o.destination_id, whole)
+          count(o.type, "dropped", dropped)
+          excess -= dropped
+        }
       }
-      await run(
-        sql`DELETE FROM broadcast_deliveries WHERE state IN ('delivered', 'dead') AND finished_at < ${now - settings.retentionMs}`.pipe(
-          Effect.orDie,
-        ),
-      )
+      // Retention: finished rows go, and with them the batches no row needs any more.
+      for (;;) {
+        const expired = await run(
+          sql<{ batch_id: string }>`SELECT DISTINCT batch_id FROM broadcast_deliveries WHERE state IN ('delivered', 'dead')
+            AND finished_at < ${now - settings.retentionMs} LIMIT 500`.pipe(Effect.orDie),
+        )
+        if (expired.length === 0) break
+        const ids = expired.map((r) => r.batch_id)
+        await run(
+          Effect.all([
+            sql`DELETE FROM broadcast_deliveries WHERE batch_id IN ${sql.in(ids)} AND state IN ('delivered', 'dead')
+              AND finished_at < ${now - settings.retentionMs}`,
+            sql`DELETE FROM broadcast_contents WHERE batch_id IN ${sql.in(ids)}
+              AND NOT EXISTS (SELECT 1 FROM broadcast_deliveries d WHERE d.batch_id = broadcast_contents.batch_id)`,
+            sql`DELETE FROM broadcast_batches WHERE id IN ${sql.in(ids)}
+              AND NOT EXISTS (SELECT 1 FROM broadcast_deliveries d WHERE d.batch_id = broadcast_batches.id)`,
+          ]).pipe(Effect.orDie),
+        )
+        if (expired.length < 500) break
+      }
       const depth = await run(
-        sql<{ n: number; oldest: number | null }>`SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM broadcast_deliveries
+        sql<{ n: number | null; oldest: number | null }>`SELECT SUM(generations) AS n, MIN(created_at) AS oldest FROM broadcast_deliveries
           WHERE state = 'pending'`.pipe(Effect.orDie),
       )
       pendingGauge = Number(depth[0]?.n ?? 0)
@@ -506,9 +641,10 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
     const loop = () => {
       timer = undefined
       if (stopped) return
+      let claimed = 0
       ticking = (async () => {
         try {
-          await tick(Date.now() + settings.timeoutMs)
+          claimed = await tick(Date.now() + settings.timeoutMs)
           if (Date.now() - lastMaintenance >= MAINTENANCE_MS) {
             lastMaintenance = Date.now()
             await maintain()
@@ -518,7 +654,8 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
         }
       })().finally(() => {
         ticking = undefined
-        if (!stopped) timer = setTimeout(loop, settings.pollMs)
+        // A full claim means more is due: the next pass starts at once.
+        if (!stopped) timer = setTimeout(loop, claimed >= MAX_CLAIM ? 0 : settings.pollMs)
       })
     }
     timer = setTimeout(loop, 0)
@@ -587,7 +724,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
         const content: DeliveryContent = { input: [{ role: "user", content: "ping" }], output: "pong", reasoning: null }
         const item = traceItemOf(payload, content, optionsOf(destination), null)
         // A kind (or a config) the exporter cannot deliver to is the caller's to fix: 400, as above.
-        const delivery = yield* Effect.promise(() => exporter.deliver(destination.config, { otlp: otlpOf([item]).json, generations: [item.view] }))
+        const delivery = yield* Effect.promise(() => exporter.deliver(destination.config, traceBatch(otlpOf([item]), [item.view])))
         if ("unsupported" in delivery) return yield* new BadRequest({ message: `Invalid request: ${delivery.unsupported}` })
         return yield* Effect.promise(async (): Promise<TestResult> => {
           const sent = await sendAll(delivery.requests, settings.timeoutMs)

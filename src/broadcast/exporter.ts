@@ -48,9 +48,27 @@ export interface GenerationView {
 
 /** What the worker hands an exporter: the batch's OTLP JSON body and each generation's view. */
 export interface TraceBatch {
-  /** `ExportTraceServiceRequest` in OTLP/HTTP JSON form (`{resourceSpans: [...]}`), built with @opentelemetry/otlp-transformer. */
+  /**
+   * `ExportTraceServiceRequest` in OTLP/HTTP JSON form (`{resourceSpans: [...]}`), the bytes
+   * @opentelemetry/otlp-transformer's serializer wrote: the kinds that send OTLP JSON send them as is.
+   */
+  readonly otlpJson: Uint8Array
+  /** The same body parsed (on first read), for the kinds that rework it. */
   readonly otlp: unknown
   readonly generations: ReadonlyArray<GenerationView>
+}
+
+/** A batch over the serializer's bytes; shared by every destination that gets the same generations the same way. */
+export const traceBatch = (otlpJson: Uint8Array, generations: ReadonlyArray<GenerationView>): TraceBatch => {
+  let parsed: unknown
+  return {
+    otlpJson,
+    get otlp() {
+      parsed ??= JSON.parse(new TextDecoder().decode(otlpJson)) as unknown
+      return parsed
+    },
+    generations,
+  }
 }
 
 /** One HTTP request to send. */

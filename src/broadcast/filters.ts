@@ -82,15 +82,18 @@ const compileRule = (rule: Rule): Test => {
 }
 
 /** A predicate over generations; null rules match everything. */
+/** The test of a destination without rules: callers skip building the subject for it. */
+export const passAll: Test = () => true
+
 export const compileFilter = (rules: FilterRules | null): Test => {
-  if (rules === null || !rules.enabled) return () => true
+  if (rules === null || !rules.enabled) return passAll
   const groups = rules.groups
     .filter((g) => g.rules.length > 0)
     .map((g) => {
       const tests = g.rules.map(compileRule)
       return g.logic === "and" ? (s: FilterSubject) => tests.every((t) => t(s)) : (s: FilterSubject) => tests.some((t) => t(s))
     })
-  if (groups.length === 0) return () => true
+  if (groups.length === 0) return passAll
   return (s) => groups.some((g) => g(s))
 }
 

@@ -1,17 +1,19 @@
 /**
  * The commit side of broadcast: the ledger hook that adds, in the transaction of a batch of
- * generations, one delivery row per destination that wants each of them. It only selects and
- * inserts (filter rules, payloads and caps are the worker's): the workspace's
- * `is_observability_broadcast_enabled`, the destination enabled, the key among its
- * `api_key_hashes` (null: every key), and its `sampling_rate` (deterministic per session, so a
- * session is wholly in or out; per generation without one). Each workspace's targets are cached
+ * generations, what the worker needs to deliver the ones some destination wants: one
+ * `broadcast_batches` row for the batch (each wanted generation's payload and which destinations
+ * want it), a `broadcast_contents` row with their prompts and completions sealed once (only those
+ * a destination outside privacy mode wants), and one small `broadcast_deliveries` row per destination that wants any of
+ * them (migration 0017). It only selects and inserts (filter rules and caps are the worker's):
+ * the workspace's `is_observability_broadcast_enabled`, the destination enabled, the key among
+ * its `api_key_hashes` (null: every key), and its `sampling_rate` (deterministic per session, so
+ * a session is wholly in or out; per generation without one). Each workspace's targets are cached
  * in memory (a miss loads them before the transaction opens; a change through Destinations
- * invalidates at once, other processes' changes within the cache's lifetime). The prompt and
- * completion go sealed with the gateway's secret (never for a destination in privacy mode).
+ * invalidates at once, other processes' changes within the cache's lifetime).
  */
 import type { GenerationEntry } from "../domain/generations.js"
 import type { LedgerRows } from "../store/ledger.js"
-import { contentOf, payloadOf } from "./payload.js"
+import { contentOf, type DeliveryContent, type OutboxItems, payloadOf } from "./payload.js"
 
 /** A destination as the commit sees it. */
 export interface OutboxTarget {
@@ -28,13 +30,14 @@ export interface WorkspaceTargets {
   readonly destinations: ReadonlyArray<OutboxTarget>
 }
 
+export const BATCH_COLUMNS = ["id", "created_at", "items"] as const
+export const CONTENT_COLUMNS = ["batch_id", "content"] as const
+
 export const DELIVERY_COLUMNS = [
-  "id",
+  "batch_id",
   "destination_id",
-  "generation_id",
+  "generations",
   "created_at",
-  "payload",
-  "content",
   "state",
   "attempts",
   "next_attempt_at",
@@ -94,37 +97,65 @@ export const makeOutbox = (deps: {
   }
 
   const rowsOf = (entries: ReadonlyArray<GenerationEntry>, targetsOf: (ws: string) => WorkspaceTargets | undefined): ReadonlyArray<LedgerRows> => {
-    const now = Date.now()
-    const rows: Array<Record<string, string | number | null>> = []
+    const destinations: Array<string> = []
+    const indexOf = new Map<string, number>()
+    const counts: Array<number> = []
+    const generations: Array<OutboxItems["generations"][number]> = []
+    const contents: Array<DeliveryContent | null> = []
+    let withContent = false
     for (const entry of entries) {
       const targets = targetsOf(entry.workspaceId)
       if (targets === undefined || !targets.enabled || targets.destinations.length === 0) continue
-      let payload: string | undefined
-      let content: string | null | undefined
+      let to: Array<number> | undefined
+      let needsContent = false
       for (const target of targets.destinations) {
         if (!wants(target, entry)) continue
-        payload ??= JSON.stringify(payloadOf(entry))
-        if (!target.privacyMode && content === undefined) {
-          const plain = contentOf(entry)
-          content = plain === undefined ? null : deps.seal(JSON.stringify(plain))
+        let at = indexOf.get(target.id)
+        if (at === undefined) {
+          at = destinations.length
+          destinations.push(target.id)
+          indexOf.set(target.id, at)
+          counts.push(0)
         }
-        rows.push({
-          id: `${entry.id}:${target.id}`,
-          destination_id: target.id,
-          generation_id: entry.id,
+        counts[at] = (counts[at] ?? 0) + 1
+        to ??= []
+        to.push(at)
+        if (!target.privacyMode) needsContent = true
+      }
+      if (to === undefined) continue
+      generations.push({ payload: payloadOf(entry), to })
+      const content = needsContent ? (contentOf(entry) ?? null) : null
+      if (content !== null) withContent = true
+      contents.push(content)
+    }
+    const first = generations[0]
+    if (first === undefined) return []
+    const now = Date.now()
+    // The first wanted generation's id names the batch: a generation is committed once.
+    const batchId = first.payload.id
+    const items: OutboxItems = { destinations, generations }
+    return [
+      { table: "broadcast_batches", columns: BATCH_COLUMNS, rows: [{ id: batchId, created_at: now, items: JSON.stringify(items) }] },
+      ...(withContent
+        ? [{ table: "broadcast_contents", columns: CONTENT_COLUMNS, rows: [{ batch_id: batchId, content: deps.seal(JSON.stringify(contents)) }] }]
+        : []),
+      {
+        table: "broadcast_deliveries",
+        columns: DELIVERY_COLUMNS,
+        rows: destinations.map((destinationId, i) => ({
+          batch_id: batchId,
+          destination_id: destinationId,
+          generations: counts[i] ?? 0,
           created_at: now,
-          payload,
-          content: target.privacyMode ? null : (content ?? null),
           state: "pending",
           attempts: 0,
           next_attempt_at: now,
           claimed_until: 0,
           last_error: null,
           finished_at: null,
-        })
-      }
-    }
-    return rows.length === 0 ? [] : [{ table: "broadcast_deliveries", columns: DELIVERY_COLUMNS, rows }]
+        })),
+      },
+    ]
   }
 
   const hook = (entries: ReadonlyArray<GenerationEntry>) => {

@@ -1,6 +1,6 @@
 /**
- * What broadcast sends (issue 25 §2): the outbox row's payload (the generation as broadcast sees
- * it, written at commit), the view destinations get (privacy mode and the three broadcast_*
+ * What broadcast sends (issue 25 §2): the outbox batch's payloads (each generation as broadcast
+ * sees it, written at commit), the view destinations get (privacy mode and the three broadcast_*
  * switches applied), and one OTLP/HTTP JSON trace per generation, serialized by
  * @opentelemetry/otlp-transformer. GenAI semantic conventions v1.37 (`gen_ai.provider.name`,
  * `gen_ai.input.messages` / `gen_ai.output.messages` as JSON strings of role-and-parts messages).
@@ -21,7 +21,7 @@ import type { FilterSubject } from "./filters.js"
 export const GEN_AI_SEMCONV_VERSION = "1.37.0"
 export const SERVICE_NAME = "gateway"
 
-/** A generation as the outbox keeps it (JSON in `payload`; no prompt or completion). */
+/** A generation as the outbox keeps it (in its batch's `items`; no prompt or completion). */
 export interface DeliveryPayload {
   readonly id: string
   readonly keyHash: string
@@ -64,6 +64,21 @@ export interface DeliveryContent {
   readonly output: string | null
   readonly reasoning: string | null
 }
+
+/**
+ * A `broadcast_batches` row's `items` (JSON): the generations of one ledger batch that some
+ * destination wants, each with the indexes in `destinations` of the ones that want it. Its
+ * `content` is the sealed JSON of a list aligned with `generations` (null where no destination
+ * outside privacy mode wants it).
+ */
+export interface OutboxItems {
+  readonly destinations: ReadonlyArray<string>
+  readonly generations: ReadonlyArray<{ readonly payload: DeliveryPayload; readonly to: ReadonlyArray<number> }>
+}
+
+/** A batch's opened content: a list; a row carried over from migration 0014 holds one generation's. */
+export const contentsOf = (opened: unknown): ReadonlyArray<DeliveryContent | null> =>
+  Array.isArray(opened) ? (opened as Array<DeliveryContent | null>) : [opened as DeliveryContent]
 
 const PARAMS = [
   ["temperature", "temperature"],
@@ -162,6 +177,8 @@ export const subjectOf = (p: DeliveryPayload, content: DeliveryContent | undefin
 const HEX32 = /^[0-9a-f]{32}$/
 const HEX16 = /^[0-9a-f]{16}$/
 const hashHex = (text: string, length: number) => createHash("sha256").update(text).digest("hex").slice(0, length)
+/** 64 hex from the generation id: its trace id, root span id and first attempt's span id, one hash for the three. */
+const idsOf = (generationId: string) => createHash("sha256").update(`generation:${generationId}`).digest("hex")
 const validId = (value: unknown, pattern: RegExp, zeros: string): string | undefined => {
   if (typeof value !== "string") return undefined
   const lower = value.toLowerCase()
@@ -186,6 +203,8 @@ export interface TraceItem {
   readonly keyName: string | null
   /** Attributes of the original `trace` ids that were not valid hex (hashed instead). */
   readonly originals: Readonly<Record<string, string>>
+  /** The generation's derived ids (`idsOf`). */
+  readonly ids: string
 }
 
 const str = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined)
@@ -213,6 +232,7 @@ export const traceItemOf = (
   keyName: string | null,
 ): TraceItem => {
   const trace = payload.trace ?? {}
+  const ids = idsOf(payload.id)
   const originals: Record<string, string> = {}
   const givenTrace = trace.trace_id
   let traceId = validId(givenTrace, HEX32, "0".repeat(32))
@@ -220,7 +240,7 @@ export const traceItemOf = (
     if (givenTrace !== undefined && givenTrace !== null) {
       originals["trace.original.trace_id"] = String(givenTrace)
       traceId = hashHex(`trace:${String(givenTrace)}`, 32)
-    } else traceId = hashHex(`trace:${payload.id}`, 32)
+    } else traceId = ids.slice(0, 32)
   }
   const givenParent = trace.parent_span_id
   let parentSpanId = validId(givenParent, HEX16, "0".repeat(16))
@@ -239,7 +259,7 @@ export const traceItemOf = (
   const view: GenerationView = {
     id: payload.id,
     traceId,
-    spanId: hashHex(`span:${payload.id}:root`, 16),
+    spanId: ids.slice(32, 48),
     traceName: str(trace.trace_name) ?? defaultName,
     spanName: str(trace.span_name) ?? str(trace.trace_name) ?? defaultName,
     generationName: str(trace.generation_name) ?? defaultName,
@@ -273,7 +293,7 @@ export const traceItemOf = (
       ? {}
       : { error: options.privacyMode ? { status: payload.error.status, message: `HTTP ${payload.error.status}` } : payload.error }),
   }
-  return { view, payload, options, keyName, originals }
+  return { view, payload, options, keyName, originals, ids }
 }
 
 // ---- spans ----
@@ -413,7 +433,7 @@ export const spansOf = (item: TraceItem): Array<ReadableSpan> => {
         name: `chat ${attempt.model}`,
         kind: SpanKind.CLIENT,
         traceId: view.traceId,
-        spanId: hashHex(`span:${view.id}:attempt:${i}`, 16),
+        spanId: i === 0 ? item.ids.slice(48, 64) : hashHex(`span:${view.id}:attempt:${i}`, 16),
         parentSpanId: view.spanId,
         startMs: view.startMs,
         endMs: last ? view.endMs : view.startMs,
@@ -432,9 +452,6 @@ export const spansOf = (item: TraceItem): Array<ReadableSpan> => {
   return spans
 }
 
-/** The batch's OTLP/HTTP JSON body (`ExportTraceServiceRequest`), as text and as an object. */
-export const otlpOf = (items: ReadonlyArray<TraceItem>): { readonly text: string; readonly json: unknown } => {
-  const bytes = JsonTraceSerializer.serializeRequest(items.flatMap(spansOf))
-  const text = new TextDecoder().decode(bytes)
-  return { text, json: JSON.parse(text) as unknown }
-}
+/** The batch's OTLP/HTTP JSON body (`ExportTraceServiceRequest`), as the serializer writes it. */
+export const otlpOf = (items: ReadonlyArray<TraceItem>): Uint8Array =>
+  JsonTraceSerializer.serializeRequest(items.flatMap(spansOf)) ?? new Uint8Array()

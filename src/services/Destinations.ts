@@ -4,7 +4,7 @@
  * config values sealed at rest (Secrets) and masked on the way out.
  */
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Either, Option } from "effect"
+import { Clock, Effect, Either, Option, Schema } from "effect"
 import {
   type CreateDestinationPayload,
   type Destination,
@@ -19,9 +19,11 @@ import {
   SECRET_MAPS,
   type UpdateDestinationPayload,
 } from "../domain/destinations.js"
+import { deleteDeliveries } from "../broadcast/queue.js"
 import { BadRequest, NotFound } from "../domain/errors.js"
 import { type PageParams, pageOf } from "../domain/paging.js"
 import { KeyStore } from "./KeyStore.js"
+import { Notifications } from "./Notifications.js"
 import { Secrets } from "./secrets.js"
 import { Users } from "./Users.js"
 
@@ -62,33 +64,47 @@ const bit = (b: boolean) => (b ? 1 : 0)
 
 const notFound = (id: string) => new NotFound({ message: `Observability destination ${id} not found` })
 
+/** The notice a destination's write publishes to the other processes on the database: drop that workspace's cached targets. */
+export const DESTINATION_CHANGED = "destination.changed"
+const decodeDestinationChanged = Schema.decodeUnknownOption(Schema.Struct({ workspace_id: Schema.String }))
+
 export class Destinations extends Effect.Service<Destinations>()("Destinations", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const secrets = yield* Secrets
     const users = yield* Users
     const keys = yield* KeyStore
+    const notifications = yield* Notifications
 
     const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
 
-    // Who caches destinations (the broadcast outbox) hears of every change made through here.
-    const listeners = new Set<(workspaceId: string) => void>()
+    // Who caches destinations (the broadcast outbox) hears of every change, made here or (on
+    // Postgres) by another process on the database; `undefined`: any workspace's may have changed.
+    const listeners = new Set<(workspaceId: string | undefined) => void>()
     /** Calls `listener` with the workspace of every destination created, changed or deleted; returns its removal. */
-    const onChange = (listener: (workspaceId: string) => void): (() => void) => {
+    const onChange = (listener: (workspaceId: string | undefined) => void): (() => void) => {
       listeners.add(listener)
       return () => {
         listeners.delete(listener)
       }
     }
+    const tell = (workspaceId: string | undefined) => {
+      for (const listener of listeners) listener(workspaceId)
+    }
     const changed = (workspaceId: string) =>
-      Effect.sync(() => {
-        for (const listener of listeners) listener(workspaceId)
-      })
+      Effect.sync(() => tell(workspaceId)).pipe(Effect.zipRight(notifications.publish(DESTINATION_CHANGED, { workspace_id: workspaceId })))
+    notifications.subscribe(DESTINATION_CHANGED, (payload, own) => {
+      if (own) return
+      const notice = decodeDestinationChanged(payload)
+      if (Option.isSome(notice)) tell(notice.value.workspace_id)
+    })
+    // Notices may have been missed (the listener's connection was lost): every workspace's targets may be stale.
+    notifications.onResync(() => tell(undefined))
 
     /** The destination's delivery status: its last outcome and its queue. */
     const deliveryOf = (row: DestinationRow) =>
       Effect.map(
-        sql<{ state: string; n: number }>`SELECT state, COUNT(*) AS n FROM broadcast_deliveries
+        sql<{ state: string; n: number }>`SELECT state, SUM(generations) AS n FROM broadcast_deliveries
           WHERE destination_id = ${row.id} AND state IN ('pending', 'dead') GROUP BY state`.pipe(Effect.orDie),
         (counts): DeliveryStatus => ({
           last_success_at: row.last_success_at ?? null,
@@ -295,7 +311,7 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
         const row = yield* visible(userId, id)
         yield* sql.withTransaction(
           Effect.zipRight(
-            sql`DELETE FROM broadcast_deliveries WHERE destination_id = ${row.id}`,
+            Effect.provideService(deleteDeliveries(row.id), SqlClient.SqlClient, sql),
             sql`DELETE FROM observability_destinations WHERE id = ${row.id}`,
           ),
         ).pipe(Effect.orDie)
@@ -319,5 +335,5 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
 
     return { create, list, get, update, remove, resolved, enabledFor, onChange } as const
   }),
-  dependencies: [Secrets.Default, Users.Default, KeyStore.Default],
+  dependencies: [Secrets.Default, Users.Default, KeyStore.Default, Notifications.Default],
 }) {}

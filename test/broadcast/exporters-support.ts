@@ -8,7 +8,7 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from "@opentelemetry/ap
 import { JsonTraceSerializer } from "@opentelemetry/otlp-transformer"
 import { resourceFromAttributes } from "@opentelemetry/resources"
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
-import type { Delivery, GenerationView, OutboundRequest, TraceBatch } from "../../src/broadcast/exporter.js"
+import { type Delivery, type GenerationView, type OutboundRequest, type TraceBatch, traceBatch } from "../../src/broadcast/exporter.js"
 
 // ---- the fixed batch ----
 
@@ -91,7 +91,7 @@ const genAi = (g: GenerationView) => ({
 })
 
 /** The OTLP JSON body of both generations: for each, a root span and one upstream attempt under it. */
-const buildOtlp = (): unknown => {
+const buildOtlp = (): Uint8Array => {
   const ids: Array<string> = []
   const exporter = new InMemorySpanExporter()
   const provider = new BasicTracerProvider({
@@ -124,10 +124,10 @@ const buildOtlp = (): unknown => {
   }
   const bytes = JsonTraceSerializer.serializeRequest(exporter.getFinishedSpans())
   if (bytes === undefined) throw new Error("fixture: the OTLP serializer wrote nothing")
-  return JSON.parse(new TextDecoder().decode(bytes))
+  return bytes
 }
 
-export const BATCH: TraceBatch = { otlp: buildOtlp(), generations: [CONTENT, PRIVATE] }
+export const BATCH: TraceBatch = traceBatch(buildOtlp(), [CONTENT, PRIVATE])
 
 // ---- a loopback receiver ----
 

@@ -10,7 +10,9 @@ import { Effect } from "effect"
 import { Broadcast } from "../../src/broadcast/Broadcast.js"
 import { type BroadcastSettings, DEFAULT_BROADCAST, GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
 import { startServer } from "../../src/http/server.js"
-import { freshDatabase, type TestDatabase } from "../support/db.js"
+import { GenerationStore } from "../../src/services/GenerationStore.js"
+import { Notifications } from "../../src/services/Notifications.js"
+import { engine, freshDatabase, type TestDatabase } from "../support/db.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
 import { ask, attr, createDestination, rootsBy, setBroadcast, spansIn, startReceiver, waitFor } from "./support.js"
 
@@ -176,6 +178,42 @@ describe("durability", () => {
   })
 })
 
+describe("destination changes across processes (Postgres)", () => {
+  bunTest.skipIf(engine !== "postgres")(
+    "a destination created through one gateway is used by another at once: a notice, not the end of its cache's lifetime",
+    async () => {
+      const db: TestDatabase = await freshDatabase()
+      cleanups.push(db.drop)
+      const receiver = startReceiver()
+      cleanups.push(receiver.stop)
+      const a = await startTestGateway({ databaseUrl: db.url, allowPrivateAddresses: true, broadcast: fast() })
+      cleanups.push(() => a.stop())
+      const b = await startServer(GatewayConfig.layer(testSettings({ databaseUrl: db.url, allowPrivateAddresses: true, broadcast: fast() })))
+      cleanups.push(() => b.stop())
+      await setBroadcast(a, true)
+      const viaB = (input: string) =>
+        fetch(`${b.url}/v1/responses`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${a.adminKey}`, "content-type": "application/json" },
+          body: JSON.stringify({ model: "demo/free", input }),
+        }).then(async (res) => {
+          await res.text()
+          return res.headers.get("x-generation-id") as string
+        })
+      // B's outbox now holds the workspace's targets (none): its ledger batch is committed.
+      await viaB("before the destination")
+      await b.runtime.runPromise(Effect.flatMap(GenerationStore, (g) => g.flush))
+      const heard = () => b.runtime.runPromise(Effect.map(Notifications, (n) => n.stats().received))
+      const before = await heard()
+      await createDestination(a, { name: "c", type: "otel-collector", config: { endpoint: receiver.url } })
+      await waitFor(async () => (await heard()) > before, 5_000, "B hearing the change")
+      const generation = await viaB("after the destination")
+      await waitFor(() => rootsBy(receiver.received).has(generation), 10_000, "B's generation delivered")
+    },
+    TIMEOUT_MS,
+  )
+})
+
 describe("cap and retention", () => {
   test("beyond max_pending_per_destination the oldest rows are dropped and counted", async () => {
     const port = closedPort()
@@ -187,7 +225,9 @@ describe("cap and retention", () => {
     const tried = () =>
       gw.server.runtime.runPromise(
         Effect.flatMap(SqlClient.SqlClient, (sql) =>
-          sql<{ n: number }>`SELECT COUNT(*) AS n FROM broadcast_deliveries WHERE attempts >= 1 AND claimed_until = 0`.pipe(Effect.map((r) => Number(r[0]?.n ?? 0))),
+          sql<{ n: number | null }>`SELECT SUM(generations) AS n FROM broadcast_deliveries WHERE attempts >= 1 AND claimed_until = 0`.pipe(
+            Effect.map((r) => Number(r[0]?.n ?? 0)),
+          ),
         ),
       )
     await waitFor(async () => (await tried()) >= 6, 10_000, "every row's first attempt")
@@ -204,13 +244,18 @@ describe("cap and retention", () => {
     const id = await createDestination(gw, { name: "c", type: "otel-collector", config: { endpoint: receiver.url } })
     const generation = await ask(gw, { input: "keep briefly" })
     await waitFor(async () => (await deliveryOf(gw, id)).last_success_at !== null)
+    // The batch is named after its first generation; this one was committed alone.
     const content = await gw.server.runtime.runPromise(
-      Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ content: string | null }>`SELECT content FROM broadcast_deliveries WHERE generation_id = ${generation}`),
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ n: number }>`SELECT COUNT(*) AS n FROM broadcast_contents WHERE batch_id = ${generation}`),
     )
-    expect(content.length === 0 || content[0]?.content === null).toBe(true)
+    expect(Number(content[0]?.n)).toBe(0)
     await Bun.sleep(5)
     await gw.server.runtime.runPromise(Effect.flatMap(Broadcast, (b) => b.maintainNow))
     expect(await rowCount(gw, "delivered")).toBe(0)
+    const batches = await gw.server.runtime.runPromise(
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ n: number }>`SELECT COUNT(*) AS n FROM broadcast_batches WHERE id = ${generation}`),
+    )
+    expect(Number(batches[0]?.n)).toBe(0)
   })
 })
 

@@ -26,12 +26,10 @@ afterAll(async () => {
 })
 
 const outboxRow = (generationId: string, destinationId: string) => ({
-  id: `${generationId}:${destinationId}`,
+  batch_id: generationId,
   destination_id: destinationId,
-  generation_id: generationId,
+  generations: 1,
   created_at: Date.now(),
-  payload: "{}",
-  content: null,
   state: "pending",
   attempts: 0,
   next_attempt_at: 0,
@@ -61,7 +59,7 @@ describe("ledger hooks", () => {
     removeAsync()
     const ids = entries.map((e) => e.id)
     expect(await count("generations", "id", ids)).toBe(5)
-    expect(await count("broadcast_deliveries", "generation_id", ids)).toBe(10)
+    expect(await count("broadcast_deliveries", "batch_id", ids)).toBe(10)
   })
 
   test("rows that cannot be written: the generations are written without them; a hook that throws adds nothing", async () => {

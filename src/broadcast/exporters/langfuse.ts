@@ -19,7 +19,7 @@ export const langfuse: Exporter = {
           url: `${base}/api/public/otel/v1/traces`,
           method: "POST",
           headers: { authorization: `Basic ${auth}`, "content-type": "application/json" },
-          body: JSON.stringify(batch.otlp),
+          body: batch.otlpJson,
         },
       ],
     }

@@ -15,7 +15,7 @@ export const otelCollector: Exporter = {
         url: tracesUrl(stringOf(config, "endpoint")),
         method: "POST",
         headers: { ...headersOf(config), "content-type": "application/json" },
-        body: JSON.stringify(batch.otlp),
+        body: batch.otlpJson,
       },
     ],
   }),

@@ -10,7 +10,7 @@ export const webhook: Exporter = {
         url: stringOf(config, "url"),
         method: config.method === "PUT" ? "PUT" : "POST",
         headers: { ...headersOf(config), "content-type": "application/json" },
-        body: JSON.stringify(batch.otlp),
+        body: batch.otlpJson,
       },
     ],
   }),

@@ -19,6 +19,7 @@ import budgetSlices from "./0013_budget_slices.js"
 import broadcast from "./0014_broadcast.js"
 import generationRouter from "./0015_generation_router.js"
 import generationServerTools from "./0016_generation_server_tools.js"
+import broadcastBatches from "./0017_broadcast_batches.js"
 import generationParent from "./0018_generation_parent.js"
 
 export interface Migration {
@@ -43,5 +44,6 @@ export const migrations: ReadonlyArray<Migration> = [
   { id: 14, name: "broadcast", up: broadcast },
   { id: 15, name: "generation_router", up: generationRouter },
   { id: 16, name: "generation_server_tools", up: generationServerTools },
+  { id: 17, name: "broadcast_batches", up: broadcastBatches },
   { id: 18, name: "generation_parent", up: generationParent },
 ]
