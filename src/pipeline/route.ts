@@ -40,7 +40,7 @@ import { compressionSettingsOf } from "./plugins/context-compression.js"
 import { pluginsFor } from "./plugins/index.js"
 import { makePreparer, type Prepared } from "./pre-model.js"
 import { type PipelineEntry, recordedRefusals, StagesStopped } from "./stages.js"
-import { type Attempt, CLIENT_CLOSED, CLIENT_CLOSED_MESSAGE, DeadlineExceeded, makeTurnRunner } from "./turns.js"
+import { type Attempt, CLIENT_CLOSED, CLIENT_CLOSED_MESSAGE, DeadlineExceeded, deadlineMessageOf, turnRunnerFor } from "./turns.js"
 import { makeToolLoop } from "./loop.js"
 import { makeFusionPlugin } from "./plugins/fusion.js"
 import { makeInnerCalls } from "../tools/inner-calls.js"
@@ -62,7 +62,7 @@ const CLOSE = { connection: "close" }
 export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: ModelRouteOptions) => {
   const { settings, lifecycle, log } = options
   const maxBody = settings.maxBodyBytes
-  const deadlineMessage = `The request exceeded the gateway's deadline of ${settings.requestTimeoutMs} ms`
+  const deadlineMessage = deadlineMessageOf(settings)
   const deadlineFailed = (e: unknown) => log({}, "a request deadline's handler failed", e)
   const deadlines = new Deadlines(settings.requestTimeoutMs, undefined, deadlineFailed)
   const runExit = Runtime.runPromiseExit(runtime)
@@ -93,15 +93,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
   const bodyDeadline = makeBodyDeadline(settings.bodyTimeoutMs, maxBody)
   const bodyTimeout = bodyTimedOut(settings.bodyTimeoutMs)
   const finish = makeFinish({ generationStore, runPromise, lifecycle, log })
-  const turns = makeTurnRunner({
-    router,
-    upstreamLimits: {
-      bodyBytes: settings.maxUpstreamBodyBytes,
-      eventBytes: settings.maxUpstreamEventBytes,
-      receiveBufferBytes: settings.upstreamReceiveBufferBytes,
-    },
-    deadlineMessage,
-  })
+  const turns = turnRunnerFor(settings, router)
   const egress = makeEgress({
     router,
     lifecycle,

@@ -5,6 +5,7 @@
  * Plain code: the attempt loop is per request (DESIGN §4).
  */
 import { Either } from "effect"
+import type { Settings } from "../config/Config.js"
 import { type ApiError, RequestTimeout } from "../domain/errors.js"
 import type { PreviousError } from "../domain/generations.js"
 import type { PlainAbort } from "../providers/abort.js"
@@ -156,3 +157,19 @@ export const makeTurnRunner = (deps: {
 
   return { runTurn } as const
 }
+
+/** The message of a request that ran past the gateway's deadline. */
+export const deadlineMessageOf = (settings: Settings): string =>
+  `The request exceeded the gateway's deadline of ${settings.requestTimeoutMs} ms`
+
+/** The turn runner with the gateway's upstream limits (the route's, and the inner calls' of fusion). */
+export const turnRunnerFor = (settings: Settings, router: Router) =>
+  makeTurnRunner({
+    router,
+    upstreamLimits: {
+      bodyBytes: settings.maxUpstreamBodyBytes,
+      eventBytes: settings.maxUpstreamEventBytes,
+      receiveBufferBytes: settings.upstreamReceiveBufferBytes,
+    },
+    deadlineMessage: deadlineMessageOf(settings),
+  })

@@ -22,7 +22,7 @@ import { inputBound, outputBound } from "../http/responses/bounds.js"
 import { storedInput } from "../http/responses/content.js"
 import { asProviderError } from "../http/responses/upstream-errors.js"
 import { moneyOf } from "../pipeline/money.js"
-import { type Attempt, DeadlineExceeded, makeTurnRunner, statusOfFailure } from "../pipeline/turns.js"
+import { type Attempt, DeadlineExceeded, statusOfFailure, turnRunnerFor } from "../pipeline/turns.js"
 import { PlainAbort } from "../providers/abort.js"
 import type { Usage } from "../providers/types.js"
 import type { Router } from "../routing/Router.js"
@@ -101,16 +101,7 @@ const failed = (model: string, error: string, status: number, cost = 0, generati
 
 export const makeInnerCalls = (deps: InnerCallDeps): InnerCalls => {
   const { settings, router, generationStore, spend } = deps
-  const deadlineMessage = `The request exceeded the gateway's deadline of ${settings.requestTimeoutMs} ms`
-  const turns = makeTurnRunner({
-    router,
-    upstreamLimits: {
-      bodyBytes: settings.maxUpstreamBodyBytes,
-      eventBytes: settings.maxUpstreamEventBytes,
-      receiveBufferBytes: settings.upstreamReceiveBufferBytes,
-    },
-    deadlineMessage,
-  })
+  const turns = turnRunnerFor(settings, router)
 
   /** Records the call and settles its hold with the same ledger row (as finish.ts does); resolves once handed over. */
   const recordAndSettle = async (entry: GenerationEntry, held: Option.Option<Reservation>, actualUsd: number) => {
