@@ -762,7 +762,8 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
       redeliverAny,
       stats,
       maintainNow,
-      invalidate: (workspaceId: string) => Effect.sync(() => outbox.invalidate(workspaceId)),
+      /** A workspace's broadcast switch changed: its targets are read again here and, by notice, in the other processes. */
+      invalidate: (workspaceId: string) => destinations.changed(workspaceId),
     } as const
   }),
   dependencies: [Destinations.Default, Secrets.Default, GenerationStore.Default, LedgerHooks.Default],

@@ -333,7 +333,18 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
         (rows) => Effect.forEach(rows, resolve),
       )
 
-    return { create, list, get, update, remove, resolved, enabledFor, onChange } as const
+    return {
+      create,
+      list,
+      get,
+      update,
+      remove,
+      resolved,
+      enabledFor,
+      onChange,
+      /** What is delivered for a workspace changed outside this service (its broadcast switch): here and, by notice, in every process. */
+      changed,
+    } as const
   }),
   dependencies: [Secrets.Default, Users.Default, KeyStore.Default, Notifications.Default],
 }) {}

@@ -214,6 +214,44 @@ describe("destination changes across processes (Postgres)", () => {
   )
 })
 
+describe("workspace switch across processes (Postgres)", () => {
+  bunTest.skipIf(engine !== "postgres")(
+    "broadcast switched on through one gateway is used by another at once: a notice, not the end of its cache's lifetime",
+    async () => {
+      const db: TestDatabase = await freshDatabase()
+      cleanups.push(db.drop)
+      const receiver = startReceiver()
+      cleanups.push(receiver.stop)
+      const a = await startTestGateway({ databaseUrl: db.url, allowPrivateAddresses: true, broadcast: fast() })
+      cleanups.push(() => a.stop())
+      const b = await startServer(GatewayConfig.layer(testSettings({ databaseUrl: db.url, allowPrivateAddresses: true, broadcast: fast() })))
+      cleanups.push(() => b.stop())
+      // A destination exists, but the workspace's broadcast is off.
+      await createDestination(a, { name: "c", type: "otel-collector", config: { endpoint: receiver.url } })
+      await setBroadcast(a, false)
+      const viaB = (input: string) =>
+        fetch(`${b.url}/v1/responses`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${a.adminKey}`, "content-type": "application/json" },
+          body: JSON.stringify({ model: "demo/free", input }),
+        }).then(async (res) => {
+          await res.text()
+          return res.headers.get("x-generation-id") as string
+        })
+      // B's outbox now holds the workspace's targets (broadcast off): its ledger batch is committed.
+      await viaB("while broadcast is off")
+      await b.runtime.runPromise(Effect.flatMap(GenerationStore, (g) => g.flush))
+      const heard = () => b.runtime.runPromise(Effect.map(Notifications, (n) => n.stats().received))
+      const before = await heard()
+      await setBroadcast(a, true)
+      await waitFor(async () => (await heard()) > before, 5_000, "B hearing the switch")
+      const generation = await viaB("after the switch")
+      await waitFor(() => rootsBy(receiver.received).has(generation), 10_000, "B's generation delivered")
+    },
+    TIMEOUT_MS,
+  )
+})
+
 describe("cap and retention", () => {
   test("beyond max_pending_per_destination the oldest rows are dropped and counted", async () => {
     const port = closedPort()
