@@ -178,76 +178,65 @@ describe("durability", () => {
   })
 })
 
-describe("destination changes across processes (Postgres)", () => {
+/**
+ * Two gateways on one Postgres database: `before` runs through A; B serves a request and commits it
+ * (its outbox now caches the workspace's targets); `change` runs through A; once B has heard the
+ * notice, B's next generation reaches the receiver: at once, not at the end of B's cache's lifetime.
+ */
+const seenAtOnceByAnother = async (
+  before: (a: TestGateway, receiverUrl: string) => Promise<unknown>,
+  change: (a: TestGateway, receiverUrl: string) => Promise<unknown>,
+) => {
+  const db: TestDatabase = await freshDatabase()
+  cleanups.push(db.drop)
+  const receiver = startReceiver()
+  cleanups.push(receiver.stop)
+  const a = await startTestGateway({ databaseUrl: db.url, allowPrivateAddresses: true, broadcast: fast() })
+  cleanups.push(() => a.stop())
+  const b = await startServer(GatewayConfig.layer(testSettings({ databaseUrl: db.url, allowPrivateAddresses: true, broadcast: fast() })))
+  cleanups.push(() => b.stop())
+  await before(a, receiver.url)
+  const viaB = (input: string) =>
+    fetch(`${b.url}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${a.adminKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "demo/free", input }),
+    }).then(async (res) => {
+      await res.text()
+      return res.headers.get("x-generation-id") as string
+    })
+  await viaB("before the change")
+  await b.runtime.runPromise(Effect.flatMap(GenerationStore, (g) => g.flush))
+  const heard = () => b.runtime.runPromise(Effect.map(Notifications, (n) => n.stats().received))
+  const heardBefore = await heard()
+  await change(a, receiver.url)
+  await waitFor(async () => (await heard()) > heardBefore, 5_000, "B hearing the change")
+  const generation = await viaB("after the change")
+  await waitFor(() => rootsBy(receiver.received).has(generation), 10_000, "B's generation delivered")
+}
+
+describe("changes across processes (Postgres)", () => {
   bunTest.skipIf(engine !== "postgres")(
     "a destination created through one gateway is used by another at once: a notice, not the end of its cache's lifetime",
-    async () => {
-      const db: TestDatabase = await freshDatabase()
-      cleanups.push(db.drop)
-      const receiver = startReceiver()
-      cleanups.push(receiver.stop)
-      const a = await startTestGateway({ databaseUrl: db.url, allowPrivateAddresses: true, broadcast: fast() })
-      cleanups.push(() => a.stop())
-      const b = await startServer(GatewayConfig.layer(testSettings({ databaseUrl: db.url, allowPrivateAddresses: true, broadcast: fast() })))
-      cleanups.push(() => b.stop())
-      await setBroadcast(a, true)
-      const viaB = (input: string) =>
-        fetch(`${b.url}/v1/responses`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${a.adminKey}`, "content-type": "application/json" },
-          body: JSON.stringify({ model: "demo/free", input }),
-        }).then(async (res) => {
-          await res.text()
-          return res.headers.get("x-generation-id") as string
-        })
-      // B's outbox now holds the workspace's targets (none): its ledger batch is committed.
-      await viaB("before the destination")
-      await b.runtime.runPromise(Effect.flatMap(GenerationStore, (g) => g.flush))
-      const heard = () => b.runtime.runPromise(Effect.map(Notifications, (n) => n.stats().received))
-      const before = await heard()
-      await createDestination(a, { name: "c", type: "otel-collector", config: { endpoint: receiver.url } })
-      await waitFor(async () => (await heard()) > before, 5_000, "B hearing the change")
-      const generation = await viaB("after the destination")
-      await waitFor(() => rootsBy(receiver.received).has(generation), 10_000, "B's generation delivered")
-    },
+    () =>
+      seenAtOnceByAnother(
+        (a) => setBroadcast(a, true),
+        (a, url) => createDestination(a, { name: "c", type: "otel-collector", config: { endpoint: url } }),
+      ),
     TIMEOUT_MS,
   )
-})
 
-describe("workspace switch across processes (Postgres)", () => {
   bunTest.skipIf(engine !== "postgres")(
     "broadcast switched on through one gateway is used by another at once: a notice, not the end of its cache's lifetime",
-    async () => {
-      const db: TestDatabase = await freshDatabase()
-      cleanups.push(db.drop)
-      const receiver = startReceiver()
-      cleanups.push(receiver.stop)
-      const a = await startTestGateway({ databaseUrl: db.url, allowPrivateAddresses: true, broadcast: fast() })
-      cleanups.push(() => a.stop())
-      const b = await startServer(GatewayConfig.layer(testSettings({ databaseUrl: db.url, allowPrivateAddresses: true, broadcast: fast() })))
-      cleanups.push(() => b.stop())
-      // A destination exists, but the workspace's broadcast is off.
-      await createDestination(a, { name: "c", type: "otel-collector", config: { endpoint: receiver.url } })
-      await setBroadcast(a, false)
-      const viaB = (input: string) =>
-        fetch(`${b.url}/v1/responses`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${a.adminKey}`, "content-type": "application/json" },
-          body: JSON.stringify({ model: "demo/free", input }),
-        }).then(async (res) => {
-          await res.text()
-          return res.headers.get("x-generation-id") as string
-        })
-      // B's outbox now holds the workspace's targets (broadcast off): its ledger batch is committed.
-      await viaB("while broadcast is off")
-      await b.runtime.runPromise(Effect.flatMap(GenerationStore, (g) => g.flush))
-      const heard = () => b.runtime.runPromise(Effect.map(Notifications, (n) => n.stats().received))
-      const before = await heard()
-      await setBroadcast(a, true)
-      await waitFor(async () => (await heard()) > before, 5_000, "B hearing the switch")
-      const generation = await viaB("after the switch")
-      await waitFor(() => rootsBy(receiver.received).has(generation), 10_000, "B's generation delivered")
-    },
+    () =>
+      seenAtOnceByAnother(
+        // A destination exists, but the workspace's broadcast is off.
+        async (a, url) => {
+          await createDestination(a, { name: "c", type: "otel-collector", config: { endpoint: url } })
+          await setBroadcast(a, false)
+        },
+        (a) => setBroadcast(a, true),
+      ),
     TIMEOUT_MS,
   )
 })
