@@ -238,6 +238,13 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
             if (updated.length === 0) return "key" as const
           }
           if (chargesCredits) {
+            // Lock the user's row first (Postgres): a settlement moves cost from this row's hold to
+            // spend_daily in one commit, and an UPDATE that waited for the row would re-check it with
+            // the lowered hold but the spend its statement read before the wait (overspending credits).
+            yield* sql.onDialectOrElse({
+              pg: () => sql`SELECT id FROM users WHERE id = ${userId} FOR UPDATE`,
+              orElse: () => Effect.void,
+            })
             const updated = yield* sql<{ id: string }>`UPDATE users SET credits_reserved_nano = credits_reserved_nano + ${credits}
               WHERE id = ${userId}
                 AND (SELECT COALESCE(SUM(amount_nano), 0) FROM credit_grants WHERE user_id = ${userId})
