@@ -30,7 +30,7 @@ export interface Settings {
   readonly maxTokensPerImage: number
   /** Input tokens reserved (and at most charged) for one file part, whatever its size. */
   readonly maxTokensPerFile: number
-  /** While a stream waits this long for its first token, a `: keep-alive` comment is sent. */
+  /** While a stream waits this long for its first token (or a server tool runs), a `: keep-alive` comment is sent. */
   readonly streamKeepAliveMs: number
   readonly logLevel: "debug" | "info" | "warn" | "error" | "none"
   /** `GET /metrics` and the per-request counters behind it. */

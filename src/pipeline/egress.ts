@@ -11,7 +11,7 @@ import { type ProviderEvent, ProviderError, type Subscription, type UpstreamCall
 import type { RoutePlan, Router } from "../routing/Router.js"
 import type { Endpoint } from "../services/Catalog.js"
 import { errorResponseIn, type ClientFormat, type Encoder, type FinishExtras } from "./format.js"
-import { debugChunk, KEEP_ALIVE } from "../http/responses/sse.js"
+import { debugChunk, KEEP_ALIVE, keepAliveDue, startKeepAlive } from "../http/responses/sse.js"
 import { streamGcPacer } from "../http/responses/gc-pacer.js"
 import type { Deadline, Deadlines } from "../http/responses/deadlines.js"
 import { apiErrorOf, asProviderError, failureCodeOf } from "../http/responses/upstream-errors.js"
@@ -465,10 +465,10 @@ export const makeEgress = (deps: EgressDeps) => {
         // Comments keep an idle connection open until the first token. Set once the events already
         // read are translated: an answer that came whole with its head ends above, with no timer.
         if (!done && firstTokenAt === undefined) {
-          keepAlive = setInterval(() => {
+          keepAlive = startKeepAlive(keepAliveMs, () => {
             if (done || firstTokenAt !== undefined) return clearInterval(keepAlive)
-            if (!blocked && Date.now() - lastWrite >= keepAliveMs) write(KEEP_ALIVE)
-          }, Math.max(10, Math.floor(keepAliveMs / 2)))
+            if (!blocked && keepAliveDue(lastWrite, keepAliveMs)) write(KEEP_ALIVE)
+          })
         }
         return streamed
       },

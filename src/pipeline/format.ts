@@ -11,6 +11,7 @@ import type { Either } from "effect"
 import { type ApiError, errorHeaders } from "../domain/errors.js"
 import type { FileAnnotation, ResponsesRequest } from "../domain/responses.js"
 import type { FinishReason, ProviderEvent, Usage } from "../providers/types.js"
+import type { ServerToolProgress } from "../tools/types.js"
 
 /** What the route adds when an answer ends: the charged usage and cost, and routing metadata when asked. */
 export interface FinishExtras {
@@ -76,11 +77,19 @@ export interface Encoder {
   readonly completionText: string
   readonly reasoningText: string
   /**
-   * A server tool's call, as the output item the official SDK validates (without `id`: the
-   * encoder gives it one), placed after what came before it. Formats without such items leave
-   * it out (Chat, Messages: the loop's final text is their answer).
+   * A server tool's call starts, before it runs: its output item (the official SDK's, given its
+   * id here) opens after what came before it, in progress (Responses: `output_item.added`, then
+   * `response.<eventPrefix>.in_progress` when the tool has progress events). Formats without such
+   * items leave these three methods out (Chat, Messages: the loop's final text is their answer).
    */
-  serverToolItem?(item: Readonly<Record<string, unknown>>): string
+  serverToolStarted?(opening: ServerToolOpening): ServerToolCall
+  /** A progress event of the running call, as the SSE text to write now ("" when not streaming). */
+  serverToolProgress?(call: ServerToolCall, progress: ServerToolProgress): string
+  /**
+   * The call ran: `item` (without `id`) takes the started item's place in the output (Responses:
+   * `response.<eventPrefix>.completed` when it completed, then `output_item.done`, same id and index).
+   */
+  serverToolDone?(call: ServerToolCall, item: Readonly<Record<string, unknown>>): string
   /** Links the answer may cite from here on (the tools' `citable`), for `url_citation` annotations. */
   cite?(links: ReadonlyArray<CitableLink>): void
   /**
@@ -88,6 +97,23 @@ export interface Encoder {
    * the format's own terms (default: the Responses `debug` event).
    */
   debugChunk?(upstreamBody: unknown): string
+}
+
+/** What a server tool's item is when it starts (the loop's, from the tool). */
+export interface ServerToolOpening {
+  /** The item with its `type` (`openrouter:…`) and what is known before the call runs; no `id` or `status`. */
+  readonly item: Readonly<Record<string, unknown>>
+  /** The prefix of the SDK's progress events for it (`web_search_call`); absent: none. */
+  readonly eventPrefix?: string | undefined
+}
+
+/** A server tool's started item, until its done. */
+export interface ServerToolCall {
+  readonly id: string
+  readonly outputIndex: number
+  readonly eventPrefix: string | undefined
+  /** The SSE text that opened it, to write now ("" when not streaming). */
+  readonly sse: string
 }
 
 export interface EncoderOptions {

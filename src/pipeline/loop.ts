@@ -9,7 +9,9 @@
  * `tool_choice: "none"` so the answer ends in text.
  *
  * One encoder for the whole loop: one response id, `output_index` continuing across turns, each
- * server-tool call its own output item (formats without such items show only the text). Only
+ * server-tool call its own output item, added before the tool runs and done after it, with the
+ * tool's progress events between as they happen (formats without such items show only the text).
+ * A streamed loop sends keep-alive comments whenever it was quiet for `streamKeepAliveMs`. Only
  * requests with server tools come here (route.ts: one check); the relay is plain code over the
  * turn's batches, not the optimized single-turn relay of egress.ts.
  */
@@ -25,11 +27,12 @@ import type { Endpoint } from "../services/Catalog.js"
 import type { Reservation, Spend } from "../services/Spend.js"
 import { inputBound, outputBound, type PartAllowance } from "../http/responses/bounds.js"
 import type { RequestTrace } from "../http/metrics.js"
+import { KEEP_ALIVE, keepAliveDue, startKeepAlive } from "../http/responses/sse.js"
 import { apiErrorOf, asProviderError, failureCodeOf } from "../http/responses/upstream-errors.js"
 import { type DeclaredTool, serverToolTypeOf, type ServerToolPlan } from "../tools/declare.js"
 import type { FusionToolContext } from "../tools/fusion.js"
 import type { InnerCalls, UpstreamCallBudget } from "../tools/inner-calls.js"
-import type { ServerToolContext, ServerToolResult } from "../tools/types.js"
+import type { ServerToolContext, ServerToolProgress, ServerToolResult } from "../tools/types.js"
 import type { Finish, Outcome, RequestLife } from "./finish.js"
 import { type ClientFormat, errorResponseIn, type FinishExtras, type ServerToolUse } from "./format.js"
 import type { RequestLifecycle } from "./lifecycle.js"
@@ -100,6 +103,15 @@ const addUsage = (a: Usage, b: Usage): Usage => ({
 
 const NO_USAGE: Usage = { inputTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 }
 
+/**
+ * `openai`'s JS stream helper (`responses.stream()`) throws on an event type its accumulator does
+ * not know (`assertNever`), such as the official SDK's `response.fusion_call.*`. To that client
+ * (User-Agent `OpenAI/JS …`) only the progress events of OpenAI's own stream are sent.
+ */
+const OPENAI_PROGRESS = new Set(["web_search_call"])
+const progressEventsFor = (eventPrefix: string | undefined, userAgent: string | null): string | undefined =>
+  eventPrefix !== undefined && userAgent?.includes("OpenAI/JS") === true && !OPENAI_PROGRESS.has(eventPrefix) ? undefined : eventPrefix
+
 /** A server-tool call the model made in one turn. */
 interface ServerCall {
   readonly callId: string
@@ -113,6 +125,7 @@ type Read = { readonly ok: true } | { readonly ok: false; readonly cause: unknow
 export const makeToolLoop = (deps: LoopDeps) => {
   const { settings, parts, router, finish, lifecycle, spend, runPromise, runTurn, deadlineMessage, shutdownMessage, innerCalls } = deps
   const maxUpstreamCalls = settings.catalog.server?.max_upstream_calls ?? DEFAULT_MAX_UPSTREAM_CALLS
+  const keepAliveMs = settings.streamKeepAliveMs
 
   /** Holds `usd` more against the key for a later turn: the hold, none needed, or refused. */
   const holdMore = async (life: RequestLife, usd: number): Promise<Reservation | "none" | "refused"> => {
@@ -301,15 +314,27 @@ export const makeToolLoop = (deps: LoopDeps) => {
       let result: ServerToolResult
       // What is left of the request's cap on upstream calls, for the tool's own model calls.
       const innerBudget: UpstreamCallBudget = { used: 0, max: Math.max(0, maxUpstreamCalls - attempts.length - innerCallsMade) }
+      // The item opens before the tool runs; its progress events go out as they happen.
+      const opening: Record<string, unknown> = { type: tool.type, ...tool.opening?.(args, parameters) }
+      const started = encoder.serverToolStarted?.({ item: opening, eventPrefix: progressEventsFor(tool.eventPrefix, prepared.userAgent) })
+      if (started !== undefined) write(started.sse)
+      const progress =
+        streaming && started?.eventPrefix !== undefined && encoder.serverToolProgress !== undefined
+          ? (p: ServerToolProgress) => write(encoder.serverToolProgress?.(started, p) ?? "")
+          : undefined
+      const ended = (item: Readonly<Record<string, unknown>>) => {
+        if (started !== undefined && encoder.serverToolDone !== undefined) write(encoder.serverToolDone(started, item))
+      }
       try {
         const context: ServerToolContext | FusionToolContext =
           innerCalls === undefined
-            ? { settings, signal: toolAbort.signal, workspaceId: prepared.principal.workspaceId, callsSoFar }
+            ? { settings, signal: toolAbort.signal, workspaceId: prepared.principal.workspaceId, callsSoFar, progress }
             : {
                 settings,
                 signal: toolAbort.signal,
                 workspaceId: prepared.principal.workspaceId,
                 callsSoFar,
+                progress,
                 innerCalls,
                 // The tool's own model calls share the request's cap on upstream calls.
                 parent: {
@@ -326,6 +351,7 @@ export const makeToolLoop = (deps: LoopDeps) => {
         innerCallsMade += innerBudget.used
       } catch (e) {
         innerCallsMade += innerBudget.used
+        ended({ ...opening, status: "incomplete" })
         return JSON.stringify({ status: "failed", error: e instanceof Error ? e.message : "the tool failed" })
       }
       use.tool_calls_executed++
@@ -336,7 +362,7 @@ export const makeToolLoop = (deps: LoopDeps) => {
       toolCost += result.cost
       unheldToolCost += result.cost
       if (result.citable !== undefined) encoder.cite?.(result.citable)
-      if (encoder.serverToolItem !== undefined) write(encoder.serverToolItem(result.item))
+      ended(result.item)
       return result.modelOutput
     }
 
@@ -480,13 +506,16 @@ export const makeToolLoop = (deps: LoopDeps) => {
     // Streaming: the first byte goes out now; from here a failure is the format's failure event.
     const utf8 = new TextEncoder()
     let cut: () => void = () => undefined
+    // Comments keep the stream open through proxies while a tool runs or a later turn has not begun.
+    let lastWrite = Date.now()
+    let keepAlive: ReturnType<typeof setInterval> | undefined
     const body = new ReadableStream<Uint8Array>({
       start(controller) {
         write = (text) => {
+          if (text.length === 0) return
+          lastWrite = Date.now()
           try {
-            if (typeof text === "string") {
-              if (text !== "") controller.enqueue(utf8.encode(text))
-            } else if (text.length > 0) controller.enqueue(text.slice())
+            controller.enqueue(typeof text === "string" ? utf8.encode(text) : text.slice())
           } catch {
             // The client went away: the loop sees the abort.
           }
@@ -497,7 +526,11 @@ export const makeToolLoop = (deps: LoopDeps) => {
         }
         lifecycle.openStream(cut)
         write(encoder.start())
+        keepAlive = startKeepAlive(keepAliveMs, () => {
+          if (keepAliveDue(lastWrite, keepAliveMs)) write(KEEP_ALIVE)
+        })
         const close = (committed: Promise<void> | undefined, last: string, status: string) => {
+          clearInterval(keepAlive)
           void (committed ?? Promise.resolve()).then(() => {
             write(last)
             try {
@@ -533,6 +566,7 @@ export const makeToolLoop = (deps: LoopDeps) => {
       },
       cancel() {
         // The client went away: stop the turn or tool in flight; the loop settles what was spent.
+        clearInterval(keepAlive)
         upstreamAbort.abort(new Error("client disconnected"))
       },
     })

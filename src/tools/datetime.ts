@@ -48,6 +48,8 @@ export const datetimeTool: ServerTool = {
     additionalProperties: false,
   },
   unavailable: () => undefined,
+  // The SDK's item requires both strings: the zone asked for, and no time until the call has run.
+  opening: (args, toolParameters) => ({ datetime: "", timezone: String(zoneOf(args, toolParameters)) }),
   run: async (args, toolParameters): Promise<ServerToolResult> => {
     const zone = zoneOf(args, toolParameters)
     if (typeof zone !== "string" || zone === "") return failed(String(zone), "timezone must be an IANA time zone name")

@@ -20,9 +20,24 @@ export interface FusionToolContext extends ServerToolContext {
   readonly parent: ParentCall
   /** The request's model: the judge when neither the tool's parameters nor a preset name one. */
   readonly model: string | undefined
-  /** The run's progress, for a stream's `response.fusion_call.*` events (absent: not streamed). */
-  readonly observer?: FusionObserver
 }
+
+/**
+ * The run's progress as the SDK's `response.fusion_call.*` events, through the loop's `progress`.
+ * `panel.delta` and `panel.reasoning.delta` are not sent: a panelist's answer comes whole (inner calls
+ * are not streamed), so there are no deltas to relay honestly.
+ */
+const observerOf = (progress: ServerToolContext["progress"]): FusionObserver | undefined =>
+  progress === undefined
+    ? undefined
+    : {
+        panelAdded: (model) => progress({ event: "panel.added", model }),
+        panelCompleted: (model, content) => progress({ event: "panel.completed", model, content }),
+        panelFailed: (model, error, statusCode) =>
+          progress(statusCode === undefined ? { event: "panel.failed", model, error } : { event: "panel.failed", model, error, status_code: statusCode }),
+        analysisInProgress: (analyst) => progress({ event: "analysis.in_progress", analyst_model: analyst, judge_model: analyst }),
+        analysisCompleted: (analysis) => progress({ event: "analysis.completed", analysis }),
+      }
 
 const hasInnerCalls = (ctx: ServerToolContext): ctx is FusionToolContext =>
   "innerCalls" in ctx && (ctx as Partial<FusionToolContext>).innerCalls !== undefined && (ctx as Partial<FusionToolContext>).parent !== undefined
@@ -84,6 +99,7 @@ const modelOutputOf = (run: FusionRun): string =>
 export const fusionTool: ServerTool = {
   type: "openrouter:fusion",
   name: "fusion",
+  eventPrefix: "fusion_call",
   parametersProblem: (parameters) => {
     const checked = checkFusionParameters(parameters)
     return typeof checked === "string" ? checked : undefined
@@ -106,7 +122,7 @@ export const fusionTool: ServerTool = {
     if (typeof parameters === "string") return failedResult(parameters)
     const choice = chooseFusion(parameters, ctx.settings.catalog.plugins?.fusion, ctx.model)
     if (typeof choice === "string") return failedResult(choice)
-    const run = await runFusion(choice, prompt, (request, model) => ctx.innerCalls.call(request, model, ctx.parent), ctx.observer)
+    const run = await runFusion(choice, prompt, (request, model) => ctx.innerCalls.call(request, model, ctx.parent), observerOf(ctx.progress))
     return { modelOutput: modelOutputOf(run), item: fusionItemOf(run), cost: 0 }
   },
 }

@@ -6,6 +6,7 @@
  * `openrouter:datetime`, …). The two are separate shapes on purpose.
  */
 import type { Settings } from "../config/Config.js"
+import type { FusionAnalysis } from "./fusion-core.js"
 
 /** The tool types as clients of the hosted service send them (the output items use these too). */
 export type ServerToolType = "openrouter:web_search" | "openrouter:web_fetch" | "openrouter:datetime" | "openrouter:fusion"
@@ -18,7 +19,28 @@ export interface ServerToolContext {
   readonly workspaceId: string
   /** Calls of this tool earlier in this request (for a per-request cap such as web_fetch's `max_uses`). */
   readonly callsSoFar: number
+  /**
+   * Tells the client how the call is going, as it happens (a streamed Responses answer writes each
+   * as the SDK's event, `response.<eventPrefix>.<event>`). Absent when nobody listens (not streamed,
+   * or a format without such events): a tool calls it as `ctx.progress?.(…)`.
+   */
+  readonly progress?: (progress: ServerToolProgress) => void
 }
+
+/**
+ * One progress event of a running call, named as the official SDK names it after the tool's
+ * `eventPrefix` (`searching` → `response.web_search_call.searching`), with its wire fields besides
+ * `item_id`, `output_index` and `sequence_number` (the encoder adds those). The `in_progress` and
+ * `completed` events of a tool with an `eventPrefix` are the encoder's, at the item's start and done.
+ */
+export type ServerToolProgress =
+  | { readonly event: "searching" }
+  | { readonly event: "panel.added"; readonly model: string }
+  | { readonly event: "panel.completed"; readonly model: string; readonly content: string }
+  | { readonly event: "panel.failed"; readonly model: string; readonly error: string; readonly status_code?: number }
+  /** `judge_model` is the SDK's deprecated alias of `analyst_model`, still required by its schema. */
+  | { readonly event: "analysis.in_progress"; readonly analyst_model: string; readonly judge_model: string }
+  | { readonly event: "analysis.completed"; readonly analysis: FusionAnalysis }
 
 /** One citable source a tool returned: links the answer cites that match one become `url_citation` annotations. */
 export interface Citable {
@@ -48,6 +70,18 @@ export interface ServerTool {
   readonly description: string
   /** JSON schema of the call's arguments, as offered to the model. */
   readonly parameters: Readonly<Record<string, unknown>>
+  /**
+   * The prefix of the SDK's progress events for this tool's item in a Responses stream
+   * (`web_search_call` → `response.web_search_call.in_progress`, `.searching`, `.completed`).
+   * Absent: the item has only `output_item.added` and `output_item.done` (web_fetch, datetime).
+   */
+  readonly eventPrefix?: "web_search_call" | "fusion_call"
+  /**
+   * The item's fields known before the call runs, for its `output_item.added` (in progress): what
+   * the SDK's item schema requires beyond `type`, `id` and `status` (datetime's `timezone` and
+   * `datetime`). Absent: none.
+   */
+  readonly opening?: (args: unknown, toolParameters: Readonly<Record<string, unknown>>) => Readonly<Record<string, unknown>>
   /**
    * Why this tool cannot run on this gateway (e.g. "web search is not configured on this gateway"),
    * checked when the request is decoded: such a request is a 400 naming the tool. Undefined: it can run.

@@ -42,9 +42,16 @@ const failed = (query: string, error: string): ServerToolResult => ({
   cost: 0,
 })
 
+/** The model's query (trimmed), or "" when it gave none. */
+const queryOf = (args: unknown): string =>
+  typeof (args as { query?: unknown } | null)?.query === "string" ? (args as { query: string }).query.trim() : ""
+
 export const webSearchTool: ServerTool = {
   type: "openrouter:web_search",
   name: "web_search",
+  eventPrefix: "web_search_call",
+  // The query as the model asked it, for the in-progress item (`action` is optional in the SDK's item).
+  opening: (args) => ({ action: { type: "search", query: queryOf(args) } }),
   parametersProblem: webSearchParametersProblem,
   description:
     "Search the web for current information. Returns the most relevant pages (title, URL and an excerpt). Cite the pages you use with markdown links to their URLs.",
@@ -57,7 +64,7 @@ export const webSearchTool: ServerTool = {
   unavailable: (settings) => (settings.search === undefined ? SEARCH_NOT_CONFIGURED : undefined),
   run: async (args, toolParameters, ctx) => {
     const search = ctx.settings.search
-    const query = typeof (args as { query?: unknown } | null)?.query === "string" ? (args as { query: string }).query.trim() : ""
+    const query = queryOf(args)
     if (search === undefined) return failed(query, SEARCH_NOT_CONFIGURED)
     if (query === "") return failed(query, "query: a non-empty search query is required")
     const problem = webSearchParametersProblem(toolParameters, ctx.settings)
@@ -77,6 +84,7 @@ export const webSearchTool: ServerTool = {
         searchEngine: search.engine,
       }
     }
+    ctx.progress?.({ event: "searching" })
     const outcome = await runSearch(
       search,
       {

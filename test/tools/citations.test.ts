@@ -36,7 +36,9 @@ describe("the assembler with server tools", () => {
     const a = new ResponseAssembler(base, { stream: true, newId: counterIds(), now: () => 2 })
     let sse = a.start()
     sse += a.push([{ type: "text", delta: "Searching." }])
-    sse += a.serverToolItem({ type: "openrouter:web_search", status: "completed" })
+    const call = a.serverToolStarted({ item: { type: "openrouter:web_search" }, eventPrefix: "web_search_call" })
+    sse += call.sse
+    sse += a.serverToolDone(call, { type: "openrouter:web_search", status: "completed" })
     a.cite(LINKS)
     sse += a.push([{ type: "text", delta: "Per https://example.com/a it is so." }, { type: "finish", reason: "stop" }])
     sse += a.finish({})
@@ -57,6 +59,89 @@ describe("the assembler with server tools", () => {
     // The done events and the final result carry the same annotations.
     const done = events.find((e) => e["type"] === "response.output_item.done" && e["output_index"] === 2) as { item: unknown }
     expect(done.item).toEqual(result.output[2])
+  })
+
+  test("streamed: a server tool's item is added in progress before it runs, its progress events between, done after (same id and index)", () => {
+    const a = new ResponseAssembler(base, { stream: true, newId: counterIds(), now: () => 2 })
+    let sse = a.start()
+    sse += a.push([{ type: "text", delta: "Let me search." }])
+    const call = a.serverToolStarted({ item: { type: "openrouter:web_search", action: { type: "search", query: "q" } }, eventPrefix: "web_search_call" })
+    sse += call.sse
+    sse += a.serverToolProgress(call, { event: "searching" })
+    sse += a.serverToolDone(call, { type: "openrouter:web_search", status: "completed", action: { type: "search", query: "q", sources: [] } })
+    sse += a.push([{ type: "text", delta: "Done." }, { type: "finish", reason: "stop" }])
+    sse += a.finish({})
+    const events = payloads(parseSse(sse))
+    const at = (type: string) => events.findIndex((e) => e["type"] === type && (e["output_index"] === 1 || e["item_id"] === call.id))
+    const order = ["response.output_item.added", "response.web_search_call.in_progress", "response.web_search_call.searching", "response.web_search_call.completed", "response.output_item.done"]
+    const indexes = order.map(at)
+    expect(indexes.every((i) => i >= 0)).toBe(true)
+    expect([...indexes].sort((x, y) => x - y)).toEqual(indexes)
+    // The first message closed before the tool's item; the next turn's text after its done.
+    const firstDone = events.findIndex((e) => e["type"] === "response.output_item.done" && e["output_index"] === 0)
+    const nextText = events.findIndex((e) => e["type"] === "response.output_text.delta" && e["output_index"] === 2)
+    expect(firstDone).toBeLessThan(indexes[0] as number)
+    expect(nextText).toBeGreaterThan(indexes[4] as number)
+    const added = events[indexes[0] as number] as { item: Record<string, unknown> }
+    const done = events[indexes[4] as number] as { output_index: number; item: Record<string, unknown> }
+    expect(added.item).toEqual({ type: "openrouter:web_search", action: { type: "search", query: "q" }, id: call.id, status: "in_progress" })
+    expect(done.output_index).toBe(1)
+    expect(done.item["id"]).toBe(call.id)
+    for (const e of events.filter((e) => String(e["type"]).startsWith("response.web_search_call."))) {
+      expect(e).toMatchObject({ item_id: call.id, output_index: 1 })
+    }
+    const result = decodeResult(a.result())
+    expect(result.output.map((i) => [i.type, i.status])).toEqual([
+      ["message", "completed"],
+      ["openrouter:web_search", "completed"],
+      ["message", "completed"],
+    ])
+  })
+
+  test("a tool without progress events (datetime) gets only added and done; an incomplete item no completed event", () => {
+    const a = new ResponseAssembler(base, { stream: true, newId: counterIds(), now: () => 2 })
+    let sse = a.start()
+    const clock = a.serverToolStarted({ item: { type: "openrouter:datetime", datetime: "", timezone: "UTC" } })
+    sse += clock.sse + a.serverToolProgress(clock, { event: "searching" })
+    sse += a.serverToolDone(clock, { type: "openrouter:datetime", status: "completed", datetime: "2026-01-01T00:00:00+00:00", timezone: "UTC" })
+    const search = a.serverToolStarted({ item: { type: "openrouter:web_search" }, eventPrefix: "web_search_call" })
+    sse += search.sse + a.serverToolDone(search, { type: "openrouter:web_search", status: "incomplete" })
+    sse += a.push([{ type: "text", delta: "x" }, { type: "finish", reason: "stop" }]) + a.finish({})
+    const types = payloads(parseSse(sse)).map((e) => e["type"])
+    expect(types.slice(2, 8)).toEqual([
+      "response.output_item.added",
+      "response.output_item.done",
+      "response.output_item.added",
+      "response.web_search_call.in_progress",
+      "response.output_item.done",
+      "response.output_item.added",
+    ])
+  })
+
+  test("an answer that fails while a tool runs ends its item incomplete (done event and result)", () => {
+    const a = new ResponseAssembler(base, { stream: true, newId: counterIds(), now: () => 2 })
+    let sse = a.start()
+    const call = a.serverToolStarted({ item: { type: "openrouter:fusion" }, eventPrefix: "fusion_call" })
+    sse += call.sse + a.fail({ code: "timeout", message: "late" })
+    // Too late: the answer has ended.
+    expect(a.serverToolDone(call, { type: "openrouter:fusion", status: "completed" })).toBe("")
+    const events = payloads(parseSse(sse))
+    const done = events.find((e) => e["type"] === "response.output_item.done") as { output_index: number; item: Record<string, unknown> }
+    expect(done).toMatchObject({ output_index: 0, item: { type: "openrouter:fusion", id: call.id, status: "incomplete" } })
+    expect(decodeResult(a.result()).output[0]?.status).toBe("incomplete")
+  })
+
+  test("not streamed: the item holds its place and the result has the done item", () => {
+    const a = new ResponseAssembler(base, { stream: false, newId: counterIds(), now: () => 2 })
+    const call = a.serverToolStarted({ item: { type: "openrouter:datetime", datetime: "", timezone: "UTC" } })
+    expect(call.sse).toBe("")
+    a.push([{ type: "text", delta: "x" }])
+    a.serverToolDone(call, { type: "openrouter:datetime", status: "completed", datetime: "d", timezone: "UTC" })
+    a.push([{ type: "finish", reason: "stop" }])
+    a.finish({})
+    const output = decodeResult(a.result()).output
+    expect(output.map((i) => i.type)).toEqual(["openrouter:datetime", "message"])
+    expect(output[0]).toMatchObject({ id: call.id, status: "completed", datetime: "d" })
   })
 
   test("FinishExtras: server_tool_use_details in usage; incompleteReason ends it incomplete", () => {

@@ -14,6 +14,7 @@ import { decodeResponsesRequest } from "../../src/domain/responses.js"
 import { ANALYSIS_SCHEMA, chooseFusion, runFusion } from "../../src/tools/fusion-core.js"
 import { checkFusionParameters, type FusionToolContext, fusionTool } from "../../src/tools/fusion.js"
 import type { InnerCallResult } from "../../src/tools/inner-calls.js"
+import type { ServerToolProgress } from "../../src/tools/types.js"
 import { costAt, TAG } from "../routing/helpers.js"
 import { useServices } from "../support/services.js"
 import { ANALYSIS, fusionCatalog, OUTPUT_TOKENS, PRESETS, servicesOf } from "./support.js"
@@ -274,22 +275,19 @@ describe("the openrouter:fusion server tool", () => {
     expect(sentSince(from).map((s) => s.tag)).toEqual(["pc", "pfenced"])
   })
 
-  test("its progress reaches the observer in the order of the SDK's fusion_call events", async () => {
-    const events: Array<string> = []
-    const ctx: FusionToolContext = {
-      ...(await toolContext()),
-      observer: {
-        panelAdded: (m) => events.push(`panel.added ${m}`),
-        panelCompleted: (m, content) => events.push(`panel.completed ${m} ${content}`),
-        panelFailed: (m, _error, status) => events.push(`panel.failed ${m} ${status}`),
-        analysisInProgress: (judge) => events.push(`analysis.in_progress ${judge}`),
-        analysisCompleted: (analysis) => events.push(`analysis.completed ${analysis.consensus[0]}`),
-      },
-    }
+  test("its progress reaches the loop's progress callback as the SDK's fusion_call events, in their order", async () => {
+    const events: Array<ServerToolProgress> = []
+    const ctx: FusionToolContext = { ...(await toolContext()), progress: (p) => events.push(p) }
     await fusionTool.run({ prompt: "q" }, { analysis_models: ["test/a", "test/fail"], model: "test/judge" }, ctx)
-    expect(events.slice(0, 2).sort()).toEqual(["panel.added test/a", "panel.added test/fail"])
-    expect(events.slice(2, 4).sort()).toEqual(["panel.completed test/a Answer A: Paris.", "panel.failed test/fail 502"])
-    expect(events.slice(4)).toEqual(["analysis.in_progress test/judge", "analysis.completed Paris is the capital of France"])
+    const named = events.map((e) => `${e.event} ${"model" in e ? e.model : ""}`.trim())
+    expect(named.slice(0, 2).sort()).toEqual(["panel.added test/a", "panel.added test/fail"])
+    expect(named.slice(2, 4).sort()).toEqual(["panel.completed test/a", "panel.failed test/fail"])
+    expect(events.find((e) => e.event === "panel.completed")).toEqual({ event: "panel.completed", model: "test/a", content: "Answer A: Paris." })
+    expect(events.find((e) => e.event === "panel.failed")).toMatchObject({ model: "test/fail", status_code: 502 })
+    expect(events.slice(4)).toEqual([
+      { event: "analysis.in_progress", analyst_model: "test/judge", judge_model: "test/judge" },
+      { event: "analysis.completed", analysis: ANALYSIS },
+    ])
   })
 
   test("every panelist failing: an incomplete item with failure_reason and error", async () => {

@@ -26,7 +26,8 @@ import {
 } from "../../domain/responses.js"
 import type { Types } from "effect"
 import type { FinishReason, ProviderEvent, Usage } from "../../providers/types.js"
-import type { CitableLink, FinishExtras } from "../../pipeline/format.js"
+import type { CitableLink, FinishExtras, ServerToolCall, ServerToolOpening } from "../../pipeline/format.js"
+import type { ServerToolProgress } from "../../tools/types.js"
 import { isValidUsage } from "../../domain/pricing.js"
 import { randomPool, takeRandom } from "../../domain/random.js"
 import { latin1Slice } from "../../providers/json-literal.js"
@@ -347,6 +348,8 @@ export class ResponseAssembler {
   private annotations: ReadonlyArray<unknown> | undefined
   /** Links the answer may cite (server tools' results); undefined while none: messages close with no annotations. */
   private citable: Array<CitableLink> | undefined = undefined
+  /** Ids of server-tool items started and not done yet (undefined until the first starts). */
+  private running: Array<string> | undefined = undefined
 
   constructor(base: ResultBase, options: AssemblerOptions) {
     this.base = base
@@ -509,6 +512,7 @@ export class ResponseAssembler {
       extras.incompleteReason ??
       (this.reason === "length" ? "max_output_tokens" : this.reason === "content_filter" ? "content_filter" : undefined)
     this.close(incompleteReason === undefined ? "completed" : "incomplete")
+    if (this.running !== undefined) this.endRunning()
     this.settle(extras)
     this.state = incompleteReason === undefined ? "completed" : "incomplete"
     this.incomplete = incompleteReason === undefined ? null : { reason: incompleteReason }
@@ -523,6 +527,7 @@ export class ResponseAssembler {
   fail(error: ResponseFailure, extras: FinishExtras = {}): string {
     if (this.ended) return ""
     this.close("incomplete")
+    if (this.running !== undefined) this.endRunning()
     this.settle(extras)
     this.state = "failed"
     this.error = { code: error.code, message: error.message }
@@ -534,18 +539,48 @@ export class ResponseAssembler {
   }
 
   /**
-   * A server tool's call as its output item (`openrouter:datetime`, …), after the items before it:
-   * `output_item.added` (in progress) and `output_item.done`. The server-tool loop's, once per call.
+   * A server tool's call starts (the server-tool loop's, before it runs the tool): its item, in
+   * progress, after the items before it: `output_item.added`, then `response.<prefix>.in_progress`
+   * for a tool with progress events. The item keeps its output index until `serverToolDone`.
    */
-  serverToolItem(fields: Readonly<Record<string, unknown>>): string {
-    if (this.ended) return ""
+  serverToolStarted(opening: ServerToolOpening): ServerToolCall {
+    const eventPrefix = opening.eventPrefix
+    if (this.ended) return { id: "", outputIndex: -1, eventPrefix, sse: "" }
     this.close("completed")
     const index = this.output.length
-    const item = { ...fields, id: this.makeId("srvtl") } as OutputServerToolItem
+    const id = this.makeId("srvtl")
+    const item = { ...opening.item, id, status: "in_progress" } as OutputServerToolItem
     this.output.push(item)
+    if (this.running === undefined) this.running = []
+    this.running.push(id)
     if (this.stream) {
-      this.event("response.output_item.added", { output_index: index, item: { ...item, status: "in_progress" } })
-      this.event("response.output_item.done", { output_index: index, item })
+      this.event("response.output_item.added", { output_index: index, item })
+      if (eventPrefix !== undefined) this.event(`response.${eventPrefix}.in_progress`, { item_id: id, output_index: index })
+    }
+    return { id, outputIndex: index, eventPrefix, sse: this.take() }
+  }
+
+  /** A progress event of a running server tool's call (`response.<prefix>.<event>`); nothing for a tool without them. */
+  serverToolProgress(call: ServerToolCall, progress: ServerToolProgress): string {
+    if (!this.stream || this.ended || call.eventPrefix === undefined || this.running?.includes(call.id) !== true) return ""
+    const { event, ...fields } = progress
+    this.event(`response.${call.eventPrefix}.${event}`, { item_id: call.id, output_index: call.outputIndex, ...fields })
+    return this.take()
+  }
+
+  /**
+   * The call ran: `fields` (the SDK's item, without `id`) replace its started item, then
+   * `response.<prefix>.completed` (when it completed) and `output_item.done`, same id and index.
+   */
+  serverToolDone(call: ServerToolCall, fields: Readonly<Record<string, unknown>>): string {
+    if (this.ended || !this.stopRunning(call.id)) return ""
+    const item = { ...fields, id: call.id } as OutputServerToolItem
+    this.output[call.outputIndex] = item
+    if (this.stream) {
+      if (call.eventPrefix !== undefined && item.status === "completed") {
+        this.event(`response.${call.eventPrefix}.completed`, { item_id: call.id, output_index: call.outputIndex })
+      }
+      this.event("response.output_item.done", { output_index: call.outputIndex, item })
     }
     return this.take()
   }
@@ -715,6 +750,26 @@ export class ResponseAssembler {
       this.event("response.output_item.added", { output_index: index, item: added })
     }
     return item
+  }
+
+  /** Whether server-tool item `id` was running; it is not from now on. */
+  private stopRunning(id: string): boolean {
+    const at = this.running?.indexOf(id) ?? -1
+    if (at === -1) return false
+    this.running?.splice(at, 1)
+    return true
+  }
+
+  /** The answer ends while server tools run (the client went away, the deadline): their items end `incomplete`. */
+  private endRunning(): void {
+    const running = this.running ?? []
+    for (const id of running) {
+      const index = this.output.findIndex((item) => item.id === id)
+      const item = { ...this.output[index], status: "incomplete" } as OutputServerToolItem
+      this.output[index] = item
+      if (this.stream) this.event("response.output_item.done", { output_index: index, item })
+    }
+    running.length = 0
   }
 
   /** Closes the open item (if any) with `status`, emitting its done events. */

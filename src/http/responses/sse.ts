@@ -9,6 +9,17 @@ export const DONE = "data: [DONE]\n\n"
 /** A comment line; clients ignore it. Keeps idle connections open through proxies. */
 export const KEEP_ALIVE = ": keep-alive\n\n"
 
+/**
+ * Keep-alive comments for a stream that may go quiet (waiting for a first token, a server tool
+ * running): `beat` runs every `ms / 2` (10 ms at least) and writes `KEEP_ALIVE` when
+ * `keepAliveDue`. The caller clears the timer (`clearInterval`) when the stream ends. `beat` is the
+ * stream's one closure for it (a helper that held the stream's state would cost an allocation per stream).
+ */
+export const startKeepAlive = (ms: number, beat: () => void): ReturnType<typeof setInterval> => setInterval(beat, Math.max(10, Math.floor(ms / 2)))
+
+/** Whether a stream that last wrote at `lastWrite` (ms) has been quiet for `ms`: time for a comment. */
+export const keepAliveDue = (lastWrite: number, ms: number): boolean => Date.now() - lastWrite >= ms
+
 /** One event whose payload is already JSON text (an object that holds its own `type`). */
 export const sseFrame = (type: string, json: string): string => `event: ${type}\ndata: ${json}\n\n`
 
