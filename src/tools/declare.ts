@@ -11,7 +11,7 @@ import type { Settings } from "../config/Config.js"
 import { BadRequest } from "../domain/errors.js"
 import type { ResponsesRequest } from "../domain/responses.js"
 import { serverToolOf } from "./index.js"
-import { serverToolTypeOf } from "./names.js"
+import { namesTool, serverToolTypeOf } from "./names.js"
 import type { ServerTool } from "./types.js"
 
 export { serverToolTypeOf } from "./names.js"
@@ -57,9 +57,6 @@ export const declaresServerTools = (request: ResponsesRequest): boolean => {
   return false
 }
 
-/** Whether `name` (as a workspace lists it: `web_search`, `openrouter:web_search`, `service:…`) names `tool`. */
-const names = (name: string, tool: ServerTool) => name === tool.name || serverToolTypeOf(name) === tool.type
-
 const refuse = (message: string) => new BadRequest({ message: `Invalid request: ${message}` })
 
 /**
@@ -84,7 +81,7 @@ export const serverToolPlanOf = (
     if (tool === undefined) return Either.left(refuse(`${at}: server tool ${JSON.stringify(entry.type)} is not available on this gateway`))
     const why = settings === undefined ? undefined : tool.unavailable(settings)
     if (why !== undefined) return Either.left(refuse(`${at}: server tool ${JSON.stringify(entry.type)} cannot run: ${why}`))
-    if (disabled.some((name) => names(name, tool))) {
+    if (disabled.some((name) => namesTool(name, tool))) {
       return Either.left(refuse(`${at}: server tool ${JSON.stringify(entry.type)} is disabled in this workspace (disabled_server_tools)`))
     }
     if (declared.some((d) => d.tool === tool)) return Either.left(refuse(`${at}: server tool ${JSON.stringify(entry.type)} is listed twice`))
