@@ -19,7 +19,7 @@
  *                         mid-stream-error (the format's error event after 2 deltas) hang
  *   x-mock-error-rate     probability (0..1) of a 500
  *   x-mock-scenario       text | tool_call | reasoning
- *   x-mock-server-tool-calls  offered datetime/web_search/web_fetch: calls to make before answering (default each once)
+ *   x-mock-server-tool-calls  offered datetime/web_search/web_fetch/fusion: calls to make before answering (default each once)
  *   x-mock-usage-input / x-mock-usage-output / x-mock-usage-cached / x-mock-usage-cache-write
  *
  * CLI: bun scripts/mock-upstream.ts --port 9000 [--host 127.0.0.1] [--ttft-ms N] [--delay-ms N]
@@ -167,7 +167,7 @@ interface Conversation {
 }
 
 /** Function tools the mock calls when offered (the gateway's server tools): see `serverToolAnswer`. */
-const SERVER_TOOL_NAMES: ReadonlySet<string> = new Set(["datetime", "web_search", "web_fetch"])
+const SERVER_TOOL_NAMES: ReadonlySet<string> = new Set(["datetime", "web_search", "web_fetch", "fusion"])
 
 const arrayOf = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [])
 
@@ -679,9 +679,9 @@ const answerOf = (knobs: Knobs, body: Record<string, unknown>, format: MockForma
 }
 
 /**
- * The gateway's server tools (issue 24): offered a function tool named `datetime`, `web_search`
- * or `web_fetch`, the mock calls the first one the conversation has no call of yet (arguments
- * `{"query": <last user text>}`, web_fetch `{"url": <its first URL>}`; `x-mock-server-tool-calls: N` calls them until N calls were made,
+ * The gateway's server tools (issue 24): offered a function tool named `datetime`, `web_search`,
+ * `web_fetch` or `fusion`, the mock calls the first one the conversation has no call of yet (arguments
+ * `{"query": <last user text>}`, web_fetch `{"url": <its first URL>}`, fusion `{"prompt": <last user text>}`; `x-mock-server-tool-calls: N` calls them until N calls were made,
  * for loops that run out of budget); when the last input is a tool's output it answers
  * "Tool output: <output>", so a test can see what the model was given. `tool_choice: none` (the
  * loop's last turn) gets that text answer too, or "No tool output." without one.
@@ -706,7 +706,9 @@ const serverToolAnswer = (c: Conversation, knobs: Knobs): { readonly call?: Answ
       ? "{}"
       : name === "web_fetch"
         ? JSON.stringify({ url: /https?:\/\/[^\s"'<>]+/.exec(c.lastUserText)?.[0] ?? c.lastUserText })
-        : JSON.stringify({ query: c.lastUserText })
+        : name === "fusion"
+          ? JSON.stringify({ prompt: c.lastUserText })
+          : JSON.stringify({ query: c.lastUserText })
   return { call: { name, pieces: [args], args } }
 }
 

@@ -10,7 +10,9 @@
  * tool calls (its searches), charged with the request as the loop's tool cost, and their counts go
  * to the request's usage and record (panel.ts).
  */
-import { Either, ParseResult, Schema } from "effect"
+import { Either, Schema } from "effect"
+import { intBetween } from "../domain/schema-rules.js"
+import { describeParseError } from "../domain/validation.js"
 import type { Settings } from "../config/Config.js"
 import { chooseFusion, type FusionObserver, type FusionRun, fusionItemOf, runFusion } from "./fusion-core.js"
 import type { InnerCalls, ParentCall } from "./inner-calls.js"
@@ -45,7 +47,7 @@ export const FusionToolParameters = Schema.Struct({
   preset: Schema.optional(
     Schema.Literal("general-high", "general-budget", "general-fast").annotations({ message: () => "one of general-high, general-budget, general-fast" }),
   ),
-  max_tool_calls: Schema.optional(Schema.Int.pipe(Schema.between(1, 16, { message: () => "an integer from 1 to 16" }))),
+  max_tool_calls: Schema.optional(intBetween(1, 16)),
   tools: Schema.optional(
     Schema.Array(Schema.Struct({ type: Schema.String, parameters: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })) })),
   ),
@@ -66,10 +68,7 @@ export interface CheckedFusionParameters {
  */
 export const checkFusionParameters = (parameters: unknown, settings: Settings): CheckedFusionParameters | string => {
   const decoded = decodeParameters(parameters ?? {})
-  if (Either.isLeft(decoded)) {
-    const issue = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)[0]
-    return issue === undefined ? "invalid parameters" : `${issue.path.join(".")}: ${issue.message}`
-  }
+  if (Either.isLeft(decoded)) return describeParseError(decoded.left)
   // The workspace's disabled_server_tools are not known here (the tool's context does not carry them).
   const panel = panelToolsOf(decoded.right.tools, decoded.right.max_tool_calls, settings, [])
   return typeof panel === "string" ? panel : { parameters: decoded.right, panel }
