@@ -47,6 +47,8 @@ export interface ServerToolPlan {
   /** Server-tool calls at most (1 to 30). */
   readonly maxToolCalls: number
   readonly stopWhen: ReadonlyArray<StopCondition>
+  /** The workspace's `disabled_server_tools` (a tool that runs tools itself, fusion's panel, leaves them out). */
+  readonly disabled: ReadonlyArray<string>
 }
 
 /** The request lists a server tool (one cheap pass over `tools`, which is usually absent). */
@@ -90,7 +92,7 @@ export const serverToolPlanOf = (
     // OpenAI's web_search carries its settings beside `type`; the contract's tools under `parameters`.
     const parameters =
       raw != null ? (raw as Record<string, unknown>) : entry.type.startsWith("web_search") ? omitType(entry) : {}
-    const problem = settings === undefined ? undefined : tool.parametersProblem?.(parameters, settings)
+    const problem = settings === undefined ? undefined : tool.parametersProblem?.(parameters, settings, disabled)
     if (problem !== undefined) return Either.left(refuse(`${at}.parameters: ${problem}`))
     declared.push({ tool, parameters })
   }
@@ -115,7 +117,7 @@ export const serverToolPlanOf = (
     }
     stopWhen = conditions
   }
-  return Either.right({ tools: declared, maxToolCalls: max, stopWhen })
+  return Either.right({ tools: declared, maxToolCalls: max, stopWhen, disabled })
 }
 
 const omitType = (entry: Readonly<Record<string, unknown>>): Record<string, unknown> => {

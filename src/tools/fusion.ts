@@ -28,6 +28,8 @@ export interface FusionToolContext extends ServerToolContext {
   readonly model: string | undefined
   /** The run's progress, for a stream's `response.fusion_call.*` events (absent: not streamed). */
   readonly observer?: FusionObserver
+  /** The workspace's `disabled_server_tools`: the panel's default tools leave them out. */
+  readonly disabledServerTools?: ReadonlyArray<string>
 }
 
 const hasInnerCalls = (ctx: ServerToolContext): ctx is FusionToolContext =>
@@ -66,11 +68,10 @@ export interface CheckedFusionParameters {
  * The tool's `parameters` checked, or what is wrong with them ("analysis_models: 1 to 8 models",
  * "tools[0].type: …"): the request's decoder refuses such a tool with a 400 naming it.
  */
-export const checkFusionParameters = (parameters: unknown, settings: Settings): CheckedFusionParameters | string => {
+export const checkFusionParameters = (parameters: unknown, settings: Settings, disabled: ReadonlyArray<string> = []): CheckedFusionParameters | string => {
   const decoded = decodeParameters(parameters ?? {})
   if (Either.isLeft(decoded)) return describeParseError(decoded.left)
-  // The workspace's disabled_server_tools are not known here (the tool's context does not carry them).
-  const panel = panelToolsOf(decoded.right.tools, decoded.right.max_tool_calls, settings, [])
+  const panel = panelToolsOf(decoded.right.tools, decoded.right.max_tool_calls, settings, disabled)
   return typeof panel === "string" ? panel : { parameters: decoded.right, panel }
 }
 
@@ -108,8 +109,8 @@ const resultOf = (run: FusionRun): ServerToolResult => {
 export const fusionTool: ServerTool = {
   type: "openrouter:fusion",
   name: "fusion",
-  parametersProblem: (parameters, settings) => {
-    const checked = checkFusionParameters(parameters, settings)
+  parametersProblem: (parameters, settings, disabled) => {
+    const checked = checkFusionParameters(parameters, settings, disabled)
     return typeof checked === "string" ? checked : undefined
   },
   description:
@@ -126,7 +127,7 @@ export const fusionTool: ServerTool = {
     if (!hasInnerCalls(ctx)) return failedResult("fusion cannot make model calls here")
     const prompt = typeof args === "object" && args !== null ? (args as { prompt?: unknown }).prompt : undefined
     if (typeof prompt !== "string" || prompt.trim() === "") return failedResult("the call needs a prompt (a non-empty string)")
-    const checked = checkFusionParameters(toolParameters, ctx.settings)
+    const checked = checkFusionParameters(toolParameters, ctx.settings, ctx.disabledServerTools)
     if (typeof checked === "string") return failedResult(checked)
     const choice = chooseFusion(checked.parameters, ctx.settings.catalog.plugins?.fusion, ctx.model)
     if (typeof choice === "string") return failedResult(choice)

@@ -79,7 +79,7 @@ export const panelToolsOf = (
     if (why !== undefined) return `${at}.type: ${JSON.stringify(type)} cannot run: ${why}`
     if (off(tool)) return `${at}.type: ${JSON.stringify(type)} is disabled in this workspace (disabled_server_tools)`
     if (tools.some((d) => d.tool === tool)) return `${at}.type: ${JSON.stringify(type)} is listed twice`
-    const problem = tool.parametersProblem?.(parameters, settings)
+    const problem = tool.parametersProblem?.(parameters, settings, disabled)
     if (problem !== undefined) return `${at}.parameters: ${problem}`
     tools.push({ tool, parameters })
   }

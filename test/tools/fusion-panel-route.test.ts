@@ -173,3 +173,44 @@ describe("the fusion plugin: panelists with web tools", () => {
     expect(mock.requests.length).toBe(calls)
   })
 })
+
+describe("the workspace's disabled_server_tools reach the panel", () => {
+  test("omitted tools leave a disabled one out; naming it is a 400 (server tool and plugin)", async () => {
+    const workspaceId = ((await (await gw.fetch("/v1/key")).json()) as { data: { workspace_id: string } }).data.workspace_id
+    const patch = (tools: ReadonlyArray<string> | null) => gw.fetch(`/v1/workspaces/${workspaceId}`, { method: "PATCH", json: { disabled_server_tools: tools } })
+    expect((await patch(["web_search"])).status).toBe(200)
+    try {
+      const searched = search.requests.length
+      const from = mock.requests.length
+      const viaTool = await gw.fetch("/v1/responses", { method: "POST", json: { model: "test/final", input: QUESTION, tools: [FUSION_TOOL] } })
+      expect(viaTool.status).toBe(200)
+      const viaPlugin = await gw.fetch("/v1/responses", {
+        method: "POST",
+        json: { model: "test/final", input: QUESTION, plugins: [{ id: "fusion", analysis_models: ["test/a"], model: "test/judge" }] },
+      })
+      expect(viaPlugin.status).toBe(200)
+      expect(search.requests.length).toBe(searched)
+      // The panelists were offered web_fetch only.
+      const panel = mock.requests.slice(from).filter((r) => r.headers[TAG] === "pa")
+      expect(panel.length).toBeGreaterThan(0)
+      for (const r of panel) {
+        const offered = ((r.body as { tools?: ReadonlyArray<{ function: { name: string } }> }).tools ?? []).map((t) => t.function.name)
+        expect(offered).toEqual(["web_fetch"])
+      }
+
+      const named = { tools: [{ type: "openrouter:web_search" }] }
+      const tool = { type: "openrouter:fusion", parameters: { ...FUSION_TOOL.parameters, ...named } }
+      const refusedTool = await gw.fetch("/v1/responses", { method: "POST", json: { model: "test/final", input: QUESTION, tools: [tool] } })
+      expect(refusedTool.status).toBe(400)
+      expect(await refusedTool.text()).toContain('tools[0].parameters: tools[0].type: \\"openrouter:web_search\\" is disabled in this workspace (disabled_server_tools)')
+      const refusedPlugin = await gw.fetch("/v1/responses", {
+        method: "POST",
+        json: { model: "test/final", input: QUESTION, plugins: [{ id: "fusion", analysis_models: ["test/a"], model: "test/judge", ...named }] },
+      })
+      expect(refusedPlugin.status).toBe(400)
+      expect(await refusedPlugin.text()).toContain('plugins[0].tools[0].type: \\"openrouter:web_search\\" is disabled in this workspace')
+    } finally {
+      await patch(null)
+    }
+  })
+})
