@@ -681,7 +681,7 @@ const answerOf = (knobs: Knobs, body: Record<string, unknown>, format: MockForma
 /**
  * The gateway's server tools (issue 24): offered a function tool named `datetime`, `web_search`,
  * `web_fetch` or `fusion`, the mock calls the first one the conversation has no call of yet (arguments
- * `{"query": <last user text>}`, web_fetch `{"url": <its first URL>}`, fusion `{"prompt": …}`; `x-mock-server-tool-calls: N` calls them until N calls were made,
+ * `{"query": <last user text>}`, web_fetch `{"url": <its first URL>}`, fusion `{"prompt": <last user text>}`; `x-mock-server-tool-calls: N` calls them until N calls were made,
  * for loops that run out of budget); when the last input is a tool's output it answers
  * "Tool output: <output>", so a test can see what the model was given. `tool_choice: none` (the
  * loop's last turn) gets that text answer too, or "No tool output." without one.

@@ -339,10 +339,13 @@ export const FileParserPlugin = Schema.Struct({
   pdf: Schema.optional(Schema.Struct({ engine: Schema.optional(Schema.String) })),
 })
 
+/**
+ * A tool of fusion's panel, as the official SDK's `FusionPluginTool` has it: `{type, parameters?}`.
+ * Which types the panel can use (web_search, web_fetch, datetime; by any prefix) and their
+ * parameters are checked by the stage (src/tools/panel.ts), against the gateway's config.
+ */
 export const FusionTool = Schema.Struct({
-  type: Schema.String.pipe(
-    Schema.startsWith("service:", { message: () => `a server tool name starting with "service:" (e.g. service:web_search)` }),
-  ),
+  type: Schema.String,
   parameters: Schema.optional(AnyRecord),
 })
 
@@ -358,7 +361,7 @@ export const FusionPlugin = Schema.Struct({
   model: Schema.optional(Schema.String),
   preset: Schema.optional(oneOf("general-high", "general-budget", "general-fast")),
   max_tool_calls: Schema.optionalWith(intBetween(1, 16), { default: () => 8 }),
-  /** Omitted: web search and web fetch; `[]`: no tools. */
+  /** Omitted: the web tools the gateway has (web_search when `search` is configured, web_fetch); `[]`: no tools. */
   tools: Schema.optional(Schema.Array(FusionTool)),
 })
 

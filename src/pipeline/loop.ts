@@ -346,6 +346,7 @@ export const makeToolLoop = (deps: LoopDeps) => {
                   budget: innerBudget,
                 },
                 model: request.model,
+                disabledServerTools: toolPlan.disabled,
               }
         result = await tool.run(args, parameters, context)
         innerCallsMade += innerBudget.used

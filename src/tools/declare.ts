@@ -11,7 +11,7 @@ import type { Settings } from "../config/Config.js"
 import { BadRequest } from "../domain/errors.js"
 import type { ResponsesRequest } from "../domain/responses.js"
 import { serverToolOf } from "./index.js"
-import { serverToolTypeOf } from "./names.js"
+import { namesTool, serverToolTypeOf } from "./names.js"
 import type { ServerTool } from "./types.js"
 
 export { serverToolTypeOf } from "./names.js"
@@ -47,6 +47,8 @@ export interface ServerToolPlan {
   /** Server-tool calls at most (1 to 30). */
   readonly maxToolCalls: number
   readonly stopWhen: ReadonlyArray<StopCondition>
+  /** The workspace's `disabled_server_tools` (a tool that runs tools itself, fusion's panel, leaves them out). */
+  readonly disabled: ReadonlyArray<string>
 }
 
 /** The request lists a server tool (one cheap pass over `tools`, which is usually absent). */
@@ -56,9 +58,6 @@ export const declaresServerTools = (request: ResponsesRequest): boolean => {
   for (const tool of tools) if (tool.type !== "function" && serverToolTypeOf(tool.type) !== undefined) return true
   return false
 }
-
-/** Whether `name` (as a workspace lists it: `web_search`, `openrouter:web_search`, `service:…`) names `tool`. */
-const names = (name: string, tool: ServerTool) => name === tool.name || serverToolTypeOf(name) === tool.type
 
 const refuse = (message: string) => new BadRequest({ message: `Invalid request: ${message}` })
 
@@ -84,7 +83,7 @@ export const serverToolPlanOf = (
     if (tool === undefined) return Either.left(refuse(`${at}: server tool ${JSON.stringify(entry.type)} is not available on this gateway`))
     const why = settings === undefined ? undefined : tool.unavailable(settings)
     if (why !== undefined) return Either.left(refuse(`${at}: server tool ${JSON.stringify(entry.type)} cannot run: ${why}`))
-    if (disabled.some((name) => names(name, tool))) {
+    if (disabled.some((name) => namesTool(name, tool))) {
       return Either.left(refuse(`${at}: server tool ${JSON.stringify(entry.type)} is disabled in this workspace (disabled_server_tools)`))
     }
     if (declared.some((d) => d.tool === tool)) return Either.left(refuse(`${at}: server tool ${JSON.stringify(entry.type)} is listed twice`))
@@ -93,7 +92,7 @@ export const serverToolPlanOf = (
     // OpenAI's web_search carries its settings beside `type`; the contract's tools under `parameters`.
     const parameters =
       raw != null ? (raw as Record<string, unknown>) : entry.type.startsWith("web_search") ? omitType(entry) : {}
-    const problem = settings === undefined ? undefined : tool.parametersProblem?.(parameters, settings)
+    const problem = settings === undefined ? undefined : tool.parametersProblem?.(parameters, settings, disabled)
     if (problem !== undefined) return Either.left(refuse(`${at}.parameters: ${problem}`))
     declared.push({ tool, parameters })
   }
@@ -118,7 +117,7 @@ export const serverToolPlanOf = (
     }
     stopWhen = conditions
   }
-  return Either.right({ tools: declared, maxToolCalls: max, stopWhen })
+  return Either.right({ tools: declared, maxToolCalls: max, stopWhen, disabled })
 }
 
 const omitType = (entry: Readonly<Record<string, unknown>>): Record<string, unknown> => {

@@ -7,14 +7,15 @@
  * listed and the rest go on; when all fail there is no judge call and the run is a failure with
  * `failure_reason` (the SDK's codes). The model calls themselves are inner calls (inner-calls.ts).
  *
- * Panelists get no tools on this gateway yet (they answer from model knowledge): the server-tool
- * loop is what would let them search.
+ * With a `PanelSetup`, each panelist answers with the panel's tools (web search, web fetch) in a
+ * tool loop of its own (panel.ts); without one, or with no tools, from model knowledge.
  */
-import { Either } from "effect"
 import type { FusionConfig } from "../config/file.js"
-import { decodeResponsesRequest, type ResponsesRequest } from "../domain/responses.js"
 import { heal, validatorOf } from "../pipeline/plugins/response-healing.js"
 import type { InnerCallResult } from "./inner-calls.js"
+import { answerAsPanelist, noToolUse, type PanelSetup, type PanelToolUse, requestOf, type RunModel } from "./panel.js"
+
+export type { RunModel } from "./panel.js"
 
 /** The analysis as the SDK's `FusionAnalysisResult` has it on the wire. */
 export interface FusionAnalysis {
@@ -90,6 +91,8 @@ export interface FusionRun {
   readonly error?: string
   /** USD of every inner call (each charged with its own generation record). */
   readonly cost: number
+  /** The panel's tool calls: their prices (charged with the request, not in `cost`), counts and pages. */
+  readonly toolUse: PanelToolUse
   /** The inner calls' generation ids (panel first, then the judge). */
   readonly generations: ReadonlyArray<string>
 }
@@ -110,9 +113,6 @@ export interface FusionObserver {
   /** `response.fusion_call.analysis.completed` */
   readonly analysisCompleted?: (analysis: FusionAnalysis) => void
 }
-
-/** Runs one model call for the run (an inner call of the request). */
-export type RunModel = (request: ResponsesRequest, model: string) => Promise<InnerCallResult>
 
 export interface FusionChoice {
   readonly analysisModels: ReadonlyArray<string>
@@ -143,13 +143,6 @@ export const chooseFusion = (ask: FusionAsk, config: FusionConfig | undefined, f
   return { analysisModels, judge }
 }
 
-const requestOf = (body: Record<string, unknown>): ResponsesRequest => {
-  const decoded = decodeResponsesRequest(body)
-  // Built here from checked parts: a failure is a bug, not the caller's.
-  if (Either.isLeft(decoded)) throw new Error(`fusion built an invalid request: ${decoded.left.message}`)
-  return decoded.right
-}
-
 /** What the judge is given: the question and each answer under its model's name. */
 export const judgeInputOf = (prompt: string, responses: FusionRun["responses"]): string =>
   [
@@ -160,14 +153,20 @@ export const judgeInputOf = (prompt: string, responses: FusionRun["responses"]):
 const judgeFailure = (result: Extract<InnerCallResult, { ok: false }>): FailureReason =>
   result.status === 402 ? "insufficient_credits" : result.status === 429 ? "rate_limited" : result.status === 499 ? "cancelled" : "judge_upstream_error"
 
-/** The panel in parallel, then the judge. Never rejects. */
-export const runFusion = async (choice: FusionChoice, prompt: string, runModel: RunModel, observer: FusionObserver = {}): Promise<FusionRun> => {
+/** The panel in parallel (with `panel`'s tools, if any), then the judge. Never rejects. */
+export const runFusion = async (
+  choice: FusionChoice,
+  prompt: string,
+  runModel: RunModel,
+  observer: FusionObserver = {},
+  panel?: PanelSetup,
+): Promise<FusionRun> => {
   const { analysisModels, judge } = choice
-  const panelRequest = requestOf({ input: prompt })
+  const toolUse = noToolUse()
   const answers = await Promise.all(
     analysisModels.map(async (model) => {
       observer.panelAdded?.(model)
-      const answer = await runModel(panelRequest, model)
+      const answer = await answerAsPanelist(prompt, model, runModel, panel, toolUse)
       if (answer.ok && answer.text.trim() !== "") observer.panelCompleted?.(model, answer.text)
       else observer.panelFailed?.(model, answer.ok ? "the model gave an empty answer" : answer.error, answer.ok ? undefined : answer.status)
       return answer
@@ -179,12 +178,12 @@ export const runFusion = async (choice: FusionChoice, prompt: string, runModel: 
   let cost = 0
   for (const a of answers) {
     cost += a.cost
-    if (a.generationId !== undefined) generations.push(a.generationId)
+    generations.push(...a.generations)
     if (a.ok && a.text.trim() !== "") responses.push({ model: a.model, content: a.text })
     else if (a.ok) failedModels.push({ model: a.model, error: "the model gave an empty answer" })
     else failedModels.push({ model: a.model, error: a.error, status_code: a.status })
   }
-  const base = { analysisModels, judge, responses, failedModels, generations }
+  const base = { analysisModels, judge, responses, failedModels, generations, toolUse }
   if (responses.length === 0) {
     const statuses = new Set(failedModels.map((f) => f.status_code))
     const failureReason: FailureReason =
@@ -229,6 +228,7 @@ export const fusionItemOf = (run: FusionRun): Record<string, unknown> => ({
   ...(run.analysis === undefined ? {} : { analysis: run.analysis }),
   ...(run.failedModels.length === 0 ? {} : { failed_models: run.failedModels }),
   ...(run.failureReason === undefined ? {} : { failure_reason: run.failureReason, error: run.error }),
+  ...(run.toolUse.sources.length === 0 ? {} : { sources: run.toolUse.sources }),
 })
 
 /** The panel and the analysis as text for the model that writes the final answer. */

@@ -5,12 +5,18 @@
  * `failure_reason`, `error`); the model gets the same facts as JSON text to write its answer from.
  *
  * The tool makes model calls: it needs the loop to pass a `FusionToolContext` (inner calls and the
- * request they are made for). Its own `cost` is 0: each inner call is charged with its own
- * generation record (`parent_generation_id`), so adding it to the request's would charge it twice.
+ * request they are made for). Each inner call is charged with its own generation record
+ * (`parent_generation_id`), so it is not in the tool's `cost`; that is the price of the panel's own
+ * tool calls (its searches), charged with the request as the loop's tool cost, and their counts go
+ * to the request's usage and record (panel.ts).
  */
-import { Either, ParseResult, Schema } from "effect"
+import { Either, Schema } from "effect"
+import { intBetween } from "../domain/schema-rules.js"
+import { describeParseError } from "../domain/validation.js"
+import type { Settings } from "../config/Config.js"
 import { chooseFusion, type FusionObserver, type FusionRun, fusionItemOf, runFusion } from "./fusion-core.js"
 import type { InnerCalls, ParentCall } from "./inner-calls.js"
+import { type PanelTools, panelToolsOf } from "./panel.js"
 import type { ServerTool, ServerToolContext, ServerToolResult } from "./types.js"
 
 /** What the fusion tool needs beside the common context; the loop passes it. */
@@ -20,6 +26,8 @@ export interface FusionToolContext extends ServerToolContext {
   readonly parent: ParentCall
   /** The request's model: the judge when neither the tool's parameters nor a preset name one. */
   readonly model: string | undefined
+  /** The workspace's `disabled_server_tools`: the panel's default tools leave them out. */
+  readonly disabledServerTools?: ReadonlyArray<string>
 }
 
 /**
@@ -47,7 +55,8 @@ const oneToEight = { message: () => "1 to 8 models" }
 /**
  * The `parameters` of the request's `{type: "openrouter:fusion", parameters}` (the SDK's
  * FusionServerToolConfig, plus `preset`). Keys the gateway does not use (temperature, reasoning,
- * max_completion_tokens, cache_control) are accepted and ignored.
+ * max_completion_tokens, cache_control) are accepted and ignored. `tools` is the SDK's
+ * `{type, parameters?}` list; which tools the panel can use is checked by panel.ts.
  */
 export const FusionToolParameters = Schema.Struct({
   analysis_models: Schema.optional(Schema.Array(Schema.String).pipe(Schema.minItems(1, oneToEight), Schema.maxItems(8, oneToEight))),
@@ -55,7 +64,7 @@ export const FusionToolParameters = Schema.Struct({
   preset: Schema.optional(
     Schema.Literal("general-high", "general-budget", "general-fast").annotations({ message: () => "one of general-high, general-budget, general-fast" }),
   ),
-  max_tool_calls: Schema.optional(Schema.Int.pipe(Schema.between(1, 16, { message: () => "an integer from 1 to 16" }))),
+  max_tool_calls: Schema.optional(intBetween(1, 16)),
   tools: Schema.optional(
     Schema.Array(Schema.Struct({ type: Schema.String, parameters: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })) })),
   ),
@@ -64,21 +73,21 @@ export type FusionToolParameters = typeof FusionToolParameters.Type
 
 const decodeParameters = Schema.decodeUnknownEither(FusionToolParameters, { errors: "first" })
 
-/** Panel tools need the server-tool loop inside each inner call, which this gateway does not run yet. */
-export const PANEL_TOOLS_UNAVAILABLE = "tools for the fusion panel are not available on this gateway yet (send [] or leave it out: the panel answers from model knowledge)"
+/** The tool's parameters, and the panel's tools they give on this gateway. */
+export interface CheckedFusionParameters {
+  readonly parameters: FusionToolParameters
+  readonly panel: PanelTools
+}
 
 /**
- * The tool's `parameters` checked, or what is wrong with them ("analysis_models: 1 to 8 models"):
- * the request's decoder refuses such a tool with a 400 naming it.
+ * The tool's `parameters` checked, or what is wrong with them ("analysis_models: 1 to 8 models",
+ * "tools[0].type: …"): the request's decoder refuses such a tool with a 400 naming it.
  */
-export const checkFusionParameters = (parameters: unknown): FusionToolParameters | string => {
+export const checkFusionParameters = (parameters: unknown, settings: Settings, disabled: ReadonlyArray<string> = []): CheckedFusionParameters | string => {
   const decoded = decodeParameters(parameters ?? {})
-  if (Either.isLeft(decoded)) {
-    const issue = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)[0]
-    return issue === undefined ? "invalid parameters" : `${issue.path.join(".")}: ${issue.message}`
-  }
-  if (decoded.right.tools !== undefined && decoded.right.tools.length > 0) return `tools: ${PANEL_TOOLS_UNAVAILABLE}`
-  return decoded.right
+  if (Either.isLeft(decoded)) return describeParseError(decoded.left)
+  const panel = panelToolsOf(decoded.right.tools, decoded.right.max_tool_calls, settings, disabled)
+  return typeof panel === "string" ? panel : { parameters: decoded.right, panel }
 }
 
 const failedResult = (error: string): ServerToolResult => ({
@@ -94,14 +103,30 @@ const modelOutputOf = (run: FusionRun): string =>
     ...(run.analysis === undefined ? {} : { analysis: run.analysis }),
     ...(run.failedModels.length === 0 ? {} : { failed_models: run.failedModels }),
     ...(run.error === undefined ? {} : { error: run.error }),
+    ...(run.toolUse.sources.length === 0 ? {} : { sources: run.toolUse.sources }),
   })
+
+/** The tool's result: the item, the model's text, and the panel's tool use for the request's usage and record. */
+const resultOf = (run: FusionRun): ServerToolResult => {
+  const use = run.toolUse
+  return {
+    modelOutput: modelOutputOf(run),
+    item: fusionItemOf(run),
+    cost: use.cost,
+    ...(use.webSearchRequests === 0 ? {} : { searchRequests: use.webSearchRequests }),
+    ...(use.searchResults === null ? {} : { searchResults: use.searchResults }),
+    ...(use.fetches === null ? {} : { fetches: use.fetches }),
+    ...(use.searchEngine === undefined ? {} : { searchEngine: use.searchEngine }),
+    ...(use.sources.length === 0 ? {} : { citable: use.sources }),
+  }
+}
 
 export const fusionTool: ServerTool = {
   type: "openrouter:fusion",
   name: "fusion",
   eventPrefix: "fusion_call",
-  parametersProblem: (parameters) => {
-    const checked = checkFusionParameters(parameters)
+  parametersProblem: (parameters, settings, disabled) => {
+    const checked = checkFusionParameters(parameters, settings, disabled)
     return typeof checked === "string" ? checked : undefined
   },
   description:
@@ -118,11 +143,12 @@ export const fusionTool: ServerTool = {
     if (!hasInnerCalls(ctx)) return failedResult("fusion cannot make model calls here")
     const prompt = typeof args === "object" && args !== null ? (args as { prompt?: unknown }).prompt : undefined
     if (typeof prompt !== "string" || prompt.trim() === "") return failedResult("the call needs a prompt (a non-empty string)")
-    const parameters = checkFusionParameters(toolParameters)
-    if (typeof parameters === "string") return failedResult(parameters)
-    const choice = chooseFusion(parameters, ctx.settings.catalog.plugins?.fusion, ctx.model)
+    const checked = checkFusionParameters(toolParameters, ctx.settings, ctx.disabledServerTools)
+    if (typeof checked === "string") return failedResult(checked)
+    const choice = chooseFusion(checked.parameters, ctx.settings.catalog.plugins?.fusion, ctx.model)
     if (typeof choice === "string") return failedResult(choice)
-    const run = await runFusion(choice, prompt, (request, model) => ctx.innerCalls.call(request, model, ctx.parent), observerOf(ctx.progress))
-    return { modelOutput: modelOutputOf(run), item: fusionItemOf(run), cost: 0 }
+    const panel = { ...checked.panel, context: { settings: ctx.settings, signal: ctx.signal, workspaceId: ctx.workspaceId }, budget: ctx.parent.budget }
+    const run = await runFusion(choice, prompt, (request, model) => ctx.innerCalls.call(request, model, ctx.parent), observerOf(ctx.progress), panel)
+    return resultOf(run)
   },
 }

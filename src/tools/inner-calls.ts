@@ -8,7 +8,9 @@
  * failure, not the request's) and the ledger row that records it settles that hold, as finish.ts
  * does for a request; its cost is on its own record, never again on the parent's.
  *
- * Inner calls never carry plugins or server tools: an inner call cannot call fusion.
+ * Inner calls never carry plugins or the outer request's tools: an inner call cannot call fusion. A
+ * fusion panelist's call may offer web tools as function tools (panel.ts): the calls it makes come
+ * back in `toolCalls`, and panel.ts runs them.
  */
 import { Effect, Either, Exit, Option, type Types } from "effect"
 import type { Settings } from "../config/Config.js"
@@ -24,7 +26,7 @@ import { asProviderError } from "../http/responses/upstream-errors.js"
 import { moneyOf } from "../pipeline/money.js"
 import { type Attempt, DeadlineExceeded, statusOfFailure, turnRunnerFor } from "../pipeline/turns.js"
 import { PlainAbort } from "../providers/abort.js"
-import type { Usage } from "../providers/types.js"
+import type { ProviderEvent, Usage } from "../providers/types.js"
 import type { Router } from "../routing/Router.js"
 import type { PrincipalShape } from "../services/Auth.js"
 import type { Endpoint } from "../services/Catalog.js"
@@ -54,6 +56,13 @@ export interface ParentCall {
   readonly budget: UpstreamCallBudget
 }
 
+/** A function call an inner call's model made: its id, the function's name and its arguments (JSON text). */
+export interface InnerToolCall {
+  readonly callId: string
+  readonly name: string
+  readonly arguments: string
+}
+
 /** What one inner call gave. */
 export type InnerCallResult =
   | {
@@ -66,6 +75,8 @@ export type InnerCallResult =
       readonly endpoint: Endpoint
       readonly generationId: string
       readonly finishReason: string | null
+      /** The function calls the model made (a panelist offered server tools as functions); absent or empty: none. */
+      readonly toolCalls?: ReadonlyArray<InnerToolCall>
     }
   | {
       readonly ok: false
@@ -207,14 +218,26 @@ export const makeInnerCalls = (deps: InnerCallDeps): InnerCalls => {
       const assembler = responsesFormat.encoder(request, { stream: false, model: endpoint.modelId })
       let firstTokenAt: number | undefined
       let failure: { readonly message: string; readonly status: number } | undefined
+      const toolCalls = new Map<number, Types.Mutable<InnerToolCall>>()
+      const read = (batch: ReadonlyArray<ProviderEvent>) => {
+        for (const e of batch) {
+          if (e.type === "tool_call_start") {
+            if (!toolCalls.has(e.index)) toolCalls.set(e.index, { callId: e.callId, name: e.name, arguments: "" })
+          } else if (e.type === "tool_call_delta") {
+            const call = toolCalls.get(e.index)
+            if (call !== undefined) call.arguments += e.delta
+          }
+        }
+        assembler.push(batch)
+      }
       try {
         if (turn.call.whole !== undefined) {
           firstTokenAt = Date.now()
-          assembler.push(turn.call.whole)
+          read(turn.call.whole)
         } else {
           for await (const batch of turn.call.events) {
             firstTokenAt ??= Date.now()
-            assembler.push(batch)
+            read(batch)
           }
         }
         assembler.finish()
@@ -274,6 +297,7 @@ export const makeInnerCalls = (deps: InnerCallDeps): InnerCalls => {
         endpoint,
         generationId,
         finishReason: assembler.finishReason ?? null,
+        ...(toolCalls.size === 0 ? {} : { toolCalls: [...toolCalls.values()] }),
       }
     } finally {
       parent.signal.removeEventListener("abort", onAbort)

@@ -13,3 +13,7 @@ export const serverToolTypeOf = (type: unknown): string | undefined => {
   return undefined
 }
 
+
+/** Whether `name` (as a workspace lists it: `web_search`, `openrouter:web_search`, `service:…`) names `tool`. */
+export const namesTool = (name: string, tool: { readonly name: string; readonly type: string }): boolean =>
+  name === tool.name || serverToolTypeOf(name) === tool.type

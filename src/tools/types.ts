@@ -90,8 +90,9 @@ export interface ServerTool {
   /**
    * What is wrong with the client's `parameters` for it (the field and the rule), checked when the
    * request is decoded: a 400 naming `tools[i].parameters`. Absent or undefined: they are fine.
+   * `disabled`: the workspace's `disabled_server_tools` (fusion's panel may not name one).
    */
-  readonly parametersProblem?: (parameters: Readonly<Record<string, unknown>>, settings: Settings) => string | undefined
+  readonly parametersProblem?: (parameters: Readonly<Record<string, unknown>>, settings: Settings, disabled: ReadonlyArray<string>) => string | undefined
   /**
    * Runs one call. `args`: the model's arguments (parsed JSON, untrusted); `toolParameters`: the
    * `parameters` object of the request's `tools[]` entry (the client's settings, e.g. max_results).

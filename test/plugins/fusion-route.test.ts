@@ -49,7 +49,7 @@ describe("the fusion plugin through the server", () => {
   for (const format of FORMATS) {
     test(`${format}: answered by the request's model; router fusion; each inner record's parent is the answer's generation`, async () => {
       const from = mock.requests.length
-      const res = await ask(format, { analysis_models: ["test/a", "test/b"], model: "test/judge" })
+      const res = await ask(format, { analysis_models: ["test/a", "test/b"], model: "test/judge", tools: [] })
       const text = await res.text()
       expect(res.status).toBe(200)
       expect(text).toContain("The final answer.")

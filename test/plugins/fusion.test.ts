@@ -126,7 +126,7 @@ describe("the fusion plugin", () => {
   for (const [name, format] of FORMATS) {
     test(`${name}: the panel and the judge run before the model, whose request gets their answers and the analysis as a system message`, async () => {
       const from = mock.requests.length
-      const p = ready(await prepare(format, bodyOf(name, { analysis_models: ["test/a", "test/b"], model: "test/judge" })))
+      const p = ready(await prepare(format, bodyOf(name, { analysis_models: ["test/a", "test/b"], model: "test/judge", tools: [] })))
       expect(tagsSince(from).sort()).toEqual(["pa", "pb", "pjudge"])
       expect(p.router).toBe("fusion")
       expect(p.plan.requested).toBe("test/final")
@@ -179,14 +179,14 @@ describe("the fusion plugin", () => {
 
   test("the panel gets the last user message (the question), not the whole conversation", async () => {
     const from = mock.requests.length
-    ready(await prepare(responsesFormat, bodyOf("responses", { analysis_models: ["test/a"], model: "test/judge" })))
+    ready(await prepare(responsesFormat, bodyOf("responses", { analysis_models: ["test/a"], model: "test/judge", tools: [] })))
     const panel = mock.requests.slice(from).find((r) => r.headers[TAG] === "pa")
     expect((panel?.body as { messages?: unknown } | undefined)?.messages).toEqual([{ role: "user", content: QUESTION }])
   })
 
   test("a preset from config names the panel and the judge", async () => {
     const from = mock.requests.length
-    const p = ready(await prepare(responsesFormat, bodyOf("responses", { preset: "general-high" })))
+    const p = ready(await prepare(responsesFormat, bodyOf("responses", { preset: "general-high", tools: [] })))
     expect(tagsSince(from).sort()).toEqual(["pa", "pb", "pc", "pjudge"])
     const entry = fusionEntry(p)
     expect(entry.data["analysis_models"]).toEqual(["test/a", "test/b", "test/c"])
@@ -208,15 +208,8 @@ describe("the fusion plugin", () => {
     expect((o as { message: string }).message).toContain("analysis_models")
   })
 
-  test("panel tools are a 400 until the gateway's loop runs them; tools: [] is accepted", async () => {
-    const refused = await prepare(responsesFormat, bodyOf("responses", { analysis_models: ["test/a"], tools: [{ type: "service:web_search" }] }))
-    expect(refused).toMatchObject({ status: 400 })
-    expect((refused as { message: string }).message).toContain("plugins[0].tools: tools for the fusion panel are not available on this gateway yet")
-    ready(await prepare(responsesFormat, bodyOf("responses", { analysis_models: ["test/a"], model: "test/judge", tools: [] })))
-  })
-
   test("one failing panelist is listed and the rest go on", async () => {
-    const p = ready(await prepare(chatFormat, bodyOf("chat", { analysis_models: ["test/a", "test/fail"], model: "test/judge" })))
+    const p = ready(await prepare(chatFormat, bodyOf("chat", { analysis_models: ["test/a", "test/fail"], model: "test/judge", tools: [] })))
     const entry = fusionEntry(p)
     expect(entry.summary).toBe("1 of 2 analysis models answered; test/judge compared them")
     expect(entry.data["failed_models"]).toEqual([expect.objectContaining({ model: "test/fail", status_code: 502 })])
@@ -230,7 +223,7 @@ describe("the fusion plugin", () => {
   })
 
   test("a judge that does not answer JSON: the answers still reach the model, the entry says why there is no analysis", async () => {
-    const p = ready(await prepare(responsesFormat, bodyOf("responses", { analysis_models: ["test/a"], model: "test/judge-prose" })))
+    const p = ready(await prepare(responsesFormat, bodyOf("responses", { analysis_models: ["test/a"], model: "test/judge-prose", tools: [] })))
     const entry = fusionEntry(p)
     expect(entry.data["failure_reason"]).toBe("judge_not_valid_json")
     expect(entry.summary).toBe("1 of 1 analysis models answered; no analysis (judge_not_valid_json)")
@@ -239,7 +232,7 @@ describe("the fusion plugin", () => {
 
   test("the judge defaults to the request's own model", async () => {
     const from = mock.requests.length
-    ready(await prepare(responsesFormat, bodyOf("responses", { analysis_models: ["test/a"] })))
+    ready(await prepare(responsesFormat, bodyOf("responses", { analysis_models: ["test/a"], tools: [] })))
     // test/final answers prose as the judge: two calls, the panelist and the judge at the request's model.
     expect(tagsSince(from)).toEqual(["pa", "pfinal"])
   })

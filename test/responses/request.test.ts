@@ -213,10 +213,13 @@ describe("Plugins", () => {
     for (const preset of ["general-high", "general-budget", "general-fast"]) accept(plugin({ id: "fusion", preset, model: "m" }))
     expect(refuse(plugin({ id: "fusion", preset: "general-max" }))).toContain("plugins[0].preset: one of general-high, general-budget, general-fast")
   })
-  test("fusion tools: type must be a service: server tool; [] is accepted", () => {
+  test("fusion tools: the SDK's {type, parameters?} (which types the panel can use is the stage's rule); [] is accepted", () => {
     accept(plugin({ id: "fusion", tools: [] }))
     accept(plugin({ id: "fusion", tools: [{ type: "service:web_search", parameters: { max_results: 3 } }] }))
-    expect(refuse(plugin({ id: "fusion", tools: [{ type: "web_search" }] }))).toContain('plugins[0].tools[0].type: a server tool name starting with "service:"')
+    accept(plugin({ id: "fusion", tools: [{ type: "openrouter:web_fetch" }] }))
+    expect(refuse(plugin({ id: "fusion", tools: [{ parameters: {} }] }))).toContain("plugins[0].tools[0].type")
+    expect(refuse(plugin({ id: "fusion", tools: [{ type: "openrouter:web_search", parameters: [1] }] }))).toContain("plugins[0].tools[0].parameters")
+    expect(refuse(plugin({ id: "fusion", tools: "web" }))).toContain("plugins[0].tools")
   })
   test("file-parser pdf.engine and context-compression engine are strings", () => {
     accept({ plugins: [{ id: "file-parser", pdf: { engine: "pdf-text" } }, { id: "context-compression", engine: "middle-out" }] })

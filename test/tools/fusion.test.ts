@@ -8,7 +8,7 @@ import { OutputFusionServerToolItem$inboundSchema } from "@openrouter/sdk/models
 import { afterAll, describe, expect, test } from "bun:test"
 import { Either } from "effect"
 import { startMockUpstream } from "../../scripts/mock-upstream.js"
-import { parseConfigFile } from "../../src/config/Config.js"
+import { parseConfigFile, testSettings } from "../../src/config/Config.js"
 import { generationView } from "../../src/domain/generations.js"
 import { decodeResponsesRequest } from "../../src/domain/responses.js"
 import { ANALYSIS_SCHEMA, chooseFusion, runFusion } from "../../src/tools/fusion-core.js"
@@ -247,7 +247,7 @@ describe("the openrouter:fusion server tool", () => {
 
   test("a call returns the SDK's item (responses, analysis, failed_models) and the same facts to the model", async () => {
     const ctx = await toolContext()
-    const result = await fusionTool.run({ prompt: "What is the capital of France?" }, { analysis_models: ["test/a", "test/fail"], model: "test/judge" }, ctx)
+    const result = await fusionTool.run({ prompt: "What is the capital of France?" }, { analysis_models: ["test/a", "test/fail"], model: "test/judge", tools: [] }, ctx)
     expect(result.item).toEqual({
       type: "openrouter:fusion",
       status: "completed",
@@ -270,7 +270,7 @@ describe("the openrouter:fusion server tool", () => {
   test("a preset from config, with the judge the request's model when the preset has none named explicitly", async () => {
     const ctx = await toolContext(null, "test/judge-prose")
     const from = mock.requests.length
-    const result = await fusionTool.run({ prompt: "q" }, { preset: "general-fast" }, ctx)
+    const result = await fusionTool.run({ prompt: "q" }, { preset: "general-fast", tools: [] }, ctx)
     expect(result.item["analysis"]).toEqual(ANALYSIS)
     expect(sentSince(from).map((s) => s.tag)).toEqual(["pc", "pfenced"])
   })
@@ -278,7 +278,7 @@ describe("the openrouter:fusion server tool", () => {
   test("its progress reaches the loop's progress callback as the SDK's fusion_call events, in their order", async () => {
     const events: Array<ServerToolProgress> = []
     const ctx: FusionToolContext = { ...(await toolContext()), progress: (p) => events.push(p) }
-    await fusionTool.run({ prompt: "q" }, { analysis_models: ["test/a", "test/fail"], model: "test/judge" }, ctx)
+    await fusionTool.run({ prompt: "q" }, { analysis_models: ["test/a", "test/fail"], model: "test/judge", tools: [] }, ctx)
     const named = events.map((e) => `${e.event} ${"model" in e ? e.model : ""}`.trim())
     expect(named.slice(0, 2).sort()).toEqual(["panel.added test/a", "panel.added test/fail"])
     expect(named.slice(2, 4).sort()).toEqual(["panel.completed test/a", "panel.failed test/fail"])
@@ -304,11 +304,12 @@ describe("the openrouter:fusion server tool", () => {
     expect((await fusionTool.run({ prompt: "q" }, { analysis_models: [] }, ctx)).item).toMatchObject({ error: "analysis_models: 1 to 8 models" })
   })
 
-  test("parameters: 1 to 8 models, max_tool_calls 1 to 16, panel tools refused until the loop runs them", () => {
-    expect(checkFusionParameters({ analysis_models: Array(9).fill("m") })).toBe("analysis_models: 1 to 8 models")
-    expect(checkFusionParameters({ max_tool_calls: 17 })).toBe("max_tool_calls: an integer from 1 to 16")
-    expect(checkFusionParameters({ tools: [{ type: "openrouter:web_search" }] })).toContain("tools: tools for the fusion panel are not available")
-    expect(checkFusionParameters({ tools: [], temperature: 0.3 })).toEqual({ tools: [] })
+  test("parameters: 1 to 8 models, max_tool_calls 1 to 16; unused keys accepted", () => {
+    const settings = testSettings()
+    expect(checkFusionParameters({ analysis_models: Array(9).fill("m") }, settings)).toBe("analysis_models: 1 to 8 models")
+    expect(checkFusionParameters({ max_tool_calls: 17 }, settings)).toBe("max_tool_calls: an integer from 1 to 16")
+    expect(checkFusionParameters({ max_tool_calls: 0 }, settings)).toBe("max_tool_calls: an integer from 1 to 16")
+    expect(checkFusionParameters({ tools: [], temperature: 0.3 }, settings)).toMatchObject({ parameters: { tools: [] }, panel: { tools: [], maxToolCalls: 8 } })
   })
 
   test("without inner calls in its context (a loop that does not pass them) the call fails, it does not throw", async () => {

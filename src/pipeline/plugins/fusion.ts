@@ -10,6 +10,10 @@
  * per request in a WeakMap on its `Loaded`, and the stages run again, as file-parser's parses do.
  * Every analysis model failing is a 502 naming them; a failed judge leaves the panel's answers
  * without an analysis (the pipeline entry says why).
+ *
+ * The panelists use the panel's tools (src/tools/panel.ts: the web tools when `tools` is omitted,
+ * less the workspace's disabled_server_tools); the tools' prices are the stage's `cost`, charged
+ * with the answer, and the pages they found are links the answer may cite.
  */
 import { Effect } from "effect"
 import type { Settings } from "../../config/Config.js"
@@ -18,8 +22,8 @@ import { newGenerationId } from "../../domain/generations.js"
 import type { InputItem, ResponsesRequest } from "../../domain/responses.js"
 import { storesContent } from "../../services/ContentPolicy.js"
 import { chooseFusion, type FusionRun, runFusion, synthesisTextOf } from "../../tools/fusion-core.js"
-import { PANEL_TOOLS_UNAVAILABLE } from "../../tools/fusion.js"
 import type { InnerCalls, UpstreamCallBudget } from "../../tools/inner-calls.js"
+import { panelToolsOf } from "../../tools/panel.js"
 import { Missing } from "../ingress.js"
 import type { PipelineEntry, StageState } from "../stages.js"
 import { notAvailable, type PluginStage } from "./plugin.js"
@@ -85,8 +89,22 @@ const entryOf = (run: FusionRun): PipelineEntry => ({
     // Charged with each inner call's own generation record (parent_generation_id), not again with this one.
     cost: run.cost,
     generations: run.generations,
+    ...(run.toolUse.toolCallsRequested === 0 ? {} : { tools: toolsEntryOf(run) }),
   },
 })
+
+/** The panel's tool use, for the pipeline entry (its `cost` is charged with the answer). */
+const toolsEntryOf = (run: FusionRun) => {
+  const use = run.toolUse
+  return {
+    tool_calls_requested: use.toolCallsRequested,
+    tool_calls_executed: use.toolCallsExecuted,
+    web_search_requests: use.webSearchRequests,
+    ...(use.fetches === null ? {} : { fetches: use.fetches }),
+    cost: use.cost,
+    sources: use.sources,
+  }
+}
 
 export const makeFusionPlugin = (deps: FusionPluginDeps): PluginStage<"fusion"> => {
   const { innerCalls, settings } = deps
@@ -100,7 +118,14 @@ export const makeFusionPlugin = (deps: FusionPluginDeps): PluginStage<"fusion"> 
       })
     }
     const user = lastUserMessage(state.request)
-    return { request: withSynthesis(state.request, run, user?.at ?? 0), entry: entryOf(run), router: "fusion" as const }
+    const use = run.toolUse
+    return {
+      request: withSynthesis(state.request, run, user?.at ?? 0),
+      entry: entryOf(run),
+      router: "fusion" as const,
+      ...(use.cost > 0 ? { cost: use.cost } : {}),
+      ...(use.sources.length > 0 ? { citable: use.sources } : {}),
+    }
   }
 
   return {
@@ -110,7 +135,8 @@ export const makeFusionPlugin = (deps: FusionPluginDeps): PluginStage<"fusion"> 
       const done = runs.get(state.loaded)
       if (done !== undefined) return outcomeOf(done, state, at)
       const refuse = (rule: string) => new BadRequest({ message: `Invalid request: plugins[${at}].${rule}` })
-      if (config.tools !== undefined && config.tools.length > 0) return refuse(`tools: ${PANEL_TOOLS_UNAVAILABLE}`)
+      const tools = panelToolsOf(config.tools, config.max_tool_calls, settings, state.settings.disabledServerTools ?? [])
+      if (typeof tools === "string") return refuse(tools)
       const choice = chooseFusion(config, settings.catalog.plugins?.fusion, state.request.model)
       if (typeof choice === "string") return refuse(choice)
       const user = lastUserMessage(state.request)
@@ -129,9 +155,10 @@ export const makeFusionPlugin = (deps: FusionPluginDeps): PluginStage<"fusion"> 
         signal: AbortSignal.timeout(settings.requestTimeoutMs),
         budget,
       }
+      const panel = { ...tools, context: { settings, signal: parent.signal, workspaceId: principal.workspaceId }, budget }
       return new Missing(
         Effect.promise(async () => {
-          runs.set(loaded, await runFusion(choice, user.text, (request, model) => innerCalls.call(request, model, parent)))
+          runs.set(loaded, await runFusion(choice, user.text, (request, model) => innerCalls.call(request, model, parent), {}, panel))
         }),
       )
     },
