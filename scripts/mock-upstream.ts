@@ -20,6 +20,7 @@
  *   x-mock-error-rate     probability (0..1) of a 500
  *   x-mock-scenario       text | tool_call | reasoning
  *   x-mock-server-tool-calls  offered datetime/web_search/web_fetch/fusion: calls to make before answering (default each once)
+ *   x-mock-after-tools    chunk: once done with server tools, answer the chunk (x-mock-chunk…), not "Tool output: …"
  *   x-mock-usage-input / x-mock-usage-output / x-mock-usage-cached / x-mock-usage-cache-write
  *
  * CLI: bun scripts/mock-upstream.ts --port 9000 [--host 127.0.0.1] [--ttft-ms N] [--delay-ms N]
@@ -113,6 +114,8 @@ interface Knobs {
   readonly usageCacheWrite: number
   /** `x-mock-server-tool-calls`: server-tool calls to make before answering (default: each offered tool once). */
   readonly serverToolCalls?: number | undefined
+  /** `x-mock-after-tools: chunk`: the answer after server-tool calls is the usual chunk (e.g. a judge's JSON). */
+  readonly chunkAfterTools?: boolean
 }
 
 /** What to answer, independent of the wire format. */
@@ -610,6 +613,7 @@ const requestKnobs = (headers: Headers, base: Knobs): Knobs => {
     usageCached: numberHeader(headers, "x-mock-usage-cached", base.usageCached),
     usageCacheWrite: numberHeader(headers, "x-mock-usage-cache-write", base.usageCacheWrite),
     serverToolCalls: headers.get("x-mock-server-tool-calls") === null ? undefined : numberHeader(headers, "x-mock-server-tool-calls", 0),
+    chunkAfterTools: headers.get("x-mock-after-tools") === "chunk",
   }
 }
 
@@ -689,7 +693,8 @@ const answerOf = (knobs: Knobs, body: Record<string, unknown>, format: MockForma
 const serverToolAnswer = (c: Conversation, knobs: Knobs): { readonly call?: Answer["tool"]; readonly text?: string } | undefined => {
   const offered = c.offered.filter((name) => SERVER_TOOL_NAMES.has(name))
   if (offered.length === 0) return undefined
-  const answer = { text: c.lastToolOutput === undefined ? "No tool output." : `Tool output: ${c.lastToolOutput}` }
+  // Undefined: the usual answer (the chunk), as if no tool were offered.
+  const answer = knobs.chunkAfterTools ? undefined : { text: c.lastToolOutput === undefined ? "No tool output." : `Tool output: ${c.lastToolOutput}` }
   if (c.toolsOff) return answer
   const wanted = knobs.serverToolCalls
   let name: string | undefined

@@ -7,13 +7,12 @@
  * listed and the rest go on; when all fail there is no judge call and the run is a failure with
  * `failure_reason` (the SDK's codes). The model calls themselves are inner calls (inner-calls.ts).
  *
- * With a `PanelSetup`, each panelist answers with the panel's tools (web search, web fetch) in a
- * tool loop of its own (panel.ts); without one, or with no tools, from model knowledge.
+ * With a `PanelSetup`, each panelist, and then the judge, answers with the panel's tools (web search,
+ * web fetch) in a tool loop of its own (panel.ts); without one, or with no tools, from model knowledge.
  */
 import type { FusionConfig } from "../config/file.js"
 import { heal, validatorOf } from "../pipeline/plugins/response-healing.js"
-import type { InnerCallResult } from "./inner-calls.js"
-import { answerAsPanelist, noToolUse, type PanelSetup, type PanelToolUse, requestOf, type RunModel } from "./panel.js"
+import { answerWithTools, CALLS_AFTER_JUDGE, CALLS_AFTER_PANELIST, noToolUse, type PanelAnswer, type PanelSetup, type PanelToolUse, type RunModel } from "./panel.js"
 
 export type { RunModel } from "./panel.js"
 
@@ -150,7 +149,7 @@ export const judgeInputOf = (prompt: string, responses: FusionRun["responses"]):
     ...responses.map((r, i) => `--- Answer ${i + 1}, by model ${r.model} ---\n${r.content}`),
   ].join("\n\n")
 
-const judgeFailure = (result: Extract<InnerCallResult, { ok: false }>): FailureReason =>
+const judgeFailure = (result: Extract<PanelAnswer, { ok: false }>): FailureReason =>
   result.status === 402 ? "insufficient_credits" : result.status === 429 ? "rate_limited" : result.status === 499 ? "cancelled" : "judge_upstream_error"
 
 /** The panel in parallel (with `panel`'s tools, if any), then the judge. Never rejects. */
@@ -166,7 +165,7 @@ export const runFusion = async (
   const answers = await Promise.all(
     analysisModels.map(async (model) => {
       observer.panelAdded?.(model)
-      const answer = await answerAsPanelist(prompt, model, runModel, panel, toolUse)
+      const answer = await answerWithTools({ input: prompt }, model, runModel, panel, toolUse, CALLS_AFTER_PANELIST)
       if (answer.ok && answer.text.trim() !== "") observer.panelCompleted?.(model, answer.text)
       else observer.panelFailed?.(model, answer.ok ? "the model gave an empty answer" : answer.error, answer.ok ? undefined : answer.status)
       return answer
@@ -191,16 +190,17 @@ export const runFusion = async (
     return { ...base, cost, failureReason, error: `every analysis model failed (${failedModels.map((f) => `${f.model}: ${f.error}`).join("; ")})` }
   }
 
-  const judgeRequest = requestOf({
+  const judgeAsk = {
     instructions: JUDGE_INSTRUCTIONS,
     input: judgeInputOf(prompt, responses),
     temperature: 0,
     text: { format: { type: "json_schema", name: "fusion_analysis", schema: ANALYSIS_SCHEMA, strict: true } },
-  })
+  }
   observer.analysisInProgress?.(judge)
-  const judged = await runModel(judgeRequest, judge)
+  // The judge may check the answers with the panel's tools before it answers (its calls in its own loop).
+  const judged = await answerWithTools(judgeAsk, judge, runModel, panel, toolUse, CALLS_AFTER_JUDGE)
   cost += judged.cost
-  if (judged.generationId !== undefined) generations.push(judged.generationId)
+  generations.push(...judged.generations)
   if (!judged.ok) return { ...base, cost, failureReason: judgeFailure(judged), error: `the judge ${judge} failed: ${judged.error}` }
   if (judged.text.trim() === "") return { ...base, cost, failureReason: "judge_empty_completion", error: `the judge ${judge} gave an empty answer` }
   const healed = heal(judged.text, "json_schema", validateAnalysis)

@@ -7,9 +7,13 @@
  * web_fetch always), the SDK's default; `[]`: none. datetime only when listed; fusion never (no
  * fusion inside fusion).
  *
+ * The judge answers with the same tools, on the same rules (the contract: "panelists and judge
+ * iterate tool calls until they answer or reach max_tool_calls"), its answer format on every call.
+ *
  * Every model call is an inner call (held, charged and recorded under the request's generation)
  * and counts against the request's `server.max_upstream_calls`: a panelist's tool turns stop while
- * the judge and the request's model still have their calls left. A tool that fails is a failed
+ * the judge and the request's model still have their calls left, the judge's while the request's
+ * model has its call. A tool that fails is a failed
  * result the panelist sees. The tools' own prices (`search.pricing.request`) are not on the inner
  * records: they are summed in `PanelToolUse` and charged with the request (the loop's tool cost, or
  * the plugin's stage cost), like the request's own tool calls.
@@ -34,8 +38,10 @@ const PANEL_TOOL_NAMES = PANEL_TOOLS.map((t) => t.type).join(", ")
 /** `max_tool_calls` when the caller gives none: each panelist's tool calls at most. */
 export const DEFAULT_PANEL_MAX_TOOL_CALLS = 8
 
-/** Model calls kept for after the panel (the judge, then the request's model): a panelist's tool turns leave them. */
-const RESERVED_CALLS = 2
+/** Model calls kept for after a panelist (the judge, then the request's model): its tool turns leave them. */
+export const CALLS_AFTER_PANELIST = 2
+/** Model calls kept for after the judge (the request's model). */
+export const CALLS_AFTER_JUDGE = 1
 
 /** What each panelist may use. */
 export interface PanelTools {
@@ -150,11 +156,27 @@ const answerOf = (result: InnerCallResult, cost: number, generations: ReadonlyAr
 
 const failedOutput = (error: string) => JSON.stringify({ status: "failed", error })
 
+/** What one answer is asked: the user's text, and (the judge's) instructions and answer format, kept on every call. */
+export interface Ask {
+  readonly input: string
+  readonly instructions?: string
+  readonly temperature?: number
+  readonly text?: Readonly<Record<string, unknown>>
+}
+
 /**
- * One panelist's answer to `prompt`: one call without tools, or the tool loop above. Never rejects
- * for a tool's failure (the panelist sees it); `use` sums the tools' use over the panel.
+ * One answer to `ask` (a panelist's, or the judge's): one call without tools, or the tool loop
+ * above, leaving `callsAfter` of the request's model calls for what comes after it. Never rejects
+ * for a tool's failure (the model sees it); `use` sums the tools' use over the run.
  */
-export const answerAsPanelist = async (prompt: string, model: string, runModel: RunModel, setup: PanelSetup | undefined, use: PanelToolUse): Promise<PanelAnswer> => {
+export const answerWithTools = async (
+  ask: Ask,
+  model: string,
+  runModel: RunModel,
+  setup: PanelSetup | undefined,
+  use: PanelToolUse,
+  callsAfter: number,
+): Promise<PanelAnswer> => {
   const generations: Array<string> = []
   let cost = 0
   const once = async (request: ResponsesRequest) => {
@@ -163,14 +185,16 @@ export const answerAsPanelist = async (prompt: string, model: string, runModel: 
     if (result.generationId !== undefined) generations.push(result.generationId)
     return result
   }
-  if (setup === undefined || setup.tools.length === 0) return answerOf(await once(requestOf({ input: prompt })), cost, generations)
+  if (setup === undefined || setup.tools.length === 0) return answerOf(await once(requestOf({ ...ask })), cost, generations)
 
   const byName = new Map(setup.tools.map((d) => [d.tool.name, d]))
   const offered = setup.tools.map(({ tool }) => ({ type: "function", name: tool.name, description: tool.description, parameters: tool.parameters }))
-  const conversation: Array<Record<string, unknown>> = [{ type: "message", role: "user", content: prompt }]
+  const conversation: Array<Record<string, unknown>> = [{ type: "message", role: "user", content: ask.input }]
   const callsOf = new Map<string, number>()
   let made = 0
-  let final = false
+  // A call with tools needs room for the answer's last call after it and what comes after the answer.
+  const roomForTools = () => setup.budget.max - setup.budget.used >= callsAfter + 2
+  let final = !roomForTools()
 
   const run = async (declared: DeclaredTool, args: string): Promise<string> => {
     let parsed: unknown
@@ -198,7 +222,7 @@ export const answerAsPanelist = async (prompt: string, model: string, runModel: 
   }
 
   for (;;) {
-    const result = await once(requestOf({ input: conversation, tools: offered, ...(final ? { tool_choice: "none" } : {}) }))
+    const result = await once(requestOf({ ...ask, input: conversation, tools: offered, ...(final ? { tool_choice: "none" } : {}) }))
     const calls = result.ok ? (result.toolCalls ?? []) : []
     if (!result.ok || calls.length === 0 || final) return answerOf(result, cost, generations)
     use.toolCallsRequested += calls.length
@@ -216,7 +240,7 @@ export const answerAsPanelist = async (prompt: string, model: string, runModel: 
       conversation.push({ type: "function_call_output", call_id: call.callId, output })
     }
     // The next call is the last (tool-less) one once the tool calls are used up, or when the
-    // request's model calls would not leave this panelist a last call and the judge and model theirs.
-    final = made >= setup.maxToolCalls || setup.budget.max - setup.budget.used < RESERVED_CALLS + 2
+    // request's model calls would not leave this answer a last call and what comes after it theirs.
+    final = made >= setup.maxToolCalls || !roomForTools()
   }
 }

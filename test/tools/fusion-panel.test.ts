@@ -88,8 +88,8 @@ describe("the panel's tools", () => {
       expect(r.content).toContain(MOCK_PAGES[0]!.url)
     }
     expect(result.item["analysis"]).toEqual(ANALYSIS)
-    // The judge gets no tools.
-    expect(sentTo("pjudge", from)[0]?.tools).toBeUndefined()
+    // The judge is offered the panel's tools too (this one answers at once).
+    expect(sentTo("pjudge", from).map(offeredNames)).toEqual([["web_search", "web_fetch"]])
 
     // The pages the panel found, once each, on the SDK's item; the searches' price and counts for the request.
     expect((result.item["sources"] as ReadonlyArray<{ url: string }>).map((s) => s.url)).toEqual(MOCK_PAGES.slice(0, 5).map((p) => p.url))
@@ -171,16 +171,53 @@ describe("the panel's tools", () => {
     expect(parent.budget.used).toBe(3)
   })
 
-  test("the budget reached mid-panel: the panelist whose call is refused fails with 429, the other's answer stays", async () => {
+  test("a budget with no room for tool turns: the panelists answer in one call each, without tools, and the judge keeps its call", async () => {
     const e = await env()
     const parent = await e.parentFor(null, 3)
+    const from = mock.requests.length
+    const searched = search.requests.length
     const run = await runWith(["test/searcher", "test/searcher"], undefined, 8, parent)
+    expect(sentTo("psearcher", from).map((c) => c.tool_choice)).toEqual(["none", "none"])
+    expect(search.requests.length).toBe(searched)
+    expect(run.responses).toHaveLength(2)
+    expect(run.analysis).toEqual(ANALYSIS)
     expect(parent.budget.used).toBe(3)
-    expect(run.responses).toHaveLength(1)
-    expect(run.responses[0]?.content).toContain("Tool output: ")
-    expect(run.failedModels).toEqual([expect.objectContaining({ model: "test/searcher", status_code: 429 })])
+  })
+
+  test("the budget reached mid-panel: the panelist whose call is refused fails with 429, the others' answers stay", async () => {
+    const e = await env()
+    const parent = await e.parentFor(null, 2)
+    const run = await runWith(["test/a", "test/b", "test/c"], [], undefined, parent)
+    expect(parent.budget.used).toBe(2)
+    expect(run.responses).toHaveLength(2)
+    expect(run.failedModels).toEqual([expect.objectContaining({ status_code: 429 })])
     // No call was left for the judge.
     expect(run.failureReason).toBe("rate_limited")
+  })
+
+  test("the judge answers with the panel's tools too: it searches, then gives its analysis from what it found", async () => {
+    const e = await env()
+    const parent = await e.parentFor()
+    const from = mock.requests.length
+    const searched = search.requests.length
+    const panel = panelToolsOf([{ type: "openrouter:web_search" }], 8, e.settings, [])
+    if (typeof panel === "string") throw new Error(panel)
+    const setup: PanelSetup = { ...panel, context: { settings: e.settings, signal: parent.signal, workspaceId: "ws" }, budget: parent.budget }
+    const run = await runFusion({ analysisModels: ["test/a"], judge: "test/judge-searching" }, QUESTION, (r, m) => e.innerCalls.call(r, m, parent), {}, setup)
+    const judgeCalls = sentTo("psjudge", from)
+    expect(judgeCalls).toHaveLength(2)
+    // Its first call offered the tool (with its answer format), its second carried the search's output.
+    expect(offeredNames(judgeCalls[0]!)).toEqual(["web_search"])
+    expect(JSON.stringify(judgeCalls[0])).toContain("fusion_analysis")
+    expect(JSON.stringify(judgeCalls[1]!.messages)).toContain(MOCK_PAGES[0]!.url)
+    // The panelist's search and the judge's: two in all, charged with the request.
+    expect(search.requests.length - searched).toBe(2)
+    expect(run.toolUse.webSearchRequests).toBe(2)
+    expect(run.toolUse.cost).toBeCloseTo(2 * SEARCH_PRICE, 12)
+    expect(run.analysis).toEqual(ANALYSIS)
+    // The panelist's two calls and the judge's two, each recorded under the request.
+    expect(run.generations).toHaveLength(4)
+    expect(parent.budget.used).toBe(4)
   })
 
   test("a failing tool is a failed result the panelist sees, not a failed panelist", async () => {

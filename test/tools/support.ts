@@ -32,8 +32,14 @@ export const ANALYSIS: FusionAnalysis = {
 }
 
 const answering = (text: string) => ({ "x-mock-chunk-uri": encodeURIComponent(text), "x-mock-tokens": "1", "x-mock-usage-output": String(OUTPUT_TOKENS) })
+/** A judge that answers `text` at once, even when offered the panel's tools. */
+const judging = (text: string) => ({ ...answering(text), "x-mock-server-tool-calls": "0", "x-mock-after-tools": "chunk" })
 
-/** The models: two that answer, one that fails (500), a judge (JSON), a judge whose JSON needs healing, one that answers prose. */
+/**
+ * The models: two that answer, one that fails (500), a judge (JSON), a judge whose JSON needs
+ * healing, one that answers prose (the judges answer at once, tools or not), and a judge that
+ * calls each tool it is offered once, then answers its JSON.
+ */
 export const fusionCatalog = (mock: MockUpstream, fusion?: FusionConfig): ConfigFile => ({
   providers: [
     mockProvider(mock, "pa", answering("Answer A: Paris.")),
@@ -41,10 +47,11 @@ export const fusionCatalog = (mock: MockUpstream, fusion?: FusionConfig): Config
     mockProvider(mock, "pc", answering("Answer C: Paris, 2.1 million people.")),
     mockProvider(mock, "pfail", { "x-mock-error": "500" }),
     mockProvider(mock, "pfail2", { "x-mock-error": "503" }),
-    mockProvider(mock, "pjudge", answering(JSON.stringify(ANALYSIS))),
+    mockProvider(mock, "pjudge", judging(JSON.stringify(ANALYSIS))),
+    mockProvider(mock, "psjudge", { ...answering(JSON.stringify(ANALYSIS)), "x-mock-after-tools": "chunk" }),
     // A fenced block with a trailing comma: response-healing's repair makes it valid.
-    mockProvider(mock, "pfenced", answering(`Here is the analysis:\n\`\`\`json\n${JSON.stringify(ANALYSIS).slice(0, -1)},}\n\`\`\``)),
-    mockProvider(mock, "pprose", answering("I would rather not compare them.")),
+    mockProvider(mock, "pfenced", judging(`Here is the analysis:\n\`\`\`json\n${JSON.stringify(ANALYSIS).slice(0, -1)},}\n\`\`\``)),
+    mockProvider(mock, "pprose", judging("I would rather not compare them.")),
     mockProvider(mock, "pfinal", answering("The final answer.")),
     mockProvider(mock, "phang", { "x-mock-error": "hang" }),
   ],
@@ -57,6 +64,7 @@ export const fusionCatalog = (mock: MockUpstream, fusion?: FusionConfig): Config
     model("test/judge", endpoint("pjudge", 5, 6)),
     model("test/judge-fenced", endpoint("pfenced", 5, 6)),
     model("test/judge-prose", endpoint("pprose", 5, 6)),
+    model("test/judge-searching", endpoint("psjudge", 5, 6)),
     model("test/final", endpoint("pfinal", 1, 2)),
     model("test/hang", endpoint("phang", 1, 2)),
   ],
