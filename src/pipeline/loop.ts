@@ -154,8 +154,9 @@ export const makeToolLoop = (deps: LoopDeps) => {
       fitted === undefined ? undefined : { ...fitted, tools }
     // Tools are told to stop when the request ends (client gone, deadline, shutdown).
     const toolAbort = new AbortController()
-    // The model calls the tools made themselves (fusion's panel and judge): they count with the turns' attempts.
-    let innerCallsMade = 0
+    // The model calls the tools (fusion's panel and judge) and the stages (the fusion plugin) made
+    // themselves: they count with the turns' attempts.
+    let innerCallsMade = prepared.upstreamCalls
     const onAbort = () => toolAbort.abort(upstreamAbort.reason)
     upstreamAbort.addEventListener("abort", onAbort)
 

@@ -66,6 +66,8 @@ export interface Decision {
   readonly pipeline: ReadonlyArray<PipelineEntry> | undefined
   /** USD the stages spent on their own outbound calls (OCR pages, a priced moderation call): in the worst case, charged with the answer. */
   readonly spentUsd: number
+  /** Model calls the stages made (fusion's inner calls): the server-tool loop counts them in `server.max_upstream_calls`. */
+  readonly upstreamCalls: number
   /** The request for a failover candidate, when context-compression made it for the first (undefined: as it is). */
   readonly fitFor: FitFor | undefined
   /** The model router that chose the model (`auto`, `pareto`), or the plugin that took part in the answer (`fusion`), for the generation record; null when none did. */
@@ -227,6 +229,7 @@ export const makePreparer = (
       rewritten: false,
       pipeline: undefined,
       spentUsd: 0,
+      upstreamCalls: 0,
       annotations: undefined,
       holdBudget,
       router: undefined,
@@ -294,6 +297,7 @@ export const makePreparer = (
       userAgent: clientHeader(headers.get("user-agent")),
       pipeline: state.pipeline,
       spentUsd: state.spentUsd,
+      upstreamCalls: state.upstreamCalls,
       fitFor,
       router: state.router ?? routerOf(state.hints?.requested),
       generationId: loaded.generationId,

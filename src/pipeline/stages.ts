@@ -50,6 +50,8 @@ export interface StageChange {
   readonly citable?: ReadonlyArray<Citable>
   /** The plugin that writes the answer with the model (`fusion`): the generation record's `router`. */
   readonly router?: "fusion"
+  /** Model calls the stage made (fusion's inner calls): they count in `server.max_upstream_calls` with the turns'. */
+  readonly upstreamCalls?: number
 }
 
 export type StageOutcome = StageChange | ApiError | Missing | undefined
@@ -75,6 +77,8 @@ export interface StageState {
   pipeline: Array<PipelineEntry> | undefined
   /** USD the stages spent on outbound calls so far (0 in the common case). */
   spentUsd: number
+  /** Model calls the stages made so far (fusion's inner calls; 0 in the common case). */
+  upstreamCalls: number
   /** Annotations for the answer's text; undefined while no stage made one (the common case). */
   annotations: Array<FileAnnotation> | undefined
   /** Links the answer may cite, from the stages (undefined while none gave any: the common case). */
@@ -129,6 +133,7 @@ export const applyChange = (state: StageState, change: StageChange, byPreset: bo
   } else if (change.plan !== undefined) state.plan = change.plan
   if (change.hints !== undefined) state.hints = change.hints
   if (change.cost !== undefined) state.spentUsd += change.cost
+  if (change.upstreamCalls !== undefined) state.upstreamCalls += change.upstreamCalls
   if (change.annotations !== undefined) state.annotations = [...(state.annotations ?? []), ...change.annotations]
   if (change.citable !== undefined && change.citable.length > 0) {
     if (state.citable === undefined) state.citable = [...change.citable]

@@ -2,14 +2,11 @@
  * The fusion plugin through the server, on the three client formats: the answer is the request's
  * model's, its record says `router: "fusion"`, and each inner record's `parent_generation_id` is
  * the answer's `x-generation-id`; every panelist failing is a 502 in the format's envelope.
- *
- * Needs the route to build the plugin over inner calls and to keep the id the stage made
- * (src/pipeline/route.ts: `fusion: makeFusionPlugin(…)`, `prepared.generationId ?? newGenerationId()`).
- * Skipped until the merge wires that in (the fusion branch leaves route.ts alone): then drop `.skip`.
+ * The plugin's model calls count in `server.max_upstream_calls` with the server-tool loop's turns.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { startMockUpstream } from "../../scripts/mock-upstream.js"
-import { TAG } from "../routing/helpers.js"
+import { endpoint, mockProvider, model, TAG } from "../routing/helpers.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
 import { fusionCatalog, PRESETS } from "../tools/support.js"
 
@@ -92,5 +89,41 @@ describe("the fusion plugin through the server", () => {
     expect(res.status).toBe(200)
     expect(mock.requests.slice(from).map((r) => r.headers[TAG])).toEqual(["pfinal"])
     expect((await generation(res.headers.get("x-generation-id") as string))["router"]).toBeNull()
+  })
+})
+
+describe("the fusion plugin beside server tools", () => {
+  test("its panel's and judge's calls count in server.max_upstream_calls with the loop's turns", async () => {
+    const base = fusionCatalog(mock, PRESETS)
+    const tight = await startTestGateway({
+      catalog: {
+        ...base,
+        server: { max_upstream_calls: 4 },
+        // A model that calls the tools it is offered as long as it may.
+        providers: [...base.providers, mockProvider(mock, "plooper", { "x-mock-server-tool-calls": "10", "x-mock-tokens": "1" })],
+        models: [...base.models, model("test/looper", endpoint("plooper", 1, 2))],
+      },
+    })
+    try {
+      const from = mock.requests.length
+      const res = await tight.fetch("/v1/responses", {
+        method: "POST",
+        json: {
+          model: "test/looper",
+          input: "What time is it in Paris?",
+          tools: [{ type: "openrouter:datetime" }],
+          plugins: [{ id: "fusion", analysis_models: ["test/a"], model: "test/judge", tools: [] }],
+        },
+      })
+      expect(res.status).toBe(200)
+      await res.arrayBuffer()
+      const sent = mock.requests.slice(from).map((r) => ({ tag: r.headers[TAG], body: r.body as { tool_choice?: unknown } }))
+      // The panelist and the judge (2), then the loop: one turn that calls datetime and, the cap of 4
+      // reached with the next, the last turn without tools. Not counted, the loop would run 4 turns.
+      expect(sent.map((s) => s.tag)).toEqual(["pa", "pjudge", "plooper", "plooper"])
+      expect(sent[3]?.body.tool_choice).toBe("none")
+    } finally {
+      await tight.stop()
+    }
   })
 })

@@ -40,7 +40,7 @@ export interface FusionPluginDeps {
 }
 
 /** A request's fusion run, once loaded. */
-const runs = new WeakMap<object, FusionRun>()
+const runs = new WeakMap<object, { readonly run: FusionRun; readonly calls: number }>()
 
 /** The last user message's text and where it is (undefined: the request has none). */
 const lastUserMessage = (request: ResponsesRequest): { readonly text: string; readonly at: number } | undefined => {
@@ -110,7 +110,7 @@ export const makeFusionPlugin = (deps: FusionPluginDeps): PluginStage<"fusion"> 
   const { innerCalls, settings } = deps
   const maxUpstreamCalls = settings.catalog.server?.max_upstream_calls ?? DEFAULT_MAX_UPSTREAM_CALLS
 
-  const outcomeOf = (run: FusionRun, state: StageState, at: number) => {
+  const outcomeOf = (run: FusionRun, calls: number, state: StageState, at: number) => {
     if (run.responses.length === 0) {
       return new BadGateway({
         message: `plugins[${at}]: fusion: ${run.error ?? "every analysis model failed"}`,
@@ -123,6 +123,7 @@ export const makeFusionPlugin = (deps: FusionPluginDeps): PluginStage<"fusion"> 
       request: withSynthesis(state.request, run, user?.at ?? 0),
       entry: entryOf(run),
       router: "fusion" as const,
+      upstreamCalls: calls,
       ...(use.cost > 0 ? { cost: use.cost } : {}),
       ...(use.sources.length > 0 ? { citable: use.sources } : {}),
     }
@@ -133,7 +134,7 @@ export const makeFusionPlugin = (deps: FusionPluginDeps): PluginStage<"fusion"> 
     needsPlan: false,
     run: (config, state, at) => {
       const done = runs.get(state.loaded)
-      if (done !== undefined) return outcomeOf(done, state, at)
+      if (done !== undefined) return outcomeOf(done.run, done.calls, state, at)
       const refuse = (rule: string) => new BadRequest({ message: `Invalid request: plugins[${at}].${rule}` })
       const tools = panelToolsOf(config.tools, config.max_tool_calls, settings, state.settings.disabledServerTools ?? [])
       if (typeof tools === "string") return refuse(tools)
@@ -158,7 +159,8 @@ export const makeFusionPlugin = (deps: FusionPluginDeps): PluginStage<"fusion"> 
       const panel = { ...tools, context: { settings, signal: parent.signal, workspaceId: principal.workspaceId }, budget }
       return new Missing(
         Effect.promise(async () => {
-          runs.set(loaded, await runFusion(choice, user.text, (request, model) => innerCalls.call(request, model, parent), {}, panel))
+          const run = await runFusion(choice, user.text, (request, model) => innerCalls.call(request, model, parent), {}, panel)
+          runs.set(loaded, { run, calls: budget.used })
         }),
       )
     },
