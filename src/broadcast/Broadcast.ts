@@ -16,56 +16,52 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, Exit, Option, Runtime } from "effect"
-import { GatewayConfig } from "../config/Config.js"
+import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
 import { BadRequest, NotFound } from "../domain/errors.js"
 import { Destinations, type ResolvedDestination } from "../services/Destinations.js"
 import { GenerationStore } from "../services/GenerationStore.js"
 import { LedgerHooks } from "../services/LedgerHooks.js"
 import { Secrets } from "../services/secrets.js"
+import { MainConnection } from "../store/sqlite-client.js"
 import { OutboundError, safeFetch } from "../outbound/fetch.js"
 import { type OutboundRequest, type TraceBatch, traceBatch } from "./exporter.js"
 import { exporterFor } from "./exporters/index.js"
 import { compileFilter, passAll } from "./filters.js"
+import { type ClaimedRow, type DeliveryQueue, sqlDeliveryQueue, sqliteDeliveryQueue } from "./deliveries.js"
 import { makeOutbox, type WorkspaceTargets } from "./outbox.js"
 import { deleteDeliveries, requeueDead } from "./queue.js"
 import {
   contentsOf,
   type DeliveryContent,
   type DeliveryPayload,
+  needsRecord,
   type OutboxItems,
   otlpOf,
+  payloadFrom,
+  type PayloadRow,
   subjectOf,
   type TraceItem,
   traceItemOf,
   type ViewOptions,
 } from "./payload.js"
 
-/** A delivery row: one destination's share of one outbox batch. */
-interface ClaimedRow {
-  readonly batch_id: string
-  readonly destination_id: string
-  /** How many of the batch's generations the destination gets. */
-  readonly generations: number
-  /** How many before them it wanted but the cap dropped. */
-  readonly dropped: number
-  readonly attempts: number
-  readonly created_at: number
-}
-
 /** An outbox batch as read and opened once per claim, for every destination it goes to. */
 interface OpenedBatch {
   readonly items: OutboxItems
+  /** Aligned with `items.generations`: each one's payload, its record read from its row; undefined if that row is gone. */
+  readonly payloads: ReadonlyArray<DeliveryPayload | undefined>
   /** Aligned with `items.generations`; undefined when no content was kept (or it cannot be opened). */
   readonly contents: ReadonlyArray<DeliveryContent | null> | undefined
+  /** The trace items built so far, by the destinations' switches (`optionsKey`), aligned with `items.generations`. */
+  readonly traced: Map<string, Array<TraceItem | undefined>>
 }
 
 /**
- * What one pass claimed: the batches its rows point to, and what was built from them so far for
- * the destinations with the same switches (the trace items by generation, the OTLP bodies by generations).
+ * What one pass claimed: the batches its rows point to (with the trace items built from them so
+ * far), and the OTLP bodies built for the destinations with the same switches and generations.
  */
 interface Pass {
   readonly batches: ReadonlyMap<string, OpenedBatch>
-  readonly items: Map<string, TraceItem>
   readonly built: Map<string, TraceBatch>
 }
 
@@ -131,7 +127,14 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
     const run = Runtime.runPromise(runtime)
     const log = (effect: Effect.Effect<void>) => Runtime.runFork(runtime)(effect)
     const settings = config.broadcast
-    const isPg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+    const url = config.databaseUrl
+    const main = yield* MainConnection
+    const queue: DeliveryQueue = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        isPostgresUrl(url) || url === ":memory:" ? sqlDeliveryQueue(sql, run) : sqliteDeliveryQueue(url, sql, main, run),
+      ),
+      (q) => Effect.sync(() => q.close()),
+    )
 
     // ---- the commit side ----
 
@@ -206,13 +209,23 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
       return Either.isRight(plain) ? contentsOf(JSON.parse(plain.right)) : undefined
     }
 
+    /** Reads and opens the batches, and the records of their generations (one read for the pass). */
     const loadBatches = async (ids: ReadonlyArray<string>): Promise<ReadonlyMap<string, OpenedBatch>> => {
-      const rows = await run(
-        sql<{ id: string; items: string; content: string | null }>`SELECT b.id, b.items, c.content FROM broadcast_batches b
-          LEFT JOIN broadcast_contents c ON c.batch_id = b.id WHERE b.id IN ${sql.in(ids)}`.pipe(Effect.orDie),
-      )
+      const rows = await queue.batches(ids)
+      const parsed = rows.map((row) => ({ row, items: JSON.parse(row.items) as OutboxItems }))
+      const wanted: Array<string> = []
+      for (const { items } of parsed) for (const g of items.generations) if (needsRecord(g.payload)) wanted.push(g.payload.id)
+      const records = new Map<string, PayloadRow>()
+      if (wanted.length > 0) for (const r of await queue.records(wanted)) records.set(String(r.id), r)
       const out = new Map<string, OpenedBatch>()
-      for (const row of rows) out.set(row.id, { items: JSON.parse(row.items) as OutboxItems, contents: openContents(row.content) })
+      for (const { row, items } of parsed) {
+        const payloads = items.generations.map(({ payload }) => {
+          if (!needsRecord(payload)) return payload as DeliveryPayload
+          const record = records.get(payload.id)
+          return record === undefined ? undefined : payloadFrom(record, payload)
+        })
+        out.set(row.id, { items, payloads, contents: openContents(row.content), traced: new Map() })
+      }
       return out
     }
 
@@ -253,19 +266,6 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
     }
 
     const nowIso = () => new Date().toISOString()
-
-    const markDelivered = (destinationId: string, batchIds: ReadonlyArray<string>) =>
-      run(
-        Effect.gen(function* () {
-          const now = Date.now()
-          yield* sql`UPDATE broadcast_deliveries SET state = 'delivered', claimed_until = 0, finished_at = ${now}, last_error = NULL
-            WHERE destination_id = ${destinationId} AND batch_id IN ${sql.in(batchIds)}`
-          // The content goes once every destination of the batch has it.
-          yield* sql`DELETE FROM broadcast_contents WHERE batch_id IN ${sql.in(batchIds)}
-            AND NOT EXISTS (SELECT 1 FROM broadcast_deliveries d WHERE d.batch_id = broadcast_contents.batch_id AND d.state <> 'delivered')`
-          yield* sql`UPDATE observability_destinations SET last_success_at = ${nowIso()} WHERE id = ${destinationId}`
-        }).pipe(Effect.orDie),
-      )
 
     const markDead = (destinationId: string, batchIds: ReadonlyArray<string>, error: string) =>
       batchIds.length === 0
@@ -380,6 +380,11 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
         let taken = 0
         if (batch !== undefined && at >= 0) {
           const { generations } = batch.items
+          let traced = batch.traced.get(shape)
+          if (traced === undefined) {
+            traced = new Array<TraceItem | undefined>(generations.length)
+            batch.traced.set(shape, traced)
+          }
           let skip = Number(row.dropped)
           for (let i = 0; i < generations.length; i++) {
             const generation = generations[i]
@@ -388,18 +393,21 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
               skip--
               continue
             }
-            const content = options.privacyMode ? undefined : (batch.contents?.[i] ?? undefined)
-            const name = keyNameOf(generation.payload.keyHash, now)
-            const keyName = name instanceof Promise ? await name : name
-            if (test !== passAll && !test(subjectOf(generation.payload, content, keyName))) {
-              filtered++
-              continue
-            }
-            const key = `${shape}\u0000${generation.payload.id}`
-            let item = pass.items.get(key)
-            if (item === undefined) {
-              item = traceItemOf(generation.payload, content, options, keyName)
-              pass.items.set(key, item)
+            const payload = batch.payloads[i]
+            // Its record is gone (it is written in the same transaction: not expected); nothing to send.
+            if (payload === undefined) continue
+            let item = traced[i]
+            // The key's name is looked up only to filter or to build: a built item has it.
+            if (test !== passAll || item === undefined) {
+              const content = options.privacyMode ? undefined : (batch.contents?.[i] ?? undefined)
+              const name = keyNameOf(payload.keyHash, now)
+              const keyName = name instanceof Promise ? await name : name
+              if (test !== passAll && !test(subjectOf(payload, content, keyName))) {
+                filtered++
+                continue
+              }
+              item ??= traceItemOf(payload, content, options, keyName)
+              traced[i] = item
             }
             items.push(item)
             taken++
@@ -452,7 +460,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
       if (result.ok) {
         breaker.failures = 0
         breaker.opens = 0
-        await markDelivered(destination.id, kept.map((r) => r.batch_id))
+        await queue.delivered(destination.id, kept.map((r) => r.batch_id), Date.now())
         count(kind, "delivered", items.length)
         return
       }
@@ -472,21 +480,6 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
     let timer: ReturnType<typeof setTimeout> | undefined
     const running = new Set<Promise<void>>()
     let ticking: Promise<void> | undefined
-
-    const claim = (now: number, excluded: ReadonlyArray<string>) => {
-      const until = now + settings.timeoutMs * 2 + 5_000
-      const skip = excluded.length === 0 ? sql`` : sql`AND destination_id NOT IN ${sql.in(excluded)}`
-      const due = isPg
-        ? sql`SELECT batch_id, destination_id FROM broadcast_deliveries WHERE state = 'pending' AND next_attempt_at <= ${now}
-            AND claimed_until < ${now} ${skip} ORDER BY next_attempt_at LIMIT ${MAX_CLAIM} FOR UPDATE SKIP LOCKED`
-        : sql`SELECT batch_id, destination_id FROM broadcast_deliveries WHERE state = 'pending' AND next_attempt_at <= ${now}
-            AND claimed_until < ${now} ${skip} ORDER BY next_attempt_at LIMIT ${MAX_CLAIM}`
-      return run(
-        sql<ClaimedRow>`UPDATE broadcast_deliveries SET claimed_until = ${until}
-          WHERE (batch_id, destination_id) IN (${due}) AND state = 'pending' AND claimed_until < ${now}
-          RETURNING batch_id, destination_id, generations, dropped, attempts, created_at`.pipe(Effect.orDie),
-      )
-    }
 
     /** Sends a destination's claimed rows, up to `batch_size` generations a send, at most `concurrencyPerDestination` at once. */
     const deliverGroup = async (destinationId: string, rows: ReadonlyArray<ClaimedRow>, deadline: number, pass: Pass) => {
@@ -540,12 +533,8 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
     const tick = async (deadline: number): Promise<number> => {
       const now = Date.now()
       // A read first: an idle queue costs no write (on SQLite an UPDATE takes the write lock even when it changes nothing).
-      const due = await run(
-        sql<{ batch_id: string }>`SELECT batch_id FROM broadcast_deliveries WHERE state = 'pending' AND next_attempt_at <= ${now}
-          AND claimed_until < ${now} LIMIT 1`.pipe(Effect.orDie),
-      )
-      if (due.length === 0) return 0
-      const claimed = await claim(now, unavailable(now))
+      if (!(await queue.anyDue(now))) return 0
+      const claimed = await queue.claim(now, now + settings.timeoutMs * 2 + 5_000, unavailable(now), MAX_CLAIM)
       if (claimed.length === 0) return 0
       const groups = new Map<string, Array<ClaimedRow>>()
       for (const row of claimed) {
@@ -554,7 +543,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
         groups.set(row.destination_id, group)
       }
       // Each batch is read and opened once for all its destinations.
-      const pass: Pass = { batches: await loadBatches([...new Set(claimed.map((r) => r.batch_id))]), items: new Map(), built: new Map() }
+      const pass: Pass = { batches: await loadBatches([...new Set(claimed.map((r) => r.batch_id))]), built: new Map() }
       for (const [id, rows] of groups) {
         const p: Promise<void> = deliverGroup(id, rows, deadline, pass)
           .catch((e: unknown) => {

@@ -1,7 +1,7 @@
 /**
  * The commit side of broadcast: the ledger hook that adds, in the transaction of a batch of
  * generations, what the worker needs to deliver the ones some destination wants: one
- * `broadcast_batches` row for the batch (each wanted generation's payload and which destinations
+ * `broadcast_batches` row for the batch (what each wanted generation's record lacks and which destinations
  * want it), a `broadcast_contents` row with their prompts and completions sealed once (only those
  * a destination outside privacy mode wants), and one small `broadcast_deliveries` row per destination that wants any of
  * them (migration 0017). It only selects and inserts (filter rules and caps are the worker's):
@@ -13,7 +13,7 @@
  */
 import type { GenerationEntry } from "../domain/generations.js"
 import type { LedgerRows } from "../store/ledger.js"
-import { contentOf, type DeliveryContent, type OutboxItems, payloadOf } from "./payload.js"
+import { contentOf, type DeliveryContent, extrasOf, type OutboxItems } from "./payload.js"
 
 /** A destination as the commit sees it. */
 export interface OutboxTarget {
@@ -123,7 +123,7 @@ export const makeOutbox = (deps: {
         if (!target.privacyMode) needsContent = true
       }
       if (to === undefined) continue
-      generations.push({ payload: payloadOf(entry), to })
+      generations.push({ payload: extrasOf(entry), to })
       const content = needsContent ? (contentOf(entry) ?? null) : null
       if (content !== null) withContent = true
       contents.push(content)

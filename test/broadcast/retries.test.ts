@@ -286,6 +286,88 @@ describe("cap and retention", () => {
   })
 })
 
+describe("the outbox batch", () => {
+  const batchItems = async (gw: TestGateway, batchId: string) => {
+    const rows = await gw.server.runtime.runPromise(
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ items: string }>`SELECT items FROM broadcast_batches WHERE id = ${batchId}`),
+    )
+    return JSON.parse(rows[0]?.items ?? "null") as { generations: Array<{ payload: Record<string, unknown> }> }
+  }
+
+  test("keeps only what the generation's record lacks; the trace carries the record's fields", async () => {
+    const receiver = startReceiver()
+    cleanups.push(receiver.stop)
+    const gw = await gateway({})
+    await createDestination(gw, { name: "c", type: "otel-collector", config: { endpoint: receiver.url } })
+    const generation = await ask(gw, { input: "from the record", user: "end-user-7" })
+    await waitFor(() => rootsBy(receiver.received).has(generation))
+    // The batch is named after its first generation; this one was committed alone.
+    const stored = (await batchItems(gw, generation)).generations[0]?.payload
+    expect(Object.keys(stored ?? {}).sort()).toEqual(["attempts", "id", "params", "plugins", "pricing", "strategy", "trace", "user"])
+    const root = rootsBy(receiver.received).get(generation)
+    if (root === undefined) throw new Error("no root span")
+    expect(attr(root, "gen_ai.request.model")).toBe("demo/free")
+    expect(attr(root, "user.id")).toBe("end-user-7")
+    expect(attr(root, "gen_ai.usage.output_tokens")).toBeGreaterThan(0)
+    expect(attr(root, "gateway.generation.status")).toBe("completed")
+  })
+
+  test("a batch written with whole payloads (before the extras) is delivered as it was written", async () => {
+    const receiver = startReceiver()
+    cleanups.push(receiver.stop)
+    const gw = await gateway({})
+    const id = await createDestination(gw, { name: "c", type: "otel-collector", config: { endpoint: receiver.url } })
+    const payload = {
+      id: "gen-1700000000-wholepayload00000001",
+      keyHash: "0".repeat(64),
+      ownerId: "user_admin",
+      workspaceId: "ws",
+      model: "legacy/model",
+      provider: "legacy",
+      upstreamModel: "legacy-upstream",
+      createdAt: new Date().toISOString(),
+      generationTimeMs: 5,
+      latencyMs: 2,
+      streamed: false,
+      status: "completed",
+      finishReason: "stop",
+      sessionId: null,
+      user: null,
+      inputTokens: 3,
+      cachedTokens: 0,
+      cacheWriteTokens: 0,
+      outputTokens: 4,
+      reasoningTokens: 0,
+      totalCost: 0,
+      isByok: false,
+      error: null,
+      trace: null,
+      attempts: [],
+      params: {},
+      strategy: null,
+      plugins: [],
+      pricing: null,
+    }
+    // No generations row: a whole payload is taken as it is.
+    await gw.server.runtime.runPromise(
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        Effect.all([
+          sql`INSERT INTO broadcast_batches (id, created_at, items)
+            VALUES (${payload.id}, ${Date.now()}, ${JSON.stringify({ destinations: [id], generations: [{ payload, to: [0] }] })})`,
+          sql`INSERT INTO broadcast_deliveries (batch_id, destination_id, generations, created_at, next_attempt_at)
+            VALUES (${payload.id}, ${id}, 1, ${Date.now()}, ${Date.now()})`,
+        ]),
+      ),
+    )
+    await waitFor(() => rootsBy(receiver.received).has(payload.id))
+    const root = rootsBy(receiver.received).get(payload.id)
+    if (root === undefined) throw new Error("no root span")
+    expect(attr(root, "gen_ai.request.model")).toBe("legacy/model")
+    expect(attr(root, "gen_ai.response.model")).toBe("legacy-upstream")
+    expect(attr(root, "gen_ai.usage.output_tokens")).toBe(4)
+  })
+})
+
 describe("the safe outbound fetcher", () => {
   test("a loopback destination is refused unless outbound.allow_private_addresses", async () => {
     const receiver = startReceiver()
