@@ -362,7 +362,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
     }
 
     /**
-     * The generations of `rows` as `destination` sees them, in sends of at most `batch_size`;
+     * The generations of `rows` as `destination` sees them (sent at most `batch_size`, about `batch_max_bytes`, at a time);
      * rows whose every generation its filter rules refuse are deleted.
      */
     const itemsOf = async (destination: ResolvedDestination, rows: ReadonlyArray<ClaimedRow>, pass: Pass) => {
@@ -424,8 +424,16 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
     /** The send's bodies, each built once per pass for every destination with the same switches and generations. */
     const batchesOf = (items: ReadonlyArray<TraceItem>, options: ViewOptions, pass: Pass): Array<TraceBatch> => {
       const out: Array<TraceBatch> = []
-      for (let i = 0; i < items.length; i += settings.batchSize) {
-        const chunk = items.slice(i, i + settings.batchSize)
+      for (let i = 0; i < items.length; ) {
+        // Up to batch_size generations, under batch_max_bytes (a larger generation goes alone).
+        let end = i + 1
+        let bytes = (items[i] as TraceItem).bytes
+        while (end < items.length && end - i < settings.batchSize && bytes + (items[end] as TraceItem).bytes <= settings.batchMaxBytes) {
+          bytes += (items[end] as TraceItem).bytes
+          end++
+        }
+        const chunk = items.slice(i, end)
+        i = end
         const key = `${optionsKey(options)}\u0000${chunk.map((item) => item.view.id).join(",")}`
         let batch = pass.built.get(key)
         if (batch === undefined) {

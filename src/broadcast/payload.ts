@@ -233,6 +233,8 @@ export interface TraceItem {
   readonly originals: Readonly<Record<string, string>>
   /** The generation's derived ids (`idsOf`). */
   readonly ids: string
+  /** About what its spans weigh in an OTLP JSON body, in bytes (batches stay under `batch_max_bytes`). */
+  readonly bytes: number
 }
 
 const str = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined)
@@ -321,7 +323,21 @@ export const traceItemOf = (
       ? {}
       : { error: options.privacyMode ? { status: payload.error.status, message: `HTTP ${payload.error.status}` } : payload.error }),
   }
-  return { view, payload, options, keyName, originals, ids }
+  return { view, payload, options, keyName, originals, ids, bytes: bytesOf(withContent ? content : undefined) }
+}
+
+/** A generation's spans with every switch on and no content: ~3.4 KB of OTLP JSON. */
+const SPANS_BYTES = 4_000
+
+/**
+ * About what a generation's spans weigh: its content's characters, twice (JSON escapes, up to three
+ * UTF-8 bytes a character), over the spans without content. An estimate, not a serialization.
+ */
+const bytesOf = (content: DeliveryContent | undefined): number => {
+  if (content === undefined) return SPANS_BYTES
+  let chars = (content.output?.length ?? 0) + (content.reasoning?.length ?? 0)
+  for (const m of content.input) chars += m.content.length + m.role.length
+  return SPANS_BYTES + 2 * chars
 }
 
 // ---- spans ----

@@ -111,6 +111,8 @@ export const searchSettingsOf = (file: ConfigFile["search"], apiKey: string | un
 /** Delivery to observability destinations (`broadcast` in the config file). */
 export interface BroadcastSettings {
   readonly batchSize: number
+  /** A request to a destination stays under about this many bytes (fewer generations when they carry long content). */
+  readonly batchMaxBytes: number
   readonly timeoutMs: number
   readonly maxAttempts: number
   readonly retryBaseMs: number
@@ -125,6 +127,8 @@ export const DEFAULT_BROADCAST: BroadcastSettings = {
   // Generations per request: ~500 spans, as OpenTelemetry's batch span processor sends (512). A
   // send costs ~140 µs of CPU beside its bytes: at 100 a request, ~4 µs per generation for three destinations.
   batchSize: 250,
+  // Under the strictest ingest limits documented (~1 MB a request, e.g. New Relic's trace API).
+  batchMaxBytes: 1_000_000,
   timeoutMs: 10_000,
   maxAttempts: 8,
   retryBaseMs: 1_000,
@@ -136,6 +140,7 @@ export const DEFAULT_BROADCAST: BroadcastSettings = {
 
 const broadcastSettings = (file: ConfigFile["broadcast"]): BroadcastSettings => ({
   batchSize: file?.batch_size ?? DEFAULT_BROADCAST.batchSize,
+  batchMaxBytes: file?.batch_max_bytes ?? DEFAULT_BROADCAST.batchMaxBytes,
   timeoutMs: file?.timeout_ms ?? DEFAULT_BROADCAST.timeoutMs,
   maxAttempts: file?.max_attempts ?? DEFAULT_BROADCAST.maxAttempts,
   retryBaseMs: file?.retry_base_ms ?? DEFAULT_BROADCAST.retryBaseMs,

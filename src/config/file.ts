@@ -290,6 +290,10 @@ export const ConfigFile = Schema.Struct({
     Schema.Struct({
       /** Spans (generations) per request to a destination at most. */
       batch_size: Schema.optional(Schema.Int.pipe(Schema.between(1, 1000, { message: () => "must be an integer from 1 to 1000" }))),
+      /** Bytes per request to a destination, about (a generation larger than it goes alone). */
+      batch_max_bytes: Schema.optional(
+        Schema.Int.pipe(Schema.between(10_000, 100_000_000, { message: () => "must be an integer from 10000 to 100000000" })),
+      ),
       /** One send's deadline. */
       timeout_ms: Schema.optional(positiveInt),
       /** Attempts before a delivery is dead (1 to 20). */

@@ -372,6 +372,30 @@ describe("the outbox batch", () => {
   })
 })
 
+describe("the size of a send", () => {
+  test("generations with long content go in more sends, each under broadcast.batch_max_bytes; short ones share one", async () => {
+    const receiver = startReceiver()
+    cleanups.push(receiver.stop)
+    // One pass a second: the requests below are committed before the worker claims them, together.
+    const gw = await gateway({ broadcast: fast({ pollMs: 1_000, batchMaxBytes: 30_000 }) })
+    await createDestination(gw, { name: "c", type: "otel-collector", config: { endpoint: receiver.url } })
+    const long = "a long prompt ".repeat(300)
+    const ids = await Promise.all([0, 1, 2, 3].map((i) => ask(gw, { input: `${i} ${long}` })))
+    await waitFor(() => ids.every((id) => rootsBy(receiver.received).has(id)), 10_000, "every long generation")
+    const sends = receiver.received.map((r) => ({ bytes: r.body.length, roots: [...rootsBy([r]).keys()] }))
+    // Each is ~12 KB sent (estimated ~21 KB: the estimate errs high): one fits under the cap, two do not.
+    for (const send of sends) expect(send.roots).toHaveLength(1)
+    expect(sends.map((s) => s.roots[0]).sort()).toEqual([...ids].sort())
+    for (const send of sends) expect(send.bytes).toBeLessThan(30_000)
+
+    const from = receiver.received.length
+    const short = await Promise.all([0, 1, 2, 3].map((i) => ask(gw, { input: `short ${i}` })))
+    await waitFor(() => short.every((id) => rootsBy(receiver.received.slice(from)).has(id)), 10_000, "every short generation")
+    // Short ones stay together (the same pass claimed them).
+    expect(receiver.received.length - from).toBe(1)
+  })
+})
+
 describe("the safe outbound fetcher", () => {
   test("a loopback destination is refused unless outbound.allow_private_addresses", async () => {
     const receiver = startReceiver()

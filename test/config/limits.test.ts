@@ -78,3 +78,15 @@ describe("key shape", () => {
     expect(Either.isRight(await load({ GATEWAY_MANAGEMENT_KEY: "my-admin-secret" }))).toBe(true)
   })
 })
+
+describe("the size of a broadcast send", () => {
+  test("broadcast.batch_max_bytes: 1,000,000 by default, set in the file, refused out of range naming the key", async () => {
+    expect(Either.getOrThrow(await load({})).broadcast.batchMaxBytes).toBe(1_000_000)
+    const path = `${process.env.TMPDIR ?? "/tmp"}/gw-broadcast-${crypto.randomUUID()}.json`
+    await Bun.write(path, JSON.stringify({ ...demoCatalog, broadcast: { batch_max_bytes: 50_000 } }))
+    expect(Either.getOrThrow(await load({ GATEWAY_CONFIG: path })).broadcast.batchMaxBytes).toBe(50_000)
+    const bad = parseConfigFile("c.json", JSON.stringify({ providers: [], models: [], broadcast: { batch_max_bytes: 100 } }))
+    expect(Either.isLeft(bad) && bad.left.message).toContain("broadcast.batch_max_bytes")
+    expect(Either.isLeft(bad) && bad.left.message).toContain("from 10000 to 100000000")
+  })
+})
