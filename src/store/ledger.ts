@@ -170,6 +170,24 @@ export interface LedgerRows {
   readonly rows: ReadonlyArray<Readonly<Record<string, string | number | null>>>
 }
 
+/** A JSON text with an escaped lone surrogate (`\ud800`), which Postgres's json cannot turn into text. */
+const LONE_SURROGATE_ESCAPE = /\\ud[89a-f]/i
+
+/**
+ * A multi-row INSERT of rows with the same keys. On Postgres the rows go as one JSON parameter
+ * (`json_populate_recordset`): one statement text whatever the count, and the rows serialized
+ * natively instead of bound one value at a time (~35 parameters a generation, the most of the
+ * gateway's CPU that Postgres cost over SQLite per request). Rows whose JSON Postgres could not read
+ * back (an escaped lone surrogate in a string) go as bound values, as everywhere else.
+ */
+const insertRows = (sql: SqlClient.SqlClient, table: string, rows: ReadonlyArray<Record<string, string | number | null>>) => {
+  const json = sql.onDialectOrElse({ pg: () => JSON.stringify(rows), orElse: () => undefined })
+  if (json === undefined || LONE_SURROGATE_ESCAPE.test(json)) return sql`INSERT INTO ${sql(table)} ${sql.insert(rows as Array<Record<string, string | number | null>>)}`
+  // Names from code (the row builders, the ledger hooks' LedgerRows), never from input.
+  const columns = sql.csv(Object.keys(rows[0] ?? {}).map((c) => `"${c}"`))
+  return sql`INSERT INTO ${sql(table)} (${columns}) SELECT ${columns} FROM json_populate_recordset(NULL::${sql(table)}, ${json}::json)`
+}
+
 /**
  * One transaction through @effect/sql: the generation rows, their content rows and their spend,
  * rolled up, the reservations they replace settled (summed per row, src/store/settlement.ts), and `extra`.
@@ -180,13 +198,13 @@ export const sqlBatchWriter = (sql: SqlClient.SqlClient) => {
     sql.withTransaction(
       Effect.gen(function* () {
         const entries = items.map((i) => i.entry)
-        yield* sql`INSERT INTO generations ${sql.insert(entries.map(toRow))}`
+        yield* insertRows(sql, "generations", entries.map(toRow))
         const contents = entries.flatMap((e) => contentRowOf(e) ?? [])
-        if (contents.length > 0) yield* sql`INSERT INTO generation_content ${sql.insert(contents)}`
+        if (contents.length > 0) yield* insertRows(sql, "generation_content", contents)
         yield* addSpendWith(sql, rollUp(entries.map(spendOf)))
         yield* settle(items.flatMap((i) => i.settlement ?? []))
         for (const part of extra) {
-          if (part.rows.length > 0) yield* sql`INSERT INTO ${sql(part.table)} ${sql.insert(part.rows as Array<Record<string, string | number | null>>)}`
+          if (part.rows.length > 0) yield* insertRows(sql, part.table, part.rows)
         }
       }),
     )
