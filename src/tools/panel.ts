@@ -126,17 +126,11 @@ export const noToolUse = (): PanelToolUse => ({
   sources: [],
 })
 
-/** One panelist's answer, over all its calls. */
-export type PanelAnswer =
-  | { readonly ok: true; readonly model: string; readonly text: string; readonly cost: number; readonly generations: ReadonlyArray<string> }
-  | {
-      readonly ok: false
-      readonly model: string
-      readonly error: string
-      readonly status: number
-      readonly cost: number
-      readonly generations: ReadonlyArray<string>
-    }
+/** One answer (a panelist's, the judge's), over all its calls: as an inner call's, with every call's record. */
+export type PanelAnswer = (
+  | Pick<Extract<InnerCallResult, { ok: true }>, "ok" | "model" | "text" | "cost">
+  | Pick<Extract<InnerCallResult, { ok: false }>, "ok" | "model" | "error" | "status" | "cost">
+) & { readonly generations: ReadonlyArray<string> }
 
 /** Runs one model call for the run (an inner call of the request). */
 export type RunModel = (request: ResponsesRequest, model: string) => Promise<InnerCallResult>
