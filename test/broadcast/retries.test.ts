@@ -9,7 +9,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { Broadcast } from "../../src/broadcast/Broadcast.js"
 import { type BroadcastSettings, DEFAULT_BROADCAST, GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
-import { startServer } from "../../src/http/server.js"
+import { type RunningServer, startServer } from "../../src/http/server.js"
 import { GenerationStore } from "../../src/services/GenerationStore.js"
 import { Notifications } from "../../src/services/Notifications.js"
 import { engine, freshDatabase, type TestDatabase } from "../support/db.js"
@@ -27,6 +27,17 @@ const fast = (over: Partial<BroadcastSettings> = {}): BroadcastSettings => ({
   timeoutMs: 2_000,
   ...over,
 })
+
+/** A request through a second gateway process (`startServer`, no test client) with `key`: its generation id. */
+const askThrough = (server: RunningServer, key: string, input: string) =>
+  fetch(`${server.url}/v1/responses`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "demo/free", input }),
+  }).then(async (res) => {
+    await res.text()
+    return res.headers.get("x-generation-id") as string
+  })
 
 const cleanups: Array<() => Promise<void> | void> = []
 afterAll(async () => {
@@ -154,15 +165,7 @@ describe("durability", () => {
     cleanups.push(() => b.stop())
     await setBroadcast(a, true)
     await createDestination(a, { name: "c", type: "otel-collector", config: { endpoint: receiver.url } })
-    const viaB = (input: string) =>
-      fetch(`${b.url}/v1/responses`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${a.adminKey}`, "content-type": "application/json" },
-        body: JSON.stringify({ model: "demo/free", input }),
-      }).then(async (res) => {
-        await res.text()
-        return res.headers.get("x-generation-id") as string
-      })
+    const viaB = (input: string) => askThrough(b, a.adminKey, input)
     const ids: Array<string> = []
     for (let i = 0; i < 15; i++) ids.push(await ask(a, { input: `a${i}` }), await viaB(`b${i}`))
     await waitFor(() => ids.every((g) => rootsBy(receiver.received).has(g)), 20_000, "every generation")
@@ -196,15 +199,7 @@ const seenAtOnceByAnother = async (
   const b = await startServer(GatewayConfig.layer(testSettings({ databaseUrl: db.url, allowPrivateAddresses: true, broadcast: fast() })))
   cleanups.push(() => b.stop())
   await before(a, receiver.url)
-  const viaB = (input: string) =>
-    fetch(`${b.url}/v1/responses`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${a.adminKey}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: "demo/free", input }),
-    }).then(async (res) => {
-      await res.text()
-      return res.headers.get("x-generation-id") as string
-    })
+  const viaB = (input: string) => askThrough(b, a.adminKey, input)
   await viaB("before the change")
   await b.runtime.runPromise(Effect.flatMap(GenerationStore, (g) => g.flush))
   const heard = () => b.runtime.runPromise(Effect.map(Notifications, (n) => n.stats().received))
