@@ -116,7 +116,10 @@ export const grantWith = (sql: SqlClient.SqlClient) => {
             // Lock the user's row before reading the spend (Postgres): a settlement moves a request's
             // cost from credits_reserved_nano (this row) to spend_daily (another table) in one commit,
             // and a statement that waited for the row would see the lowered hold with the old spend.
-            yield* sql`SELECT id FROM users WHERE id = ${a.userId}${forUpdate}`
+            yield* sql.onDialectOrElse({
+              pg: () => sql`SELECT id FROM users WHERE id = ${a.userId} FOR UPDATE`,
+              orElse: () => Effect.void,
+            })
             const rows = yield* sql<{ granted: number; spent: number; held: number }>`SELECT
                 (SELECT COALESCE(SUM(amount_nano), 0) FROM credit_grants WHERE user_id = ${a.userId}) AS granted,
                 (SELECT COALESCE(SUM(amount_nano), 0) FROM spend_daily WHERE user_id = ${a.userId} AND is_byok = 0) AS spent,
