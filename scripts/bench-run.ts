@@ -14,6 +14,11 @@
  *                            [--baseline path/to/binary]  (an A/B: this build too, interleaved with the others in the
  *                                                          same rounds; the report gains an A/B table and goes to the
  *                                                          run's folder, not bench/results/latest.md)
+ *                            [--restart]  (an A/B's two builds start afresh, and warm up again, before every round:
+ *                                          a median over process instances, not of one instance of each)
+ *                            [--together]  (an A/B's two builds are loaded at the same time in every round, each by a
+ *                                           load generator of its own, both on the server core: a slow spell of
+ *                                           the machine weighs on both alike)
  *                            [--only id,id]  (just these: scenario ids, "unread" for the never-reading clients, "durable"
  *                                             for the ledger.durable_answers rows, "pg" for the Postgres rows, "chat" for
  *                                             the Chat Completions rows with the Responses rows they are compared with;
@@ -74,6 +79,10 @@ const options = {
   held: !has("no-held") && only.length === 0,
   gateway: text("gateway", ""),
   baseline: text("baseline", ""),
+  /** Same-build A/Bs read +6.7 % one way round and -0.7 % the other: one process instance is a sample. */
+  restart: has("restart"),
+  /** Rounds minutes apart read up to 1.6x apart here; loads at the same time share the machine's spell. */
+  together: has("together"),
   logLevel: text("log-level", "info"),
   /** Never-reading clients on ~4 MB streams, beside a JSON client. */
   unread: value("unread", quick ? 200 : 500),
@@ -309,8 +318,8 @@ const startGateway = (name: "gateway" | "baseline", binary: string, port: number
     true,
   )
 }
-const gateway = startGateway("gateway", gatewayBinary, gatewayPort)
-const baseline = options.baseline === "" ? undefined : startGateway("baseline", options.baseline, baselinePort)
+let gateway = startGateway("gateway", gatewayBinary, gatewayPort)
+let baseline = options.baseline === "" ? undefined : startGateway("baseline", options.baseline, baselinePort)
 // The same binary with ledger.durable_answers on, for the durability rows (started only when they run).
 const durableRuns = only.length === 0 || only.some((id) => id.endsWith("-ledger"))
 const durableGateway = durableRuns
@@ -420,7 +429,8 @@ interface Target {
   readonly kind: Kind
   readonly label: string
   readonly port: number
-  readonly pid: number
+  /** Changes when `--restart` starts the process afresh. */
+  pid: number
 }
 const targets: Array<Target> = [
   { kind: "proxy", label: "bare Bun proxy", port: proxyPort, pid: proxy.proc.pid },
@@ -705,6 +715,45 @@ const groups: Array<Array<Scenario>> = scenarios
   .filter((s) => s.chatOf === undefined || !scenarios.some((r) => r.id === s.chatOf))
   .map((s) => [s, ...scenarios.filter((c) => c.chatOf === s.id)])
 
+/** What a round measures at once: each target alone, or with `--together` the A/B's two builds as one. */
+const unitsOf = (scenario: Scenario): Array<Array<Target>> => {
+  const all = targetsOf(scenario)
+  const builds = all.filter((t) => isGateway(t.kind))
+  if (!options.together || builds.length < 2) return all.map((t) => [t])
+  return [...all.filter((t) => !isGateway(t.kind)).map((t) => [t]), builds]
+}
+
+const record = (scenario: Scenario, target: Target, round: number, result: LoadResult, cpuUs: number) => {
+  const list = samples.get(key(scenario.id, target.kind)) ?? []
+  list.push({ result, cpuUs })
+  samples.set(key(scenario.id, target.kind), list)
+  const perReq = result.requests > 0 ? cpuUs / result.requests : Number.NaN
+  say(
+    `${scenario.id} round ${round} ${target.kind}: ${result.requests} req, ${result.rps.toFixed(0)}/s, ` +
+      `p50 ${result.latency.p50.toFixed(3)} ms, CPU ${perReq.toFixed(1)} µs/req` +
+      (result.errors > 0 ? `, ${result.errors} errors (${result.errorSamples[0]})` : ""),
+  )
+}
+
+/** `--restart`: the builds of an A/B stopped, started afresh on the same data, and warmed up again. */
+const restartBuilds = async (group: Array<Scenario>) => {
+  for (const target of targets.filter((t) => isGateway(t.kind))) {
+    const old = target.kind === "gateway" ? gateway : baseline
+    if (old === undefined) continue
+    old.proc.kill("SIGTERM")
+    await Promise.race([old.proc.exited, Bun.sleep(10_000)])
+    old.proc.kill("SIGKILL")
+    const fresh = target.kind === "gateway" ? startGateway("gateway", gatewayBinary, gatewayPort) : startGateway("baseline", options.baseline, baselinePort)
+    if (target.kind === "gateway") gateway = fresh
+    else baseline = fresh
+    target.pid = fresh.proc.pid
+    await waitReady(target.kind, `http://127.0.0.1:${target.port}/v1/health`)
+    for (const scenario of group) {
+      if (targetsOf(scenario).includes(target)) await load(specOf(target, scenario, options.warmupMs))
+    }
+  }
+}
+
 const t0 = Date.now()
 for (const group of groups) {
   for (const scenario of group) {
@@ -715,26 +764,30 @@ for (const group of groups) {
     }
   }
   for (let round = 1; round <= options.rounds; round++) {
+    if (options.restart && round > 1) await restartBuilds(group)
     // Order reversed every other round (A B C, C B A, …): a server measured first in a round
     // measured slower in same-build A/Bs here, and a fixed order would favour the others.
-    const inOrder = group.flatMap((scenario) => targetsOf(scenario).map((target) => ({ scenario, target })))
-    for (const { scenario, target } of round % 2 === 1 ? inOrder : [...inOrder].reverse()) {
+    const inOrder = group.flatMap((scenario) => unitsOf(scenario).map((unit) => ({ scenario, unit })))
+    for (const { scenario, unit } of round % 2 === 1 ? inOrder : [...inOrder].reverse()) {
+      const [target] = unit
+      if (target === undefined) continue
+      if (unit.length > 1) {
+        await Promise.all(
+          unit.map(async (t) => {
+            const before = cpuMicros(t.pid)
+            const result = await load(specOf(t, scenario, options.durationMs))
+            record(scenario, t, round, result, cpuMicros(t.pid) - before)
+          }),
+        )
+        continue
+      }
       const second = scenario.postgres === "two" ? pg2Target() : undefined
       const before = cpuMicros(target.pid) + (second === undefined ? 0 : cpuMicros(second.pid))
       const result =
         second === undefined
           ? await load(specOf(target, scenario, options.durationMs))
           : combined(await Promise.all([load(specOf(target, scenario, options.durationMs)), load(specOf(second, scenario, options.durationMs))]))
-      const cpuUs = cpuMicros(target.pid) + (second === undefined ? 0 : cpuMicros(second.pid)) - before
-      const list = samples.get(key(scenario.id, target.kind)) ?? []
-      list.push({ result, cpuUs })
-      samples.set(key(scenario.id, target.kind), list)
-      const perReq = result.requests > 0 ? cpuUs / result.requests : Number.NaN
-      say(
-        `${scenario.id} round ${round} ${target.kind}: ${result.requests} req, ${result.rps.toFixed(0)}/s, ` +
-          `p50 ${result.latency.p50.toFixed(3)} ms, CPU ${perReq.toFixed(1)} µs/req` +
-          (result.errors > 0 ? `, ${result.errors} errors (${result.errorSamples[0]})` : ""),
-      )
+      record(scenario, target, round, result, cpuMicros(target.pid) + (second === undefined ? 0 : cpuMicros(second.pid)) - before)
     }
   }
 }
@@ -895,6 +948,17 @@ const figures = (scenario: Scenario, kind: Kind): Figures | undefined => {
   }
 }
 
+/** The median of the per-round ratios of this build's CPU per request to the baseline's, minus one. */
+const pairedChange = (scenario: Scenario): number => {
+  const perReq = (kind: Kind) => (samples.get(key(scenario.id, kind)) ?? []).map((s) => (s.result.requests > 0 ? s.cpuUs / s.result.requests : Number.NaN))
+  const a = perReq("baseline")
+  const ratios = perReq("gateway").flatMap((b, i) => {
+    const base = a[i]
+    return base !== undefined && Number.isFinite(b) && Number.isFinite(base) ? [b / base] : []
+  })
+  return ratios.length === 0 ? Number.NaN : median(ratios) - 1
+}
+
 const f1 = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : "–")
 const f2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : "–")
 const f3 = (n: number) => (Number.isFinite(n) ? n.toFixed(3) : "–")
@@ -917,6 +981,8 @@ out(`Run ${new Date().toISOString()} on ${cpuModel}, ${coreCount} cores, Bun ${b
 out(
   `Loopback; ${hasTaskset ? "servers pinned to core 0, mock upstream and load generator to core 1 (taskset)" : "no pinning (taskset or a second core missing)"}; ` +
     `${options.rounds} interleaved rounds of ${options.durationMs / 1000} s per server and scenario (order reversed every other round), medians. ` +
+    (options.restart ? "The A/B's builds were started afresh and warmed up again before every round (--restart). " : "") +
+    (options.together ? "The A/B's two builds were loaded at the same time in each round, sharing the server core (--together). " : "") +
     `Server CPU = utime + stime of the server process (/proc/<pid>/stat) over the run.`,
 )
 out(
@@ -1190,22 +1256,27 @@ out()
 if (baseline !== undefined) {
   out(`## A/B: this build against the baseline (\`${options.baseline}\`), same rounds`)
   out()
-  out("| scenario | baseline CPU µs/req | this build CPU µs/req | change | baseline vs proxy | this build vs proxy |")
-  out("|---|---:|---:|---:|---:|---:|")
+  out("| scenario | baseline CPU µs/req | this build CPU µs/req | change | paired | baseline vs proxy | this build vs proxy |")
+  out("|---|---:|---:|---:|---:|---:|---:|")
   for (const scenario of scenarios) {
     const a = figures(scenario, "baseline")
     const b = figures(scenario, "gateway")
     const px = figures(scenario, "proxy")
     const skipped = scenario.chatOf === undefined ? undefined : chatSkipped.get("baseline")
     if (skipped !== undefined && b !== undefined) {
-      out(`| ${scenario.id} | n/a: ${cell(skipped)} | ${f1(b.cpuPerReq)} | – | – | – |`)
+      out(`| ${scenario.id} | n/a: ${cell(skipped)} | ${f1(b.cpuPerReq)} | – | – | – | – |`)
       continue
     }
     if (a === undefined || b === undefined) continue
     const change = signed(((b.cpuPerReq - a.cpuPerReq) / a.cpuPerReq) * 100, 1)
     const vsProxy = (f: Figures) => (px === undefined || scenario.limitedKey ? "–" : ratio(f.cpuPerReq, px.cpuPerReq))
-    out(`| ${scenario.id} | ${f1(a.cpuPerReq)} | ${f1(b.cpuPerReq)} | ${change} % | ${vsProxy(a)} | ${vsProxy(b)} |`)
+    out(`| ${scenario.id} | ${f1(a.cpuPerReq)} | ${f1(b.cpuPerReq)} | ${change} % | ${signed(pairedChange(scenario) * 100, 1)} % | ${vsProxy(a)} | ${vsProxy(b)} |`)
   }
+  out()
+  out(
+    "Paired: the median over rounds of this build's CPU per request over the baseline's in the same round " +
+      "(the two loads minutes apart at most, so a machine's slow spell weighs on both).",
+  )
   out()
 }
 out(`Raw samples: bench/scratch/run-${runId}/raw.json (not committed).`)
