@@ -111,8 +111,15 @@ for (let round = 0; round < rounds; round++) {
     console.error(`round ${round} ${g.name}: ${result.requests} req, ${result.rps.toFixed(0)}/s, ${result.errors} errors`)
   }
 }
-// The broadcasting gateway delivers within a few seconds of the last request.
-for (let i = 0; i < 200 && seen.some((s) => s.size < sent); i++) await Bun.sleep(100)
+// The broadcasting gateway delivers within a few seconds of the last request. `sent` leaves out
+// the warm-up's requests: wait until the receivers agree and nothing more arrives for a second.
+let last = ""
+for (let i = 0, quiet = 0; i < 300 && quiet < 10; i++) {
+  await Bun.sleep(100)
+  const now = seen.map((s) => s.size).join("/")
+  quiet = now === last && seen.every((s) => s.size === seen[0]?.size && s.size >= sent) ? quiet + 1 : 0
+  last = now
+}
 
 const median = (xs: Array<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN
 const perRequest = (name: string) => median((samples.get(name) ?? []).map((s) => s.cpuUs / Math.max(1, s.requests)))
