@@ -19,6 +19,9 @@
  *                            [--together]  (an A/B's two builds are loaded at the same time in every round, each by a
  *                                           load generator of its own, both on the server core: a slow spell of
  *                                           the machine weighs on both alike)
+ *                            [--alternate]  (with --restart: the two builds trade slots every other round, the port,
+ *                                            the load generator and the order they are started and warmed up in, so
+ *                                            whatever favours a slot weighs on both builds alike)
  *                            [--only id,id]  (just these: scenario ids, "unread" for the never-reading clients, "durable"
  *                                             for the ledger.durable_answers rows, "pg" for the Postgres rows, "chat" for
  *                                             the Chat Completions rows with the Responses rows they are compared with;
@@ -83,11 +86,14 @@ const options = {
   restart: has("restart"),
   /** Rounds minutes apart read up to 1.6x apart here; loads at the same time share the machine's spell. */
   together: has("together"),
+  /** A slot (its port, its place in the restart order) read up to +15 % against the other for one build. */
+  alternate: has("alternate"),
   logLevel: text("log-level", "info"),
   /** Never-reading clients on ~4 MB streams, beside a JSON client. */
   unread: value("unread", quick ? 200 : 500),
 }
 const fullRun = only.length === 0
+if (options.alternate && !options.restart) throw new Error("--alternate needs --restart (the builds change slots when they start afresh)")
 
 const root = join(import.meta.dir, "..")
 const bun = process.execPath
@@ -297,6 +303,7 @@ const proxy = start(
   [...pin(SERVER_CORE), bun, "scripts/bench-proxy.ts", "--port", String(proxyPort), "--upstream", `http://127.0.0.1:${mockPort}`],
   fetchLimit,
 )
+/** A build's process on `port`; its data (and its API keys) stay with the build when `--alternate` moves it to the other port. */
 const startGateway = (name: "gateway" | "baseline", binary: string, port: number) => {
   const dataDir = name === "gateway" ? runDir : join(runDir, name)
   mkdirSync(dataDir, { recursive: true })
@@ -428,7 +435,8 @@ type Kind = "proxy" | "gateway" | "baseline" | "peer" | "durable" | "pg" | "pg2"
 interface Target {
   readonly kind: Kind
   readonly label: string
-  readonly port: number
+  /** Changes when `--alternate` moves a build to the other slot. */
+  port: number
   /** Changes when `--restart` starts the process afresh. */
   pid: number
 }
@@ -624,8 +632,10 @@ const limitedSecretOf = async (port: number, limit = 1_000_000) => {
   if (res.status !== 201 || typeof body.key !== "string") throw new Error(`creating the limited key answered ${res.status}`)
   return body.key
 }
-const limitedSecrets = new Map<number, string>()
-for (const target of targets) if (isGateway(target.kind)) limitedSecrets.set(target.port, await limitedSecretOf(target.port))
+/** By build for the A/B's two (a build keeps its data when it changes port), by port for the Postgres processes. */
+const limitedSecrets = new Map<Kind | number, string>()
+const secretOf = (target: Target) => limitedSecrets.get(isGateway(target.kind) ? target.kind : target.port)
+for (const target of targets) if (isGateway(target.kind)) limitedSecrets.set(target.kind, await limitedSecretOf(target.port))
 // One key for both Postgres processes (they share the database), made through the first.
 if (pgTarget !== undefined) {
   const secret = await limitedSecretOf(pgTarget.port)
@@ -656,7 +666,7 @@ const specOf = (target: Target, scenario: Scenario, durationMs: number): LoadSpe
   ...requestFor(
     target,
     scenario.shape,
-    scenario.limitedKey ? (limitedSecrets.get(target.port) ?? managementKey) : managementKey,
+    scenario.limitedKey ? (secretOf(target) ?? managementKey) : managementKey,
     scenario.chatOf !== undefined,
   ),
 })
@@ -718,7 +728,8 @@ const groups: Array<Array<Scenario>> = scenarios
 /** What a round measures at once: each target alone, or with `--together` the A/B's two builds as one. */
 const unitsOf = (scenario: Scenario): Array<Array<Target>> => {
   const all = targetsOf(scenario)
-  const builds = all.filter((t) => isGateway(t.kind))
+  // In slot order (the gateway's port first): its load generator is started first.
+  const builds = all.filter((t) => isGateway(t.kind)).sort((a, b) => Number(b.port === gatewayPort) - Number(a.port === gatewayPort))
   if (!options.together || builds.length < 2) return all.map((t) => [t])
   return [...all.filter((t) => !isGateway(t.kind)).map((t) => [t]), builds]
 }
@@ -735,19 +746,30 @@ const record = (scenario: Scenario, target: Target, round: number, result: LoadR
   )
 }
 
-/** `--restart`: the builds of an A/B stopped, started afresh on the same data, and warmed up again. */
-const restartBuilds = async (group: Array<Scenario>) => {
-  for (const target of targets.filter((t) => isGateway(t.kind))) {
+/**
+ * `--restart`: the builds of an A/B stopped, then started afresh on their own data and warmed up,
+ * one after the other. With `--alternate`, on even rounds each build takes the other's slot: its
+ * port, and its place in that order (the first waits idle while the second warms up).
+ */
+const restartBuilds = async (group: Array<Scenario>, round: number) => {
+  const builds = targets.filter((t) => isGateway(t.kind))
+  const order = options.alternate && round % 2 === 0 ? [...builds].reverse() : builds
+  const slotPorts = [gatewayPort, baselinePort]
+  for (const target of order) {
     const old = target.kind === "gateway" ? gateway : baseline
     if (old === undefined) continue
     old.proc.kill("SIGTERM")
     await Promise.race([old.proc.exited, Bun.sleep(10_000)])
     old.proc.kill("SIGKILL")
-    const fresh = target.kind === "gateway" ? startGateway("gateway", gatewayBinary, gatewayPort) : startGateway("baseline", options.baseline, baselinePort)
+  }
+  for (const [slot, target] of order.entries()) {
+    const port = slotPorts[slot] as number
+    const fresh = target.kind === "gateway" ? startGateway("gateway", gatewayBinary, port) : startGateway("baseline", options.baseline, port)
     if (target.kind === "gateway") gateway = fresh
     else baseline = fresh
+    target.port = port
     target.pid = fresh.proc.pid
-    await waitReady(target.kind, `http://127.0.0.1:${target.port}/v1/health`)
+    await waitReady(target.kind, `http://127.0.0.1:${port}/v1/health`)
     for (const scenario of group) {
       if (targetsOf(scenario).includes(target)) await load(specOf(target, scenario, options.warmupMs))
     }
@@ -764,7 +786,7 @@ for (const group of groups) {
     }
   }
   for (let round = 1; round <= options.rounds; round++) {
-    if (options.restart && round > 1) await restartBuilds(group)
+    if (options.restart && round > 1) await restartBuilds(group, round)
     // Order reversed every other round (A B C, C B A, …): a server measured first in a round
     // measured slower in same-build A/Bs here, and a fixed order would favour the others.
     const inOrder = group.flatMap((scenario) => unitsOf(scenario).map((unit) => ({ scenario, unit })))
@@ -983,6 +1005,7 @@ out(
     `${options.rounds} interleaved rounds of ${options.durationMs / 1000} s per server and scenario (order reversed every other round), medians. ` +
     (options.restart ? "The A/B's builds were started afresh and warmed up again before every round (--restart). " : "") +
     (options.together ? "The A/B's two builds were loaded at the same time in each round, sharing the server core (--together). " : "") +
+    (options.alternate ? "The two builds traded slots (port, start order) every other round (--alternate). " : "") +
     `Server CPU = utime + stime of the server process (/proc/<pid>/stat) over the run.`,
 )
 out(
