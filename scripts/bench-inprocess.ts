@@ -8,8 +8,8 @@
  *
  * What it is for: telling a change of 1-2 % in the request path's CPU apart, which the compiled
  * bench (`scripts/bench --baseline`) cannot on a noisy machine. Both trees share the engine, its
- * spells and its heap, so the ratio of a pair of blocks is steady: the same tree against itself
- * reads 1.00 ± 0.01 (median over 30 pairs).
+ * spells and its heap, so the median of the pairs' ratios is steady: the same tree against itself
+ * read 1.001 and 0.9995 (two runs of 30 pairs; single pairs 0.86-1.07).
  *
  *   bun scripts/bench-inprocess.ts OLD_TREE NEW_TREE [--stream] [--pairs 30] [--block 5000] [--connections 32]
  *                                  [--log-level info] >/dev/null
