@@ -9,7 +9,7 @@
  * What it is for: telling a change of 1-2 % in the request path's CPU apart, which the compiled
  * bench (`scripts/bench --baseline`) cannot on a noisy machine. Both trees share the engine, its
  * spells and its heap, so the median of the pairs' ratios is steady: the same tree against itself
- * read 1.001 and 0.9995 (two runs of 30 pairs; single pairs 0.86-1.07).
+ * read 0.983 to 1.003 (four runs of 30 pairs; single pairs 0.86-1.09).
  *
  *   bun scripts/bench-inprocess.ts OLD_TREE NEW_TREE [--stream] [--pairs 30] [--block 5000] [--connections 32]
  *                                  [--log-level info] >/dev/null
@@ -18,15 +18,17 @@
  * to this one's). It prints each tree's median CPU per request and the median of the per-pair
  * ratios (new over old).
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 
 const args = process.argv.slice(2)
-const flag = (name: string, fallback: number): number => {
+/** The value after `--name`, if given. */
+const option = (name: string): string | undefined => {
   const at = args.indexOf(`--${name}`)
-  return at === -1 ? fallback : Number(args[at + 1])
+  return at === -1 ? undefined : args[at + 1]
 }
+const flag = (name: string, fallback: number): number => Number(option(name) ?? fallback)
 const valued = new Set(["--pairs", "--block", "--connections", "--log-level"])
 const [oldTree, newTree] = args.filter((a, i) => !a.startsWith("--") && !valued.has(args[i - 1] ?? ""))
 if (oldTree === undefined || newTree === undefined) {
@@ -38,8 +40,7 @@ const pairs = flag("pairs", 30)
 const blockSize = flag("block", 5000)
 const connections = flag("connections", 32)
 /** As the compiled bench runs them: a JSON line per request (this process's stdout; send it to /dev/null). */
-const logLevelAt = args.indexOf("--log-level")
-const logLevel = logLevelAt === -1 ? "info" : (args[logLevelAt + 1] as string)
+const logLevel = option("log-level") ?? "info"
 
 const KEY = "sk-bench-inprocess"
 const catalog = {
@@ -56,10 +57,12 @@ const scratch = mkdtempSync(join(tmpdir(), "bench-inprocess-"))
 
 interface Started {
   readonly server: { readonly port: number }
+  /** Settlements and queued generation records made durable. */
+  readonly drain: () => Promise<void>
 }
 
 /** A tree's server on a free port, its data in a folder of its own (the settings are read from the environment as it starts). */
-const start = async (name: string, tree: string): Promise<number> => {
+const start = async (name: string, tree: string): Promise<Started> => {
   const dir = join(scratch, name)
   mkdirSync(dir, { recursive: true })
   writeFileSync(join(dir, "config.json"), JSON.stringify(catalog))
@@ -75,19 +78,22 @@ const start = async (name: string, tree: string): Promise<number> => {
   const root = resolve(tree)
   const { startServer } = (await import(join(root, "src/http/server.ts"))) as { startServer: (config: unknown) => Promise<Started> }
   const { GatewayConfig } = (await import(join(root, "src/config/Config.ts"))) as { GatewayConfig: { fromEnv: unknown } }
-  return (await startServer(GatewayConfig.fromEnv)).server.port
+  return startServer(GatewayConfig.fromEnv)
 }
 
-const oldPort = await start("old", oldTree)
-const newPort = await start("new", newTree)
+const oldTarget = await start("old", oldTree)
+const newTarget = await start("new", newTree)
 const body = JSON.stringify({ model: "bench/fake", input: "Say hello to the benchmark, in a few more words than that.", ...(stream ? { stream: true } : {}) })
 const init = { method: "POST", headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" }, body }
 
-/** `n` requests over `connections` at a time; the CPU per request, in µs. */
-const block = async (port: number, n: number): Promise<number> => {
+/**
+ * `n` requests over `connections` at a time; the CPU per request, in µs, its ledger commits
+ * included (drained before the block ends, so none falls into the next tree's block).
+ */
+const block = async (target: Started, n: number): Promise<number> => {
   Bun.gc(true)
   let left = n
-  const url = `http://127.0.0.1:${port}/v1/responses`
+  const url = `http://127.0.0.1:${target.server.port}/v1/responses`
   const worker = async () => {
     while (left-- > 0) {
       const res = await fetch(url, init)
@@ -97,6 +103,7 @@ const block = async (port: number, n: number): Promise<number> => {
   }
   const before = process.cpuUsage()
   await Promise.all(Array.from({ length: connections }, worker))
+  await target.drain()
   const used = process.cpuUsage(before)
   return (used.user + used.system) / n
 }
@@ -108,18 +115,18 @@ const median = (values: ReadonlyArray<number>): number => {
 
 // Warm-up: both trees' code compiled by the JIT before any block counts.
 for (let i = 0; i < 2; i++) {
-  await block(oldPort, blockSize * 2)
-  await block(newPort, blockSize * 2)
+  await block(oldTarget, blockSize * 2)
+  await block(newTarget, blockSize * 2)
 }
 const olds: Array<number> = []
 const news: Array<number> = []
 for (let pair = 0; pair < pairs; pair++) {
   if (pair % 2 === 0) {
-    olds.push(await block(oldPort, blockSize))
-    news.push(await block(newPort, blockSize))
+    olds.push(await block(oldTarget, blockSize))
+    news.push(await block(newTarget, blockSize))
   } else {
-    news.push(await block(newPort, blockSize))
-    olds.push(await block(oldPort, blockSize))
+    news.push(await block(newTarget, blockSize))
+    olds.push(await block(oldTarget, blockSize))
   }
 }
 const ratios = olds.map((old, i) => (news[i] as number) / old)
@@ -130,4 +137,5 @@ console.error(
     `  new ${newTree}: ${median(news).toFixed(2)} µs\n` +
     `  new / old, median of the pairs: ${median(ratios).toFixed(4)} (pairs ${Math.min(...ratios).toFixed(3)}-${Math.max(...ratios).toFixed(3)})`,
 )
+rmSync(scratch, { recursive: true, force: true })
 process.exit(0)
