@@ -11,7 +11,8 @@
  * web fetch) in a tool loop of its own (panel.ts); without one, or with no tools, from model knowledge.
  */
 import type { FusionConfig } from "../config/file.js"
-import { heal, validatorOf } from "../pipeline/plugins/response-healing.js"
+import type { ValidateFunction } from "ajv"
+import { heal, loadHealing, validatorOf } from "../pipeline/plugins/response-healing.js"
 import { answerWithTools, CALLS_AFTER_JUDGE, CALLS_AFTER_PANELIST, noToolUse, type PanelAnswer, type PanelSetup, type PanelToolUse, type RunModel } from "./panel.js"
 
 export type { RunModel } from "./panel.js"
@@ -45,12 +46,16 @@ export const ANALYSIS_SCHEMA: Record<string, unknown> = objectOf({
   blind_spots: strings,
 })
 
-// Compiled once, at start (response-healing's compiler and cache).
-const validateAnalysis = (() => {
+/** The analysis schema's validator: compiled once, by the first judgement (response-healing's compiler, loaded then). */
+let validateAnalysis: ValidateFunction | undefined
+const analysisValidator = async (): Promise<ValidateFunction> => {
+  if (validateAnalysis !== undefined) return validateAnalysis
+  await loadHealing()
   const compiled = validatorOf(ANALYSIS_SCHEMA, "fusion analysis")
   if (typeof compiled === "string") throw new Error(compiled)
+  validateAnalysis = compiled
   return compiled
-})()
+}
 
 export const JUDGE_INSTRUCTIONS = [
   "You compare answers that several AI models gave, independently, to the same question.",
@@ -203,7 +208,7 @@ export const runFusion = async (
   generations.push(...judged.generations)
   if (!judged.ok) return { ...base, cost, failureReason: judgeFailure(judged), error: `the judge ${judge} failed: ${judged.error}` }
   if (judged.text.trim() === "") return { ...base, cost, failureReason: "judge_empty_completion", error: `the judge ${judge} gave an empty answer` }
-  const healed = heal(judged.text, "json_schema", validateAnalysis)
+  const healed = heal(judged.text, "json_schema", await analysisValidator())
   if (!healed.valid) {
     let parses = true
     try {

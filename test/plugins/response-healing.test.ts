@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
-import { extractJson, heal, unsafePattern, validatorOf } from "../../src/pipeline/plugins/response-healing.js"
+import { extractJson, heal, loadHealing, unsafePattern, validatorOf } from "../../src/pipeline/plugins/response-healing.js"
 import { catalogOf, endpoint, type Gateway, mockProvider, model, startGateway } from "../routing/helpers.js"
 
 let mock: MockUpstream
@@ -252,6 +252,9 @@ describe("response-healing: client schemas are untrusted", () => {
 })
 
 describe("response-healing: the rules, as functions", () => {
+  // ajv and jsonrepair are loaded by the first request that asks for healing; called alone, load them first.
+  beforeAll(loadHealing)
+
   test("extractJson takes a fenced block, else the span from the first brace to the last", () => {
     expect(extractJson("text ```\n[1,2]\n``` more")).toBe("[1,2]")
     expect(extractJson('The answer is {"a": {"b": 1}} as asked.')).toBe('{"a": {"b": 1}}')

@@ -9,14 +9,16 @@
  * Streams pass through unchanged (their text has reached the client before it could be judged).
  * An answer cut by the token limit is not healed into something it never said: it stays as it
  * was, and the pipeline entry says so.
+ * ajv and jsonrepair are loaded by the first request that asks for healing, not at start.
  */
 import { createHash } from "node:crypto"
-import Ajv, { type ValidateFunction } from "ajv"
-import { jsonrepair } from "jsonrepair"
+import type { default as AjvClass, ValidateFunction } from "ajv"
+import { Effect } from "effect"
 import { BadRequest } from "../../domain/errors.js"
 import type { ResponsesRequest } from "../../domain/responses.js"
 import type { FinishReason, ProviderEvent } from "../../providers/types.js"
 import type { PostModelStage } from "../post-model.js"
+import { Missing } from "../ingress.js"
 import type { PipelineEntry } from "../stages.js"
 import type { PluginStage } from "./plugin.js"
 
@@ -29,9 +31,32 @@ const VALIDATOR_CACHE = 256
 
 type Mode = "json_schema" | "json_object"
 
-// strictSchema: an unknown keyword is refused rather than silently ignored; formats are not
-// validated (no format plugin), so `format` is accepted as an annotation.
-const ajv = new Ajv({ strict: true, strictTypes: false, strictTuples: false, strictRequired: false, validateFormats: false, allErrors: false })
+interface Libraries {
+  readonly ajv: AjvClass
+  readonly jsonrepair: (text: string) => string
+}
+
+/**
+ * Loaded by the first request that asks for healing (`loadHealing`, through the pre-model stage's
+ * `Missing`). Not at start: a gateway that had loaded them (and made the ajv instance) spent ~3 %
+ * more CPU on every JSON answer, healed or not (`scripts/bench` A/B, bench/NOTES.md).
+ */
+let libraries: Libraries | undefined
+
+/** Loads ajv and jsonrepair once (the tests call it before using `heal` and `validatorOf`). */
+export const loadHealing = async (): Promise<void> => {
+  if (libraries !== undefined) return
+  const [{ default: Ajv }, { jsonrepair }] = await Promise.all([import("ajv"), import("jsonrepair")])
+  // strictSchema: an unknown keyword is refused rather than silently ignored; formats are not
+  // validated (no format plugin), so `format` is accepted as an annotation.
+  const ajv = new Ajv({ strict: true, strictTypes: false, strictTuples: false, strictRequired: false, validateFormats: false, allErrors: false })
+  libraries ??= { ajv, jsonrepair }
+}
+
+const loaded = (): Libraries => {
+  if (libraries === undefined) throw new Error("response-healing's libraries are used before loadHealing")
+  return libraries
+}
 
 /** sha256 of the schema's JSON text → its compiled validator, bounded (a Map keeps insertion order). */
 const validators = new Map<string, ValidateFunction>()
@@ -99,7 +124,7 @@ export const validatorOf = (schema: Record<string, unknown>, path: string): Vali
     // Compiled without $id (ajv would keep each id for good and refuse a second with it) and
     // without $schema (a client's draft URI is not a reason to refuse its schema).
     const { $id: _id, $schema: _draft, ...anonymous } = schema
-    compiled = ajv.compile(anonymous)
+    compiled = loaded().ajv.compile(anonymous)
   } catch (e) {
     return `${path}: a JSON Schema response-healing can compile (${(e as Error).message})`
   }
@@ -131,7 +156,9 @@ export const responseHealingPlugin: PluginStage<"response-healing"> = {
   needsPlan: false,
   run: (_config, state) => {
     const request = state.request
-    if (request.stream === true || modeOf(request) !== "json_schema") return undefined
+    if (request.stream === true || modeOf(request) === undefined) return undefined
+    // The post-model stage heals with them: loaded before the request goes on.
+    if (libraries === undefined) return new Missing(Effect.promise(loadHealing))
     const schema = schemaOf(request)
     if (schema === undefined) return undefined
     const checked = validatorOf(schema, "text.format.schema")
@@ -179,7 +206,7 @@ export const heal = (text: string, mode: Mode, validate: ValidateFunction | unde
   if (!/[{[]/.test(text)) return { text, changed: false, valid: false }
   let repaired: string
   try {
-    repaired = jsonrepair(extractJson(text))
+    repaired = loaded().jsonrepair(extractJson(text))
   } catch {
     return { text, changed: false, valid: false }
   }
