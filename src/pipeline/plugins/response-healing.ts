@@ -119,12 +119,14 @@ export const validatorOf = (schema: Record<string, unknown>, path: string): Vali
   }
   const unsafe = findUnsafePattern(schema, path, 0)
   if (unsafe !== undefined) return unsafe
+  // Outside the try: libraries not loaded is the gateway's fault, not a schema that does not compile.
+  const { ajv } = loaded()
   let compiled: ValidateFunction
   try {
     // Compiled without $id (ajv would keep each id for good and refuse a second with it) and
     // without $schema (a client's draft URI is not a reason to refuse its schema).
     const { $id: _id, $schema: _draft, ...anonymous } = schema
-    compiled = loaded().ajv.compile(anonymous)
+    compiled = ajv.compile(anonymous)
   } catch (e) {
     return `${path}: a JSON Schema response-healing can compile (${(e as Error).message})`
   }
@@ -204,9 +206,10 @@ export const heal = (text: string, mode: Mode, validate: ValidateFunction | unde
   if (direct.ok) return { text, changed: false, valid: judge(direct.value) }
   // No object or array in it: prose is not turned into a JSON string of itself.
   if (!/[{[]/.test(text)) return { text, changed: false, valid: false }
+  const { jsonrepair } = loaded()
   let repaired: string
   try {
-    repaired = loaded().jsonrepair(extractJson(text))
+    repaired = jsonrepair(extractJson(text))
   } catch {
     return { text, changed: false, valid: false }
   }
