@@ -43,15 +43,17 @@ interface Libraries {
  */
 let libraries: Libraries | undefined
 
+/** The one load, shared by the requests that wait on it. */
+let loading: Promise<void> | undefined
+
 /** Loads ajv and jsonrepair once (the tests call it before using `heal` and `validatorOf`). */
-export const loadHealing = async (): Promise<void> => {
-  if (libraries !== undefined) return
-  const [{ default: Ajv }, { jsonrepair }] = await Promise.all([import("ajv"), import("jsonrepair")])
-  // strictSchema: an unknown keyword is refused rather than silently ignored; formats are not
-  // validated (no format plugin), so `format` is accepted as an annotation.
-  const ajv = new Ajv({ strict: true, strictTypes: false, strictTuples: false, strictRequired: false, validateFormats: false, allErrors: false })
-  libraries ??= { ajv, jsonrepair }
-}
+export const loadHealing = (): Promise<void> =>
+  (loading ??= Promise.all([import("ajv"), import("jsonrepair")]).then(([{ default: Ajv }, { jsonrepair }]) => {
+    // strictSchema: an unknown keyword is refused rather than silently ignored; formats are not
+    // validated (no format plugin), so `format` is accepted as an annotation.
+    const ajv = new Ajv({ strict: true, strictTypes: false, strictTuples: false, strictRequired: false, validateFormats: false, allErrors: false })
+    libraries = { ajv, jsonrepair }
+  }))
 
 const loaded = (): Libraries => {
   if (libraries === undefined) throw new Error("response-healing's libraries are used before loadHealing")
