@@ -22,6 +22,9 @@
  *                            [--alternate]  (with --restart: the two builds trade slots every other round, the port,
  *                                            the load generator and the order they are started and warmed up in, so
  *                                            whatever favours a slot weighs on both builds alike)
+ *                            [--floor]  (with --baseline: a second instance of this build, its twin, measured in the same
+ *                                        rounds and slots as the two builds; the report states the paired change of
+ *                                        this build against its twin, the harness's own floor in that run)
  *                            [--only id,id]  (just these: scenario ids, "unread" for the never-reading clients, "durable"
  *                                             for the ledger.durable_answers rows, "pg" for the Postgres rows, "chat" for
  *                                             the Chat Completions rows with the Responses rows they are compared with;
@@ -88,12 +91,15 @@ const options = {
   together: has("together"),
   /** A slot (its port, its place in the restart order) read up to +15 % against the other for one build. */
   alternate: has("alternate"),
+  /** The same binary against itself in the same run: which differences of the A/B are the harness's own. */
+  floor: has("floor"),
   logLevel: text("log-level", "info"),
   /** Never-reading clients on ~4 MB streams, beside a JSON client. */
   unread: value("unread", quick ? 200 : 500),
 }
 const fullRun = only.length === 0
 if (options.alternate && !options.restart) throw new Error("--alternate needs --restart (the builds change slots when they start afresh)")
+if (options.floor && options.baseline === "") throw new Error("--floor goes with --baseline (it states the A/B's floor)")
 
 const root = join(import.meta.dir, "..")
 const bun = process.execPath
@@ -224,6 +230,7 @@ const mockPort = freePort()
 const proxyPort = freePort()
 const gatewayPort = freePort()
 const baselinePort = freePort()
+const twinPort = freePort()
 const durablePort = freePort()
 const pgPort = freePort()
 const pg2Port = freePort()
@@ -304,7 +311,7 @@ const proxy = start(
   fetchLimit,
 )
 /** A build's process on `port`; its data (and its API keys) stay with the build when `--alternate` moves it to the other port. */
-const startGateway = (name: "gateway" | "baseline", binary: string, port: number) => {
+const startGateway = (name: "gateway" | "baseline" | "twin", binary: string, port: number) => {
   const dataDir = name === "gateway" ? runDir : join(runDir, name)
   mkdirSync(dataDir, { recursive: true })
   return start(
@@ -327,6 +334,7 @@ const startGateway = (name: "gateway" | "baseline", binary: string, port: number
 }
 let gateway = startGateway("gateway", gatewayBinary, gatewayPort)
 let baseline = options.baseline === "" ? undefined : startGateway("baseline", options.baseline, baselinePort)
+let twin = options.floor ? startGateway("twin", gatewayBinary, twinPort) : undefined
 // The same binary with ledger.durable_answers on, for the durability rows (started only when they run).
 const durableRuns = only.length === 0 || only.some((id) => id.endsWith("-ledger"))
 const durableGateway = durableRuns
@@ -409,6 +417,7 @@ try {
   await waitReady("proxy", `http://127.0.0.1:${proxyPort}/`)
   await waitReady("gateway", `http://127.0.0.1:${gatewayPort}/v1/health`)
   if (baseline !== undefined) await waitReady("baseline", `http://127.0.0.1:${baselinePort}/v1/health`)
+  if (twin !== undefined) await waitReady("twin", `http://127.0.0.1:${twinPort}/v1/health`)
   if (durableGateway !== undefined) await waitReady("gateway-durable", `http://127.0.0.1:${durablePort}/v1/health`)
   if (pgGateway !== undefined) {
     await waitReady("gateway-pg", `http://127.0.0.1:${pgPort}/v1/health`)
@@ -431,7 +440,7 @@ try {
 
 // ------------------------------------------------------------------ scenarios
 
-type Kind = "proxy" | "gateway" | "baseline" | "peer" | "durable" | "pg" | "pg2"
+type Kind = "proxy" | "gateway" | "baseline" | "twin" | "peer" | "durable" | "pg" | "pg2"
 interface Target {
   readonly kind: Kind
   readonly label: string
@@ -445,8 +454,9 @@ const targets: Array<Target> = [
   { kind: "gateway", label: "gateway (dist/gateway)", port: gatewayPort, pid: gateway.proc.pid },
 ]
 if (baseline !== undefined) targets.push({ kind: "baseline", label: `baseline (${options.baseline})`, port: baselinePort, pid: baseline.proc.pid })
-/** The gateway builds measured: this one, and the baseline of an A/B. */
-const isGateway = (kind: Kind) => kind === "gateway" || kind === "baseline"
+if (twin !== undefined) targets.push({ kind: "twin", label: "this build's twin (--floor)", port: twinPort, pid: twin.proc.pid })
+/** The gateway builds measured: this one, the baseline of an A/B and this build's twin. */
+const isGateway = (kind: Kind) => kind === "gateway" || kind === "baseline" || kind === "twin"
 if (peer !== undefined) targets.push({ kind: "peer", label: "peer (Portkey, Node)", port: peerPort, pid: peer.proc.pid })
 const durableTarget: Target | undefined =
   durableGateway === undefined ? undefined : { kind: "durable", label: "gateway, durable answers on", port: durablePort, pid: durableGateway.proc.pid }
@@ -729,7 +739,7 @@ const groups: Array<Array<Scenario>> = scenarios
 const unitsOf = (scenario: Scenario): Array<Array<Target>> => {
   const all = targetsOf(scenario)
   // In slot order (the gateway's port first): its load generator is started first.
-  const builds = all.filter((t) => isGateway(t.kind)).sort((a, b) => Number(b.port === gatewayPort) - Number(a.port === gatewayPort))
+  const builds = all.filter((t) => isGateway(t.kind)).sort((a, b) => slotPorts.indexOf(a.port) - slotPorts.indexOf(b.port))
   if (!options.together || builds.length < 2) return all.map((t) => [t])
   return [...all.filter((t) => !isGateway(t.kind)).map((t) => [t]), builds]
 }
@@ -748,15 +758,18 @@ const record = (scenario: Scenario, target: Target, round: number, result: LoadR
 
 /**
  * `--restart`: the builds of an A/B stopped, then started afresh on their own data and warmed up,
- * one after the other. With `--alternate`, on even rounds each build takes the other's slot: its
- * port, and its place in that order (the first waits idle while the second warms up).
+ * one after the other. With `--alternate`, the builds rotate through the slots round by round (two
+ * builds: on even rounds each takes the other's): the port, and the place in that order (the first
+ * waits idle while the next warm up).
  */
+const slotPorts = [gatewayPort, baselinePort, twinPort]
+const processOf = (kind: Kind) => (kind === "gateway" ? gateway : kind === "baseline" ? baseline : twin)
 const restartBuilds = async (group: Array<Scenario>, round: number) => {
   const builds = targets.filter((t) => isGateway(t.kind))
-  const order = options.alternate && round % 2 === 0 ? [...builds].reverse() : builds
-  const slotPorts = [gatewayPort, baselinePort]
+  const shift = options.alternate ? (round - 1) % builds.length : 0
+  const order = [...builds.slice(builds.length - shift), ...builds.slice(0, builds.length - shift)]
   for (const target of order) {
-    const old = target.kind === "gateway" ? gateway : baseline
+    const old = processOf(target.kind)
     if (old === undefined) continue
     old.proc.kill("SIGTERM")
     await Promise.race([old.proc.exited, Bun.sleep(10_000)])
@@ -764,8 +777,10 @@ const restartBuilds = async (group: Array<Scenario>, round: number) => {
   }
   for (const [slot, target] of order.entries()) {
     const port = slotPorts[slot] as number
-    const fresh = target.kind === "gateway" ? startGateway("gateway", gatewayBinary, port) : startGateway("baseline", options.baseline, port)
+    const fresh =
+      target.kind === "baseline" ? startGateway("baseline", options.baseline, port) : startGateway(target.kind === "twin" ? "twin" : "gateway", gatewayBinary, port)
     if (target.kind === "gateway") gateway = fresh
+    else if (target.kind === "twin") twin = fresh
     else baseline = fresh
     target.port = port
     target.pid = fresh.proc.pid
@@ -970,10 +985,10 @@ const figures = (scenario: Scenario, kind: Kind): Figures | undefined => {
   }
 }
 
-/** The median of the per-round ratios of this build's CPU per request to the baseline's, minus one. */
-const pairedChange = (scenario: Scenario): number => {
+/** The median of the per-round ratios of this build's CPU per request to the baseline's (or its twin's), minus one. */
+const pairedChange = (scenario: Scenario, against: Kind = "baseline"): number => {
   const perReq = (kind: Kind) => (samples.get(key(scenario.id, kind)) ?? []).map((s) => (s.result.requests > 0 ? s.cpuUs / s.result.requests : Number.NaN))
-  const a = perReq("baseline")
+  const a = perReq(against)
   const ratios = perReq("gateway").flatMap((b, i) => {
     const base = a[i]
     return base !== undefined && Number.isFinite(b) && Number.isFinite(base) ? [b / base] : []
@@ -1279,8 +1294,9 @@ out()
 if (baseline !== undefined) {
   out(`## A/B: this build against the baseline (\`${options.baseline}\`), same rounds`)
   out()
-  out("| scenario | baseline CPU µs/req | this build CPU µs/req | change | paired | baseline vs proxy | this build vs proxy |")
-  out("|---|---:|---:|---:|---:|---:|---:|")
+  const floorHead = twin === undefined ? "" : " floor: this build vs its twin, paired |"
+  out(`| scenario | baseline CPU µs/req | this build CPU µs/req | change | paired | baseline vs proxy | this build vs proxy |${floorHead}`)
+  out(`|---|---:|---:|---:|---:|---:|---:|${twin === undefined ? "" : "---:|"}`)
   for (const scenario of scenarios) {
     const a = figures(scenario, "baseline")
     const b = figures(scenario, "gateway")
@@ -1293,12 +1309,17 @@ if (baseline !== undefined) {
     if (a === undefined || b === undefined) continue
     const change = signed(((b.cpuPerReq - a.cpuPerReq) / a.cpuPerReq) * 100, 1)
     const vsProxy = (f: Figures) => (px === undefined || scenario.limitedKey ? "–" : ratio(f.cpuPerReq, px.cpuPerReq))
-    out(`| ${scenario.id} | ${f1(a.cpuPerReq)} | ${f1(b.cpuPerReq)} | ${change} % | ${signed(pairedChange(scenario) * 100, 1)} % | ${vsProxy(a)} | ${vsProxy(b)} |`)
+    const floor = twin === undefined ? "" : ` ${signed(pairedChange(scenario, "twin") * 100, 1)} % |`
+    out(`| ${scenario.id} | ${f1(a.cpuPerReq)} | ${f1(b.cpuPerReq)} | ${change} % | ${signed(pairedChange(scenario) * 100, 1)} % | ${vsProxy(a)} | ${vsProxy(b)} |${floor}`)
   }
   out()
   out(
     "Paired: the median over rounds of this build's CPU per request over the baseline's in the same round " +
-      "(the two loads minutes apart at most, so a machine's slow spell weighs on both).",
+      "(the two loads minutes apart at most, so a machine's slow spell weighs on both)." +
+      (twin === undefined
+        ? ""
+        : " Floor: the same figure for this build against a second instance of itself in the same rounds and slots; " +
+          "an A/B difference inside it is the harness's, not the build's."),
   )
   out()
 }
@@ -1324,7 +1345,7 @@ if (pgUrl !== undefined) {
   }
 }
 // The ledger of a full run is ~100 MB of rows nobody reads: keep the logs and raw.json only.
-for (const db of ["gateway.db", "gateway-durable.db", join("baseline", "gateway.db")]) {
+for (const db of ["gateway.db", "gateway-durable.db", join("baseline", "gateway.db"), join("twin", "gateway.db")]) {
   for (const suffix of ["", "-wal", "-shm"]) rmSync(join(runDir, `${db}${suffix}`), { force: true })
 }
 console.log(report)
