@@ -125,7 +125,11 @@ describe("the needs marker convention", () => {
   })
 
   test("a marker with nothing after needs:, or not above a fence, is a problem naming its line", () => {
-    const md = ["<!-- needs: -->", "```sh", "x", "```", "<!-- needs -->", "```sh", "y", "```", "", "<!-- needs: orphan -->", "text", "```sh", "z", "```"].join("\n")
+    const md = [
+      ...["<!-- needs: -->", "```sh", "x", "```", "<!-- needs -->", "```sh", "y", "```", "", "<!-- needs: orphan -->", "text", "```sh", "z", "```"],
+      // Quoted in a sentence or shown in a fence, it is not a marker.
+      ...["Write `<!-- needs: … -->` above it.", "```md", "<!-- needs: shown -->", "```"],
+    ].join("\n")
     expect(examplesOf("x.md", md).problems).toEqual([
       { file: "x.md", line: 1, problem: "a needs marker must say what the example needs: <!-- needs: … -->" },
       { file: "x.md", line: 5, problem: "a needs marker must say what the example needs: <!-- needs: … -->" },

@@ -44,15 +44,17 @@ export interface ExampleProblem {
 
 const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([^\s`]*)/
 const MARKER = /^\s*<!--\s*needs\b(.*?)-->\s*$/
-const ANY_NEEDS = /<!--\s*needs\b/
+/** A marker begins its line (one quoted inside a sentence or a fence is not a marker). */
+const ANY_NEEDS = /^\s*<!--\s*needs\b/
 
 /** Every runnable example of one Markdown text, and the markers that break the convention. */
 export const examplesOf = (file: string, markdown: string): { examples: Array<Example>; problems: Array<ExampleProblem> } => {
   const lines = markdown.split("\n")
   const examples: Array<Example> = []
   const problems: Array<ExampleProblem> = []
-  /** Markers that stand above a fence (the others are reported). */
+  /** Markers that stand above a fence (the others are reported), and the lines inside fences. */
   const used = new Set<number>()
+  const fenced = new Set<number>()
   for (let i = 0; i < lines.length; i++) {
     const open = FENCE.exec(lines[i] as string)
     if (open === null) continue
@@ -60,6 +62,7 @@ export const examplesOf = (file: string, markdown: string): { examples: Array<Ex
     const language = LANGUAGES[(open[2] ?? "").toLowerCase()]
     let end = i + 1
     while (end < lines.length && !(lines[end] as string).trim().startsWith(fence)) end++
+    for (let inside = i + 1; inside < end; inside++) fenced.add(inside)
     // The marker: the nearest line above the fence that is not blank.
     let above = i - 1
     while (above >= 0 && (lines[above] as string).trim() === "") above--
@@ -75,7 +78,7 @@ export const examplesOf = (file: string, markdown: string): { examples: Array<Ex
     i = end
   }
   lines.forEach((text, i) => {
-    if (ANY_NEEDS.test(text) && !used.has(i)) {
+    if (ANY_NEEDS.test(text) && !used.has(i) && !fenced.has(i)) {
       problems.push({ file, line: i + 1, problem: "a needs marker must stand on the line right above a fence (blank lines aside), alone on its line" })
     }
   })
