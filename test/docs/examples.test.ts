@@ -79,10 +79,13 @@ afterAll(async () => {
 
 let scripts = 0
 
-/** The command that runs an example, bounded by coreutils `timeout` (which signals the example's whole process group). */
+/** coreutils `timeout` signals the example's whole process group (its curls too); without it, the spawn's own bound ends the shell. */
+const coreutilsTimeout = Bun.which("timeout")
+
+/** The command that runs an example, bounded. */
 const commandOf = (e: Example): Array<string> => {
   const name = `example-${++scripts}`
-  const bounded = ["timeout", "-k", "5", String(EXAMPLE_TIMEOUT_S)]
+  const bounded = coreutilsTimeout === null ? [] : [coreutilsTimeout, "-k", "5", String(EXAMPLE_TIMEOUT_S)]
   if (e.language === "sh") {
     const file = join(dir, `${name}.sh`)
     const functions = join(dir, "functions.sh")
@@ -98,10 +101,18 @@ const commandOf = (e: Example): Array<string> => {
 }
 
 const run = async (e: Example): Promise<void> => {
-  const proc = Bun.spawn(commandOf(e), { cwd: dir, env, stdout: "pipe", stderr: "pipe", stdin: "ignore" })
+  const proc = Bun.spawn(commandOf(e), {
+    cwd: dir,
+    env,
+    stdout: "pipe",
+    stderr: "pipe",
+    stdin: "ignore",
+    timeout: (EXAMPLE_TIMEOUT_S + 5) * 1000,
+    killSignal: "SIGKILL",
+  })
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
   if (code === 0) return
-  const why = code === 124 || code === 137 ? `did not finish within ${EXAMPLE_TIMEOUT_S} s` : `exited ${code}`
+  const why = code === 124 || code === 137 || proc.signalCode === "SIGKILL" ? `did not finish within ${EXAMPLE_TIMEOUT_S} s` : `exited ${code}`
   throw new Error(
     `${where(e)} ${why} against the demo gateway\n--- example ---\n${e.code}\n--- stdout ---\n${tail(stdout)}\n--- stderr ---\n${tail(stderr)}`,
   )
