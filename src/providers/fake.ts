@@ -7,6 +7,9 @@
  *   the request declares for NAME (every property, strings from the message without its markers),
  *   so SDK tool loops that validate them (`runTools`, zod) run; `{"input":"<text>"}` when NAME is
  *   not declared or its schema names no property and allows any;
+ * - `tool_choice` is honoured: a named function (or `required`: the first tool) is called without
+ *   a marker, as structured-output helpers force it (LangChain's `withStructuredOutput`); `none`
+ *   answers text even with a marker;
  * - an input that ends with tool outputs (`function_call_output`) is answered with text quoting
  *   them, so a tool round trip ends even though the last user message still holds `[tool:NAME]`;
  * - `text.format` `json_schema`: JSON valid against the schema; `json_object`: `{"answer": …}`;
@@ -116,6 +119,16 @@ const toolArguments = (request: NormalizedRequest, name: string, text: string): 
   return JSON.stringify(schemaExample(parameters, plain === "" ? text : plain))
 }
 
+/** The function the answer calls, if any: `tool_choice` first (`none` calls nothing), then the `[tool:NAME]` marker. */
+const toolToCall = (request: NormalizedRequest, markers: string): string | undefined => {
+  const choice = request.toolChoice
+  if (choice === "none") return undefined
+  if (typeof choice === "object") return choice.name
+  const marked = TOOL.exec(markers)
+  if (marked !== null) return marked[1]
+  return choice === "required" ? request.tools[0]?.name : undefined
+}
+
 /** The answer's text: the reply, or JSON carrying it when the request asks for JSON output. */
 const answerText = (request: NormalizedRequest, reply: string): string => {
   const format = request.responseFormat
@@ -151,10 +164,10 @@ const script = (request: NormalizedRequest): Script => {
     reasoningTokens = batches.length
     outputTokens = reasoningTokens
   }
-  const tool = toolReply === undefined ? TOOL.exec(markers) : null
-  if (tool !== null) {
-    const args = toolArguments(request, tool[1], text)
-    batches.push([{ type: "tool_call_start", index: 0, callId: "call_fake_0", name: tool[1] }], [{ type: "tool_call_delta", index: 0, delta: args }])
+  const tool = toolReply === undefined ? toolToCall(request, markers) : undefined
+  if (tool !== undefined) {
+    const args = toolArguments(request, tool, text)
+    batches.push([{ type: "tool_call_start", index: 0, callId: "call_fake_0", name: tool }], [{ type: "tool_call_delta", index: 0, delta: args }])
     outputTokens += fakeWords(args).length
   } else {
     const words = fakeWords(answerText(request, toolReply ?? `Echo: ${text}`))
@@ -164,7 +177,7 @@ const script = (request: NormalizedRequest): Script => {
   const usage: Usage = { inputTokens: fakeInputTokens(request), cachedTokens: 0, cacheWriteTokens: 0, outputTokens, reasoningTokens }
   batches.push([
     { type: "usage", usage },
-    { type: "finish", reason: tool === null ? "stop" : "tool_calls" },
+    { type: "finish", reason: tool === undefined ? "stop" : "tool_calls" },
   ])
   const slow = SLOW.exec(markers)
   const ttft = TTFT.exec(markers)

@@ -102,4 +102,29 @@ describe("the openai client", () => {
     expect((await runner.totalUsage()).prompt_tokens).toBeGreaterThan(0)
     expect(runner.messages.filter((m) => m.role === "tool")).toHaveLength(1)
   })
+  test("a forced function call (how structured-output helpers ask) is answered with arguments valid against its schema, no marker needed", async () => {
+    const completion = await client().chat.completions.create({
+      model: "demo/echo",
+      messages: [{ role: "user", content: "Alice is 31 and lives in Oslo" }],
+      tools: [
+        {
+          type: "function",
+          function: {
+            name: "person",
+            parameters: {
+              type: "object",
+              properties: { name: { type: "string" }, age: { type: "integer", minimum: 0 }, city: { type: "string" } },
+              required: ["name", "age", "city"],
+              additionalProperties: false,
+            },
+          },
+        },
+      ],
+      tool_choice: { type: "function", function: { name: "person" } },
+    })
+    const call = completion.choices[0]?.message.tool_calls?.[0]
+    expect(call?.type === "function" ? call.function.name : undefined).toBe("person")
+    const args = call?.type === "function" ? JSON.parse(call.function.arguments) : undefined
+    expect(z.object({ name: z.string(), age: z.number().int().min(0), city: z.string() }).strict().safeParse(args).success).toBe(true)
+  })
 })

@@ -96,6 +96,20 @@ describe("fake provider", () => {
     }
   })
 
+  test("tool_choice is honoured: a named function or required calls without a marker, none answers text even with one", async () => {
+    const tools = [{ type: "function" as const, name: "get_weather", parameters: weatherTool.parameters }, { type: "function" as const, name: "other" }]
+    const callOf = async (text: string, toolChoice: NonNullable<Parameters<typeof textRequest>[1]>["toolChoice"]) => {
+      const events = await eventsOf(await fakeProvider.open(textRequest(text, { tools, toolChoice }), config, { stream: false, signal: new AbortController().signal }))
+      const start = events.find((e) => e.type === "tool_call_start") as { name: string } | undefined
+      return start?.name
+    }
+    expect(await callOf("Oslo", { type: "function", name: "get_weather" })).toBe("get_weather")
+    expect(await callOf("Oslo", "required")).toBe("get_weather")
+    expect(await callOf("Oslo [tool:other]", "required")).toBe("other")
+    expect(await callOf("Oslo [tool:get_weather]", "none")).toBeUndefined()
+    expect(await callOf("Oslo", "auto")).toBeUndefined()
+  })
+
   test("[reasoning] emits reasoning deltas before the text, counted as reasoning tokens", async () => {
     const events = await eventsOf(await open("why [reasoning]"))
     const thoughts = fakeWords(FAKE_REASONING)
