@@ -3,7 +3,13 @@
  * the last user message, for tests, the offline demo and benchmarks. No HTTP.
  *
  * - answers `Echo: <text>` in word-sized text deltas;
- * - `[tool:NAME]`: a call to NAME with arguments `{"input":"<text>"}` instead of text;
+ * - `[tool:NAME]`: a call to NAME instead of text. Its arguments are valid against the JSON schema
+ *   the request declares for NAME (every property, strings from the message without its markers),
+ *   so SDK tool loops that validate them (`runTools`, zod) run; `{"input":"<text>"}` when NAME is
+ *   not declared or its schema names no property and allows any;
+ * - `tool_choice` is honoured: a named function (or `required`: the first tool) is called without
+ *   a marker, as structured-output helpers force it (LangChain's `withStructuredOutput`); `none`
+ *   answers text even with a marker;
  * - an input that ends with tool outputs (`function_call_output`) is answered with text quoting
  *   them, so a tool round trip ends even though the last user message still holds `[tool:NAME]`;
  * - `text.format` `json_schema`: JSON valid against the schema; `json_object`: `{"answer": …}`;
@@ -37,6 +43,8 @@ const TOOL = /\[tool:([A-Za-z0-9_.-]+)\]/
 const SLOW = /\[slow:(\d+)\]/
 const TTFT = /\[ttft:(\d+)\]/
 const WORD = /\S+\s*/g
+/** The markers themselves, left out of the strings of a tool call's arguments. */
+const MARKERS = /\s*\[(?:tool|fail|slow|ttft):[^\]]*\]|\s*\[(?:reasoning|fail-mid)\]/g
 
 /** Splits text into word-sized deltas that join back to it exactly. */
 export const fakeWords = (text: string): Array<string> => text.match(WORD) ?? []
@@ -87,6 +95,40 @@ const toolOutputReply = (input: ReadonlyArray<InputItem>): string | undefined =>
   return parts.join("\n")
 }
 
+/** An object schema that names no property and allows any: `{"input": …}` is as valid as `{}`, and tells more. */
+const takesAnyObject = (schema: Record<string, unknown>): boolean => {
+  const properties = schema["properties"]
+  const required = schema["required"]
+  return (
+    (properties === undefined || (typeof properties === "object" && properties !== null && Object.keys(properties).length === 0)) &&
+    (!Array.isArray(required) || required.length === 0) &&
+    schema["additionalProperties"] !== false &&
+    (schema["type"] === undefined || schema["type"] === "object") &&
+    schema["anyOf"] === undefined && schema["oneOf"] === undefined && schema["allOf"] === undefined && schema["$ref"] === undefined
+  )
+}
+
+/**
+ * A call's arguments: valid against the parameters the request declares for the tool, with
+ * the message (markers removed) in its strings, e.g. `{"city": "Weather in Paris?"}`.
+ */
+const toolArguments = (request: NormalizedRequest, name: string, text: string): string => {
+  const parameters = request.tools.find((t) => t.name === name)?.parameters
+  if (parameters === undefined || takesAnyObject(parameters)) return JSON.stringify({ input: text })
+  const plain = text.replace(MARKERS, "").trim()
+  return JSON.stringify(schemaExample(parameters, plain === "" ? text : plain))
+}
+
+/** The function the answer calls, if any: `tool_choice` first (`none` calls nothing), then the `[tool:NAME]` marker. */
+const toolToCall = (request: NormalizedRequest, markers: string): string | undefined => {
+  const choice = request.toolChoice
+  if (choice === "none") return undefined
+  if (typeof choice === "object") return choice.name
+  const marked = TOOL.exec(markers)
+  if (marked !== null) return marked[1]
+  return choice === "required" ? request.tools[0]?.name : undefined
+}
+
 /** The answer's text: the reply, or JSON carrying it when the request asks for JSON output. */
 const answerText = (request: NormalizedRequest, reply: string): string => {
   const format = request.responseFormat
@@ -122,10 +164,10 @@ const script = (request: NormalizedRequest): Script => {
     reasoningTokens = batches.length
     outputTokens = reasoningTokens
   }
-  const tool = toolReply === undefined ? TOOL.exec(markers) : null
-  if (tool !== null) {
-    const args = JSON.stringify({ input: text })
-    batches.push([{ type: "tool_call_start", index: 0, callId: "call_fake_0", name: tool[1] }], [{ type: "tool_call_delta", index: 0, delta: args }])
+  const tool = toolReply === undefined ? toolToCall(request, markers) : undefined
+  if (tool !== undefined) {
+    const args = toolArguments(request, tool, text)
+    batches.push([{ type: "tool_call_start", index: 0, callId: "call_fake_0", name: tool }], [{ type: "tool_call_delta", index: 0, delta: args }])
     outputTokens += fakeWords(args).length
   } else {
     const words = fakeWords(answerText(request, toolReply ?? `Echo: ${text}`))
@@ -135,7 +177,7 @@ const script = (request: NormalizedRequest): Script => {
   const usage: Usage = { inputTokens: fakeInputTokens(request), cachedTokens: 0, cacheWriteTokens: 0, outputTokens, reasoningTokens }
   batches.push([
     { type: "usage", usage },
-    { type: "finish", reason: tool === null ? "stop" : "tool_calls" },
+    { type: "finish", reason: tool === undefined ? "stop" : "tool_calls" },
   ])
   const slow = SLOW.exec(markers)
   const ttft = TTFT.exec(markers)

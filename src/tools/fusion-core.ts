@@ -11,6 +11,7 @@
  * web fetch) in a tool loop of its own (panel.ts); without one, or with no tools, from model knowledge.
  */
 import type { FusionConfig } from "../config/file.js"
+import { servesModel } from "../routing/model-id.js"
 import type { ValidateFunction } from "ajv"
 import { heal, loadHealing, validatorOf } from "../pipeline/plugins/response-healing.js"
 import { answerWithTools, CALLS_AFTER_JUDGE, CALLS_AFTER_PANELIST, noToolUse, type PanelAnswer, type PanelSetup, type PanelToolUse, type RunModel } from "./panel.js"
@@ -145,6 +146,39 @@ export const chooseFusion = (ask: FusionAsk, config: FusionConfig | undefined, f
   const judge = ask.model ?? preset?.model ?? fallbackJudge
   if (judge === undefined) return "model: the judge model, or a preset"
   return { analysisModels, judge }
+}
+
+/** A catalog's model ids, built once per catalog (a fusion request's check is then a lookup per model). */
+const idsOf = new WeakMap<ReadonlyArray<{ readonly id: string }>, ReadonlySet<string>>()
+const knownIn = (models: ReadonlyArray<{ readonly id: string }>): ((id: string) => boolean) => {
+  let ids = idsOf.get(models)
+  if (ids === undefined) {
+    ids = new Set(models.map((m) => m.id))
+    idsOf.set(models, ids)
+  }
+  const set = ids
+  return (id) => set.has(id)
+}
+
+/**
+ * What makes a fusion ask fail before any model call, for a 400 at request time (the plugin and the
+ * server tool alike): no panel at all, a preset the config does not have, an analysis model or a
+ * judge the catalog does not serve (each of their calls would be a 404, the run a 502 or a failed
+ * item). A routing suffix (`:nitro`, `:floor`, `:free`) is allowed, as in a request's `model`.
+ */
+export const fusionAskProblem = (ask: FusionAsk, config: FusionConfig | undefined, models: ReadonlyArray<{ readonly id: string }>): string | undefined => {
+  if (ask.preset !== undefined && (config?.presets as Record<string, unknown> | undefined)?.[ask.preset] === undefined) {
+    return `preset: fusion preset ${ask.preset} is not configured on this gateway (plugins.fusion.presets)`
+  }
+  if (ask.analysis_models === undefined && ask.preset === undefined) return "analysis_models: 1 to 8 models, or a preset"
+  const known = knownIn(models)
+  const panel = ask.analysis_models ?? []
+  for (let i = 0; i < panel.length; i++) {
+    const id = panel[i] as string
+    if (!servesModel(id, known)) return `analysis_models[${i}]: model ${JSON.stringify(id)} is not in this gateway's catalog`
+  }
+  if (ask.model !== undefined && !servesModel(ask.model, known)) return `model: the judge ${JSON.stringify(ask.model)} is not in this gateway's catalog`
+  return undefined
 }
 
 /** What the judge is given: the question and each answer under its model's name. */

@@ -14,7 +14,7 @@ import { Either, Schema } from "effect"
 import { intBetween } from "../domain/schema-rules.js"
 import { describeParseError } from "../domain/validation.js"
 import type { Settings } from "../config/Config.js"
-import { chooseFusion, type FusionObserver, type FusionRun, fusionItemOf, runFusion } from "./fusion-core.js"
+import { chooseFusion, fusionAskProblem, type FusionObserver, type FusionRun, fusionItemOf, runFusion } from "./fusion-core.js"
 import type { InnerCalls, ParentCall } from "./inner-calls.js"
 import { type PanelTools, panelToolsOf } from "./panel.js"
 import type { ServerTool, ServerToolContext, ServerToolResult } from "./types.js"
@@ -125,9 +125,11 @@ export const fusionTool: ServerTool = {
   type: "openrouter:fusion",
   name: "fusion",
   eventPrefix: "fusion_call",
+  // At request time, as the plugin does: a preset or a model the run could never use is a 400, not a failed item of a 200.
   parametersProblem: (parameters, settings, disabled) => {
     const checked = checkFusionParameters(parameters, settings, disabled)
-    return typeof checked === "string" ? checked : undefined
+    if (typeof checked === "string") return checked
+    return fusionAskProblem(checked.parameters, settings.catalog.plugins?.fusion, settings.catalog.models)
   },
   description:
     "Ask a panel of AI models the same question in parallel and get their answers with an analysis of where they agree, " +

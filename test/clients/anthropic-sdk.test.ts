@@ -108,7 +108,8 @@ describe("messages.create against the fake provider", () => {
     expect(first.stop_reason).toBe("tool_use")
     const call = first.content.find((b) => b.type === "tool_use") as Anthropic.ToolUseBlock
     expect(call.name).toBe("get_weather")
-    expect(call.input).toEqual({ input: "Paris [tool:get_weather]" })
+    // The arguments follow the tool's input_schema, filled from the message (its marker left out).
+    expect(call.input).toEqual({ city: "Paris" })
     const second = await create({
       ...ECHO,
       max_tokens: 64,
@@ -170,10 +171,10 @@ describe("messages.stream against the fake provider", () => {
     const json: Array<string> = []
     s.on("inputJson", (partial) => json.push(partial))
     const message = await s.finalMessage()
-    expect(json.join("")).toBe(JSON.stringify({ input: "Oslo [tool:get_weather]" }))
+    expect(json.join("")).toBe(JSON.stringify({ city: "Oslo" }))
     expect(message.stop_reason).toBe("tool_use")
     expect(message.content as Array<unknown>).toEqual([
-      { type: "tool_use", id: "call_fake_0", name: "get_weather", input: { input: "Oslo [tool:get_weather]" } },
+      { type: "tool_use", id: "call_fake_0", name: "get_weather", input: { city: "Oslo" } },
     ])
   })
 

@@ -119,4 +119,24 @@ describe("the demo catalog with the openai client", () => {
     const streamed = await stream.finalResponse()
     expect(validator.safeParse(JSON.parse(streamed.output_text)).success).toBe(true)
   })
+  test("the fusion server tool on the demo: the fake calls fusion with a {prompt}, the panel and the judge answer, the model ends in text", async () => {
+    const response = await client().responses.create({
+      model: "demo/echo",
+      input: "Is tea better than coffee? [tool:fusion]",
+      tools: [{ type: "openrouter:fusion", parameters: { analysis_models: ["demo/echo", "demo/free"], model: "demo/echo", tools: [] } }] as never,
+    })
+    const item = response.output.find((o) => (o.type as string) === "openrouter:fusion") as unknown as {
+      status: string
+      responses: ReadonlyArray<{ model: string; content: string }>
+      analysis?: Record<string, unknown>
+    }
+    expect(item.status).toBe("completed")
+    // The panel got the prompt the fake filled from the message, its marker left out.
+    expect(item.responses).toEqual([
+      { model: "demo/echo", content: "Echo: Is tea better than coffee?" },
+      { model: "demo/free", content: "Echo: Is tea better than coffee?" },
+    ])
+    expect(Object.keys(item.analysis ?? {}).sort()).toEqual(["blind_spots", "consensus", "contradictions", "partial_coverage", "unique_insights"])
+    expect(response.output_text).toStartWith("The tool fusion answered: ")
+  })
 })

@@ -91,6 +91,9 @@ describe("moderation", () => {
       expect(a.res.status).toBe(200)
       expect(a.moderationCalls).toHaveLength(1)
       expect(a.modelCalls).toHaveLength(1)
+      // Nothing flagged, nothing changed: no pipeline entry (docs/plugins.md).
+      const pipeline = (a.body["service_metadata"] as { pipeline?: Array<{ name: string }> } | undefined)?.pipeline ?? []
+      expect(pipeline.filter((e) => e.name === "moderation")).toEqual([])
       if (format === "responses") {
         const usage = a.body["usage"] as { cost: number }
         expect(usage.cost).toBeCloseTo(costAt(1, 2) + 0.01, 9)

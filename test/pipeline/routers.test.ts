@@ -218,6 +218,25 @@ describe("pareto-router", () => {
     expect(JSON.stringify(bad.body)).toContain("min_coding_score")
   })
 
+  test("max_price bypasses the coding-score tiers: the best-scored model at or under the price, whatever its tier; 404 only when none is under it", async () => {
+    // Over the 0.92 threshold only dear/best (10 USD/M) remains, which is over the price: the cap
+    // still picks the best score under it, anthropic/claude (0.9), then cheap/coder and mid/general.
+    const tiered = await ask("responses", "router/pareto-code", "code", { plugins: [{ id: "pareto-router", min_coding_score: 0.92, max_price: 5 }] })
+    expect(tiered.status).toBe(200)
+    expect(tiered.body["model"]).toBe("anthropic/claude")
+    const entry = entryOf(tiered) as unknown as { data: { fallbacks: ReadonlyArray<string>; max_price: number; min_coding_score?: number } }
+    expect(entry.data.fallbacks).toEqual(["cheap/coder", "mid/general"])
+    expect(entry.data.max_price).toBe(5)
+    expect(entry.data.min_coding_score).toBeUndefined()
+    // Under 0.05 USD/M only the unscored model (coding 0.5, below the default 0.66 tier) is left: it is chosen.
+    const low = await ask("chat", "router/pareto-code", "code", { plugins: [{ id: "pareto-router", max_price: 0.05 }] })
+    expect(low.status).toBe(200)
+    expect(low.body["model"]).toBe("plain/noscore")
+    const none = await ask("messages", "router/pareto-code", "code", { plugins: [{ id: "pareto-router", max_price: 0.001 }] })
+    expect(none.status).toBe(404)
+    expect(JSON.stringify(none.body)).toContain("No models match your request and model restrictions")
+  })
+
   test("price_source weighted_avg ranks by the blend", async () => {
     // Prompt-only: cheap (0.1) < claude (3); the blend keeps the order, so check the data says the source.
     const a = await ask("responses", "router/pareto-code", "code", { plugins: [{ id: "pareto-router", price_source: "weighted_avg", min_coding_score: 0.85 }] })

@@ -8,7 +8,7 @@ import { anthropicProvider } from "../../src/providers/anthropic/adapter"
 import { openAiChatProvider } from "../../src/providers/openai-chat/adapter"
 import { openAiResponsesProvider } from "../../src/providers/openai-responses/adapter"
 import type { ProviderConfig, ProviderErrorKind } from "../../src/providers/types"
-import { batchesOf, eventsOf, providerErrorOf, textRequest, usage } from "./helpers"
+import { batchesOf, eventsOf, providerErrorOf, textRequest, usage, weatherTool } from "./helpers"
 
 const config: ProviderConfig = { id: "fake", kind: "fake" }
 const open = (text: string, stream = true, signal = new AbortController().signal) =>
@@ -58,6 +58,56 @@ describe("fake provider", () => {
       usage(Math.ceil(text.length / 4), fakeWords(args).length),
       { type: "finish", reason: "tool_calls" },
     ])
+  })
+
+  test("[tool:NAME] of a declared tool: arguments valid against its schema, required strings filled from the message without markers", async () => {
+    const tools = [{ type: "function" as const, name: "get_weather", parameters: weatherTool.parameters }]
+    const events = await eventsOf(await fakeProvider.open(textRequest("Weather in Paris? [tool:get_weather] [reasoning]", { tools }), config, { stream: true, signal: new AbortController().signal }))
+    const delta = events.find((e) => e.type === "tool_call_delta") as { delta: string }
+    // zod reads the schema independently of the fake's generator.
+    expect(z.object({ city: z.string() }).strict().parse(JSON.parse(delta.delta))).toEqual({ city: "Weather in Paris?" })
+  })
+
+  test("[tool:NAME] arguments follow nested, enum and numeric rules of the declared schema", async () => {
+    const parameters = {
+      type: "object",
+      properties: {
+        query: { type: "string", minLength: 3, maxLength: 5 },
+        unit: { type: "string", enum: ["celsius", "fahrenheit"] },
+        days: { type: "integer", minimum: 1, maximum: 7 },
+        where: { type: "object", properties: { lat: { type: "number" } }, required: ["lat"], additionalProperties: false },
+      },
+      required: ["query", "unit", "days", "where"],
+      additionalProperties: false,
+    }
+    const tools = [{ type: "function" as const, name: "forecast", parameters }]
+    const events = await eventsOf(await fakeProvider.open(textRequest("Oslo please [tool:forecast]", { tools }), config, { stream: false, signal: new AbortController().signal }))
+    const delta = events.find((e) => e.type === "tool_call_delta") as { delta: string }
+    const schema = z
+      .object({ query: z.string().min(3).max(5), unit: z.enum(["celsius", "fahrenheit"]), days: z.number().int().min(1).max(7), where: z.object({ lat: z.number() }).strict() })
+      .strict()
+    expect(schema.safeParse(JSON.parse(delta.delta)).success).toBe(true)
+  })
+
+  test("[tool:NAME] of a tool not declared, or declaring no property, keeps {input: text}", async () => {
+    for (const tools of [[], [{ type: "function" as const, name: "f", parameters: { type: "object", properties: {} } }]]) {
+      const events = await eventsOf(await fakeProvider.open(textRequest("go [tool:f]", { tools }), config, { stream: true, signal: new AbortController().signal }))
+      expect(events).toContainEqual({ type: "tool_call_delta", index: 0, delta: JSON.stringify({ input: "go [tool:f]" }) })
+    }
+  })
+
+  test("tool_choice is honoured: a named function or required calls without a marker, none answers text even with one", async () => {
+    const tools = [{ type: "function" as const, name: "get_weather", parameters: weatherTool.parameters }, { type: "function" as const, name: "other" }]
+    const callOf = async (text: string, toolChoice: NonNullable<Parameters<typeof textRequest>[1]>["toolChoice"]) => {
+      const events = await eventsOf(await fakeProvider.open(textRequest(text, { tools, toolChoice }), config, { stream: false, signal: new AbortController().signal }))
+      const start = events.find((e) => e.type === "tool_call_start") as { name: string } | undefined
+      return start?.name
+    }
+    expect(await callOf("Oslo", { type: "function", name: "get_weather" })).toBe("get_weather")
+    expect(await callOf("Oslo", "required")).toBe("get_weather")
+    expect(await callOf("Oslo [tool:other]", "required")).toBe("other")
+    expect(await callOf("Oslo [tool:get_weather]", "none")).toBeUndefined()
+    expect(await callOf("Oslo", "auto")).toBeUndefined()
   })
 
   test("[reasoning] emits reasoning deltas before the text, counted as reasoning tokens", async () => {

@@ -214,3 +214,56 @@ describe("the workspace's disabled_server_tools reach the panel", () => {
     }
   })
 })
+
+describe("fusion asks that could never run are refused at request time with a 400 naming them, before any call", () => {
+  const refusedWith = async (path: string, json: Record<string, unknown>, message: string) => {
+    const calls = mock.requests.length
+    const res = await gw.fetch(path, { method: "POST", json })
+    expect(res.status).toBe(400)
+    expect(JSON.stringify(await res.json())).toContain(message)
+    expect(mock.requests.length).toBe(calls)
+  }
+
+  test("the server tool: a preset this gateway does not configure, no panel at all, a panelist or a judge outside the catalog", async () => {
+    const cases: ReadonlyArray<readonly [Record<string, unknown>, string]> = [
+      [{ preset: "general-fast" }, "tools[0].parameters: preset: fusion preset general-fast is not configured on this gateway (plugins.fusion.presets)"],
+      [{}, "tools[0].parameters: analysis_models: 1 to 8 models, or a preset"],
+      [{ analysis_models: ["test/a", "nope/model"], model: "test/judge" }, 'tools[0].parameters: analysis_models[1]: model \\"nope/model\\" is not in this gateway\'s catalog'],
+      [{ analysis_models: ["test/a"], model: "nope/judge" }, 'tools[0].parameters: model: the judge \\"nope/judge\\" is not in this gateway\'s catalog'],
+    ]
+    for (const [parameters, message] of cases) {
+      await refusedWith("/v1/responses", { model: "test/final", input: QUESTION, tools: [{ type: "openrouter:fusion", parameters }] }, message)
+    }
+    await refusedWith(
+      "/v1/chat/completions",
+      { model: "test/final", messages: [{ role: "user", content: QUESTION }], tools: [{ type: "openrouter:fusion", parameters: { preset: "general-high" } }] },
+      "preset: fusion preset general-high is not configured",
+    )
+  })
+
+  test("the plugin: an analysis model or a judge outside the catalog is a 400 naming the model, not a 502", async () => {
+    await refusedWith(
+      "/v1/responses",
+      { model: "test/final", input: QUESTION, plugins: [{ id: "fusion", analysis_models: ["test/a", "nope/model"], model: "test/judge", tools: [] }] },
+      'plugins[0].analysis_models[1]: model \\"nope/model\\" is not in this gateway\'s catalog',
+    )
+    await refusedWith(
+      "/v1/chat/completions",
+      { model: "test/final", messages: [{ role: "user", content: QUESTION }], plugins: [{ id: "fusion", analysis_models: ["test/a"], model: "nope/judge", tools: [] }] },
+      'plugins[0].model: the judge \\"nope/judge\\" is not in this gateway\'s catalog',
+    )
+    await refusedWith(
+      "/v1/messages",
+      { model: "test/final", max_tokens: 64, messages: [{ role: "user", content: QUESTION }], plugins: [{ id: "fusion", analysis_models: ["nope/a", "nope/b"], model: "test/judge", tools: [] }] },
+      'plugins[0].analysis_models[0]: model \\"nope/a\\" is not in this gateway\'s catalog',
+    )
+  })
+
+  test("a routing suffix on a catalog model is not refused", async () => {
+    const res = await gw.fetch("/v1/responses", {
+      method: "POST",
+      json: { model: "test/final", input: QUESTION, plugins: [{ id: "fusion", analysis_models: ["test/a:floor"], model: "test/judge", tools: [] }] },
+    })
+    expect(res.status).toBe(200)
+  })
+})

@@ -21,7 +21,7 @@ import { BadGateway, BadRequest } from "../../domain/errors.js"
 import { newGenerationId } from "../../domain/generations.js"
 import type { InputItem, ResponsesRequest } from "../../domain/responses.js"
 import { storesContent } from "../../services/ContentPolicy.js"
-import { chooseFusion, type FusionRun, runFusion, synthesisTextOf } from "../../tools/fusion-core.js"
+import { chooseFusion, fusionAskProblem, type FusionRun, runFusion, synthesisTextOf } from "../../tools/fusion-core.js"
 import type { InnerCalls, UpstreamCallBudget } from "../../tools/inner-calls.js"
 import { panelToolsOf } from "../../tools/panel.js"
 import { Missing } from "../ingress.js"
@@ -138,6 +138,8 @@ export const makeFusionPlugin = (deps: FusionPluginDeps): PluginStage<"fusion"> 
       const refuse = (rule: string) => new BadRequest({ message: `Invalid request: plugins[${at}].${rule}` })
       const tools = panelToolsOf(config.tools, config.max_tool_calls, settings, state.settings.disabledServerTools ?? [])
       if (typeof tools === "string") return refuse(tools)
+      const problem = fusionAskProblem(config, settings.catalog.plugins?.fusion, settings.catalog.models)
+      if (problem !== undefined) return refuse(problem)
       const choice = chooseFusion(config, settings.catalog.plugins?.fusion, state.request.model)
       if (typeof choice === "string") return refuse(choice)
       const user = lastUserMessage(state.request)

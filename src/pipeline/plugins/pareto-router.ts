@@ -1,8 +1,9 @@
 /**
  * The `pareto-router` (model `router/pareto-code`, alias `openrouter/pareto-code`): among the
  * models whose `coding` score is at least `min_coding_score`, the cheapest (`price_source`:
- * prompt price or the weighted blend); with `max_price` (USD per million prompt tokens) the best
- * coding score at or under it. Fallbacks: the next two cheapest that meet the same threshold.
+ * prompt price or the weighted blend), the next two cheapest as fallbacks; with `max_price` (USD
+ * per million prompt tokens) the best coding scores at or under it, whatever their tier
+ * (`min_coding_score` is not applied then).
  * The choice is made by the model-router stage (model-router.ts), before routing.
  */
 import { BadRequest } from "../../domain/errors.js"
@@ -17,29 +18,37 @@ export const PARETO_MODELS: ReadonlySet<string> = new Set(["router/pareto-code",
 
 const DEFAULT_MIN_CODING = 0.66
 
-/** The primary and two fallbacks; undefined when no model meets the threshold (and the price cap). */
+/**
+ * The primary and two fallbacks; undefined when no model qualifies. Without `max_price`: the
+ * models whose coding score meets `min_coding_score`, cheapest first. With it, the tiers are
+ * bypassed (as the API family documents): every eligible model at or under the price, best coding
+ * score first (the cheaper on a tie), whatever its score; none under the price is the 404.
+ */
 export const choosePareto = (models: ReadonlyArray<Model>, config: ParetoRouterConfig | undefined): RouterChoice | undefined => {
   const min = config?.min_coding_score ?? DEFAULT_MIN_CODING
   const source = config?.price_source ?? "prompt"
   const maxPrice = config?.max_price
-  const meeting = eligibleModels(models, models, config?.allowed_models, config?.excluded_models)
-    .map((m) => ({ model: m, score: scoreOf(m, "coding"), price: priceOf(m, source), prompt: priceOf(m, "prompt") }))
-    .filter((c) => c.score >= min)
-    .sort((a, b) => a.price - b.price || b.score - a.score || a.model.id.localeCompare(b.model.id))
-  const affordable = maxPrice === undefined ? meeting : meeting.filter((c) => c.prompt <= maxPrice)
-  if (affordable.length === 0) return undefined
-  // With a price cap: the best coding score under it (the cheaper on a tie); else the cheapest.
-  const primary =
-    maxPrice === undefined ? affordable[0] : [...affordable].sort((a, b) => b.score - a.score || a.price - b.price)[0]
-  const chosen = [primary.model.id, ...affordable.filter((c) => c !== primary).slice(0, 2).map((c) => c.model.id)]
-  const candidates: Array<CandidateView> = meeting.map((c) => ({ model: c.model.id, score: c.score, price: c.price }))
+  const eligible = eligibleModels(models, models, config?.allowed_models, config?.excluded_models).map((m) => ({
+    model: m,
+    score: scoreOf(m, "coding"),
+    price: priceOf(m, source),
+    prompt: priceOf(m, "prompt"),
+  }))
+  const ranked =
+    maxPrice === undefined
+      ? eligible.filter((c) => c.score >= min).sort((a, b) => a.price - b.price || b.score - a.score || a.model.id.localeCompare(b.model.id))
+      : eligible.filter((c) => c.prompt <= maxPrice).sort((a, b) => b.score - a.score || a.price - b.price || a.model.id.localeCompare(b.model.id))
+  const primary = ranked[0]
+  if (primary === undefined) return undefined
+  const chosen = ranked.slice(0, 3).map((c) => c.model.id)
+  const candidates: Array<CandidateView> = ranked.map((c) => ({ model: c.model.id, score: c.score, price: c.price }))
+  const among = maxPrice === undefined ? `with coding ≥ ${min}` : `at or under ${maxPrice} USD/M prompt`
   return {
     models: chosen,
-    summary: `Pareto router chose ${chosen[0]} (coding score ${primary.score}, ${primary.price} USD/M ${source}) among ${meeting.length} model(s) with coding ≥ ${min}`,
+    summary: `Pareto router chose ${chosen[0]} (coding score ${primary.score}, ${primary.price} USD/M ${source}) among ${ranked.length} model(s) ${among}`,
     data: {
-      min_coding_score: min,
+      ...(maxPrice === undefined ? { min_coding_score: min } : { max_price: maxPrice }),
       price_source: source,
-      ...(maxPrice === undefined ? {} : { max_price: maxPrice }),
       candidates,
       chosen: chosen[0],
       fallbacks: chosen.slice(1),
