@@ -47,7 +47,7 @@ export interface MockCloudRequest {
 export interface MockClouds {
   readonly url: string
   readonly requests: Array<MockCloudRequest>
-  /** Token exchanges answered (the assertions it accepted). */
+  /** Token exchanges answered (the assertions it accepted); `reset` clears them, the tokens and their numbering. */
   readonly exchanges: Array<{ readonly claims: Record<string, unknown>; readonly header: Record<string, unknown> }>
   /** Tokens issued and still accepted. */
   readonly tokens: Set<string>
@@ -86,7 +86,7 @@ const GOOGLE_ERRORS: Record<string, () => Response> = {
   context_length: () => googleError(400, "INVALID_ARGUMENT", "The input token count (2000000) exceeds the maximum number of tokens allowed (1048576)."),
 }
 
-const fromBase64url = (text: string): Uint8Array => new Uint8Array(Buffer.from(text, "base64url"))
+const fromBase64url = (text: string): Uint8Array<ArrayBuffer> => Uint8Array.from(Buffer.from(text, "base64url"))
 
 interface GoogleAnswer {
   readonly chunks: ReadonlyArray<Record<string, unknown>>
@@ -340,6 +340,8 @@ export const startMockClouds = async (options: MockCloudsOptions = {}): Promise<
     reset: () => {
       requests.length = 0
       exchanges.length = 0
+      tokens.clear()
+      issued = 0
       inner.reset()
     },
     stop: async () => {

@@ -4,7 +4,7 @@
  * transport (its pool and bounds) with the caller's signal and the provider's deadline, and
  * a batch split into the upstream's per-call limit and joined in order.
  */
-import { Either, ParseResult, type Schema } from "effect"
+import { Either, ParseResult, Schema } from "effect"
 import { errorDetailOf, errorFromStatus } from "./errors"
 import { sharedTransport, DEFAULT_TIMEOUT_MS } from "./http"
 import { DEFAULT_MAX_CONNECTIONS, type HeaderReader, type UpstreamResponse } from "./http1"
@@ -68,7 +68,7 @@ export const postJson = async <A, I>(
   } catch {
     throw new ProviderError("server", `${name} upstream sent a body that is not JSON`)
   }
-  const decoded = ParseResult.decodeUnknownEither(schema, { onExcessProperty: "ignore" })(json)
+  const decoded = Schema.decodeUnknownEither(schema, { onExcessProperty: "ignore" })(json)
   if (Either.isLeft(decoded)) {
     const issue = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)[0]
     throw new ProviderError("server", `${name} upstream sent an embeddings answer of another shape${issue === undefined ? "" : ` (${issue.path.join(".")}: ${issue.message})`}`)

@@ -35,9 +35,9 @@ const base64url = (bytes: Uint8Array): string => Buffer.from(bytes).toString("ba
 const utf8 = new TextEncoder()
 
 /** The DER bytes of a PKCS#8 PEM key (`-----BEGIN PRIVATE KEY-----`, as Google writes service-account keys). */
-const pkcs8Der = (pem: string): Uint8Array | undefined => {
+const pkcs8Der = (pem: string): Uint8Array<ArrayBuffer> | undefined => {
   const match = /-----BEGIN PRIVATE KEY-----([\s\S]+?)-----END PRIVATE KEY-----/.exec(pem)
-  return match === null ? undefined : new Uint8Array(Buffer.from((match[1] as string).replace(/\s+/g, ""), "base64"))
+  return match === null ? undefined : Uint8Array.from(Buffer.from((match[1] as string).replace(/\s+/g, ""), "base64"))
 }
 
 export interface TokenSourceOptions {
@@ -88,10 +88,14 @@ export class GoogleTokenSource {
 
   /** The signed JWT assertion of the JWT bearer grant (RFC 7523), valid one hour. */
   async assertion(): Promise<string> {
-    const key = await (this.signingKey ??= this.importKey().catch((e: unknown) => {
-      this.signingKey = undefined
-      throw e
-    }))
+    // Imported once; a key that does not import is tried again (and refused again) next time.
+    if (this.signingKey === undefined) {
+      this.signingKey = this.importKey().catch((e: unknown) => {
+        this.signingKey = undefined
+        throw e
+      })
+    }
+    const key = await this.signingKey
     const issuedAt = Math.floor(this.now() / 1000)
     const header = { alg: "RS256", typ: "JWT", ...(this.key.private_key_id === undefined ? {} : { kid: this.key.private_key_id }) }
     const claims = { iss: this.key.client_email, scope: CLOUD_PLATFORM_SCOPE, aud: this.tokenUrl, iat: issuedAt, exp: issuedAt + 3600 }
