@@ -30,6 +30,9 @@ const MODELS: Record<string, { readonly upstream: string; readonly publisher?: "
   "azure-chat": { upstream: "gpt-deployment" },
   "azure-responses": { upstream: "gpt-deployment" },
   "gemini-tools": { upstream: "gemini-test" },
+  "vertex-tools": { upstream: "gemini-test" },
+  "vertex-claude-tools": { upstream: "claude-test@20250101", publisher: "anthropic" },
+  "azure-tools": { upstream: "gpt-deployment" },
   "gemini-429": { upstream: "gemini-test" },
   "gemini-503": { upstream: "gemini-test" },
   "gemini-400": { upstream: "gemini-test" },
@@ -74,6 +77,9 @@ const catalogFor = (keyFile: string): ConfigFile => {
       azure("azure-chat", { api_version: "2024-10-21" }),
       azure("azure-responses", { api: "responses" }),
       gemini("gemini-tools", { "x-mock-scenario": "tool_call" }),
+      vertex("vertex-tools", { "x-mock-scenario": "tool_call" }),
+      vertex("vertex-claude-tools", { "x-mock-scenario": "tool_call" }),
+      azure("azure-tools", { api_version: "2024-10-21", headers: { "x-mock-scenario": "tool_call" } }),
       gemini("gemini-429", { "x-mock-error": "429" }),
       gemini("gemini-503", { "x-mock-error": "503" }),
       gemini("gemini-400", { "x-mock-error": "400" }),
@@ -204,6 +210,36 @@ describe("a Gemini tool call round-trips through each client format with its tho
     const second = (await (await post("/v1/responses", { model: "cloud/gemini-tools", input, tools })).json()) as Json
     expect(second.output.find((o: Json) => o.type === "message").content[0].text).toBe(expected)
   })
+})
+
+describe("tools both ways on every cloud kind", () => {
+  const tools = [{ type: "function", function: { name: "get_weather", description: "Weather", parameters: { type: "object", properties: {} } } }]
+  /** How the tool's result reached the upstream, in its own format. */
+  const resultSent: Record<string, (body: Json) => unknown> = {
+    "vertex-tools": (body) => body.contents.at(-1).parts[0].functionResponse,
+    "vertex-claude-tools": (body) => {
+      const block = body.messages.at(-1).content[0]
+      return { name: "get_weather", response: { result: block.content }, id: block.tool_use_id }
+    },
+    "azure-tools": (body) => {
+      const message = body.messages.at(-1)
+      return { name: "get_weather", response: { result: message.content }, id: message.tool_call_id }
+    },
+  }
+  for (const [provider, read] of Object.entries(resultSent)) {
+    test(`${provider}: the upstream's tool call reaches the client, and the client's result reaches the upstream`, async () => {
+      const first = (await (await post("/v1/chat/completions", ask("/v1/chat/completions", `cloud/${provider}`, false, { tools }))).json()) as Json
+      const call = first.choices[0].message.tool_calls[0]
+      expect([first.choices[0].finish_reason, call.function.name]).toEqual(["tool_calls", "get_weather"])
+      const messages = [{ role: "user", content: "What now?" }, { role: "assistant", content: null, tool_calls: [call] }, { role: "tool", tool_call_id: call.id, content: "sunny" }]
+      const second = await post("/v1/chat/completions", { model: `cloud/${provider}`, messages, tools })
+      expect(second.status).toBe(200)
+      const sent = read(clouds.requests.at(-1)?.body as Json) as Json
+      expect(sent.name).toBe("get_weather")
+      expect(sent.response).toEqual({ result: "sunny" })
+      if (sent.id !== undefined) expect(sent.id).toBe(call.id)
+    })
+  }
 })
 
 describe("upstream errors reach the caller as the contract's statuses", () => {

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test"
 import { MOCK_SIGNATURE, type MockClouds, startMockClouds } from "../../scripts/mock-clouds"
 import { geminiProvider } from "../../src/providers/gemini/adapter"
+import { geminiJsonEvents } from "../../src/providers/gemini/answer"
 import { geminiRequestBody } from "../../src/providers/gemini/request"
 import { callIdOf, signatureOf } from "../../src/providers/gemini/signature"
 import type { NormalizedRequest, ProviderConfig, ProviderEvent } from "../../src/providers/types"
@@ -167,6 +168,28 @@ describe("gemini answers", () => {
     expect(body.contents[0]?.parts[0]).toEqual({ functionCall: { name: "get_weather", args: {} } })
     // A JSON object output goes as the response itself.
     expect(body.contents[1]?.parts[0]).toEqual({ functionResponse: { name: "get_weather", response: { temp: 4 } } })
+  })
+})
+
+describe("gemini finish reasons and usage", () => {
+  const finishOf = (response: unknown) => geminiJsonEvents(response).at(-1)
+  const answer = (finishReason: string) => ({ candidates: [{ content: { parts: [{ text: "x" }] }, finishReason }] })
+
+  test("MAX_TOKENS is length; the safety family is content_filter; a malformed call is error; a blocked prompt is content_filter", () => {
+    expect(finishOf(answer("MAX_TOKENS"))).toEqual({ type: "finish", reason: "length" })
+    for (const reason of ["SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"]) {
+      expect(finishOf(answer(reason))).toEqual({ type: "finish", reason: "content_filter" })
+    }
+    expect(finishOf(answer("MALFORMED_FUNCTION_CALL"))).toEqual({ type: "finish", reason: "error" })
+    expect(finishOf({ promptFeedback: { blockReason: "SAFETY" } })).toEqual({ type: "finish", reason: "content_filter" })
+  })
+
+  test("cached and tool-use prompt tokens: input counts both, cached is the cache's part", () => {
+    const events = geminiJsonEvents({
+      ...answer("STOP"),
+      usageMetadata: { promptTokenCount: 100, cachedContentTokenCount: 60, toolUsePromptTokenCount: 5, candidatesTokenCount: 7, thoughtsTokenCount: 3 },
+    })
+    expect(events.at(-2)).toEqual(usage(105, 10, { cachedTokens: 60, reasoningTokens: 3 }))
   })
 })
 

@@ -28,6 +28,8 @@ export interface GoogleErrorBody {
   readonly code?: number
   readonly message?: string
   readonly status?: string
+  /** Anthropic's error type, when Vertex passes on an Anthropic model's error. */
+  readonly type?: string
   readonly details?: ReadonlyArray<{ readonly "@type"?: string; readonly reason?: string; readonly retryDelay?: string }>
 }
 
@@ -129,7 +131,8 @@ export const googleStatusError = (status: number, text: string, fallback: string
   if (status === 400 && (GOOGLE_TOO_LONG.test(message) || isContextLengthError({ message }))) {
     return new ProviderError("context_length", message, status)
   }
-  return errorFromStatus(status, { message, ...(error.status === undefined ? {} : { code: error.status }) }, headers)
+  const code = error.status ?? error.type
+  return errorFromStatus(status, { message, ...(code === undefined ? {} : { code }) }, headers)
 }
 
 /** An error inside a stream (after the first byte), by its status name. */

@@ -7,7 +7,7 @@
  * the bearer token comes from the service account (credentials.ts).
  */
 import { anthropicWire } from "../anthropic/adapter"
-import { anthropicRequestBody } from "../anthropic/request"
+import { anthropicRequestBody, thinkingBudget } from "../anthropic/request"
 import { geminiWire } from "../gemini/adapter"
 import { geminiThinkingTokens } from "../gemini/request"
 import { googleStatusError } from "../gemini/wire"
@@ -71,4 +71,7 @@ const open = async (request: NormalizedRequest, config: ProviderConfig, options:
   }
 }
 
-export const vertexProvider: Provider = { open, thinkingTokens: geminiThinkingTokens }
+/** The larger of the two formats' thinking budgets: one provider serves both publishers, so its hold covers either. */
+const vertexThinkingTokens = (reasoning: Parameters<typeof thinkingBudget>[0]): number => Math.max(geminiThinkingTokens(reasoning), thinkingBudget(reasoning) ?? 0)
+
+export const vertexProvider: Provider = { open, thinkingTokens: vertexThinkingTokens }
