@@ -90,11 +90,13 @@ const catalogFor = (keyFile: string): ConfigFile => {
     ],
     models: [
       ...demoCatalog.models,
-      ...Object.entries(MODELS).map(([id, m]) => ({
-        id: `cloud/${id}`,
-        context_length: 100_000,
-        endpoints: [{ provider: id, upstream_model: m.upstream, pricing: PRICE, ...(m.publisher === undefined ? {} : { publisher: m.publisher }) }],
-      })),
+      ...Object.entries(MODELS).map(
+        ([id, m]): ConfigFile["models"][number] => ({
+          id: `cloud/${id}`,
+          context_length: 100_000,
+          endpoints: [{ provider: id, upstream_model: m.upstream, pricing: PRICE, ...(m.publisher === undefined ? {} : { publisher: m.publisher }) }],
+        }),
+      ),
     ],
   }
 }
