@@ -108,7 +108,8 @@ beforeAll(async () => {
   process.env["CLOUD_E2E_WRONG_KEY"] = "wrong-e2e-secret-key"
   clouds = await startMockClouds({ geminiKey: GEMINI_KEY, azureKey: AZURE_KEY, publicKey: account.publicKey })
   gw = await startTestGateway({ catalog: catalogFor(account.file) })
-})
+  // An RSA key is made and a gateway started (with its database): slow on a loaded machine.
+}, 30_000)
 afterAll(async () => {
   await gw?.stop()
   await clouds?.stop()

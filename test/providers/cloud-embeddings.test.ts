@@ -19,7 +19,8 @@ let account: ServiceAccount
 beforeAll(async () => {
   account = await makeServiceAccount()
   clouds = await startMockClouds({ geminiKey: "gm-key", azureKey: "az-key", publicKey: account.publicKey })
-})
+  // An RSA key is made: slow on a loaded machine.
+}, 30_000)
 afterAll(async () => {
   await clouds.stop()
 })

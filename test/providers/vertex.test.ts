@@ -29,7 +29,8 @@ beforeAll(async () => {
   strangerFile = join(dir, "stranger.json")
   writeFileSync(strangerFile, JSON.stringify({ type: "service_account", client_email: EMAIL, private_key: await pemOf(stranger.privateKey) }))
   clouds = await startMockClouds({ publicKey: account.publicKey })
-})
+  // Two RSA keys are made: slow on a loaded machine.
+}, 30_000)
 afterAll(async () => {
   await clouds.stop()
 })
