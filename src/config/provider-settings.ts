@@ -52,6 +52,7 @@ export const providerSettingsProblem = (p: ProviderSettings, i: number): string 
   for (const [setting, kinds] of Object.entries(ONLY_FOR) as Array<[Setting, ReadonlyArray<ProviderKind>]>) {
     if (p[setting] !== undefined && !kinds.includes(p.kind)) return `${at}.${setting}: only applies to kind ${kinds.map((k) => `"${k}"`).join(", ")}`
   }
+  if (p.kind === "vertex" && p.api_key_env !== undefined) return `${at}.api_key_env: kind "vertex" takes a service account (credentials_file), not a key`
   if (p.base_url !== undefined && !isUrl(p.base_url)) return `${at}.base_url: must be an http(s) URL`
   if (p.token_url !== undefined && !isUrl(p.token_url)) return `${at}.token_url: must be an http(s) URL`
   if (p.location !== undefined && !/^[a-z0-9-]+$/.test(p.location)) return `${at}.location: must be "global" or a region such as us-central1`

@@ -167,6 +167,17 @@ describe("vertex: Google's models", () => {
     expect(clouds.exchanges).toHaveLength(2)
   })
 
+  test("a caller gone while its token was exchanged makes no call (the token is kept for the next)", async () => {
+    const config = configOf()
+    const controller = new AbortController()
+    const opening = vertexProvider.open(textRequest("hello", { model: "gemini-test" }), config, { stream: false, signal: controller.signal })
+    controller.abort()
+    expect((await providerErrorOf(opening)).kind).toBe("connection")
+    expect(clouds.requests).toHaveLength(0)
+    await eventsOf(await open(config, false))
+    expect(clouds.exchanges).toHaveLength(1)
+  })
+
   test("without credentials_file the key file is GOOGLE_APPLICATION_CREDENTIALS's", async () => {
     const before = process.env["GOOGLE_APPLICATION_CREDENTIALS"]
     process.env["GOOGLE_APPLICATION_CREDENTIALS"] = keyFile

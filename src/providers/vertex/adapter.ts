@@ -58,6 +58,8 @@ const open = async (request: NormalizedRequest, config: ProviderConfig, options:
   if (options.signal.aborted) throw new ProviderError("connection", "the upstream call was aborted by the caller")
   const tokens = tokenSourceFor(config)
   const authorization = await tokens.authorization()
+  // The caller may have gone while the token was exchanged (the exchange goes on for the others).
+  if (options.signal.aborted) throw new ProviderError("connection", "the upstream call was aborted by the caller")
   const anthropic = config.publisher === "anthropic"
   const url = anthropic
     ? vertexUrl(config, "anthropic", request.model, options.stream ? "streamRawPredict" : "rawPredict")
