@@ -3,6 +3,7 @@
  * Decoded once at start; a bad file stops start-up with the file, the path inside it and the rule.
  */
 import { providerKinds } from "../providers/kinds.js"
+import { providerSettingsProblem } from "./provider-settings.js"
 import { Schema } from "effect"
 import { searchEngineIds } from "../domain/web.js"
 import { Category, DefaultParameters, InputModality, OutputModality, Parameter } from "../domain/models.js"
@@ -37,6 +38,14 @@ export const ProviderEntry = Schema.Struct({
   /** ISO 3166-1 alpha-2 country codes. */
   headquarters: Schema.optional(countryCode),
   datacenters: Schema.optional(Schema.Array(countryCode)),
+  // Settings of one kind each (which kind takes which: provider-settings.ts; docs/providers.md).
+  project: Schema.optional(nonEmpty),
+  location: Schema.optional(nonEmpty),
+  credentials_file: Schema.optional(nonEmpty),
+  token_url: Schema.optional(nonEmpty),
+  api_version: Schema.optional(nonEmpty),
+  bearer_token_env: Schema.optional(nonEmpty),
+  api: Schema.optional(Schema.Literal("chat-completions", "responses")),
 })
 export type ProviderEntry = typeof ProviderEntry.Type
 
@@ -71,6 +80,8 @@ export const EndpointEntry = Schema.Struct({
   is_moderated: Schema.optional(Schema.Boolean),
   /** The provider caches prompts without cache_control (default false). */
   implicit_caching: Schema.optional(Schema.Boolean),
+  /** On a `vertex` provider: whose model format the endpoint speaks (default google). */
+  publisher: Schema.optional(Schema.Literal("google", "anthropic")),
 })
 export type EndpointEntry = typeof EndpointEntry.Type
 
@@ -316,7 +327,8 @@ export const checkReferences = (file: ConfigFile): string | undefined => {
   const providers = new Set<string>()
   for (const [i, p] of file.providers.entries()) {
     if (providers.has(p.id)) return `providers[${i}].id: duplicate provider id "${p.id}"`
-    if (p.kind !== "fake" && p.base_url === undefined) return `providers[${i}].base_url: is required for kind "${p.kind}"`
+    const problem = providerSettingsProblem(p, i)
+    if (problem !== undefined) return problem
     providers.add(p.id)
   }
   for (const [i, g] of (file.guardrails ?? []).entries()) {
@@ -337,6 +349,9 @@ export const checkReferences = (file: ConfigFile): string | undefined => {
     models.add(m.id)
     for (const [j, e] of m.endpoints.entries()) {
       if (!providers.has(e.provider)) return `models[${i}].endpoints[${j}].provider: unknown provider "${e.provider}"`
+      if (e.publisher !== undefined && file.providers.find((p) => p.id === e.provider)?.kind !== "vertex") {
+        return `models[${i}].endpoints[${j}].publisher: only applies to providers of kind "vertex"`
+      }
     }
   }
   const search = file.search

@@ -15,7 +15,7 @@ export const DEFAULT_TIMEOUT_MS = 120_000
 
 let shared: Transport | undefined
 /** One client (one connection pool) for every adapter, chosen from the environment on first use. */
-const sharedTransport = (): Transport => (shared ??= defaultTransport())
+export const sharedTransport = (): Transport => (shared ??= defaultTransport())
 
 /**
  * Ties the upstream request to the caller's signal and to a deadline of `timeoutMs` that bounds the wait
@@ -352,22 +352,28 @@ const urlOf = (wire: WireFormat, config: ProviderConfig): string => {
   return url
 }
 
-const openUpstream = async (
+/**
+ * One upstream call of `wire` to `url` with the auth headers `auth`: for adapters whose URL or
+ * credentials depend on the call (the model in the path, a token from an exchange), which cannot
+ * be a fixed `path` and a header of the key.
+ */
+export const openUpstreamAt = async (
   transport: Transport,
   wire: WireFormat,
   request: NormalizedRequest,
   config: ProviderConfig,
   options: CallOptions,
+  url: string,
+  auth: Readonly<Record<string, string>>,
 ): Promise<UpstreamCall> => {
   if (options.signal.aborted) throw new ProviderError("connection", "the upstream call was aborted by the caller")
   const upstreamBody = wire.body(request, options.stream, config)
-  const url = urlOf(wire, config)
   // Copied in a loop, not spread (a spread is a builtin call per object, per request).
   const headers: Record<string, string> = {
     "content-type": "application/json",
     accept: options.stream ? "text/event-stream" : "application/json",
   }
-  copyHeaders(wire.headers(options.apiKey), headers)
+  copyHeaders(auth, headers)
   if (config.headers !== undefined) copyHeaders(config.headers, headers)
   const link = new UpstreamLink(options.signal, config.timeout_ms ?? DEFAULT_TIMEOUT_MS)
   const limits = options.limits ?? DEFAULT_UPSTREAM_LIMITS
@@ -397,8 +403,9 @@ const openUpstream = async (
       }
     }
     link.close()
-    const detail = errorDetailOf(text, `${wire.name} upstream answered ${response.status} ${response.statusText}`.trim())
-    throw errorFromStatus(response.status, detail, response.headers)
+    const fallback = `${wire.name} upstream answered ${response.status} ${response.statusText}`.trim()
+    if (wire.errorOf !== undefined) throw wire.errorOf(response.status, text, fallback, response.headers)
+    throw errorFromStatus(response.status, errorDetailOf(text, fallback), response.headers)
   }
   const contentType = response.headers.get("content-type") ?? ""
   // Some OpenAI-compatible servers ignore `stream: true` and answer JSON: read it as JSON.
@@ -428,6 +435,8 @@ const openUpstream = async (
 
 /** A `Provider` for an HTTP wire format. */
 export const httpProvider = (wire: WireFormat, transport: Transport = sharedTransport()): Provider => {
-  const provider: Provider = { open: (request, config, options) => openUpstream(transport, wire, request, config, options) }
+  const provider: Provider = {
+    open: (request, config, options) => openUpstreamAt(transport, wire, request, config, options, urlOf(wire, config), wire.headers(options.apiKey)),
+  }
   return wire.thinkingTokens === undefined ? provider : { ...provider, thinkingTokens: wire.thinkingTokens }
 }

@@ -159,6 +159,20 @@ export interface ProviderConfig {
   readonly byok?: boolean
   /** Open connections to the provider's origin at most (default 512); calls beyond wait in line. */
   readonly max_connections?: number
+  /** `vertex`: the Google Cloud project and location (`global` or a region such as `us-central1`). */
+  readonly project?: string
+  readonly location?: string
+  /** `vertex`: the service-account JSON file (else `GOOGLE_APPLICATION_CREDENTIALS`), and where its token is exchanged. */
+  readonly credentials_file?: string
+  readonly token_url?: string
+  /** `vertex`: whose model format an endpoint speaks; set per endpoint (`publisher`), not in the provider entry. */
+  readonly publisher?: "google" | "anthropic"
+  /** `azure-openai`: a dated version (the deployments paths) or `v1`/`preview` (the v1 paths); absent: the v1 paths. */
+  readonly api_version?: string
+  /** `azure-openai`: the variable holding an Entra ID bearer token (instead of an `api-key`). */
+  readonly bearer_token_env?: string
+  /** `azure-openai`: the API called on the deployment (default `chat-completions`). */
+  readonly api?: "chat-completions" | "responses"
 }
 
 /** The most the gateway reads of an upstream answer (502 beyond): a JSON or error body, one SSE event. */

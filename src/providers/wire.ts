@@ -2,8 +2,9 @@
  * What an HTTP adapter tells the shared upstream caller (`http.ts`) about its wire format:
  * where to send, which headers, how to build the body, and how to read the answer.
  */
+import type { HeaderReader } from "./http1"
 import type { SseEvent } from "./sse"
-import type { NormalizedRequest, ProviderConfig, ProviderEvent, ReasoningConfig } from "./types"
+import type { NormalizedRequest, ProviderConfig, ProviderError, ProviderEvent, ReasoningConfig } from "./types"
 
 /** Turns one upstream stream into events; one instance per call, fed in order. */
 export interface StreamTranslator {
@@ -41,4 +42,9 @@ export interface WireFormat {
   readonly translator: () => StreamTranslator
   /** Output tokens the upstream may spend thinking on top of the answer's maximum (`Provider.thinkingTokens`). */
   readonly thinkingTokens?: (reasoning: ReasoningConfig | undefined) => number
+  /**
+   * The error for a non-2xx answer, for a format whose error bodies say more than the status
+   * (`fallback`: the message when the body has none); absent: `errorFromStatus`.
+   */
+  readonly errorOf?: (status: number, bodyText: string, fallback: string, headers: HeaderReader) => ProviderError
 }

@@ -42,10 +42,25 @@ export interface CatalogShape {
   readonly providers: ReadonlyArray<ProviderEntry>
 }
 
+/**
+ * A vertex provider's config for endpoints of another publisher: the entry with `publisher` set,
+ * one object per provider, made here so the adapter reads it off the config it is given.
+ */
+const publisherConfigs = new WeakMap<ProviderEntry, ProviderConfig>()
+const providerConfigOf = (provider: ProviderEntry, entry: EndpointEntry): ProviderConfig => {
+  if (entry.publisher === undefined || entry.publisher === "google") return provider
+  let config = publisherConfigs.get(provider)
+  if (config === undefined) {
+    config = { ...provider, publisher: entry.publisher }
+    publisherConfigs.set(provider, config)
+  }
+  return config
+}
+
 const endpointOf = (model: ModelEntry, entry: EndpointEntry, provider: ProviderEntry): Endpoint => ({
   id: `${provider.id}/${entry.upstream_model}`,
   modelId: model.id,
-  provider,
+  provider: providerConfigOf(provider, entry),
   upstreamModel: entry.upstream_model,
   pricing: entry.pricing,
   maxOutputTokens: entry.max_output_tokens,

@@ -17,7 +17,8 @@ describe("provider kinds", () => {
       expect(Either.isRight(Schema.decodeUnknownEither(ProviderKind)(kind))).toBe(true)
       expect(typeof providerFor(kind).open).toBe("function")
     }
-    expect(Either.isLeft(Schema.decodeUnknownEither(ProviderKind)("gemini"))).toBe(true)
+    for (const kind of ["gemini", "vertex", "azure-openai"]) expect(Either.isRight(Schema.decodeUnknownEither(ProviderKind)(kind))).toBe(true)
+    expect(Either.isLeft(Schema.decodeUnknownEither(ProviderKind)("palm"))).toBe(true)
   })
 })
 
@@ -31,8 +32,15 @@ describe("output bound: a wire format's thinking rule", () => {
     expect(outputBound(plain, endpointOf("anthropic"))).toEqual({ answer: 16, total: 16 })
   })
 
+  test("gemini and vertex: the thinking budget is on top of the answer's maximum (Gemini counts thoughts in maxOutputTokens)", () => {
+    for (const kind of ["gemini", "vertex"] as const) {
+      expect(outputBound(thinking, endpointOf(kind))).toEqual({ answer: 16, total: 16 + 20_000 })
+      expect(outputBound(plain, endpointOf(kind))).toEqual({ answer: 16, total: 16 })
+    }
+  })
+
   test("the other formats count reasoning in the answer's maximum: nothing on top", () => {
-    for (const kind of ["openai-chat", "openai-responses", "fake"] as const) {
+    for (const kind of ["openai-chat", "openai-responses", "fake", "azure-openai"] as const) {
       expect(providerFor(kind).thinkingTokens).toBeUndefined()
       expect(outputBound(thinking, endpointOf(kind))).toEqual({ answer: 16, total: 16 })
     }
