@@ -189,6 +189,33 @@ export const ProviderList = Schema.Struct({ data: Schema.Array(ProviderData) })
 
 export const ModelPath = Schema.Struct({ author: Schema.String, slug: Schema.String })
 
+/** `GET /models/{id}` as the `openai` SDK's `models.retrieve` reads it. */
+export const OpenAIModel = Schema.Struct({
+  id: Schema.String,
+  object: Schema.Literal("model"),
+  /** Release time, Unix seconds (0 when the catalog does not say). */
+  created: Schema.Int,
+  /** The id's vendor part. */
+  owned_by: Schema.String,
+})
+
+/** `GET /models/{id}` with `anthropic-version`, as the Anthropic SDK's `models.retrieve` reads it (`ModelInfo`). */
+export const AnthropicModelInfo = Schema.Struct({
+  type: Schema.Literal("model"),
+  id: Schema.String,
+  display_name: Schema.String,
+  /** RFC 3339; the epoch when the release date is unknown, as Anthropic's API does. */
+  created_at: Schema.String,
+  /** Anthropic's per-feature capability object: the catalog does not record it. */
+  capabilities: Schema.Null,
+  lifecycle: Schema.Literal("active"),
+  line: Schema.Null,
+  deprecated_at: Schema.Null,
+  retires_at: Schema.NullOr(Schema.String),
+  max_input_tokens: Schema.NullOr(Schema.Int),
+  max_tokens: Schema.NullOr(Schema.Int),
+})
+
 // ---- Query parameters ----
 
 const MAX_LIMIT = 1000
