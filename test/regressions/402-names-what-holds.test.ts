@@ -5,7 +5,7 @@
  * processes on one database, on SQLite and, with GATEWAY_TEST_PG_URL, Postgres.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Layer, Option } from "effect"
+import { type Layer, Option } from "effect"
 import { GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
 import { type RunningServer, startServer } from "../../src/http/server.js"
 import { pennyCatalog } from "../support/catalog.js"
