@@ -321,6 +321,17 @@ export const ListModelsParams = Schema.Struct({
 }).annotations({ parseOptions: { onExcessProperty: "error" } })
 export type ListModelsParams = typeof ListModelsParams.Type
 
+/** `GET /models/user`: the SDK's `models.listForUser` sends a page and `output_modalities`. */
+export const UserModelsParams = Schema.Struct({
+  offset: Schema.optional(integerParam(0, Number.MAX_SAFE_INTEGER)),
+  limit: Schema.optional(integerParam(1, MAX_LIMIT)),
+  output_modalities: Schema.optional(outputModalities),
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
+export type UserModelsParams = typeof UserModelsParams.Type
+
+/** `GET /endpoints/zdr`: every zero-data-retention endpoint of the catalog (the SDK's `endpoints.listZdrEndpoints`). */
+export const ZdrEndpointList = Schema.Struct({ data: Schema.Array(EndpointData) })
+
 /** `GET /models/count`: the SDK's `models.count` sends only `output_modalities`. */
 export const CountModelsParams = Schema.Struct({
   output_modalities: Schema.optional(outputModalities),

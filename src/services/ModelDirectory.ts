@@ -355,6 +355,9 @@ export const makeModelDirectory = (catalog: CatalogShape, router: RouterShape, n
 
   const get = (author: string, slug: string) => Either.map(find(author, slug), (l) => ({ data: l.data }))
 
+  /** Every zero-data-retention endpoint, in catalog order, with this process's statistics. */
+  const zdrEndpoints = () => ({ data: listed.flatMap((l) => l.model.endpoints.filter((e) => e.zdr).map((e) => endpointData(l, e))) })
+
   const providerList = {
     data: catalog.providers.map((p) => ({
       name: p.name ?? p.id,
@@ -367,7 +370,7 @@ export const makeModelDirectory = (catalog: CatalogShape, router: RouterShape, n
     })),
   }
 
-  return { list, count, get, endpoints, providers: () => providerList } as const
+  return { list, count, get, endpoints, zdrEndpoints, providers: () => providerList } as const
 }
 
 export type ModelDirectory = ReturnType<typeof makeModelDirectory>

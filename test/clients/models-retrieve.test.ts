@@ -38,7 +38,7 @@ describe("GET /v1/models/{id}, OpenAI shape", () => {
   test("an unknown id is a 404 the SDK reads as NotFoundError; no key is a 401", async () => {
     const e = await caught(openai().models.retrieve("demo/missing"))
     expect(e).toBeInstanceOf(OpenAI.NotFoundError)
-    expect((e as OpenAI.NotFoundError).message).toContain('Model "demo/missing" does not exist')
+    expect((e as Error).message).toContain('Model "demo/missing" does not exist')
     const plain = await gw().fetch("/v1/models/nobody")
     expect(plain.status).toBe(404)
     expect(await plain.json()).toMatchObject({ error: { code: 404 } })

@@ -19,6 +19,8 @@ export const ModelsLive = HttpApiBuilder.group(GatewayApi, "models", (handlers) 
     handlers
       .handle("list", ({ urlParams }) => models.list(urlParams))
       .handle("count", ({ urlParams }) => Effect.succeed(models.count(urlParams)))
+      .handle("listForUser", ({ urlParams }) => models.list(urlParams))
+      .handle("zdr", () => Effect.succeed(models.zdrEndpoints()))
       .handle("get", ({ path }) => models.get(path.author, path.slug))
       .handle("endpoints", ({ path }) => models.endpoints(path.author, path.slug)),
   ),
