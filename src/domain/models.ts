@@ -250,17 +250,22 @@ const listOf = <const V extends ReadonlyArray<string>>(values: V, extra: Readonl
 
 /** Parameters the gateway cannot honour: its catalog has no such data. Refused with 400, never ignored. */
 export const UNAVAILABLE_MODEL_FILTERS: Readonly<Record<string, string>> = {
-  distillable: "the catalog does not record whether a model may be distilled",
   region: "the catalog does not record data regions",
-  min_intelligence_index: "the catalog has no benchmark scores",
-  max_intelligence_index: "the catalog has no benchmark scores",
-  min_coding_index: "the catalog has no benchmark scores",
-  max_coding_index: "the catalog has no benchmark scores",
-  min_agentic_index: "the catalog has no benchmark scores",
-  max_agentic_index: "the catalog has no benchmark scores",
   min_tool_success_rate: "the gateway does not measure tool-call success",
   max_tool_success_rate: "the gateway does not measure tool-call success",
 }
+
+/**
+ * The benchmark sorts and index filters, each read from one key of a model's config `scores`
+ * (0 to 1; an index is the score × 100, as the benchmark indices run 0 to 100). A model without
+ * that key is listed last by the sort and left out by the filters (docs/models.md).
+ */
+export const BENCHMARK_SCORES = {
+  intelligence: "intelligence",
+  coding: "coding",
+  agentic: "agentic",
+  "design-arena-elo": "design_arena",
+} as const
 
 export const MODEL_SORTS = [
   "newest",
@@ -269,18 +274,24 @@ export const MODEL_SORTS = [
   "context-high-to-low",
   "throughput-high-to-low",
   "latency-low-to-high",
+  "most-popular",
+  "top-weekly",
+  "intelligence-high-to-low",
+  "coding-high-to-low",
+  "agentic-high-to-low",
+  "design-arena-elo-high-to-low",
 ] as const
 export type ModelSort = (typeof MODEL_SORTS)[number]
 
-/** Sorts of the SDK the gateway has no data for. */
-export const UNAVAILABLE_SORTS: Readonly<Record<string, string>> = {
-  "most-popular": "the gateway does not rank models by use",
-  "top-weekly": "the gateway does not rank models by use",
-  "intelligence-high-to-low": "the catalog has no benchmark scores",
-  "coding-high-to-low": "the catalog has no benchmark scores",
-  "agentic-high-to-low": "the catalog has no benchmark scores",
-  "design-arena-elo-high-to-low": "the catalog has no benchmark scores",
-}
+/** The sorts that read the ledger's usage rollup (src/services/ModelUsage.ts). */
+export const USAGE_SORTS: ReadonlySet<string> = new Set<ModelSort>(["most-popular", "top-weekly"])
+
+/** A benchmark index, 0 to 100. */
+const indexParam = Schema.String.pipe(
+  Schema.pattern(/^\d{1,3}(\.\d{1,12})?$/, { message: () => "must be a number from 0 to 100 (a config score × 100)" }),
+  Schema.compose(Schema.NumberFromString),
+  Schema.between(0, 100, { message: () => "must be a number from 0 to 100 (a config score × 100)" }),
+)
 
 const outputModalities = listOf(OUTPUT_MODALITIES, ["all"])
 
@@ -308,14 +319,14 @@ export const ListModelsParams = Schema.Struct({
   zdr: Schema.optional(Schema.Literal("true")),
   min_age_days: Schema.optional(integerParam(0, Number.MAX_SAFE_INTEGER)),
   max_age_days: Schema.optional(integerParam(0, Number.MAX_SAFE_INTEGER)),
-  distillable: unavailable,
+  distillable: Schema.optional(Schema.Literal("true", "false")),
   region: unavailable,
-  min_intelligence_index: unavailable,
-  max_intelligence_index: unavailable,
-  min_coding_index: unavailable,
-  max_coding_index: unavailable,
-  min_agentic_index: unavailable,
-  max_agentic_index: unavailable,
+  min_intelligence_index: Schema.optional(indexParam),
+  max_intelligence_index: Schema.optional(indexParam),
+  min_coding_index: Schema.optional(indexParam),
+  max_coding_index: Schema.optional(indexParam),
+  min_agentic_index: Schema.optional(indexParam),
+  max_agentic_index: Schema.optional(indexParam),
   min_tool_success_rate: unavailable,
   max_tool_success_rate: unavailable,
 }).annotations({ parseOptions: { onExcessProperty: "error" } })

@@ -22,6 +22,7 @@ import generationServerTools from "./0016_generation_server_tools.js"
 import broadcastBatches from "./0017_broadcast_batches.js"
 import generationParent from "./0018_generation_parent.js"
 import feedbackAndWorkspaceBudgets from "./0020_feedback_and_workspace_budgets.js"
+import modelUsageDaily from "./0021_model_usage_daily.js"
 
 export interface Migration {
   readonly id: number
@@ -48,4 +49,5 @@ export const migrations: ReadonlyArray<Migration> = [
   { id: 17, name: "broadcast_batches", up: broadcastBatches },
   { id: 18, name: "generation_parent", up: generationParent },
   { id: 20, name: "feedback_and_workspace_budgets", up: feedbackAndWorkspaceBudgets },
+  { id: 21, name: "model_usage_daily", up: modelUsageDaily },
 ]
