@@ -31,7 +31,10 @@ export const rollUpUsage = (entries: Iterable<GenerationEntry>): Array<ModelUsag
     if (e.status === "failed") continue
     const day = dayOf(e.createdAt)
     let models = days.get(day)
-    if (models === undefined) days.set(day, (models = new Map()))
+    if (models === undefined) {
+      models = new Map()
+      days.set(day, models)
+    }
     const row = models.get(e.model)
     if (row === undefined) models.set(e.model, { day, model: e.model, requests: 1, tokens: tokensOf(e) })
     else {
