@@ -29,6 +29,9 @@ import { Secrets } from "./services/secrets.js"
 import { PresetStore } from "./services/PresetStore.js"
 import { Users } from "./services/Users.js"
 import { WorkspaceStore } from "./services/WorkspaceStore.js"
+import { WorkspaceBudgets } from "./services/WorkspaceBudgets.js"
+import { GenerationFeedback } from "./services/GenerationFeedback.js"
+import { ModelUsage } from "./services/ModelUsage.js"
 import { StoreLive } from "./store/Store.js"
 import { Broadcast } from "./broadcast/Broadcast.js"
 import { OwnTraces } from "./broadcast/own-traces.js"
@@ -36,6 +39,7 @@ import { OwnTraces } from "./broadcast/own-traces.js"
 /** Domain services over the store. */
 export const ServicesLayer = Layer.mergeAll(Auth.Default, KeyStore.Default, Users.Default,
   GenerationStore.Default, Secrets.Default, Destinations.Default, WorkspaceStore.Default, PresetStore.Default,
+  WorkspaceBudgets.Default, GenerationFeedback.Default, ModelUsage.Default,
   // The data plane: catalog, routing, money, content policy.
   Catalog.Live,
   Router.Default.pipe(Layer.provide(Catalog.Live)),

@@ -110,7 +110,12 @@ export const ModelEntry = Schema.Struct({
     }),
   ),
   default_parameters: Schema.optional(DefaultParameters),
-  /** For the auto and pareto routers: 0-1 per task type (coding, math, writing, analysis, translation, chat, general); a missing one counts as 0.5. */
+  /** Its licence allows distilling it (`GET /models?distillable=`); default false. */
+  distillable: Schema.optional(Schema.Boolean),
+  /**
+   * For the auto and pareto routers: 0-1 per task type (coding, math, writing, analysis, translation, chat, general); a missing
+   * one counts as 0.5. `GET /models` sorts and filters by `intelligence`, `coding`, `agentic` and `design_arena` (docs/models.md).
+   */
   scores: Schema.optional(
     Schema.Record({ key: Schema.String, value: Schema.Number.pipe(Schema.between(0, 1, { message: () => "must be a number from 0 to 1" })) }),
   ),

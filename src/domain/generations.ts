@@ -157,6 +157,23 @@ export const GenerationIdParams = Schema.Struct({
   id: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })),
 })
 
+/** The categories of `POST /generation/feedback`, as the official SDK sends them. */
+export const FEEDBACK_CATEGORIES = ["latency", "incoherence", "incorrect_response", "formatting", "billing", "api_error", "other"] as const
+export const FeedbackCategory = Schema.Literal(...FEEDBACK_CATEGORIES).annotations({
+  message: () => ({ message: `must be one of ${FEEDBACK_CATEGORIES.join(", ")}`, override: true }),
+})
+export type FeedbackCategory = typeof FeedbackCategory.Type
+
+export const FEEDBACK_COMMENT_MAX = 4000
+
+export const FeedbackPayload = Schema.Struct({
+  generation_id: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })),
+  category: FeedbackCategory,
+  comment: Schema.optional(Schema.String.pipe(Schema.maxLength(FEEDBACK_COMMENT_MAX, { message: () => `at most ${FEEDBACK_COMMENT_MAX} characters` }))),
+})
+
+export const FeedbackAccepted = Schema.Struct({ data: Schema.Struct({ success: Schema.Literal(true) }) })
+
 const Message = Schema.Struct({ role: Schema.String, content: Schema.String })
 
 const ErrorDetail = Schema.Struct({

@@ -189,6 +189,33 @@ export const ProviderList = Schema.Struct({ data: Schema.Array(ProviderData) })
 
 export const ModelPath = Schema.Struct({ author: Schema.String, slug: Schema.String })
 
+/** `GET /models/{id}` as the `openai` SDK's `models.retrieve` reads it. */
+export const OpenAIModel = Schema.Struct({
+  id: Schema.String,
+  object: Schema.Literal("model"),
+  /** Release time, Unix seconds (0 when the catalog does not say). */
+  created: Schema.Int,
+  /** The id's vendor part. */
+  owned_by: Schema.String,
+})
+
+/** `GET /models/{id}` with `anthropic-version`, as the Anthropic SDK's `models.retrieve` reads it (`ModelInfo`). */
+export const AnthropicModelInfo = Schema.Struct({
+  type: Schema.Literal("model"),
+  id: Schema.String,
+  display_name: Schema.String,
+  /** RFC 3339; the epoch when the release date is unknown, as Anthropic's API does. */
+  created_at: Schema.String,
+  /** Anthropic's per-feature capability object: the catalog does not record it. */
+  capabilities: Schema.Null,
+  lifecycle: Schema.Literal("active"),
+  line: Schema.Null,
+  deprecated_at: Schema.Null,
+  retires_at: Schema.NullOr(Schema.String),
+  max_input_tokens: Schema.NullOr(Schema.Int),
+  max_tokens: Schema.NullOr(Schema.Int),
+})
+
 // ---- Query parameters ----
 
 const MAX_LIMIT = 1000
@@ -223,17 +250,22 @@ const listOf = <const V extends ReadonlyArray<string>>(values: V, extra: Readonl
 
 /** Parameters the gateway cannot honour: its catalog has no such data. Refused with 400, never ignored. */
 export const UNAVAILABLE_MODEL_FILTERS: Readonly<Record<string, string>> = {
-  distillable: "the catalog does not record whether a model may be distilled",
   region: "the catalog does not record data regions",
-  min_intelligence_index: "the catalog has no benchmark scores",
-  max_intelligence_index: "the catalog has no benchmark scores",
-  min_coding_index: "the catalog has no benchmark scores",
-  max_coding_index: "the catalog has no benchmark scores",
-  min_agentic_index: "the catalog has no benchmark scores",
-  max_agentic_index: "the catalog has no benchmark scores",
   min_tool_success_rate: "the gateway does not measure tool-call success",
   max_tool_success_rate: "the gateway does not measure tool-call success",
 }
+
+/**
+ * The benchmark sorts and index filters, each read from one key of a model's config `scores`
+ * (0 to 1; an index is the score × 100, as the benchmark indices run 0 to 100). A model without
+ * that key is listed last by the sort and left out by the filters (docs/models.md).
+ */
+export const BENCHMARK_SCORES = {
+  intelligence: "intelligence",
+  coding: "coding",
+  agentic: "agentic",
+  "design-arena-elo": "design_arena",
+} as const
 
 export const MODEL_SORTS = [
   "newest",
@@ -242,18 +274,24 @@ export const MODEL_SORTS = [
   "context-high-to-low",
   "throughput-high-to-low",
   "latency-low-to-high",
+  "most-popular",
+  "top-weekly",
+  "intelligence-high-to-low",
+  "coding-high-to-low",
+  "agentic-high-to-low",
+  "design-arena-elo-high-to-low",
 ] as const
 export type ModelSort = (typeof MODEL_SORTS)[number]
 
-/** Sorts of the SDK the gateway has no data for. */
-export const UNAVAILABLE_SORTS: Readonly<Record<string, string>> = {
-  "most-popular": "the gateway does not rank models by use",
-  "top-weekly": "the gateway does not rank models by use",
-  "intelligence-high-to-low": "the catalog has no benchmark scores",
-  "coding-high-to-low": "the catalog has no benchmark scores",
-  "agentic-high-to-low": "the catalog has no benchmark scores",
-  "design-arena-elo-high-to-low": "the catalog has no benchmark scores",
-}
+/** The sorts that read the ledger's usage rollup (src/services/ModelUsage.ts). */
+export const USAGE_SORTS: ReadonlySet<string> = new Set<ModelSort>(["most-popular", "top-weekly"])
+
+/** A benchmark index, 0 to 100. */
+const indexParam = Schema.String.pipe(
+  Schema.pattern(/^\d{1,3}(\.\d{1,12})?$/, { message: () => "must be a number from 0 to 100 (a config score × 100)" }),
+  Schema.compose(Schema.NumberFromString),
+  Schema.between(0, 100, { message: () => "must be a number from 0 to 100 (a config score × 100)" }),
+)
 
 const outputModalities = listOf(OUTPUT_MODALITIES, ["all"])
 
@@ -281,18 +319,29 @@ export const ListModelsParams = Schema.Struct({
   zdr: Schema.optional(Schema.Literal("true")),
   min_age_days: Schema.optional(integerParam(0, Number.MAX_SAFE_INTEGER)),
   max_age_days: Schema.optional(integerParam(0, Number.MAX_SAFE_INTEGER)),
-  distillable: unavailable,
+  distillable: Schema.optional(Schema.Literal("true", "false")),
   region: unavailable,
-  min_intelligence_index: unavailable,
-  max_intelligence_index: unavailable,
-  min_coding_index: unavailable,
-  max_coding_index: unavailable,
-  min_agentic_index: unavailable,
-  max_agentic_index: unavailable,
+  min_intelligence_index: Schema.optional(indexParam),
+  max_intelligence_index: Schema.optional(indexParam),
+  min_coding_index: Schema.optional(indexParam),
+  max_coding_index: Schema.optional(indexParam),
+  min_agentic_index: Schema.optional(indexParam),
+  max_agentic_index: Schema.optional(indexParam),
   min_tool_success_rate: unavailable,
   max_tool_success_rate: unavailable,
 }).annotations({ parseOptions: { onExcessProperty: "error" } })
 export type ListModelsParams = typeof ListModelsParams.Type
+
+/** `GET /models/user`: the SDK's `models.listForUser` sends a page and `output_modalities`. */
+export const UserModelsParams = Schema.Struct({
+  offset: Schema.optional(integerParam(0, Number.MAX_SAFE_INTEGER)),
+  limit: Schema.optional(integerParam(1, MAX_LIMIT)),
+  output_modalities: Schema.optional(outputModalities),
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
+export type UserModelsParams = typeof UserModelsParams.Type
+
+/** `GET /endpoints/zdr`: every zero-data-retention endpoint of the catalog (the SDK's `endpoints.listZdrEndpoints`). */
+export const ZdrEndpointList = Schema.Struct({ data: Schema.Array(EndpointData) })
 
 /** `GET /models/count`: the SDK's `models.count` sends only `output_modalities`. */
 export const CountModelsParams = Schema.Struct({

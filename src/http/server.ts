@@ -26,6 +26,7 @@ import { parseJson } from "../pipeline/ingress.js"
 import { RequestLifecycle, type Refusal } from "../pipeline/lifecycle.js"
 import { makeModelRoute } from "../pipeline/route.js"
 import { makeCountTokensRoute } from "./messages/count-tokens.js"
+import { makeModelRetrieveRoute } from "./models/retrieve.js"
 import { messagesFormat } from "../formats/messages/index.js"
 import { limitSendBuffers, limitUnsentBytes } from "../providers/socket-buffers.js"
 
@@ -280,6 +281,12 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     ),
   }
   known.push({ pattern: patternOf("/v1/messages/count_tokens"), methods: ["POST"], errorOf: messagesError })
+  // One model in the OpenAI or the Anthropic shape; its id's slash sent encoded (one segment) or plain (two).
+  const retrieveModel = makeModelRetrieveRoute(rt)
+  for (const path of ["/v1/models/:id", "/v1/models/:author/:slug"]) {
+    routes[path] = { GET: observed("/v1/models/{id}", "GET", retrieveModel) }
+    known.push({ pattern: patternOf(path), methods: ["GET"] })
+  }
   if (metrics !== undefined) {
     // Prometheus text, no auth: expose the port to the scraper only (README, Operations).
     const exposition = { "content-type": "text/plain; version=0.0.4; charset=utf-8" }

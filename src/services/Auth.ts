@@ -33,6 +33,12 @@ export const bearerSecret = (header: string | null | undefined): string | undefi
   return match?.[1]
 }
 
+/** The key as the data plane reads it: `Authorization: Bearer` first, else Anthropic's `x-api-key`. */
+export const requestSecret = (headers: Headers): string | undefined => {
+  const authorization = headers.get("authorization")
+  return authorization === null ? (headers.get("x-api-key") ?? undefined) : bearerSecret(authorization)
+}
+
 export const INVALID_KEY = "Invalid API key"
 
 export const MISSING_CREDENTIALS = "Missing credentials: send your API key as 'Authorization: Bearer <key>'"

@@ -10,6 +10,7 @@ import { Either } from "effect"
 import type { Pricing, ProviderEntry } from "../config/file.js"
 import { BadRequest, NotFound } from "../domain/errors.js"
 import {
+  BENCHMARK_SCORES,
   type CountModelsParams,
   type EndpointData,
   type InputModality,
@@ -21,11 +22,12 @@ import {
   type Parameter,
   type PricingData,
   UNAVAILABLE_MODEL_FILTERS,
-  UNAVAILABLE_SORTS,
+  USAGE_SORTS,
 } from "../domain/models.js"
 import { quote } from "../domain/validation.js"
 import type { Router } from "../routing/Router.js"
 import type { CatalogShape, Endpoint, Model } from "./Catalog.js"
+import type { UsageSnapshot } from "./ModelUsage.js"
 
 /** A non-negative decimal `n × 10^shift` as a plain decimal string (no exponent, no float noise): 2.5, -6 → "0.0000025". */
 export const shiftedDecimal = (n: number, shift: number): string => {
@@ -201,7 +203,21 @@ export const makeModelDirectory = (catalog: CatalogShape, router: RouterShape, n
     return best
   }
 
-  const sorted = (list: ReadonlyArray<Listed>, sort: ModelSort): ReadonlyArray<Listed> => {
+  /** A model's benchmark score from its config `scores`, undefined when it has none for that benchmark. */
+  const scoreOf = (l: Listed, benchmark: keyof typeof BENCHMARK_SCORES): number | undefined => l.model.entry.scores?.[BENCHMARK_SCORES[benchmark]]
+
+  /** Highest first, models without a value last; ties keep catalog order (Array.sort is stable). */
+  const byValue = (list: ReadonlyArray<Listed>, read: (l: Listed) => number | undefined) => {
+    const values = new Map(list.map((l) => [l, read(l)]))
+    return [...list].sort((a, b) => {
+      const x = values.get(a)
+      const y = values.get(b)
+      if (x === undefined || y === undefined) return x === undefined ? (y === undefined ? 0 : 1) : -1
+      return y - x
+    })
+  }
+
+  const sorted = (list: ReadonlyArray<Listed>, sort: ModelSort, usage: UsageSnapshot | undefined): ReadonlyArray<Listed> => {
     const price = (l: Listed) => (l.top.pricing.prompt + l.top.pricing.completion) / 2
     /** Known values first, best first; unknown last; ties keep catalog order (Array.sort is stable). */
     const byMeasure = (read: (e: Endpoint) => number | undefined, higherIsBetter: boolean) => {
@@ -226,10 +242,30 @@ export const makeModelDirectory = (catalog: CatalogShape, router: RouterShape, n
         return byMeasure((e) => router.endpointStats(e).rolling.throughput30m?.p50, true)
       case "latency-low-to-high":
         return byMeasure((e) => router.endpointStats(e).rolling.latency30m?.p50, false)
+      // From the ledger's rollup; a model without requests counts 0 (catalog order among those).
+      case "most-popular":
+        return byValue(list, (l) => usage?.requests30d.get(l.model.id) ?? 0)
+      case "top-weekly":
+        return byValue(list, (l) => usage?.tokens7d.get(l.model.id) ?? 0)
+      case "intelligence-high-to-low":
+        return byValue(list, (l) => scoreOf(l, "intelligence"))
+      case "coding-high-to-low":
+        return byValue(list, (l) => scoreOf(l, "coding"))
+      case "agentic-high-to-low":
+        return byValue(list, (l) => scoreOf(l, "agentic"))
+      case "design-arena-elo-high-to-low":
+        return byValue(list, (l) => scoreOf(l, "design-arena-elo"))
     }
   }
 
-  const list = (params: ListModelsParams): Either.Either<{ data: ReadonlyArray<ModelData>; total_count: number; links: { next: string | null } }, BadRequest> => {
+  /**
+   * A page of the catalog. `usage` is the ledger's usage snapshot, which only the popularity sorts
+   * read (`needsUsage`): the handler fetches it for those alone.
+   */
+  const list = (
+    params: ListModelsParams,
+    usage?: UsageSnapshot,
+  ): Either.Either<{ data: ReadonlyArray<ModelData>; total_count: number; links: { next: string | null } }, BadRequest> => {
     for (const [name, why] of Object.entries(UNAVAILABLE_MODEL_FILTERS)) {
       if ((params as Record<string, unknown>)[name] !== undefined) {
         return Either.left(invalid(name, `not available on this gateway (${why})`))
@@ -237,10 +273,8 @@ export const makeModelDirectory = (catalog: CatalogShape, router: RouterShape, n
     }
     let sort: ModelSort | undefined
     if (params.sort !== undefined) {
-      const why = UNAVAILABLE_SORTS[params.sort]
-      if (why !== undefined) return Either.left(invalid("sort", `${quote(params.sort)} is not available on this gateway (${why})`))
       if (!(MODEL_SORTS as ReadonlyArray<string>).includes(params.sort)) {
-        return Either.left(invalid("sort", `must be one of ${MODEL_SORTS.join(", ")}`))
+        return Either.left(invalid("sort", `${quote(params.sort)} is not one of ${MODEL_SORTS.join(", ")}`))
       }
       sort = params.sort as ModelSort
     }
@@ -279,13 +313,33 @@ export const makeModelDirectory = (catalog: CatalogShape, router: RouterShape, n
       filters.push((l) => wanted.some((p) => l.providerNames.has(p)))
     }
     if (params.zdr !== undefined) filters.push((l) => l.model.endpoints.some((e) => e.zdr))
+    // Only a model whose config says `"distillable": true` is distillable.
+    if (params.distillable !== undefined) {
+      const wanted = params.distillable === "true"
+      filters.push((l) => (l.model.entry.distillable === true) === wanted)
+    }
+    // Benchmark indices: the config score × 100; a model without the score is left out.
+    const indexBounds = [
+      ["intelligence", params.min_intelligence_index, params.max_intelligence_index],
+      ["coding", params.min_coding_index, params.max_coding_index],
+      ["agentic", params.min_agentic_index, params.max_agentic_index],
+    ] as const
+    for (const [benchmark, min, max] of indexBounds) {
+      if (min === undefined && max === undefined) continue
+      filters.push((l) => {
+        const score = scoreOf(l, benchmark)
+        if (score === undefined) return false
+        const index = score * 100
+        return (min === undefined || index >= min - 1e-9) && (max === undefined || index <= max + 1e-9)
+      })
+    }
     // Age filters need a release date: a model whose config has no `created` is left out by them.
     const ageDays = (l: Listed) => (at - l.data.created * 1000) / DAY_MS
     if (min_age_days !== undefined) filters.push((l) => l.data.created > 0 && ageDays(l) >= min_age_days)
     if (max_age_days !== undefined) filters.push((l) => l.data.created > 0 && ageDays(l) <= max_age_days)
 
     let kept: ReadonlyArray<Listed> = listed.filter((l) => filters.every((f) => f(l)))
-    if (sort !== undefined) kept = sorted(kept, sort)
+    if (sort !== undefined) kept = sorted(kept, sort, usage)
     const offset = params.offset ?? 0
     const paged = params.limit === undefined && params.offset === undefined
     const page = paged ? kept : kept.slice(offset, params.limit === undefined ? undefined : offset + params.limit)
@@ -355,6 +409,9 @@ export const makeModelDirectory = (catalog: CatalogShape, router: RouterShape, n
 
   const get = (author: string, slug: string) => Either.map(find(author, slug), (l) => ({ data: l.data }))
 
+  /** Every zero-data-retention endpoint, in catalog order, with this process's statistics. */
+  const zdrEndpoints = () => ({ data: listed.flatMap((l) => l.model.endpoints.filter((e) => e.zdr).map((e) => endpointData(l, e))) })
+
   const providerList = {
     data: catalog.providers.map((p) => ({
       name: p.name ?? p.id,
@@ -367,7 +424,10 @@ export const makeModelDirectory = (catalog: CatalogShape, router: RouterShape, n
     })),
   }
 
-  return { list, count, get, endpoints, providers: () => providerList } as const
+  return { list, count, get, endpoints, zdrEndpoints, providers: () => providerList } as const
 }
+
+/** Whether a listing reads the ledger's usage snapshot: only a popularity sort does. */
+export const needsUsage = (params: { readonly sort?: string | undefined }): boolean => params.sort !== undefined && USAGE_SORTS.has(params.sort)
 
 export type ModelDirectory = ReturnType<typeof makeModelDirectory>

@@ -165,24 +165,43 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
         ${args.includeByok ? sql`` : sql`AND is_byok = 0`}
         ${args.since === undefined ? sql`` : sql`AND day >= ${dayOf(args.since)}`}`.pipe(Effect.map((r) => Number(r[0]?.total ?? 0)))
 
+    /**
+     * What is held, in words: requests' own holds, and budget slices that gateway processes
+     * (this one or others sharing the database) keep to admit requests without a write. A slice
+     * also covers the requests its process admitted until their spend is recorded, so it is named
+     * as a slice, not as requests in flight (which may all have finished).
+     */
+    const heldWords = (heldNano: number, slicedNano: number, processes: number) => {
+      const sliced = Math.min(Math.max(0, slicedNano), heldNano)
+      const own = `${usd(fromNanoUsd(heldNano - sliced))} held by requests in flight`
+      if (sliced === 0) return own
+      const idle = `${Number((config.budgetSliceIdleMs / 1000).toFixed(3))} s`
+      return (
+        `${own}; ${usd(fromNanoUsd(sliced))} reserved in the budget slices of ${processes} gateway process${processes === 1 ? "" : "es"}, ` +
+        `each given back after ${idle} without a request on this key, or at once when the key is changed`
+      )
+    }
+
     /** The 402 of a key whose window cannot hold the request: what it may cost, what is left and held, how to fix it. */
     const refuseKey = (key: KeyRow, nowMs: number, worstCaseUsd: number, args: ReserveArgs) =>
       Effect.gen(function* () {
         // Read after the refusal, for the message only: the figures of that moment, not a second check.
-        const rows = yield* sql<{ window_start: string | null; window_spend_nano: number; reserved_nano: number }>`SELECT
-            window_start, window_spend_nano, reserved_nano FROM api_keys WHERE hash = ${args.keyHash}`
+        const rows = yield* sql<{ window_start: string | null; window_spend_nano: number; reserved_nano: number; sliced: number; processes: number }>`SELECT
+            window_start, window_spend_nano, reserved_nano,
+            (SELECT COALESCE(SUM(amount_nano), 0) FROM reservations WHERE key_hash = ${args.keyHash} AND is_slice = 1) AS sliced,
+            (SELECT COUNT(DISTINCT boot_id) FROM reservations WHERE key_hash = ${args.keyHash} AND is_slice = 1 AND amount_nano > 0) AS processes
+          FROM api_keys WHERE hash = ${args.keyHash}`
         const row = rows[0]
         const heldNano = Math.max(0, Number(row?.reserved_nano ?? 0))
         const spentNano = row !== undefined && row.window_start === args.windowStart ? Number(row.window_spend_nano) : yield* ledgerWindowSpend(args)
         const limitNano = Number(key.limit_nano ?? 0)
-        const held = fromNanoUsd(heldNano)
         const limit = fromNanoUsd(limitNano)
         const left = fromNanoUsd(Math.max(0, limitNano - spentNano - heldNano))
         const reset = nextReset(key.limit_reset, nowMs)
         return new PaymentRequired({
           message:
             `This API key's spending limit cannot hold this request: ${mayCost(worstCaseUsd)}; ${usd(left)} of this key's ${usd(limit)} ${key.limit_reset ?? "total"} limit ` +
-            `is left (${usd(held)} held by requests in flight). Lower max_output_tokens, or raise the key's limit` +
+            `is left (${heldWords(heldNano, Number(row?.sliced ?? 0), Number(row?.processes ?? 0))}). Lower max_output_tokens, or raise the key's limit` +
             (reset ? `; it resets at ${reset.toISOString()}.` : "; it does not reset.") +
             " (This is the key's limit, not your account's credits.)",
         })
@@ -191,18 +210,19 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
     /** The 402 of credits that cannot hold the request, with the same figures. */
     const refuseCredits = (userId: string, worstCaseUsd: number) =>
       Effect.gen(function* () {
-        const rows = yield* sql<{ granted: number; spent: number; held: number }>`SELECT
+        const rows = yield* sql<{ granted: number; spent: number; held: number; sliced: number; processes: number }>`SELECT
             (SELECT COALESCE(SUM(amount_nano), 0) FROM credit_grants WHERE user_id = ${userId}) AS granted,
             (SELECT COALESCE(SUM(amount_nano), 0) FROM spend_daily WHERE user_id = ${userId} AND is_byok = 0) AS spent,
-            (SELECT COALESCE(MAX(credits_reserved_nano), 0) FROM users WHERE id = ${userId}) AS held`
+            (SELECT COALESCE(MAX(credits_reserved_nano), 0) FROM users WHERE id = ${userId}) AS held,
+            (SELECT COALESCE(SUM(credits_nano), 0) FROM reservations WHERE user_id = ${userId} AND is_slice = 1) AS sliced,
+            (SELECT COUNT(DISTINCT boot_id) FROM reservations WHERE user_id = ${userId} AND is_slice = 1 AND credits_nano > 0) AS processes`
         const row = rows[0]
         const heldNano = Math.max(0, Number(row?.held ?? 0))
-        const held = fromNanoUsd(heldNano)
         const left = fromNanoUsd(Math.max(0, Number(row?.granted ?? 0) - Number(row?.spent ?? 0) - heldNano))
         return new PaymentRequired({
           message:
             `Insufficient credits: ${mayCost(worstCaseUsd)}; ${usd(left)} of your credits is left ` +
-            `(${usd(held)} held by requests in flight). Lower max_output_tokens, or add credits to continue.`,
+            `(${heldWords(heldNano, Number(row?.sliced ?? 0), Number(row?.processes ?? 0))}). Lower max_output_tokens, or add credits to continue.`,
         })
       })
 

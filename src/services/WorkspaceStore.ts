@@ -282,6 +282,7 @@ export class WorkspaceStore extends Effect.Service<WorkspaceStore>()("WorkspaceS
             const fallback = yield* users.ensure(row.owner_user_id)
             yield* sql`UPDATE api_keys SET workspace_id = ${fallback} WHERE workspace_id = ${row.id} AND deleted = 1`
             yield* sql`DELETE FROM workspace_members WHERE workspace_id = ${row.id}`
+            yield* sql`DELETE FROM workspace_budgets WHERE workspace_id = ${row.id}`
             yield* sql`DELETE FROM workspaces WHERE id = ${row.id}`
           }),
         )

@@ -74,8 +74,8 @@ describe("models", () => {
     expect(one.data.pricing).toMatchObject({ prompt: "0", completion: "0" })
   })
 
-  test("refusals are typed: a sort the gateway cannot do is BadRequest, an unknown model NotFound, a bad key 401", async () => {
-    expectTyped(await caught(sdk().models.list({ sort: "most-popular" })), errors.BadRequestResponseError, 400)
+  test("refusals are typed: a filter the gateway cannot do is BadRequest, an unknown model NotFound, a bad key 401", async () => {
+    expectTyped(await caught(sdk().models.list({ region: "eu" })), errors.BadRequestResponseError, 400)
     expectTyped(await caught(sdk().models.get({ author: "demo", slug: "missing" })), errors.NotFoundResponseError, 404)
     expectTyped(await caught(sdk("sk-gw-v1-nope").models.list()), errors.OpenRouterDefaultError, 401)
   })

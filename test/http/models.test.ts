@@ -157,7 +157,11 @@ describe("GET /v1/models", () => {
     expect(await expectError(await gw().fetch("/v1/models?region=eu"), 400)).toBe(
       "Invalid request: region: not available on this gateway (the catalog does not record data regions)",
     )
-    expect(await expectError(await gw().fetch("/v1/models?sort=top-weekly"), 400)).toContain("sort: \"top-weekly\" is not available")
+    expect(await expectError(await gw().fetch("/v1/models?sort=top-monthly"), 400)).toContain('sort: "top-monthly" is not one of newest')
+    expect(await expectError(await gw().fetch("/v1/models?distillable=yes"), 400)).toStartWith("Invalid request: distillable: ")
+    expect(await expectError(await gw().fetch("/v1/models?min_coding_index=101"), 400)).toBe(
+      "Invalid request: min_coding_index: must be a number from 0 to 100 (a config score × 100)",
+    )
   })
 })
 

@@ -57,6 +57,8 @@ const MODELS: ReadonlyArray<ModelEntry> = [
       categories: ["programming", "science"],
       architecture: { tokenizer: "GPT", instruct_type: "chatml", input_modalities: ["text", "image", "audio"] },
       default_parameters: { temperature: 0.7, top_p: 0.9 },
+      scores: { coding: 0.9, intelligence: 0.7 },
+      distillable: true,
     },
     ep("bare", 3, 15, { supports: ["tools"] }),
     ep("acme", 2.5, 10, {
@@ -72,7 +74,7 @@ const MODELS: ReadonlyArray<ModelEntry> = [
     }),
   ),
   model("bare/min", {}, ep("bare", 0.15, 0.6)),
-  model("bare/old", { created: NOW / 1000 - 400 * 86_400, context_length: 32_000 }, ep("bare", 0.5, 0.5, { supported_parameters: ["seed", "temperature"] })),
+  model("bare/old", { created: NOW / 1000 - 400 * 86_400, context_length: 32_000, scores: { coding: 0.5, agentic: 0.8, design_arena: 0.6 } }, ep("bare", 0.5, 0.5, { supported_parameters: ["seed", "temperature"] })),
 ]
 
 const setup = () => {
@@ -249,8 +251,20 @@ describe("GET /models: filters", () => {
 
   test("filters the catalog has no data for are refused by name, never ignored", () => {
     expect(refusal({ region: "eu" })).toBe("Invalid request: region: not available on this gateway (the catalog does not record data regions)")
-    expect(refusal({ distillable: "true" })).toContain("distillable: not available on this gateway")
-    expect(refusal({ min_intelligence_index: "3" })).toContain("min_intelligence_index: not available")
+    expect(refusal({ min_tool_success_rate: "0.5" })).toContain("min_tool_success_rate: not available on this gateway")
+  })
+
+  test("distillable keeps (true) or leaves out (false) the models whose config says distillable", () => {
+    expect(ids({ distillable: "true" })).toEqual(["acme/full"])
+    expect(ids({ distillable: "false" })).toEqual(["bare/min", "bare/old"])
+  })
+
+  test("benchmark index filters read the config score × 100; a model without that score is left out", () => {
+    expect(ids({ min_coding_index: 60 })).toEqual(["acme/full"])
+    expect(ids({ max_coding_index: 60 })).toEqual(["bare/old"])
+    expect(ids({ min_coding_index: 50, max_coding_index: 90 })).toEqual(["acme/full", "bare/old"])
+    expect(ids({ min_intelligence_index: 0 })).toEqual(["acme/full"])
+    expect(ids({ max_agentic_index: 100 })).toEqual(["bare/old"])
   })
 })
 
@@ -273,11 +287,24 @@ describe("GET /models: sorts and pages", () => {
     expect(sortedBy("latency-low-to-high")).toEqual(["bare/old", "bare/min", "acme/full"])
   })
 
-  test("sorts the catalog has no data for, and unknown sorts, are refused", () => {
-    expect(refusal({ sort: "most-popular" })).toContain('sort: "most-popular" is not available on this gateway')
-    expect(refusal({ sort: "coding-high-to-low" })).toContain("no benchmark scores")
+  test("benchmark sorts read the config scores, highest first; models without the score last, in catalog order", () => {
+    expect(ids({ sort: "coding-high-to-low" })).toEqual(["acme/full", "bare/old", "bare/min"])
+    expect(ids({ sort: "intelligence-high-to-low" })).toEqual(["acme/full", "bare/min", "bare/old"])
+    expect(ids({ sort: "agentic-high-to-low" })).toEqual(["bare/old", "acme/full", "bare/min"])
+    expect(ids({ sort: "design-arena-elo-high-to-low" })).toEqual(["bare/old", "acme/full", "bare/min"])
+  })
+
+  test("most-popular sorts by requests served in 30 days, top-weekly by tokens in 7, from the usage snapshot", () => {
+    const { directory } = setup()
+    const usage = { requests30d: new Map([["bare/old", 5], ["bare/min", 2]]), tokens7d: new Map([["bare/min", 100], ["acme/full", 40]]) }
+    const sortedBy = (sort: string) => Either.getOrThrow(directory.list({ sort }, usage)).data.map((m) => m.id)
+    expect(sortedBy("most-popular")).toEqual(["bare/old", "bare/min", "acme/full"])
+    expect(sortedBy("top-weekly")).toEqual(["bare/min", "acme/full", "bare/old"])
+  })
+
+  test("an unknown sort is refused, naming it and every sort there is", () => {
     expect(refusal({ sort: "random" })).toBe(
-      "Invalid request: sort: must be one of newest, pricing-low-to-high, pricing-high-to-low, context-high-to-low, throughput-high-to-low, latency-low-to-high",
+      'Invalid request: sort: "random" is not one of newest, pricing-low-to-high, pricing-high-to-low, context-high-to-low, throughput-high-to-low, latency-low-to-high, most-popular, top-weekly, intelligence-high-to-low, coding-high-to-low, agentic-high-to-low, design-arena-elo-high-to-low',
     )
   })
 

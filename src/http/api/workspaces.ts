@@ -1,6 +1,7 @@
-/** Workspaces and their members: the contract's operations 4 and 5 plus the supporting ones. */
+/** Workspaces, their members and budgets: the contract's operations 4 and 5 plus the supporting ones. */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
+import { BudgetPath, UpsertBudgetPayload, WorkspaceBudgetData, WorkspaceBudgetList } from "../../domain/budgets.js"
 import { Errors } from "../../domain/errors.js"
 import { PageParams } from "../../domain/paging.js"
 import { Deleted } from "../../domain/keys.js"
@@ -53,6 +54,15 @@ export class WorkspacesApi extends HttpApiGroup.make("workspaces")
       .setPayload(RemoveMembersPayload)
       .addSuccess(RemovedMembers),
   )
+  .add(HttpApiEndpoint.get("listBudgets", "/workspaces/:id/budgets").setPath(WorkspacePath).addSuccess(WorkspaceBudgetList))
+  .add(HttpApiEndpoint.get("getBudget", "/workspaces/:id/budgets/:interval").setPath(BudgetPath).addSuccess(WorkspaceBudgetData))
+  .add(
+    HttpApiEndpoint.put("setBudget", "/workspaces/:id/budgets/:interval")
+      .setPath(BudgetPath)
+      .setPayload(UpsertBudgetPayload)
+      .addSuccess(WorkspaceBudgetData),
+  )
+  .add(HttpApiEndpoint.del("deleteBudget", "/workspaces/:id/budgets/:interval").setPath(BudgetPath).addSuccess(Deleted))
   .addError(Errors.BadRequest)
   .addError(Errors.Forbidden)
   .addError(Errors.NotFound)

@@ -7,7 +7,8 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Router } from "../../routing/Router.js"
 import { Catalog } from "../../services/Catalog.js"
-import { makeModelDirectory } from "../../services/ModelDirectory.js"
+import { makeModelDirectory, needsUsage } from "../../services/ModelDirectory.js"
+import { ModelUsage } from "../../services/ModelUsage.js"
 import { GatewayApi } from "../Api.js"
 
 const directory = Effect.gen(function* () {
@@ -15,13 +16,20 @@ const directory = Effect.gen(function* () {
 })
 
 export const ModelsLive = HttpApiBuilder.group(GatewayApi, "models", (handlers) =>
-  Effect.map(directory, (models) =>
-    handlers
-      .handle("list", ({ urlParams }) => models.list(urlParams))
+  Effect.gen(function* () {
+    const models = yield* directory
+    const usage = yield* ModelUsage
+    return handlers
+      // Only a popularity sort reads the ledger's usage (cached a minute): other listings read nothing.
+      .handle("list", ({ urlParams }) =>
+        needsUsage(urlParams) ? Effect.flatMap(usage.snapshot, (u) => models.list(urlParams, u)) : models.list(urlParams),
+      )
       .handle("count", ({ urlParams }) => Effect.succeed(models.count(urlParams)))
+      .handle("listForUser", ({ urlParams }) => models.list(urlParams))
+      .handle("zdr", () => Effect.succeed(models.zdrEndpoints()))
       .handle("get", ({ path }) => models.get(path.author, path.slug))
-      .handle("endpoints", ({ path }) => models.endpoints(path.author, path.slug)),
-  ),
+      .handle("endpoints", ({ path }) => models.endpoints(path.author, path.slug))
+  }),
 )
 
 export const ProvidersLive = HttpApiBuilder.group(GatewayApi, "providers", (handlers) =>

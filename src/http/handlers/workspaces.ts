@@ -10,6 +10,7 @@ import { Broadcast } from "../../broadcast/Broadcast.js"
 import { requireManagement } from "../../services/Auth.js"
 import { Catalog } from "../../services/Catalog.js"
 import { ContentPolicy } from "../../services/ContentPolicy.js"
+import { WorkspaceBudgets } from "../../services/WorkspaceBudgets.js"
 import { WorkspaceStore, type WorkspaceSettings } from "../../services/WorkspaceStore.js"
 import { GatewayApi } from "../Api.js"
 
@@ -35,6 +36,8 @@ export const WorkspacesLive = HttpApiBuilder.group(GatewayApi, "workspaces", (ha
     const policy = yield* ContentPolicy
     const broadcast = yield* Broadcast
     const catalog = yield* Catalog
+    const budgets = yield* WorkspaceBudgets
+    const noBudget = (slug: string, interval: string) => new NotFound({ message: `Workspace '${slug}' has no ${interval} budget` })
 
     /** A default model the catalog does not serve would fail every request that names none: refused at write. */
     const checkDefaultModel = (model: string | null | undefined) =>
@@ -119,6 +122,28 @@ export const WorkspacesLive = HttpApiBuilder.group(GatewayApi, "workspaces", (ha
         Effect.gen(function* () {
           const ws = yield* administered(path.id)
           return { removed_count: yield* store.removeMembers(ws.row, payload.user_ids) }
+        }),
+      )
+      // Budgets: members read them, admins set and remove them (docs/api.md, "Workspace budgets").
+      .handle("listBudgets", ({ path }) => Effect.flatMap(visible(path.id), (ws) => budgets.list(ws.row.id)))
+      .handle("getBudget", ({ path }) =>
+        Effect.gen(function* () {
+          const ws = yield* visible(path.id)
+          const found = yield* budgets.get(ws.row.id, path.interval)
+          return yield* Option.match(found, { onNone: () => Effect.fail(noBudget(ws.row.slug, path.interval)), onSome: Effect.succeed })
+        }),
+      )
+      .handle("setBudget", ({ path, payload }) =>
+        Effect.gen(function* () {
+          const ws = yield* administered(path.id)
+          return yield* budgets.put(ws.row.id, path.interval, payload.limit_usd, payload.include_byok_in_budgets)
+        }),
+      )
+      .handle("deleteBudget", ({ path }) =>
+        Effect.gen(function* () {
+          const ws = yield* administered(path.id)
+          if (!(yield* budgets.remove(ws.row.id, path.interval))) return yield* noBudget(ws.row.slug, path.interval)
+          return { deleted: true as const }
         }),
       )
   }),

@@ -11,16 +11,10 @@ import { messagesFormat } from "../../formats/messages/index.js"
 import { decodeCountTokensRequest } from "../../formats/messages/request.js"
 import { errorResponseIn } from "../../pipeline/format.js"
 import { applyPreset, presetSlugOf } from "../../routing/presets.js"
-import { Auth, bearerSecret } from "../../services/Auth.js"
+import { Auth, requestSecret } from "../../services/Auth.js"
 import { PresetStore } from "../../services/PresetStore.js"
 import { BODY_TIMED_OUT, bodyTimedOut, makeBodyDeadline, readCappedText } from "../body.js"
 import { parseJson } from "../../pipeline/ingress.js"
-
-/** The key as the data plane reads it: `Authorization: Bearer` first, else Anthropic's `x-api-key`. */
-const secretOf = (headers: Headers): string | undefined => {
-  const authorization = headers.get("authorization")
-  return authorization === null ? (headers.get("x-api-key") ?? undefined) : bearerSecret(authorization)
-}
 
 const CLOSE = { connection: "close" }
 
@@ -53,7 +47,7 @@ export const makeCountTokensRoute = (runtime: Runtime.Runtime<Auth | PresetStore
     })
 
   return async (req: Request): Promise<Response> => {
-    const principal = await run(Effect.either(auth.authenticateSecret(secretOf(req.headers))))
+    const principal = await run(Effect.either(auth.authenticateSecret(requestSecret(req.headers))))
     if (Either.isLeft(principal)) return refuse(principal.left, CLOSE)
     const read = readCappedText(req, settings.maxBodyBytes)
     if (!(read instanceof Promise)) return refuse(read, CLOSE)
