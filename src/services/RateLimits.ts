@@ -29,6 +29,7 @@ export class RateLimits extends Effect.Service<RateLimits>()("RateLimits", {
     const shared = yield* SharedState
     const link = shared.link
     const local = new LocalRateLimiter()
+    link?.preload(GCRA_SCRIPT)
     const defaults = new Map<string, RateRule>()
     for (const [workspace, limit] of Object.entries(settings.catalog.rate_limits?.workspaces ?? {})) {
       const ms = intervalMs(limit.interval)

@@ -39,6 +39,8 @@ export class SharedState extends Effect.Service<SharedState>()("SharedState", {
     /** Live processes as last counted in Redis (this one included); 1 until counted. */
     let peers = 1
     if (link !== undefined) {
+      // A reachable Redis is in use from the first request; an unreachable one does not hold the start.
+      yield* Effect.promise(() => Promise.race([link.firstAttempt, Bun.sleep(3_000)]))
       const beat = () => {
         const now = Date.now()
         link

@@ -49,12 +49,18 @@ export class RedisLink {
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined
   private readonly connectHooks = new Set<() => void>()
   private readonly scripts = new Map<string, string>()
+  /** Settles when the first connection attempt has ended, either way. */
+  readonly firstAttempt: Promise<void>
+  private firstAttemptEnded: () => void = () => {}
   /** Changes of state, for `/v1/ready` and the metrics. */
   outages = 0
   lastError: string | undefined
 
   constructor(private readonly options: RedisLinkOptions) {
     this.backoffMs = options.backoffMinMs ?? 100
+    this.firstAttempt = new Promise((resolve) => {
+      this.firstAttemptEnded = resolve
+    })
     this.client = this.newClient()
     this.connect()
   }
@@ -94,6 +100,16 @@ export class RedisLink {
       this.scripts.delete(source)
       return this.send("EVAL", [source, String(keys.length), ...keys, ...args])
     }
+  }
+
+  /** Loads a script ahead of its first use (on every connection: a restarted Redis forgets them). */
+  preload(source: string): void {
+    this.onConnect(() => {
+      this.client.send("SCRIPT", ["LOAD", source]).then(
+        (sha) => this.scripts.set(source, String(sha)),
+        () => {},
+      )
+    })
   }
 
   /** A second connection for subscriptions (a subscribed connection takes no other commands). */
@@ -146,8 +162,12 @@ export class RedisLink {
             hook()
           } catch {}
         }
+        this.firstAttemptEnded()
       },
-      (e) => this.lost(e),
+      (e) => {
+        this.lost(e)
+        this.firstAttemptEnded()
+      },
     )
   }
 
