@@ -26,7 +26,7 @@ export interface RateVerdict {
 export const gcra = (rule: RateRule, tat: number, now: number): RateVerdict & { readonly nextTat: number } => {
   const emission = rule.intervalMs / rule.requests
   const tolerance = rule.intervalMs - emission
-  const start = tat > now ? tat : now
+  const start = Math.max(tat, now)
   const allowAt = start - tolerance
   if (now < allowAt) {
     return { admitted: false, limit: rule.requests, remaining: 0, resetAt: start, retryAfterMs: allowAt - now, nextTat: tat }

@@ -72,7 +72,7 @@ export class RateLimits extends Effect.Service<RateLimits>()("RateLimits", {
 
     /** The verdict for one request of the key `hash` under `rule`: at once without Redis, else from Redis (or the share on failure). */
     const check = (hash: string, rule: RateRule): RateVerdict | Promise<RateVerdict> =>
-      link !== undefined && link.connected ? checkShared(hash, rule) : local.check(hash, link === undefined ? rule : shareOf(rule), Date.now())
+      link?.connected ? checkShared(hash, rule) : local.check(hash, link === undefined ? rule : shareOf(rule), Date.now())
 
     return { ruleOf, check } as const
   }),
