@@ -67,6 +67,6 @@ export class SharedState extends Effect.Service<SharedState>()("SharedState", {
       outages: link?.outages ?? 0,
       lastError: link?.lastError,
     })
-    return { link, peers: () => peers, status } as const
+    return { link, self, peers: () => peers, status } as const
   }),
 }) {}
