@@ -8,6 +8,8 @@ import { Console, Data, Effect, Layer, Option } from "effect"
 import { requeueDead } from "./broadcast/queue.js"
 import { GatewayConfig } from "./config/Config.js"
 import { startServer } from "./http/server.js"
+import { parseWorkers, supervise } from "./supervisor.js"
+import { type SupervisorMessage, workerChannel } from "./services/worker-channel.js"
 import { KeyStore, type KeyRow, keyRowOf, type StoredKeyRow } from "./services/KeyStore.js"
 import { newUserId, Users } from "./services/Users.js"
 import { type MemberRow, WorkspaceStore } from "./services/WorkspaceStore.js"
@@ -24,16 +26,54 @@ export class CliError extends Data.TaggedError("CliError")<{ readonly message: s
 
 const isAddressInUse = (e: unknown) => typeof e === "object" && e !== null && "code" in e && e.code === "EADDRINUSE"
 
-const serve = Command.make("serve", {}, () =>
+/** The command that starts this program again as one worker: compiled, the binary; else bun and the script. */
+const workerCommand = (): Array<string> => {
+  const script = process.argv[1] ?? ""
+  const compiled = script.startsWith("/$bunfs/") || script.startsWith("B:/~BUN/")
+  return compiled ? [process.execPath, "serve"] : [process.execPath, script, "serve"]
+}
+
+const workersOption = Options.text("workers").pipe(
+  Options.optional,
+  Options.withDescription("Worker processes accepting on the same port: a number, or auto for the machine's cores (env GATEWAY_WORKERS; default 1)"),
+)
+
+const serve = Command.make("serve", { workers: workersOption }, ({ workers }) =>
   Effect.gen(function* () {
-    const { port, host } = yield* Effect.provide(GatewayConfig, GatewayConfig.fromEnv)
+    const settingsNow = yield* Effect.provide(GatewayConfig, GatewayConfig.fromEnv)
+    const { port, host } = settingsNow
+    const workersText = Option.getOrElse(workers, () => process.env["GATEWAY_WORKERS"] ?? "1")
+    const count = parseWorkers(workersText)
+    if (count === undefined) {
+      return yield* new CliError({ message: `--workers (GATEWAY_WORKERS): must be a whole number from 1 to 9999 or auto, not ${JSON.stringify(workersText)}` })
+    }
+    const channel = workerChannel()
+    if (count > 1 && channel === undefined) {
+      return yield* Effect.promise(() =>
+        supervise({
+          workers: count,
+          command: workerCommand(),
+          instanceId: settingsNow.instanceId,
+          metricsPort: Number(process.env["GATEWAY_SUPERVISOR_METRICS_PORT"] ?? "0"),
+          redisConfigured: settingsNow.redis !== undefined,
+          log: (line) => console.log(line),
+        }),
+      )
+    }
     const running = yield* Effect.tryPromise({
-      try: () => startServer(GatewayConfig.fromEnv),
+      try: () => startServer(GatewayConfig.fromEnv, { reusePort: channel !== undefined }),
       catch: (e) => (isAddressInUse(e) ? new CliError({ message: `port ${port} on ${host} is in use (another gateway?); set PORT to a free port` }) : e),
     }).pipe(Effect.catchIf((e) => !(e instanceof CliError), Effect.die))
     const { settings } = running
+    if (channel !== undefined) {
+      // A worker: its metrics go to the supervisor when it asks; it says when it listens.
+      process.on("message", (message: SupervisorMessage) => {
+        if (message.t === "metrics-request") channel.send({ t: "metrics", id: message.id, text: running.metrics?.render() ?? "" })
+      })
+      channel.send({ t: "ready" })
+    }
     yield* Console.log(
-      `gateway listening on ${running.url}/v1 (store: ${settings.databaseUrl.startsWith("postgres") ? "postgres" : settings.databaseUrl}, catalog: ${settings.configSource})`,
+      `gateway${channel === undefined ? "" : ` worker ${channel.index}`} listening on ${running.url}/v1 (store: ${settings.databaseUrl.startsWith("postgres") ? "postgres" : settings.databaseUrl}, catalog: ${settings.configSource})`,
     )
     if (Option.isSome(running.createdSecret)) {
       const secret = running.createdSecret.value
@@ -47,7 +87,7 @@ const serve = Command.make("serve", {}, () =>
           "",
         ].join("\n"),
       )
-    } else {
+    } else if (channel === undefined || channel.index === 0) {
       yield* Console.log("A management key exists already (its secret is not shown again); make another with: gateway keys create --management --name NAME")
     }
     // SIGTERM/SIGINT interrupt the main fiber (runMain): stop accepting, let open streams finish

@@ -23,6 +23,7 @@ import pg, { type Client } from "pg"
 import { Context, Effect, Either, Runtime, Schema } from "effect"
 import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
 import { SharedState } from "./SharedState.js"
+import { type SupervisorMessage, workerChannel } from "./worker-channel.js"
 
 /** The channel every gateway process on a database listens to. */
 export const CHANNEL = "gateway_notices"
@@ -74,6 +75,8 @@ export class Notifications extends Effect.Service<Notifications>()("Notification
     const log = (effect: Effect.Effect<void>) => Runtime.runFork(runtime)(effect)
     const redis = (yield* SharedState).link
     const enabled = redis === undefined && isPostgresUrl(config.databaseUrl)
+    // A worker of `serve --workers` on SQLite without Redis: its siblings hear it through the supervisor.
+    const worker = redis === undefined && !enabled ? workerChannel() : undefined
     const origin = crypto.randomUUID()
 
     const handlers = new Map<string, Set<NoticeHandler>>()
@@ -125,7 +128,9 @@ export class Notifications extends Effect.Service<Notifications>()("Notification
      * still bounds how long others serve what changed.
      */
     const publish = (type: string, payload: unknown): Effect.Effect<void> =>
-      redis !== undefined
+      worker !== undefined
+        ? Effect.sync(() => worker.send({ t: "notice", text: JSON.stringify({ type, payload, origin }) }))
+        : redis !== undefined
         ? Effect.promise(() =>
             redis.send("PUBLISH", [REDIS_CHANNEL, JSON.stringify({ type, payload, origin })]).then(
               () => undefined,
@@ -215,6 +220,14 @@ export class Notifications extends Effect.Service<Notifications>()("Notification
       )
     }
 
+    if (worker !== undefined) {
+      const onMessage = (message: SupervisorMessage) => {
+        if (message.t === "notice") dispatch(message.text)
+      }
+      process.on("message", onMessage)
+      yield* Effect.addFinalizer(() => Effect.sync(() => process.off("message", onMessage)))
+    }
+
     if (redis !== undefined) {
       // Heard on a connection of its own (a subscribed connection takes no other commands); every
       // (re)connection resubscribes and resyncs: notices sent while it was away are lost.
@@ -247,7 +260,7 @@ export class Notifications extends Effect.Service<Notifications>()("Notification
 
     return {
       /** False on SQLite without Redis: nothing is sent or heard. */
-      enabled: enabled || redis !== undefined,
+      enabled: enabled || redis !== undefined || worker !== undefined,
       publish,
       subscribe,
       onResync,

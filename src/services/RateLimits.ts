@@ -4,7 +4,8 @@
  * a key over its limit gets 429 with `Retry-After` and `X-RateLimit-*`, and no upstream call.
  * With Redis the count is shared by every process (one GCRA script per request, under
  * `redis.timeout_ms`); without it, or while Redis is unreachable, each process counts alone, on a
- * share of the limit (the limit over the live processes Redis last counted).
+ * share of the limit (the limit over the live processes Redis last counted, or over the workers of
+ * `serve --workers`), so together they never admit more than the limit.
  */
 import { Effect } from "effect"
 import { GatewayConfig } from "../config/Config.js"
@@ -72,7 +73,7 @@ export class RateLimits extends Effect.Service<RateLimits>()("RateLimits", {
 
     /** The verdict for one request of the key `hash` under `rule`: at once without Redis, else from Redis (or the share on failure). */
     const check = (hash: string, rule: RateRule): RateVerdict | Promise<RateVerdict> =>
-      link?.connected ? checkShared(hash, rule) : local.check(hash, link === undefined ? rule : shareOf(rule), Date.now())
+      link?.connected ? checkShared(hash, rule) : local.check(hash, shareOf(rule), Date.now())
 
     return { ruleOf, check } as const
   }),

@@ -36,8 +36,8 @@ export class SharedState extends Effect.Service<SharedState>()("SharedState", {
               Runtime.runFork(runtime)(level === "warn" ? Effect.logWarning(message) : Effect.logInfo(message)),
           })
     const self = `${settings.instanceId}:${crypto.randomUUID().slice(0, 8)}`
-    /** Live processes as last counted in Redis (this one included); 1 until counted. */
-    let peers = 1
+    /** Live processes as last counted in Redis (this one included); without Redis, the supervisor's workers. */
+    let peers = Math.max(1, Number(process.env["GATEWAY_WORKERS_TOTAL"] ?? "1") || 1)
     if (link !== undefined) {
       // A reachable Redis is in use from the first request; an unreachable one does not hold the start.
       yield* Effect.promise(() => Promise.race([link.firstAttempt, Bun.sleep(3_000)]))
