@@ -4,7 +4,8 @@
  */
 import { Args, Command, HelpDoc, Options, Usage } from "@effect/cli"
 import { SqlClient } from "@effect/sql"
-import { Console, Data, Effect, Layer, Option } from "effect"
+import { Console, Data, Effect, Either, Layer, Option, Schema } from "effect"
+import { intervalText, RateLimit } from "./domain/keys.js"
 import { requeueDead } from "./broadcast/queue.js"
 import { GatewayConfig } from "./config/Config.js"
 import { startServer } from "./http/server.js"
@@ -132,9 +133,21 @@ const describeKey = (row: KeyRow) =>
     row.is_management ? "management" : "inference",
     row.disabled ? "disabled" : "enabled",
     row.limit_usd === null ? "no limit" : `limit $${row.limit_usd}${row.limit_reset ? `/${row.limit_reset}` : ""}`,
+    ...(row.rate_limit_requests === null || row.rate_limit_interval_ms === null
+      ? []
+      : [`rate ${row.rate_limit_requests}/${intervalText(row.rate_limit_interval_ms)}`]),
     row.user_id,
     JSON.stringify(row.name),
   ].join("  ")
+
+/** `--rate-limit 10/10s` → the key's rate limit, by the same rules as the API's. */
+const parseRateLimit = (text: string) => {
+  const [requests, interval] = text.split("/")
+  const decoded = Schema.decodeUnknownEither(RateLimit)({ requests: Number(requests), interval })
+  return Either.isRight(decoded)
+    ? Effect.succeed(decoded.right)
+    : Effect.fail(new CliError({ message: `--rate-limit: must be REQUESTS/INTERVAL, e.g. 10/10s (requests an integer from 1, interval from 1s to 1d), not ${JSON.stringify(text)}` }))
+}
 
 const keysCreate = Command.make(
   "create",
@@ -143,10 +156,15 @@ const keysCreate = Command.make(
     management: Options.boolean("management").pipe(Options.withDescription("A management key")),
     limit: Options.float("limit").pipe(Options.optional, Options.withDescription("Spending limit in USD")),
     limitReset: Options.choice("limit-reset", ["daily", "weekly", "monthly"]).pipe(Options.optional),
+    rateLimit: Options.text("rate-limit").pipe(
+      Options.optional,
+      Options.withDescription("Request rate limit as REQUESTS/INTERVAL, e.g. 10/10s or 600/1h"),
+    ),
     user: Options.text("user").pipe(Options.optional, Options.withDescription("Owner user id")),
   },
-  ({ name, management, limit, limitReset, user }) =>
+  ({ name, management, limit, limitReset, rateLimit, user }) =>
     Effect.gen(function* () {
+      const rate = Option.isNone(rateLimit) ? null : yield* parseRateLimit(rateLimit.value)
       const keys = yield* KeyStore
       const users = yield* Users
       const userId = yield* resolveUser(user)
@@ -158,6 +176,7 @@ const keysCreate = Command.make(
         isManagement: management,
         limit: Option.getOrNull(limit),
         limitReset: Option.getOrNull(limitReset),
+        rateLimit: rate,
       })
       yield* Console.log(`Created ${describeKey(row)}`)
       yield* Console.log(`Secret (shown only now): ${secret}`)

@@ -155,3 +155,24 @@ describe("a workspace's default rate limit from the config", () => {
     expect(statuses).toEqual([200, 200, 200, 200, 429])
   })
 })
+
+describe("the CLI", () => {
+  const root = `${import.meta.dir}/../..`
+  const run = (db: string, ...args: Array<string>) =>
+    Bun.spawnSync([process.execPath, `${root}/src/main.ts`, ...args], { env: { ...process.env, DATABASE_URL: db, GATEWAY_DATA_DIR: `${db}.d` } })
+
+  test("keys create --rate-limit sets the key's limit; a bad one is refused naming the option", async () => {
+    const db = await freshDatabase()
+    try {
+      const made = run(db.url, "keys", "create", "--name", "cli", "--rate-limit", "10/10s")
+      expect(made.exitCode).toBe(0)
+      expect(made.stdout.toString()).toContain("rate 10/10s")
+      const bad = run(db.url, "keys", "create", "--name", "cli", "--rate-limit", "10/forever")
+      expect(bad.exitCode).toBe(1)
+      expect(bad.stderr.toString()).toContain("--rate-limit: must be REQUESTS/INTERVAL")
+    } finally {
+      await db.drop()
+    }
+  })
+})
+
