@@ -23,6 +23,8 @@ import { Guardrails } from "./services/Guardrails.js"
 import { Spend } from "./services/Spend.js"
 import { KeyStore } from "./services/KeyStore.js"
 import { Notifications } from "./services/Notifications.js"
+import { RateLimits } from "./services/RateLimits.js"
+import { SharedState } from "./services/SharedState.js"
 import { GenerationStore } from "./services/GenerationStore.js"
 import { Destinations } from "./services/Destinations.js"
 import { Secrets } from "./services/secrets.js"
@@ -49,6 +51,9 @@ export const ServicesLayer = Layer.mergeAll(Auth.Default, KeyStore.Default, User
   Guardrails.Live,
   // The same instance KeyStore hears key notices on (layers are memoized), for services and metrics.
   Notifications.Default,
+  // Request rate limits per key, shared through Redis when it is configured (SharedState).
+  RateLimits.Default,
+  SharedState.Default,
   // The outbox hook on the ledger writer and the delivery worker (issue 25).
   Broadcast.Default,
   // The gateway's own traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set.

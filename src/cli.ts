@@ -4,10 +4,13 @@
  */
 import { Args, Command, HelpDoc, Options, Usage } from "@effect/cli"
 import { SqlClient } from "@effect/sql"
-import { Console, Data, Effect, Layer, Option } from "effect"
+import { Console, Data, Effect, Either, Layer, Option, Schema } from "effect"
+import { intervalText, RateLimit } from "./domain/keys.js"
 import { requeueDead } from "./broadcast/queue.js"
 import { GatewayConfig } from "./config/Config.js"
 import { startServer } from "./http/server.js"
+import { parseWorkers, supervise } from "./supervisor.js"
+import { type SupervisorMessage, workerChannel } from "./services/worker-channel.js"
 import { KeyStore, type KeyRow, keyRowOf, type StoredKeyRow } from "./services/KeyStore.js"
 import { newUserId, Users } from "./services/Users.js"
 import { type MemberRow, WorkspaceStore } from "./services/WorkspaceStore.js"
@@ -24,16 +27,54 @@ export class CliError extends Data.TaggedError("CliError")<{ readonly message: s
 
 const isAddressInUse = (e: unknown) => typeof e === "object" && e !== null && "code" in e && e.code === "EADDRINUSE"
 
-const serve = Command.make("serve", {}, () =>
+/** The command that starts this program again as one worker: compiled, the binary; else bun and the script. */
+const workerCommand = (): Array<string> => {
+  const script = process.argv[1] ?? ""
+  const compiled = script.startsWith("/$bunfs/") || script.startsWith("B:/~BUN/")
+  return compiled ? [process.execPath, "serve"] : [process.execPath, script, "serve"]
+}
+
+const workersOption = Options.text("workers").pipe(
+  Options.optional,
+  Options.withDescription("Worker processes accepting on the same port: a number, or auto for the machine's cores (env GATEWAY_WORKERS; default 1)"),
+)
+
+const serve = Command.make("serve", { workers: workersOption }, ({ workers }) =>
   Effect.gen(function* () {
-    const { port, host } = yield* Effect.provide(GatewayConfig, GatewayConfig.fromEnv)
+    const settingsNow = yield* Effect.provide(GatewayConfig, GatewayConfig.fromEnv)
+    const { port, host } = settingsNow
+    const workersText = Option.getOrElse(workers, () => process.env["GATEWAY_WORKERS"] ?? "1")
+    const count = parseWorkers(workersText)
+    if (count === undefined) {
+      return yield* new CliError({ message: `--workers (GATEWAY_WORKERS): must be a whole number from 1 to 9999 or auto, not ${JSON.stringify(workersText)}` })
+    }
+    const channel = workerChannel()
+    if (count > 1 && channel === undefined) {
+      return yield* Effect.promise(() =>
+        supervise({
+          workers: count,
+          command: workerCommand(),
+          instanceId: settingsNow.instanceId,
+          metricsPort: Number(process.env["GATEWAY_SUPERVISOR_METRICS_PORT"] ?? "0"),
+          redisConfigured: settingsNow.redis !== undefined,
+          log: (line) => console.log(line),
+        }),
+      )
+    }
     const running = yield* Effect.tryPromise({
-      try: () => startServer(GatewayConfig.fromEnv),
+      try: () => startServer(GatewayConfig.fromEnv, { reusePort: channel !== undefined }),
       catch: (e) => (isAddressInUse(e) ? new CliError({ message: `port ${port} on ${host} is in use (another gateway?); set PORT to a free port` }) : e),
     }).pipe(Effect.catchIf((e) => !(e instanceof CliError), Effect.die))
     const { settings } = running
+    if (channel !== undefined) {
+      // A worker: its metrics go to the supervisor when it asks; it says when it listens.
+      process.on("message", (message: SupervisorMessage) => {
+        if (message.t === "metrics-request") channel.send({ t: "metrics", id: message.id, text: running.metrics?.render() ?? "" })
+      })
+      channel.send({ t: "ready" })
+    }
     yield* Console.log(
-      `gateway listening on ${running.url}/v1 (store: ${settings.databaseUrl.startsWith("postgres") ? "postgres" : settings.databaseUrl}, catalog: ${settings.configSource})`,
+      `gateway${channel === undefined ? "" : ` worker ${channel.index}`} listening on ${running.url}/v1 (store: ${settings.databaseUrl.startsWith("postgres") ? "postgres" : settings.databaseUrl}, catalog: ${settings.configSource})`,
     )
     if (Option.isSome(running.createdSecret)) {
       const secret = running.createdSecret.value
@@ -47,7 +88,7 @@ const serve = Command.make("serve", {}, () =>
           "",
         ].join("\n"),
       )
-    } else {
+    } else if (channel === undefined || channel.index === 0) {
       yield* Console.log("A management key exists already (its secret is not shown again); make another with: gateway keys create --management --name NAME")
     }
     // SIGTERM/SIGINT interrupt the main fiber (runMain): stop accepting, let open streams finish
@@ -92,9 +133,21 @@ const describeKey = (row: KeyRow) =>
     row.is_management ? "management" : "inference",
     row.disabled ? "disabled" : "enabled",
     row.limit_usd === null ? "no limit" : `limit $${row.limit_usd}${row.limit_reset ? `/${row.limit_reset}` : ""}`,
+    ...(row.rate_limit_requests === null || row.rate_limit_interval_ms === null
+      ? []
+      : [`rate ${row.rate_limit_requests}/${intervalText(row.rate_limit_interval_ms)}`]),
     row.user_id,
     JSON.stringify(row.name),
   ].join("  ")
+
+/** `--rate-limit 10/10s` → the key's rate limit, by the same rules as the API's. */
+const parseRateLimit = (text: string) => {
+  const [requests, interval] = text.split("/")
+  const decoded = Schema.decodeUnknownEither(RateLimit)({ requests: Number(requests), interval })
+  return Either.isRight(decoded)
+    ? Effect.succeed(decoded.right)
+    : Effect.fail(new CliError({ message: `--rate-limit: must be REQUESTS/INTERVAL, e.g. 10/10s (requests an integer from 1, interval from 1s to 1d), not ${JSON.stringify(text)}` }))
+}
 
 const keysCreate = Command.make(
   "create",
@@ -103,10 +156,15 @@ const keysCreate = Command.make(
     management: Options.boolean("management").pipe(Options.withDescription("A management key")),
     limit: Options.float("limit").pipe(Options.optional, Options.withDescription("Spending limit in USD")),
     limitReset: Options.choice("limit-reset", ["daily", "weekly", "monthly"]).pipe(Options.optional),
+    rateLimit: Options.text("rate-limit").pipe(
+      Options.optional,
+      Options.withDescription("Request rate limit as REQUESTS/INTERVAL, e.g. 10/10s or 600/1h"),
+    ),
     user: Options.text("user").pipe(Options.optional, Options.withDescription("Owner user id")),
   },
-  ({ name, management, limit, limitReset, user }) =>
+  ({ name, management, limit, limitReset, rateLimit, user }) =>
     Effect.gen(function* () {
+      const rate = Option.isNone(rateLimit) ? null : yield* parseRateLimit(rateLimit.value)
       const keys = yield* KeyStore
       const users = yield* Users
       const userId = yield* resolveUser(user)
@@ -118,6 +176,7 @@ const keysCreate = Command.make(
         isManagement: management,
         limit: Option.getOrNull(limit),
         limitReset: Option.getOrNull(limitReset),
+        rateLimit: rate,
       })
       yield* Console.log(`Created ${describeKey(row)}`)
       yield* Console.log(`Secret (shown only now): ${secret}`)

@@ -81,7 +81,17 @@ export interface Settings {
   readonly trustTraceparent: boolean
   /** `search`: the engine behind web_search and the `web` plugin; undefined when not configured. */
   readonly search: SearchSettings | undefined
+  /** Redis for shared state (`redis.url` or REDIS_URL); undefined: each process keeps its own. */
+  readonly redis: RedisSettings | undefined
 }
+
+export interface RedisSettings {
+  readonly url: Redacted.Redacted<string>
+  /** The deadline of one call on the request path. */
+  readonly timeoutMs: number
+}
+
+export const DEFAULT_REDIS_TIMEOUT_MS = 5
 
 /** The search engine of the config file, its key read from the environment. */
 export interface SearchSettings {
@@ -256,7 +266,16 @@ const loadSettings = Effect.gen(function* () {
   const bodyTimeoutEnv = yield* Config.option(integerIn("GATEWAY_BODY_TIMEOUT_MS", 1))
   const maxInFlightEnv = yield* Config.option(integerIn("GATEWAY_MAX_IN_FLIGHT", 1))
   const maxInFlightPerIpEnv = yield* Config.option(integerIn("GATEWAY_MAX_IN_FLIGHT_PER_IP", 1))
+  const redisEnv = yield* Config.option(
+    Config.redacted("REDIS_URL").pipe(
+      Config.validate({
+        message: "must be a redis:// or rediss:// URL",
+        validation: (url) => /^(redis|rediss|valkey|valkeys):\/\/\S+$/.test(Redacted.value(url)),
+      }),
+    ),
+  )
   const { source, catalog } = yield* readCatalog(configPath)
+  const redisUrl = Option.orElse(redisEnv, () => Option.fromNullable(catalog.redis?.url).pipe(Option.map(Redacted.make)))
   // The engine's key must be set when the file names its variable: a gateway whose searches would all fail does not start.
   const searchKeyEnv = catalog.search?.api_key_env
   const searchKey = searchKeyEnv === undefined ? undefined : Redacted.value(yield* Config.redacted(searchKeyEnv))
@@ -297,6 +316,10 @@ const loadSettings = Effect.gen(function* () {
     broadcast: broadcastSettings(catalog.broadcast),
     trustTraceparent: catalog.tracing?.trust_traceparent ?? false,
     search: searchSettingsOf(catalog.search, searchKey),
+    redis: Option.match(redisUrl, {
+      onNone: () => undefined,
+      onSome: (url) => ({ url, timeoutMs: catalog.redis?.timeout_ms ?? DEFAULT_REDIS_TIMEOUT_MS }),
+    }),
   } satisfies Settings
 }).pipe(
   Effect.mapError((e) =>
@@ -343,6 +366,7 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   trustTraceparent: false,
   // From the catalog given (its key from the environment, unset allowed), unless given itself.
   search: testSearchSettings(overrides.catalog ?? demoCatalog),
+  redis: undefined,
   ...overrides,
 })
 

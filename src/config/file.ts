@@ -6,6 +6,7 @@ import { providerKinds } from "../providers/kinds.js"
 import { providerSettingsProblem } from "./provider-settings.js"
 import { Schema } from "effect"
 import { searchEngineIds } from "../domain/web.js"
+import { RateLimit } from "../domain/keys.js"
 import { Category, DefaultParameters, InputModality, OutputModality, Parameter } from "../domain/models.js"
 
 const nonEmpty = Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
@@ -207,6 +208,11 @@ export const FusionConfig = Schema.Struct({
 })
 export type FusionConfig = typeof FusionConfig.Type
 
+/** One Redis endpoint (Cluster and Sentinel are not supported). */
+export const RedisUrl = Schema.String.pipe(
+  Schema.pattern(/^(redis|rediss|valkey|valkeys):\/\/\S+$/, { message: () => "must be a redis:// or rediss:// URL" }),
+)
+
 export const ConfigFile = Schema.Struct({
   providers: Schema.Array(ProviderEntry),
   models: Schema.Array(ModelEntry),
@@ -280,6 +286,20 @@ export const ConfigFile = Schema.Struct({
   ),
   /** This process's name among those sharing a database (holds are owned by it); default the host name. */
   instance_id: Schema.optional(nonEmpty),
+  /** Redis (or Valkey) for the state processes share: rate limits (docs/operations.md, "Redis"). REDIS_URL overrides `url`. */
+  redis: Schema.optional(
+    Schema.Struct({
+      url: Schema.optional(RedisUrl),
+      /** The deadline of one Redis call on the request path (default 5 ms): slower, the process uses its own state. */
+      timeout_ms: Schema.optional(Schema.Int.pipe(Schema.between(1, 1_000, { message: () => "must be an integer from 1 to 1000" }))),
+    }),
+  ),
+  /** Request rate limits: a default per workspace id, for keys that set none of their own. */
+  rate_limits: Schema.optional(
+    Schema.Struct({
+      workspaces: Schema.optional(Schema.Record({ key: Schema.String, value: RateLimit })),
+    }),
+  ),
   /** The gateway's own traces (exported when OTEL_EXPORTER_OTLP_ENDPOINT is set). */
   tracing: Schema.optional(
     Schema.Struct({

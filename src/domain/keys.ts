@@ -20,6 +20,41 @@ const Usd = Schema.Number.pipe(
   Schema.lessThanOrEqualTo(MAX_LIMIT_USD, { message: () => `must be at most ${MAX_LIMIT_USD} (USD; money is counted in nano-dollars)` }),
 )
 
+/** The longest rate-limit interval: a day (a longer window is a spending limit's job). */
+const MAX_RATE_INTERVAL_MS = 86_400_000
+const INTERVAL_UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+
+/** `10s`, `1m`, `1h`, `500ms`, `1d` → milliseconds; undefined when the text is no such interval. */
+export const intervalMs = (text: string): number | undefined => {
+  const match = /^([1-9][0-9]{0,8})(ms|s|m|h|d)$/.exec(text)
+  if (match === null) return undefined
+  return Number(match[1]) * (INTERVAL_UNITS[match[2] as string] as number)
+}
+
+/** Milliseconds → the shortest exact interval text (`10000` → `10s`). */
+export const intervalText = (ms: number): string => {
+  for (const unit of ["d", "h", "m", "s"] as const) {
+    const size = INTERVAL_UNITS[unit] as number
+    if (ms % size === 0) return `${ms / size}${unit}`
+  }
+  return `${ms}ms`
+}
+
+/** A request rate limit: at most `requests` in any `interval` (GCRA: a burst of `requests`, then one per interval / requests). */
+export const RateLimit = Schema.Struct({
+  requests: Schema.Int.pipe(
+    Schema.greaterThanOrEqualTo(1, { message: () => "must be an integer ≥ 1" }),
+    Schema.lessThanOrEqualTo(1_000_000, { message: () => "must be at most 1000000" }),
+  ),
+  interval: Schema.String.pipe(
+    Schema.filter((text) => {
+      const ms = intervalMs(text)
+      return ms !== undefined && ms >= 1_000 && ms <= MAX_RATE_INTERVAL_MS
+    }, { message: () => "must be a duration from 1s to 1d, like 10s, 1m, 1h or 1d" }),
+  ),
+})
+export type RateLimit = typeof RateLimit.Type
+
 export const KeyName = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
   Schema.maxLength(256, { message: () => "at most 256 characters" }),
@@ -56,6 +91,8 @@ export const ApiKey = Schema.Struct({
   /** Numeric id (workspaces' `io_logging_api_key_ids` refer to it). */
   id: Schema.Int,
   is_management_key: Schema.Boolean,
+  /** The key's own request rate limit (null: none; a workspace default may still apply). */
+  rate_limit: Schema.NullOr(RateLimit),
 })
 export type ApiKey = typeof ApiKey.Type
 
@@ -70,6 +107,7 @@ export const CreateKeyPayload = Schema.Struct({
   workspace_id: Schema.optional(Schema.String),
   /** Our extension: create a management key (only a management key can). */
   is_management_key: Schema.optional(Schema.Boolean),
+  rate_limit: Schema.optional(Schema.NullOr(RateLimit)),
 })
 export type CreateKeyPayload = typeof CreateKeyPayload.Type
 
@@ -81,6 +119,7 @@ export const UpdateKeyPayload = Schema.Struct({
   include_byok_in_limit: Schema.optional(Schema.Boolean),
   limit: Schema.optional(Schema.NullOr(Usd)),
   limit_reset: Schema.optional(Schema.NullOr(LimitReset)),
+  rate_limit: Schema.optional(Schema.NullOr(RateLimit)),
 })
 export type UpdateKeyPayload = typeof UpdateKeyPayload.Type
 

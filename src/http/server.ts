@@ -60,6 +60,8 @@ export interface ServerOptions {
   readonly port?: number
   /** The client formats of the data plane (default: the registry, src/formats/index.ts). */
   readonly formats?: ReadonlyArray<MountedFormat>
+  /** Several processes accept on the same port (`--workers`: SO_REUSEPORT). */
+  readonly reusePort?: boolean
 }
 
 export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, options: ServerOptions = {}) => {
@@ -336,6 +338,7 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   const server = Bun.serve({
     port: options.port ?? settings.port,
     hostname: settings.host,
+    reusePort: options.reusePort ?? false,
     // We enforce the body limit ourselves (Bun's own 413 has no envelope); this is a backstop.
     maxRequestBodySize: max * 2 + 1024,
     // Silence on a connection closes it; an authenticated request's own deadlines replace it while it runs.

@@ -29,6 +29,8 @@ export interface Loaded {
   waitedIn?: StageState
   /** The request's generation id, made early when a stage's own calls must name it (fusion's inner calls). */
   generationId?: string
+  /** The session scope whose sticky endpoints were read from the other processes (shared routing state). */
+  stickyFetched?: string
 }
 
 /** A read that is not in memory: `load` fetches it into the request's `Loaded`, then the decision is made again. */

@@ -9,10 +9,11 @@
  * and the per-chunk relay are plain code; settlement runs off the response's critical path.
  */
 import { DEFAULT_MAX_CONCURRENT_OUTBOUND, setOutboundConcurrency } from "../outbound/fetch.js"
-import { Context, Exit, Runtime, type Types } from "effect"
+import { Context, Exit, Option, Runtime, type Types } from "effect"
 import type { Settings } from "../config/Config.js"
-import { type ApiError, InternalError, RequestTimeout } from "../domain/errors.js"
+import { type ApiError, InternalError, RateLimited, RequestTimeout } from "../domain/errors.js"
 import { isoTime } from "../domain/time.js"
+import { intervalText } from "../domain/keys.js"
 import type { PrincipalShape } from "../services/Auth.js"
 import { newGenerationId } from "../domain/generations.js"
 import { costOf } from "../domain/pricing.js"
@@ -25,6 +26,7 @@ import { Guardrails } from "../services/Guardrails.js"
 import { KeyStore } from "../services/KeyStore.js"
 import { PresetStore } from "../services/PresetStore.js"
 import { Spend } from "../services/Spend.js"
+import { RateLimits, rateLimitHeaders } from "../services/RateLimits.js"
 import { BODY_TIMED_OUT, bodyTimedOut, makeBodyDeadline, readCappedText } from "../http/body.js"
 import type { ErrorLog } from "../http/log.js"
 import type { RequestTrace } from "../http/metrics.js"
@@ -71,6 +73,8 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
   // Attempt outcomes go back to the router as plain calls (health, rolling stats, sticky sessions).
   const router = Context.get(runtime.context, Router)
   const spend = Context.get(runtime.context, Spend)
+  // Absent where a test composes the route from fewer services: then no key is rate-limited.
+  const rateLimits = Option.getOrUndefined(Context.getOption(runtime.context, RateLimits))
   // Model calls made on a request's behalf (fusion's panel and judge), each recorded with the request as parent.
   const innerCalls = makeInnerCalls({ settings, router, generationStore, spend })
   const preparer = makePreparer(
@@ -134,6 +138,19 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
       principal = preparer.authenticate(req.headers, loaded)
     }
     if ("_tag" in principal) return errorResponseIn(format, principal, CLOSE)
+    // The key's request rate (one field read for a key without a limit): over it, 429 before the body is read.
+    const rateRule = rateLimits?.ruleOf(principal.key)
+    if (rateRule !== undefined) {
+      const checked = rateLimits!.check(principal.hash, rateRule)
+      const verdict = checked instanceof Promise ? await checked : checked
+      if (!verdict.admitted) {
+        const refused = new RateLimited({
+          message: `Rate limit exceeded: this key may send ${rateRule.requests} requests per ${intervalText(rateRule.intervalMs)}`,
+          retry_after: verdict.retryAfterMs / 1000,
+        })
+        return errorResponseIn(format, refused, { ...CLOSE, ...rateLimitHeaders(verdict) })
+      }
+    }
     options.authenticated?.(req, trace)
     const read = readCappedText(req, maxBody)
     if (!(read instanceof Promise)) return errorResponseIn(format, read, CLOSE)

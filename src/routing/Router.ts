@@ -25,7 +25,9 @@ import {
   sortRanked,
   weightedRanked,
 } from "./preferences.js"
-import { sessionScopeOf, StickySessions, type StickyOptions, stickyKeyOf } from "./sticky.js"
+import { DEFAULT_STICKY_OPTIONS, sessionScopeOf, StickySessions, type StickyOptions, stickyKeyOf } from "./sticky.js"
+import { type RouterShare, shareRouting } from "./shared-routing.js"
+import { SharedState } from "../services/SharedState.js"
 
 export interface RoutePlan {
   /** The model id the caller asked for (first of `model`, `models`). */
@@ -72,6 +74,7 @@ export interface RouterOptions {
   readonly sticky: Partial<StickyOptions>
 }
 
+
 /** Failures that say the endpoint is unwell (not the request's fault): they count toward a cooldown. */
 const UNHEALTHY: ReadonlySet<ProviderErrorKind> = new Set(["rate_limited", "overloaded", "timeout", "server", "connection"])
 
@@ -103,9 +106,11 @@ export const makeRouter = (catalog: CatalogShape, options: Partial<RouterOptions
   const health = new EndpointHealth(options.health)
   const sticky = new StickySessions(options.sticky)
   const rolling = new RollingStats()
+  /** Set once at start when the processes share routing state (shared-routing.ts). */
+  let share: RouterShare | undefined
   const stats: StatsSource = {
-    latencyOf: (id) => health.latencyOf(id),
-    throughputOf: (id) => health.throughputOf(id),
+    latencyOf: (id) => share?.latencyOf(id) ?? health.latencyOf(id),
+    throughputOf: (id) => share?.throughputOf(id) ?? health.throughputOf(id),
   }
 
   /**
@@ -300,14 +305,15 @@ export const makeRouter = (catalog: CatalogShape, options: Partial<RouterOptions
   const recordFailure = (endpoint: Endpoint, kind: ProviderErrorKind) => {
     if (!UNHEALTHY.has(kind)) return
     const at = now()
-    health.recordFailure(endpoint.id, at)
+    const tripped = health.recordFailure(endpoint.id, at)
+    if (tripped !== undefined) share?.tripped(endpoint.id, tripped)
     if (DOWN.has(kind)) rolling.recordOutcome(endpoint.id, false, at)
   }
 
   /** An attempt that answered: health, rolling stats, and the session's endpoint. */
   const recordSuccess = (plan: RoutePlan, endpoint: Endpoint, timing: AttemptTiming) => {
     const at = now()
-    health.recordSuccess(endpoint.id)
+    if (health.recordSuccess(endpoint.id)) share?.recovered(endpoint.id)
     rolling.recordOutcome(endpoint.id, true, at)
     if (timing.ttftMs !== undefined) {
       health.recordLatency(endpoint.id, timing.ttftMs)
@@ -318,7 +324,15 @@ export const makeRouter = (catalog: CatalogShape, options: Partial<RouterOptions
       health.recordThroughput(endpoint.id, tokensPerSecond)
       rolling.recordThroughput(endpoint.id, tokensPerSecond, at)
     }
-    if (plan.stickyScope !== undefined) sticky.set(stickyKeyOf(plan.stickyScope, endpoint.modelId), endpoint.id, at)
+    if (plan.stickyScope !== undefined) {
+      sticky.set(stickyKeyOf(plan.stickyScope, endpoint.modelId), endpoint.id, at)
+      share?.stuck(plan.stickyScope, endpoint.modelId, endpoint.id, at)
+    }
+  }
+
+  /** Connects the router to the other processes (once, at start). */
+  const shareWith = (other: RouterShare) => {
+    share = other
   }
 
   /** What the endpoints listing shows of an endpoint: its health now and its rolling windows. */
@@ -327,9 +341,23 @@ export const makeRouter = (catalog: CatalogShape, options: Partial<RouterOptions
     return { health: health.stats(endpoint.id), coolingDown: health.isCoolingDown(endpoint.id, at), rolling: rolling.snapshot(endpoint.id, at) }
   }
 
-  return { plan, recordFailure, recordSuccess, endpointStats, health, sticky, catalog } as const
+  /** The shared state, when the processes share it. */
+  const sharing = () => share
+
+  return { plan, recordFailure, recordSuccess, endpointStats, health, sticky, catalog, shareWith, sharing, now } as const
 }
 
 export class Router extends Effect.Service<Router>()("Router", {
-  effect: Effect.map(Catalog, (catalog) => makeRouter(catalog)),
+  scoped: Effect.gen(function* () {
+    const router = makeRouter(yield* Catalog)
+    // With Redis, sticky sessions, cooldowns and the rolling figures are the processes' together.
+    const shared = yield* SharedState
+    if (shared.link !== undefined) {
+      const link = shared.link
+      const stop = shareRouting(router, link, link.subscriber(), { self: shared.self, stickyTtlMs: DEFAULT_STICKY_OPTIONS.ttlMs })
+      yield* Effect.addFinalizer(() => Effect.sync(stop))
+    }
+    return router
+  }),
+  dependencies: [SharedState.Default],
 }) {}

@@ -65,24 +65,48 @@ export class EndpointHealth {
 
   /**
    * A retryable failure. At the threshold the endpoint cools down; after the cooldown it gets
-   * one trial, and a failure then trips it again at once, for twice as long.
+   * one trial, and a failure then trips it again at once, for twice as long. Returns the end of
+   * the cooldown it tripped, if it tripped one.
    */
-  recordFailure(id: string, now: number): void {
+  recordFailure(id: string, now: number): number | undefined {
     const e = this.entry(id)
     e.consecutiveFailures++
-    if (e.consecutiveFailures < this.options.failureThreshold || e.cooldownUntil > now) return
+    if (e.consecutiveFailures < this.options.failureThreshold || e.cooldownUntil > now) return undefined
     const length = Math.min(this.options.maxCooldownMs, this.options.baseCooldownMs * 2 ** e.trips)
     e.trips++
     e.cooldownUntil = now + length
+    return e.cooldownUntil
   }
 
-  /** A call that answered: failures and cooldown are forgotten. */
-  recordSuccess(id: string): void {
+  /** A call that answered: failures and cooldown are forgotten. Whether the endpoint had been tripped. */
+  recordSuccess(id: string): boolean {
     const e = this.entries.get(id)
-    if (e === undefined) return
+    if (e === undefined) return false
+    const tripped = e.trips > 0 || e.cooldownUntil > 0
     e.consecutiveFailures = 0
     e.trips = 0
     e.cooldownUntil = 0
+    return tripped
+  }
+
+  /** A cooldown another process tripped (shared through Redis): honoured here until `until`. */
+  adoptCooldown(id: string, until: number): void {
+    const e = this.entry(id)
+    if (until > e.cooldownUntil) e.cooldownUntil = until
+  }
+
+  /** Another process's call answered after a cooldown: this one tries the endpoint again too. */
+  adoptRecovery(id: string): void {
+    this.recordSuccess(id)
+  }
+
+  /** Each endpoint's rolling averages, for sharing them with the other processes. */
+  figures(): Array<{ readonly id: string; readonly latencyMs: number | undefined; readonly throughput: number | undefined }> {
+    const out = []
+    for (const [id, e] of this.entries) {
+      if (e.latencyMs !== undefined || e.throughput !== undefined) out.push({ id, latencyMs: e.latencyMs, throughput: e.throughput })
+    }
+    return out
   }
 
   recordLatency(id: string, ms: number): void {

@@ -1,9 +1,9 @@
 /**
  * Sticky sessions: (user, session key, model) → the endpoint that served the last success,
  * for a while after that success, so a conversation keeps hitting one provider's prompt
- * cache. In memory per process (several processes each keep their own map; a shared store
- * is DESIGN §8's Redis). Bounded: a Map kept in recency order, the oldest entry evicted at
- * the cap.
+ * cache. In memory per process; with Redis the processes share their choices (shared-routing.ts
+ * writes each success and reads a session's before it is routed). Bounded: a Map kept in recency
+ * order, the oldest entry evicted at the cap.
  */
 
 export interface StickyOptions {
@@ -49,6 +49,13 @@ export class StickySessions {
     this.entries.delete(key)
     this.entries.set(key, e)
     return e.endpointId
+  }
+
+  /** Another process's choice for the session, taken unless this process has a newer one of its own. */
+  adopt(key: string, endpointId: string, at: number): void {
+    const mine = this.entries.get(key)
+    if (mine !== undefined && mine.at >= at) return
+    this.set(key, endpointId, at)
   }
 
   /** After a success: the session stays on this endpoint for the TTL from now. */

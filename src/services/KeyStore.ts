@@ -6,7 +6,7 @@
 import { SqlClient } from "@effect/sql"
 import { randomBytes } from "node:crypto"
 import { Clock, Context, Effect, Option, Runtime, Schema } from "effect"
-import type { ApiKey, LimitReset } from "../domain/keys.js"
+import { type ApiKey, intervalMs, intervalText, type LimitReset, type RateLimit } from "../domain/keys.js"
 import { fromNanoUsd, toNanoUsd } from "../domain/pricing.js"
 import { windowStarts } from "../domain/windows.js"
 import { addSpendWith, dayOf, rollUp, type SpendItem } from "../store/spend-rollup.js"
@@ -36,18 +36,32 @@ export interface KeyRow {
   readonly updated_at: string
   /** 1 while the key's user owns or is a member of the key's workspace (read on the auth path). */
   readonly in_workspace?: number
+  /** The key's request rate limit: both set, or both null (none). */
+  readonly rate_limit_requests: number | null
+  readonly rate_limit_interval_ms: number | null
 }
 
 /** A row of `api_keys` as the store returns it (BIGINT columns may come back as numbers or strings). */
-export type StoredKeyRow = Omit<KeyRow, "limit_nano" | "limit_usd" | "reserved_nano"> & {
+export type StoredKeyRow = Omit<KeyRow, "limit_nano" | "limit_usd" | "reserved_nano" | "rate_limit_requests" | "rate_limit_interval_ms"> & {
   readonly limit_nano: number | string | null
   readonly reserved_nano: number | string
+  readonly rate_limit_requests?: number | string | null
+  readonly rate_limit_interval_ms?: number | string | null
 }
 
 /** The stored row with its money as numbers, and the limit in USD beside its nano-dollars. */
 export const keyRowOf = (r: StoredKeyRow): KeyRow => {
   const limit = r.limit_nano === null ? null : Number(r.limit_nano)
-  return { ...r, limit_nano: limit, limit_usd: limit === null ? null : fromNanoUsd(limit), reserved_nano: Number(r.reserved_nano) }
+  const rateRequests = r.rate_limit_requests == null ? null : Number(r.rate_limit_requests)
+  const rateInterval = r.rate_limit_interval_ms == null ? null : Number(r.rate_limit_interval_ms)
+  return {
+    ...r,
+    limit_nano: limit,
+    limit_usd: limit === null ? null : fromNanoUsd(limit),
+    reserved_nano: Number(r.reserved_nano),
+    rate_limit_requests: rateRequests !== null && rateInterval !== null ? rateRequests : null,
+    rate_limit_interval_ms: rateRequests !== null && rateInterval !== null ? rateInterval : null,
+  }
 }
 
 /** Sums of nano-dollars (integers), one field per window. */
@@ -98,6 +112,7 @@ export interface NewKey {
   readonly isManagement?: boolean
   /** A given secret (GATEWAY_MANAGEMENT_KEY); otherwise a random one. */
   readonly secret?: string
+  readonly rateLimit?: RateLimit | null
 }
 
 export interface KeyPatch {
@@ -106,6 +121,7 @@ export interface KeyPatch {
   readonly includeByokInLimit?: boolean
   readonly limit?: number | null
   readonly limitReset?: LimitReset | null
+  readonly rateLimit?: RateLimit | null
 }
 
 /** Spend recorded directly (not by a model request); `createdAt` defaults to now. */
@@ -114,6 +130,16 @@ export interface SpendEntry extends Omit<SpendItem, "createdAt"> {
 }
 
 const bool = (b: boolean | undefined) => (b ? 1 : 0)
+
+/** A rate limit as stored: its two columns (both null: none). */
+const rateColumns = (limit: RateLimit | null | undefined): readonly [number | null, number | null] =>
+  limit == null ? [null, null] : [limit.requests, intervalMs(limit.interval) ?? null]
+
+/** A row's rate limit on the wire. */
+export const rateLimitOf = (row: KeyRow): RateLimit | null =>
+  row.rate_limit_requests === null || row.rate_limit_interval_ms === null
+    ? null
+    : { requests: row.rate_limit_requests, interval: intervalText(row.rate_limit_interval_ms) }
 
 /** A limit in USD (or none) as stored: nano-dollars. */
 const limitNano = (usd: number | null | undefined) => (usd == null ? null : toNanoUsd(usd))
@@ -258,11 +284,14 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
         const secret = input.secret ?? newSecret()
         const hash = hashSecret(secret)
         const now = yield* nowIso
+        const [rateRequests, rateInterval] = rateColumns(input.rateLimit)
         yield* sql`INSERT INTO api_keys (hash, user_id, workspace_id, name, label, is_management, disabled,
-            limit_nano, limit_reset, include_byok_in_limit, expires_at, created_at, updated_at)
+            limit_nano, limit_reset, include_byok_in_limit, expires_at, created_at, updated_at,
+            rate_limit_requests, rate_limit_interval_ms)
           VALUES (${hash}, ${input.userId}, ${input.workspaceId}, ${input.name}, ${labelOf(secret)},
             ${bool(input.isManagement)}, 0, ${limitNano(input.limit)}, ${input.limitReset ?? null},
-            ${bool(input.includeByokInLimit)}, ${input.expiresAt ?? null}, ${now}, ${now})`
+            ${bool(input.includeByokInLimit)}, ${input.expiresAt ?? null}, ${now}, ${now},
+            ${rateRequests}, ${rateInterval})`
         // After the insert: a load that began before it must not leave this hash (or any) as a miss.
         misses.clear()
         yield* changed(hash)
@@ -293,6 +322,10 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
           sets.push(sql`include_byok_in_limit = ${bool(patch.includeByokInLimit)}`)
         if (patch.limit !== undefined) sets.push(sql`limit_nano = ${limitNano(patch.limit)}`)
         if (patch.limitReset !== undefined) sets.push(sql`limit_reset = ${patch.limitReset}`)
+        if (patch.rateLimit !== undefined) {
+          const [rateRequests, rateInterval] = rateColumns(patch.rateLimit)
+          sets.push(sql`rate_limit_requests = ${rateRequests}`, sql`rate_limit_interval_ms = ${rateInterval}`)
+        }
         // A changed limit policy: the next reservation recounts the window from the ledger.
         if (patch.limit !== undefined || patch.limitReset !== undefined || patch.includeByokInLimit !== undefined) {
           sets.push(sql`window_start = NULL`)
@@ -395,6 +428,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
       external_user: null,
       id: Number(row.id),
       is_management_key: row.is_management === 1,
+      rate_limit: rateLimitOf(row),
     })
 
     const viewOne = (row: KeyRow) =>

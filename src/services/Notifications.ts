@@ -12,15 +12,23 @@
  * they cache): notices sent while no connection listened are lost. LISTEN needs a session of its
  * own: it does not pass through a pgbouncer in transaction mode.
  *
- * SQLite is one process: publishing does nothing and nothing is ever heard.
+ * With Redis configured (SharedState), notices go through Redis pub/sub instead, on both engines:
+ * no LISTEN connection is opened (so a pgbouncer in transaction mode is fine, and processes on one
+ * SQLite file hear each other), and a lost Redis connection resyncs like a lost listener.
+ *
+ * SQLite without Redis is one process: publishing does nothing and nothing is ever heard.
  */
 import { SqlClient } from "@effect/sql"
 import pg, { type Client } from "pg"
 import { Context, Effect, Either, Runtime, Schema } from "effect"
 import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
+import { SharedState } from "./SharedState.js"
+import { type SupervisorMessage, workerChannel } from "./worker-channel.js"
 
 /** The channel every gateway process on a database listens to. */
 export const CHANNEL = "gateway_notices"
+/** The same notices through Redis pub/sub, when Redis is configured. */
+const REDIS_CHANNEL = "gw:notices"
 
 /** A notice on the wire: its type, its payload, and the process that sent it. */
 const Wire = Schema.parseJson(Schema.Struct({ type: Schema.String, payload: Schema.Unknown, origin: Schema.String }))
@@ -58,13 +66,17 @@ export interface NotificationStats {
 export type NoticeHandler = (payload: unknown, own: boolean) => void
 
 export class Notifications extends Effect.Service<Notifications>()("Notifications", {
+  dependencies: [SharedState.Default],
   scoped: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const config = yield* GatewayConfig
     const options = yield* NotificationOptions
     const runtime = yield* Effect.runtime<never>()
     const log = (effect: Effect.Effect<void>) => Runtime.runFork(runtime)(effect)
-    const enabled = isPostgresUrl(config.databaseUrl)
+    const redis = (yield* SharedState).link
+    const enabled = redis === undefined && isPostgresUrl(config.databaseUrl)
+    // A worker of `serve --workers` on SQLite without Redis: its siblings hear it through the supervisor.
+    const worker = redis === undefined && !enabled ? workerChannel() : undefined
     const origin = crypto.randomUUID()
 
     const handlers = new Map<string, Set<NoticeHandler>>()
@@ -116,7 +128,18 @@ export class Notifications extends Effect.Service<Notifications>()("Notification
      * still bounds how long others serve what changed.
      */
     const publish = (type: string, payload: unknown): Effect.Effect<void> =>
-      enabled
+      worker !== undefined
+        ? Effect.sync(() => worker.send({ t: "notice", text: JSON.stringify({ type, payload, origin }) }))
+        : redis !== undefined
+        ? Effect.promise(() =>
+            redis.send("PUBLISH", [REDIS_CHANNEL, JSON.stringify({ type, payload, origin })]).then(
+              () => undefined,
+              (e: unknown) => {
+                log(Effect.logWarning(`The notice "${type}" could not be sent through Redis`, String(e)))
+              },
+            ),
+          )
+        : enabled
         ? sql`SELECT pg_notify(${CHANNEL}, ${JSON.stringify({ type, payload, origin })})`.pipe(
             Effect.asVoid,
             Effect.catchAll((e) => Effect.logWarning(`The notice "${type}" could not be sent`, e.message)),
@@ -197,6 +220,26 @@ export class Notifications extends Effect.Service<Notifications>()("Notification
       )
     }
 
+    if (worker !== undefined) {
+      const onMessage = (message: SupervisorMessage) => {
+        if (message.t === "notice") dispatch(message.text)
+      }
+      process.on("message", onMessage)
+      yield* Effect.addFinalizer(() => Effect.sync(() => process.off("message", onMessage)))
+    }
+
+    if (redis !== undefined) {
+      // Heard on a connection of its own (a subscribed connection takes no other commands); every
+      // (re)connection resubscribes and resyncs: notices sent while it was away are lost.
+      const subscriber = redis.subscriber()
+      subscriber.onConnect(() => {
+        stats.connects++
+        resync()
+      })
+      subscriber.subscribe(REDIS_CHANNEL, (text) => dispatch(text))
+      yield* Effect.addFinalizer(() => Effect.sync(() => subscriber.close()))
+    }
+
     if (enabled) {
       connect()
       yield* Effect.addFinalizer(() =>
@@ -216,12 +259,12 @@ export class Notifications extends Effect.Service<Notifications>()("Notification
     }
 
     return {
-      /** False on SQLite: nothing is sent or heard. */
-      enabled,
+      /** False on SQLite without Redis: nothing is sent or heard. */
+      enabled: enabled || redis !== undefined || worker !== undefined,
       publish,
       subscribe,
       onResync,
-      stats: (): NotificationStats => ({ ...stats, listening, backendPid: listening ? (client?.processID ?? undefined) : undefined }),
+      stats: (): NotificationStats => ({ ...stats, listening: listening || (redis?.connected ?? false), backendPid: listening ? (client?.processID ?? undefined) : undefined }),
     } as const
   }),
 }) {}

@@ -1,6 +1,6 @@
 /** Starts the real server in-process on a free port over a fresh database (see db.ts). */
 import { afterAll, beforeAll } from "bun:test"
-import { Option } from "effect"
+import { Option, Redacted } from "effect"
 import { GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
 import { type RunningServer, type ServerOptions, startServer } from "../../src/http/server.js"
 import { freshDatabase, type TestDatabase } from "./db.js"
@@ -21,7 +21,9 @@ export const startTestGateway = async (
   // none is left behind (an unused Postgres database per CI run, before).
   const db: TestDatabase = overrides.databaseUrl === undefined ? await freshDatabase() : { url: overrides.databaseUrl, drop: async () => {} }
   const server = await startServer(GatewayConfig.layer(testSettings({ databaseUrl: db.url, ...overrides })), serverOptions)
-  const adminKey = Option.getOrThrow(server.createdSecret)
+  // A given management key (a restart on the same database) is the admin key; else the one made at start.
+  const given = overrides.managementKey ?? Option.none()
+  const adminKey = Option.isSome(given) ? Redacted.value(given.value) : Option.getOrThrow(server.createdSecret)
   const base = server.url
   return {
     url: base,

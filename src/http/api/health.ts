@@ -7,7 +7,14 @@ export class HealthApi extends HttpApiGroup.make("health")
   .add(HttpApiEndpoint.get("health", "/health").addSuccess(Schema.Struct({ status: Schema.Literal("ok") })))
   .add(
     HttpApiEndpoint.get("ready", "/ready")
-      .addSuccess(Schema.Struct({ status: Schema.Literal("ready"), store: Schema.String }))
+      .addSuccess(
+        Schema.Struct({
+          status: Schema.Literal("ready"),
+          store: Schema.String,
+          /** With Redis configured: "degraded" while it is unreachable (the gateway serves on each process's own state). */
+          redis: Schema.optional(Schema.Literal("ok", "degraded")),
+        }),
+      )
       .addError(Errors.ServiceUnavailable),
   )
   .prefix("/v1") {}

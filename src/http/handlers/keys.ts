@@ -5,8 +5,22 @@ import { BadRequest, Forbidden, NotFound } from "../../domain/errors.js"
 import { Principal, requireManagement } from "../../services/Auth.js"
 import { GenerationStore } from "../../services/GenerationStore.js"
 import { type KeyRow, KeyStore } from "../../services/KeyStore.js"
+import { RateLimits } from "../../services/RateLimits.js"
+import { intervalText } from "../../domain/keys.js"
 import { Users } from "../../services/Users.js"
 import { GatewayApi } from "../Api.js"
+
+/** `GET /v1/key`'s rate_limit: the shape the API family's SDK requires, `requests: -1` when none applies. */
+const currentRateLimit = (key: KeyRow, rateLimits: RateLimits) => {
+  const rule = rateLimits.ruleOf(key)
+  if (rule === undefined) return { requests: -1, interval: "10s", note: "No request rate limit applies to this key." }
+  const own = key.rate_limit_requests !== null
+  return {
+    requests: rule.requests,
+    interval: intervalText(rule.intervalMs),
+    note: own ? "The key's own rate limit." : "The workspace's default rate limit (rate_limits in the config).",
+  }
+}
 
 const notFound = (hash: string) => new NotFound({ message: `API key ${hash} not found` })
 
@@ -14,6 +28,7 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
   Effect.gen(function* () {
     const keys = yield* KeyStore
     const users = yield* Users
+    const rateLimits = yield* RateLimits
     // Usage and credits are sums over the ledger: what it still has queued is written first.
     const caughtUp = (yield* GenerationStore).caughtUp
     const viewOne = (row: KeyRow) => Effect.zipRight(caughtUp, keys.viewOne(row))
@@ -62,6 +77,7 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
             includeByokInLimit: payload.include_byok_in_limit ?? false,
             expiresAt: payload.expires_at == null ? null : new Date(payload.expires_at).toISOString(),
             isManagement: payload.is_management_key ?? false,
+            rateLimit: payload.rate_limit ?? null,
           })
           return { data: yield* viewOne(row), key: secret }
         }),
@@ -83,6 +99,7 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
             includeByokInLimit: payload.include_byok_in_limit,
             limit: payload.limit,
             limitReset: payload.limit_reset,
+            rateLimit: payload.rate_limit,
           })
           return { data: yield* viewOne(updated) }
         }),
@@ -119,7 +136,7 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
               creator_user_id: view.creator_user_id,
               workspace_id: view.workspace_id,
               expires_at: view.expires_at,
-              rate_limit: { requests: -1, interval: "10s", note: "This gateway sets no request rate limit per key." },
+              rate_limit: currentRateLimit(p.key, rateLimits),
               allowed_data_regions: ["global"] as const,
               free_model_daily_requests: { limit: -1, remaining: -1, used: -1 },
               organization_id: null,

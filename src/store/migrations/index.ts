@@ -23,6 +23,7 @@ import broadcastBatches from "./0017_broadcast_batches.js"
 import generationParent from "./0018_generation_parent.js"
 import feedbackAndWorkspaceBudgets from "./0020_feedback_and_workspace_budgets.js"
 import modelUsageDaily from "./0021_model_usage_daily.js"
+import keyRateLimits from "./0026_key_rate_limits.js"
 
 export interface Migration {
   readonly id: number
@@ -50,4 +51,5 @@ export const migrations: ReadonlyArray<Migration> = [
   { id: 18, name: "generation_parent", up: generationParent },
   { id: 20, name: "feedback_and_workspace_budgets", up: feedbackAndWorkspaceBudgets },
   { id: 21, name: "model_usage_daily", up: modelUsageDaily },
+  { id: 26, name: "key_rate_limits", up: keyRateLimits },
 ]

@@ -1,0 +1,276 @@
+/**
+ * `gateway serve --workers N`: one supervisor process and N worker processes that all accept on
+ * the same port (SO_REUSEPORT: the kernel spreads new connections over them; a kept-alive
+ * connection stays with the worker that accepted it). The supervisor
+ * - starts worker 0 first (it migrates the database and makes the first management key), then the rest;
+ * - restarts a worker that dies, with backoff (`gateway_worker_restarts_total`, and a log line);
+ * - on SIGTERM or SIGINT passes SIGTERM on (each worker drains gracefully) and exits when all have;
+ * - on SIGHUP replaces the workers one by one, each new one listening before the old one drains,
+ *   so a config change reloads without a refused connection;
+ * - relays what the workers tell each other over IPC (notices such as a key's revocation, where
+ *   neither Redis nor Postgres carries them) and serves every worker's metrics, each series labelled
+ *   with its worker, on a port of its own (`GATEWAY_SUPERVISOR_METRICS_PORT`, loopback).
+ * Plain Bun processes: no Effect runtime here, the workers have theirs.
+ */
+import { availableParallelism } from "node:os"
+import { readFileSync } from "node:fs"
+import type { SupervisorMessage } from "./services/worker-channel.js"
+
+export interface SupervisorOptions {
+  readonly workers: number
+  /** The command that starts one worker (this program's `serve`). */
+  readonly command: ReadonlyArray<string>
+  readonly instanceId: string
+  /** Loopback port of the merged metrics (0: none). */
+  readonly metricsPort: number
+  readonly redisConfigured: boolean
+  readonly log: (line: string) => void
+}
+
+/** `auto`: the CPUs this process may run on, bounded by its cgroup's `cpu.max` quota. */
+export const autoWorkerCount = (status = readOr("/proc/self/status"), cpuMax = readOr("/sys/fs/cgroup/cpu.max")): number => {
+  let cpus = availableParallelism()
+  const allowed = /Cpus_allowed_list:\s*(\S+)/.exec(status)?.[1]
+  if (allowed !== undefined) {
+    let count = 0
+    for (const part of allowed.split(",")) {
+      const [from, to] = part.split("-").map(Number)
+      if (from === undefined || !Number.isFinite(from)) continue
+      count += to === undefined ? 1 : to - from + 1
+    }
+    if (count > 0) cpus = count
+  }
+  const [quota, period] = cpuMax.trim().split(/\s+/)
+  if (quota !== undefined && quota !== "max" && period !== undefined) {
+    const byQuota = Math.ceil(Number(quota) / Number(period))
+    if (Number.isFinite(byQuota) && byQuota >= 1) cpus = Math.min(cpus, byQuota)
+  }
+  return Math.max(1, cpus)
+}
+
+function readOr(path: string): string {
+  try {
+    return readFileSync(path, "utf8")
+  } catch {
+    return ""
+  }
+}
+
+/** `--workers` or GATEWAY_WORKERS: a positive integer or `auto`; undefined when the text is neither. */
+export const parseWorkers = (text: string): number | undefined => {
+  if (text === "auto") return autoWorkerCount()
+  if (!/^[1-9][0-9]{0,3}$/.test(text)) return undefined
+  return Number(text)
+}
+
+interface Worker {
+  readonly index: number
+  readonly generation: number
+  readonly proc: ReturnType<typeof Bun.spawn>
+  ready: boolean
+  /** Set when the supervisor itself stops it (replaced, or shutting down): its exit is no crash. */
+  retiring: boolean
+  readonly startedAt: number
+}
+
+/** Adds `worker="i"` to every series of a worker's Prometheus text. */
+export const labelled = (text: string, worker: number): string => {
+  const out: Array<string> = []
+  for (const line of text.split("\n")) {
+    if (line === "" || line.startsWith("#")) {
+      out.push(line)
+      continue
+    }
+    const space = line.lastIndexOf(" ")
+    const series = line.slice(0, space)
+    const value = line.slice(space)
+    const brace = series.indexOf("{")
+    out.push(brace === -1 ? `${series}{worker="${worker}"}${value}` : `${series.slice(0, brace + 1)}worker="${worker}",${series.slice(brace + 1)}${value}`)
+  }
+  return out.join("\n")
+}
+
+/**
+ * Merges the workers' texts: one HELP and TYPE per metric family, then every worker's series of
+ * it. A series belongs to the family of the comment lines above it in its worker's text.
+ */
+export const mergeExpositions = (texts: ReadonlyArray<string>): string => {
+  const families = new Map<string, { readonly comments: Array<string>; readonly series: Array<string> }>()
+  const familyOf = (name: string) => {
+    let family = families.get(name)
+    if (family === undefined) {
+      family = { comments: [], series: [] }
+      families.set(name, family)
+    }
+    return family
+  }
+  for (const text of texts) {
+    let current = ""
+    for (const line of text.split("\n")) {
+      if (line === "") continue
+      const comment = /^# (HELP|TYPE) (\S+)/.exec(line)
+      if (comment !== null) {
+        current = comment[2] as string
+        const family = familyOf(current)
+        if (!family.comments.some((l) => l.startsWith(`# ${comment[1]} `))) family.comments.push(line)
+      } else if (!line.startsWith("#")) familyOf(current).series.push(line)
+    }
+  }
+  const out: Array<string> = []
+  for (const family of families.values()) out.push(...family.comments, ...family.series)
+  return `${out.join("\n")}\n`
+}
+
+export const supervise = async (options: SupervisorOptions): Promise<never> => {
+  const { log } = options
+  const workers = new Map<number, Worker>()
+  let generation = 0
+  let restarts = 0
+  let stopping = false
+  const backoff = new Map<number, number>()
+  const pendingMetrics = new Map<number, { texts: Array<string>; expected: number; done: (text: string) => void }>()
+  let metricsRequest = 0
+
+  if (options.workers > 1 && !options.redisConfigured) {
+    log("gateway: --workers without Redis: sticky sessions and cooldowns are per worker (set redis.url or REDIS_URL to share them)")
+  }
+
+  const broadcast = (message: SupervisorMessage) => {
+    for (const w of workers.values()) {
+      try {
+        w.proc.send(message)
+      } catch {}
+    }
+  }
+
+  const spawn = (index: number): Promise<Worker> =>
+    new Promise((resolve, reject) => {
+      const gen = ++generation
+      const worker: Worker = {
+        index,
+        generation: gen,
+        ready: false,
+        retiring: false,
+        startedAt: Date.now(),
+        proc: Bun.spawn([...options.command], {
+          stdio: ["ignore", "inherit", "inherit"],
+          env: {
+            ...process.env,
+            GATEWAY_WORKER_INDEX: String(index),
+            GATEWAY_WORKERS_TOTAL: String(options.workers),
+            // Each process its own name among those sharing the database: a worker starting never
+            // releases a sibling's holds (they are released by their lease when a worker dies).
+            GATEWAY_INSTANCE_ID: `${options.instanceId}-w${index}.${gen}`,
+          },
+          ipc: (message: SupervisorMessage) => {
+            if (message.t === "ready") {
+              worker.ready = true
+              resolve(worker)
+            } else if (message.t === "notice") broadcast(message)
+            else if (message.t === "metrics") {
+              const pending = pendingMetrics.get(message.id)
+              if (pending === undefined) return
+              pending.texts.push(labelled(message.text, index))
+              if (pending.texts.length === pending.expected) pending.done(mergeExpositions(pending.texts))
+            }
+          },
+          onExit: (_proc, code, signal) => {
+            if (workers.get(index) === worker) workers.delete(index)
+            if (!worker.ready) reject(new Error(`worker ${index} exited before it listened (code ${code}, signal ${signal})`))
+            if (worker.retiring || stopping) return
+            restarts++
+            const delay = Math.min(10_000, Date.now() - worker.startedAt > 10_000 ? 100 : (backoff.get(index) ?? 100) * 2)
+            backoff.set(index, delay)
+            log(`gateway: worker ${index} exited (code ${code}, signal ${signal}); restarting in ${delay} ms (restart ${restarts})`)
+            setTimeout(() => {
+              if (!stopping) void spawn(index).catch((e) => log(`gateway: ${(e as Error).message}`))
+            }, delay)
+          },
+        }),
+      }
+      workers.set(index, worker)
+    })
+
+  /** Every worker's metrics, labelled and merged, plus the supervisor's own. */
+  const collectMetrics = () =>
+    new Promise<string>((resolve) => {
+      const id = ++metricsRequest
+      const live = [...workers.values()].filter((w) => w.ready)
+      const own = [
+        "# HELP gateway_worker_restarts_total Workers the supervisor restarted after they died.",
+        "# TYPE gateway_worker_restarts_total counter",
+        `gateway_worker_restarts_total ${restarts}`,
+        "# HELP gateway_workers Workers listening now.",
+        "# TYPE gateway_workers gauge",
+        `gateway_workers ${live.length}`,
+      ].join("\n")
+      const finish = (text: string) => {
+        pendingMetrics.delete(id)
+        resolve(`${own}\n${text}`)
+      }
+      if (live.length === 0) return finish("")
+      const pending = { texts: [] as Array<string>, expected: live.length, done: finish }
+      pendingMetrics.set(id, pending)
+      for (const w of live) w.proc.send({ t: "metrics-request", id } satisfies SupervisorMessage)
+      // A worker that does not answer in time is left out of this scrape.
+      setTimeout(() => {
+        if (pendingMetrics.has(id)) finish(mergeExpositions(pending.texts))
+      }, 2_000)
+    })
+
+  if (options.metricsPort > 0) {
+    Bun.serve({
+      port: options.metricsPort,
+      hostname: "127.0.0.1",
+      fetch: async (req) =>
+        new URL(req.url).pathname === "/metrics"
+          ? new Response(await collectMetrics(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } })
+          : new Response("Not found\n", { status: 404 }),
+    })
+  }
+
+  const retire = async (worker: Worker) => {
+    worker.retiring = true
+    worker.proc.kill("SIGTERM")
+    await worker.proc.exited
+  }
+
+  /** SIGHUP: each worker replaced in turn; the new one listens before the old one stops accepting. */
+  let reloading = false
+  const reload = async () => {
+    if (reloading || stopping) return
+    reloading = true
+    log("gateway: SIGHUP: replacing the workers one by one")
+    try {
+      for (let index = 0; index < options.workers; index++) {
+        const old = workers.get(index)
+        const fresh = await spawn(index)
+        workers.set(index, fresh)
+        if (old !== undefined) await retire(old)
+      }
+      log("gateway: workers replaced")
+    } catch (e) {
+      log(`gateway: reload failed: ${(e as Error).message}`)
+    } finally {
+      reloading = false
+    }
+  }
+
+  const stop = async () => {
+    if (stopping) return
+    stopping = true
+    log(`gateway: draining ${workers.size} worker(s)`)
+    await Promise.all([...workers.values()].map(retire))
+    log("gateway: stopped")
+    process.exit(0)
+  }
+  process.on("SIGTERM", () => void stop())
+  process.on("SIGINT", () => void stop())
+  process.on("SIGHUP", () => void reload())
+
+  // Worker 0 first: it migrates the database and makes the first management key; then the others.
+  await spawn(0)
+  await Promise.all(Array.from({ length: options.workers - 1 }, (_, i) => spawn(i + 1)))
+  log(`gateway: ${options.workers} workers listening (supervisor pid ${process.pid})`)
+  return new Promise<never>(() => {})
+}

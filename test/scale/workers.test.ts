@@ -1,0 +1,208 @@
+/**
+ * `gateway serve --workers 2`: a supervisor and two worker processes on one port (SO_REUSEPORT),
+ * on this suite's engine. Both serve; a worker killed with SIGKILL is replaced and every connection
+ * opened after the kill is answered; SIGHUP replaces the workers with no refused connection; a key
+ * revoked through one worker is refused by the other at once (SQLite without Redis: a notice through
+ * the supervisor); a $0.05 key at $0.01 a request admits exactly 5 of 200 concurrent requests across
+ * the workers; SIGTERM drains both and the supervisor exits 0.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { autoWorkerCount, labelled, mergeExpositions } from "../../src/supervisor.js"
+import { freshDatabase, type TestDatabase } from "../support/db.js"
+
+const root = join(import.meta.dir, "..", "..")
+
+const freePort = (): number => {
+  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() })
+  const port = probe.port ?? 0
+  probe.stop(true)
+  return port
+}
+
+describe("the supervisor's pieces", () => {
+  test("auto counts the CPUs allowed, bounded by the cgroup's quota", () => {
+    expect(autoWorkerCount("Cpus_allowed_list:\t0-3,6\n", "max 100000\n")).toBe(5)
+    expect(autoWorkerCount("Cpus_allowed_list:\t0-7\n", "150000 100000\n")).toBe(2)
+    expect(autoWorkerCount("Cpus_allowed_list:\t2\n", "")).toBe(1)
+  })
+
+  test("each worker's series are labelled and merged under one HELP and TYPE", () => {
+    const text = "# HELP x_total X.\n# TYPE x_total counter\nx_total{a=\"1\"} 3\nx_total 4\n"
+    const merged = mergeExpositions([labelled(text, 0), labelled(text, 1)])
+    expect(merged).toBe(
+      '# HELP x_total X.\n# TYPE x_total counter\nx_total{worker="0",a="1"} 3\nx_total{worker="0"} 4\nx_total{worker="1",a="1"} 3\nx_total{worker="1"} 4\n',
+    )
+  })
+})
+
+describe("serve --workers 2", () => {
+  let db: TestDatabase
+  let dir: string
+  let port: number
+  let metricsPort: number
+  let proc: ReturnType<typeof Bun.spawn>
+  let output = ""
+  const admin = `workers-admin-${crypto.randomUUID()}`
+  const base = () => `http://127.0.0.1:${port}`
+
+  /** A request on a connection of its own (so the kernel may hand it to either worker). */
+  const call = (path: string, init: { key?: string; method?: string; json?: unknown } = {}) =>
+    fetch(`${base()}${path}`, {
+      method: init.method ?? "GET",
+      headers: { authorization: `Bearer ${init.key ?? admin}`, "content-type": "application/json", connection: "close" },
+      body: init.json === undefined ? undefined : JSON.stringify(init.json),
+    })
+  const workerRequests = async (): Promise<Map<string, number>> => {
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+    const counts = new Map<string, number>()
+    for (const match of text.matchAll(/^gateway_http_requests_total\{worker="(\d+)",[^}]*\} (\d+)/gm)) {
+      counts.set(match[1] as string, (counts.get(match[1] as string) ?? 0) + Number(match[2]))
+    }
+    return counts
+  }
+  const waitFor = async (ok: () => Promise<boolean>, what: string, ms = 30_000) => {
+    const until = Date.now() + ms
+    while (Date.now() < until) {
+      if (await ok().catch(() => false)) return
+      await Bun.sleep(100)
+    }
+    throw new Error(`${what} not within ${ms} ms; output:\n${output}`)
+  }
+  const workersListening = async () => /gateway_workers 2/.test(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text())
+
+  beforeAll(async () => {
+    db = await freshDatabase()
+    dir = mkdtempSync(join(tmpdir(), "gw-workers-"))
+    port = freePort()
+    metricsPort = freePort()
+    const config = {
+      providers: [{ id: "fake", kind: "fake" }],
+      models: [
+        { id: "t/echo", context_length: 100000, endpoints: [{ provider: "fake", upstream_model: "echo", pricing: { prompt: 0, completion: 0 } }] },
+        { id: "t/penny", context_length: 100000, endpoints: [{ provider: "fake", upstream_model: "echo", pricing: { prompt: 0, completion: 0, request: 0.01 } }] },
+      ],
+    }
+    writeFileSync(join(dir, "config.json"), JSON.stringify(config))
+    proc = Bun.spawn([process.execPath, join(root, "src", "main.ts"), "serve", "--workers", "2"], {
+      cwd: root,
+      stdout: "pipe",
+      stderr: "pipe",
+      env: {
+        ...process.env,
+        PORT: String(port),
+        HOST: "127.0.0.1",
+        GATEWAY_DATA_DIR: dir,
+        DATABASE_URL: db.url,
+        GATEWAY_CONFIG: join(dir, "config.json"),
+        GATEWAY_MANAGEMENT_KEY: admin,
+        GATEWAY_SUPERVISOR_METRICS_PORT: String(metricsPort),
+        GATEWAY_LOG_LEVEL: "error",
+      },
+    })
+    for (const stream of [proc.stdout, proc.stderr]) {
+      void (async () => {
+        const reader = (stream as ReadableStream<Uint8Array>).getReader()
+        const decoder = new TextDecoder()
+        for (;;) {
+          const { done, value } = await reader.read()
+          if (done) return
+          output += decoder.decode(value, { stream: true })
+        }
+      })()
+    }
+    await waitFor(workersListening, "two workers listening", 60_000)
+  }, 90_000)
+
+  afterAll(async () => {
+    proc?.kill("SIGKILL")
+    await proc?.exited
+    await db?.drop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  test("both workers serve", async () => {
+    for (let i = 0; i < 40; i++) expect((await call("/v1/health")).status).toBe(200)
+    const counts = await workerRequests()
+    expect(counts.get("0") ?? 0).toBeGreaterThan(0)
+    expect(counts.get("1") ?? 0).toBeGreaterThan(0)
+  })
+
+  test("a key revoked through one worker is refused by the other at once", async () => {
+    const created = (await (await call("/v1/keys", { method: "POST", json: { name: "revoked" } })).json()) as { key: string; data: { hash: string } }
+    // On fresh connections both workers read (and cache) the key.
+    for (let i = 0; i < 12; i++) expect((await call("/v1/key", { key: created.key })).status).toBe(200)
+    expect((await call(`/v1/keys/${created.data.hash}`, { method: "PATCH", json: { disabled: true } })).status).toBe(200)
+    const after = await Promise.all(Array.from({ length: 12 }, () => call("/v1/key", { key: created.key })))
+    expect(after.map((r) => r.status)).toEqual(Array(12).fill(401))
+  })
+
+  test("a $0.05 key at $0.01 a request admits exactly 5 of 200 concurrent requests across the workers", async () => {
+    const created = (await (await call("/v1/keys", { method: "POST", json: { name: "penny", limit: 0.05 } })).json()) as { key: string }
+    const answers = await Promise.all(
+      Array.from({ length: 200 }, () => call("/v1/responses", { method: "POST", key: created.key, json: { model: "t/penny", input: "hi" } })),
+    )
+    const statuses = answers.map((r) => r.status)
+    expect(statuses.filter((s) => s === 200).length).toBe(5)
+    expect(statuses.filter((s) => s !== 200 && s !== 402)).toEqual([])
+  })
+
+  test("a worker killed with SIGKILL is replaced; every connection opened after the kill is answered", async () => {
+    const pids = [...output.matchAll(/supervisor pid (\d+)/g)]
+    expect(pids.length).toBe(1)
+    const children = (await Bun.$`pgrep -P ${proc.pid}`.text()).trim().split("\n").map(Number)
+    expect(children.length).toBe(2)
+    const victim = children[0] as number
+    process.kill(victim, "SIGKILL")
+    // The kill is done when the process is gone (its listening socket closed with it).
+    await waitFor(async () => {
+      try {
+        process.kill(victim, 0)
+        return false
+      } catch {
+        return true
+      }
+    }, "the killed worker's exit")
+    const statuses = []
+    for (let i = 0; i < 30; i++) statuses.push((await call("/v1/health")).status)
+    expect(statuses).toEqual(Array(30).fill(200))
+    await waitFor(async () => /gateway_worker_restarts_total 1/.test(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()) && (await workersListening()), "the replacement")
+    expect(output).toMatch(/worker \d exited \(code null, signal SIGKILL\)/)
+  }, 60_000)
+
+  test("SIGHUP replaces the workers with no refused connection under concurrent connects", async () => {
+    const before = (await Bun.$`pgrep -P ${proc.pid}`.text()).trim().split("\n").map(Number)
+    let stop = false
+    const failures: Array<string> = []
+    let answered = 0
+    const connecting = Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (!stop) {
+          try {
+            const res = await call("/v1/health")
+            if (res.status === 200) answered++
+            else failures.push(String(res.status))
+          } catch (e) {
+            failures.push((e as Error).message)
+          }
+        }
+      }),
+    )
+    proc.kill("SIGHUP")
+    await waitFor(async () => output.includes("workers replaced"), "the reload", 60_000)
+    stop = true
+    await connecting
+    const after = (await Bun.$`pgrep -P ${proc.pid}`.text()).trim().split("\n").map(Number)
+    expect(after.filter((pid) => before.includes(pid))).toEqual([])
+    expect(failures).toEqual([])
+    expect(answered).toBeGreaterThan(0)
+  }, 90_000)
+
+  test("SIGTERM drains every worker and the supervisor exits 0", async () => {
+    proc.kill("SIGTERM")
+    expect(await proc.exited).toBe(0)
+    expect(output).toContain("gateway: stopped")
+  }, 60_000)
+})
