@@ -10,7 +10,6 @@ import { join } from "node:path"
 const root = join(import.meta.dir, "..", "..")
 const parse = (path: string) => Bun.YAML.parse(readFileSync(join(root, path), "utf8")) as unknown
 
-// biome-ignore lint/suspicious/noExplicitAny: reading parsed YAML, checked field by field below.
 type Loose = any
 
 describe("deploy/compose.yaml", () => {
@@ -26,7 +25,7 @@ describe("deploy/compose.yaml", () => {
     expect(gateway.depends_on.valkey.condition).toBe("service_healthy")
     expect(gateway.build.dockerfile).toBe("deploy/Dockerfile")
     // Longer than the 30 s drain.
-    expect(Number.parseInt(gateway.stop_grace_period)).toBeGreaterThan(30)
+    expect(Number.parseInt(gateway.stop_grace_period, 10)).toBeGreaterThan(30)
   })
 })
 
