@@ -10,6 +10,7 @@ import { join } from "node:path"
 const root = join(import.meta.dir, "..", "..")
 const parse = (path: string) => Bun.YAML.parse(readFileSync(join(root, path), "utf8")) as unknown
 
+// Parsed YAML, read field by field with expectations on each.
 type Loose = any
 
 describe("deploy/compose.yaml", () => {
