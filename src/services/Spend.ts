@@ -36,7 +36,7 @@ import { type GiveBackArgs, type GrantArgs, type GrantOutcome, giveBackWith, gra
 import { type Reservation, type SettleArgs, type SliceHandle, settlementWith } from "../store/settlement.js"
 import { besideMain, MainConnection } from "../store/sqlite-client.js"
 import { dayOf } from "../store/spend-rollup.js"
-import { openSqliteSpend, type ReserveArgs, type ReserveOutcome, type SqliteSpend } from "../store/spend-sqlite.js"
+import { openSqliteSpend, type ReserveArgs, type ReserveOutcome, type SqliteSpend, whenUnlocked } from "../store/spend-sqlite.js"
 import { type KeyRow, KeyStore } from "./KeyStore.js"
 
 export type { Reservation } from "../store/settlement.js"
@@ -117,8 +117,10 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
             Effect.sync(() => openSqliteSpend(url)),
             (s) => Effect.sync(() => s.close()),
           )
-    // Their commits wait for the main connection's permit only while a transaction is open there.
-    const beside = besideMain(sql, yield* MainConnection)
+    // Their commits wait for the main connection's permit only while a transaction is open there,
+    // and never for another process's write lock (`serve --workers` on one file): busy, the write
+    // is tried again after a pause instead of a synchronous wait that would stall the event loop.
+    const beside = whenUnlocked(besideMain(sql, yield* MainConnection))
     const runtime = yield* Effect.runtime<never>()
     // Who owns the holds this process takes: its configured name and this run of it.
     const lease = { instanceId: config.instanceId, bootId: crypto.randomUUID(), leaseMs: config.holdLeaseMs } as const

@@ -5,10 +5,13 @@
  * statements through it, each a fiber pipeline: ~600 µs of CPU more than an unlimited key's).
  * The caller runs each call when no transaction is open on the main connection, or inside its
  * permit (`besideMain`, src/store/sqlite-client.ts), as the ledger writer does, so only another
- * process can hold the write lock; then the connection waits for it as the main one does
- * (busy_timeout 5 s).
+ * process can hold the write lock (`serve --workers` on one file). The connection does not wait
+ * for it (busy_timeout 0: a synchronous wait would stall the event loop): a busy call throws
+ * SQLITE_BUSY, rolled back, and `whenUnlocked` runs it again after a pause.
  */
 import { Database } from "bun:sqlite"
+import { Effect } from "effect"
+import { isBusy } from "./ledger.js"
 import { type GiveBackArgs, type GrantArgs, type GrantOutcome, sliceStatementsOn } from "./budget-slices.js"
 import { type SettleArgs, settlementOn } from "./settlement.js"
 import { dayOf } from "./spend-rollup.js"
@@ -59,6 +62,35 @@ class Refused {
   constructor(readonly reason: "key" | "credits") {}
 }
 
+/** How long a write keeps trying while another process holds the lock (the 5 s a busy_timeout gave before). */
+const BUSY_GIVE_UP_MS = 5_000
+const BUSY = Symbol("busy")
+
+/**
+ * `run(write)` again while SQLite answers "busy" (another process's write transaction), after
+ * pauses of 1 ms doubling to 50 ms; the event loop serves meanwhile. Each try is a whole
+ * transaction that rolled back, so trying again is safe.
+ */
+export const whenUnlocked =
+  <E>(run: <A>(write: () => A) => Effect.Effect<A, E>) =>
+  <A>(write: () => A): Effect.Effect<A, E> => {
+    const attempt = (): A | typeof BUSY => {
+      try {
+        return write()
+      } catch (e) {
+        if (isBusy(e)) return BUSY
+        throw e
+      }
+    }
+    const loop = (pauseMs: number, waitedMs: number): Effect.Effect<A, E> =>
+      Effect.flatMap(run(attempt), (result) => {
+        if (result !== BUSY) return Effect.succeed(result)
+        if (waitedMs >= BUSY_GIVE_UP_MS) return Effect.sync(() => write())
+        return Effect.zipRight(Effect.sleep(pauseMs), loop(Math.min(50, pauseMs * 2), waitedMs + pauseMs))
+      })
+    return loop(1, 0)
+  }
+
 export const openSqliteSpend = (filename: string): SqliteSpend => {
   const db = new Database(filename, { readwrite: true, create: true, strict: true })
   try {
@@ -70,7 +102,7 @@ export const openSqliteSpend = (filename: string): SqliteSpend => {
 }
 
 const prepare = (db: Database): SqliteSpend => {
-  db.run("PRAGMA busy_timeout = 5000")
+  db.run("PRAGMA busy_timeout = 0")
   db.run("PRAGMA foreign_keys = ON")
   db.run("PRAGMA synchronous = NORMAL")
   const windowOf = db.query<{ window_start: string | null }, [string]>("SELECT window_start FROM api_keys WHERE hash = ?")
