@@ -37,6 +37,11 @@ export const ProviderEntry = Schema.Struct({
   /** ISO 3166-1 alpha-2 country codes. */
   headquarters: Schema.optional(countryCode),
   datacenters: Schema.optional(Schema.Array(countryCode)),
+  /** Bedrock: the AWS region (its default host is bedrock-runtime.{region}.amazonaws.com) and the variables of a key pair for SigV4. */
+  region: Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z]{2}(-[a-z]+)+-\d+$/, { message: () => "must be an AWS region, e.g. us-east-1" }))),
+  access_key_id_env: Schema.optional(nonEmpty),
+  secret_access_key_env: Schema.optional(nonEmpty),
+  session_token_env: Schema.optional(nonEmpty),
 })
 export type ProviderEntry = typeof ProviderEntry.Type
 
@@ -311,12 +316,27 @@ export const ConfigFile = Schema.Struct({
 })
 export type ConfigFile = typeof ConfigFile.Type
 
+/** Bedrock's own settings: a region, and a key pair named in full (README, Bedrock). */
+const checkBedrock = (p: ProviderEntry, i: number): string | undefined => {
+  const keyPair = p.access_key_id_env !== undefined || p.secret_access_key_env !== undefined || p.session_token_env !== undefined
+  if (p.kind !== "bedrock") {
+    if (p.region !== undefined) return `providers[${i}].region: is only for kind "bedrock"`
+    return keyPair ? `providers[${i}].access_key_id_env: is only for kind "bedrock"` : undefined
+  }
+  if (p.region === undefined) return `providers[${i}].region: is required for kind "bedrock"`
+  if (keyPair && p.access_key_id_env === undefined) return `providers[${i}].access_key_id_env: is required with secret_access_key_env or session_token_env`
+  if (keyPair && p.secret_access_key_env === undefined) return `providers[${i}].secret_access_key_env: is required with access_key_id_env`
+  return undefined
+}
+
 /** Cross-references a Schema cannot see: endpoints name known providers, ids are unique. */
 export const checkReferences = (file: ConfigFile): string | undefined => {
   const providers = new Set<string>()
   for (const [i, p] of file.providers.entries()) {
     if (providers.has(p.id)) return `providers[${i}].id: duplicate provider id "${p.id}"`
-    if (p.kind !== "fake" && p.base_url === undefined) return `providers[${i}].base_url: is required for kind "${p.kind}"`
+    if (p.kind !== "fake" && p.kind !== "bedrock" && p.base_url === undefined) return `providers[${i}].base_url: is required for kind "${p.kind}"`
+    const bedrock = checkBedrock(p, i)
+    if (bedrock !== undefined) return bedrock
     providers.add(p.id)
   }
   for (const [i, g] of (file.guardrails ?? []).entries()) {

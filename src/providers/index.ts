@@ -1,5 +1,6 @@
 /** The provider for each `kind` of the config file. */
 import { anthropicProvider } from "./anthropic/adapter"
+import { bedrockProvider } from "./bedrock/adapter"
 import { fakeProvider } from "./fake"
 import { openAiChatProvider } from "./openai-chat/adapter"
 import { openAiResponsesProvider } from "./openai-responses/adapter"
@@ -12,6 +13,7 @@ const PROVIDERS: Record<ProviderKind, Provider> = {
   "openai-responses": openAiResponsesProvider,
   anthropic: anthropicProvider,
   fake: fakeProvider,
+  bedrock: bedrockProvider,
 }
 
 export const providerFor = (kind: ProviderKind): Provider => PROVIDERS[kind]

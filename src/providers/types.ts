@@ -159,6 +159,11 @@ export interface ProviderConfig {
   readonly byok?: boolean
   /** Open connections to the provider's origin at most (default 512); calls beyond wait in line. */
   readonly max_connections?: number
+  /** Bedrock: the AWS region, and the variables holding a key pair for SigV4 (bedrock/credentials.ts). */
+  readonly region?: string
+  readonly access_key_id_env?: string
+  readonly secret_access_key_env?: string
+  readonly session_token_env?: string
 }
 
 /** The most the gateway reads of an upstream answer (502 beyond): a JSON or error body, one SSE event. */
