@@ -3,6 +3,7 @@
  * Decoded once at start; a bad file stops start-up with the file, the path inside it and the rule.
  */
 import { providerKinds } from "../providers/kinds.js"
+import { EMBEDDERS, RERANKERS } from "../providers/embeddings/index.js"
 import { Schema } from "effect"
 import { searchEngineIds } from "../domain/web.js"
 import { Category, DefaultParameters, InputModality, OutputModality, Parameter } from "../domain/models.js"
@@ -84,6 +85,8 @@ export const ModelEntry = Schema.Struct({
     Schema.pattern(/^[A-Za-z0-9._-]+\/[A-Za-z0-9._:-]+$/, { message: () => "must look like vendor/model" }),
   ),
   name: Schema.optional(Schema.String),
+  /** What the model serves: chat (the model requests, the default), embedding (POST /v1/embeddings) or rerank (POST /v1/rerank). */
+  kind: Schema.optional(Schema.Literal("chat", "embedding", "rerank")),
   context_length: positiveInt,
   /** The rest is what `GET /models` shows; absent keys are listed as null (or derived where noted in docs/reference.md). */
   description: Schema.optional(Schema.String),
@@ -357,6 +360,11 @@ export const checkReferences = (file: ConfigFile): string | undefined => {
     models.add(m.id)
     for (const [j, e] of m.endpoints.entries()) {
       if (!providers.has(e.provider)) return `models[${i}].endpoints[${j}].provider: unknown provider "${e.provider}"`
+      const kind = file.providers.find((p) => p.id === e.provider)?.kind
+      const serves = m.kind === "embedding" ? EMBEDDERS : m.kind === "rerank" ? RERANKERS : undefined
+      if (kind !== undefined && serves !== undefined && serves[kind] === undefined) {
+        return `models[${i}].endpoints[${j}].provider: provider "${e.provider}" is of kind "${kind}", which does not serve ${m.kind} models (${Object.keys(serves).join(", ")} do)`
+      }
     }
   }
   const search = file.search

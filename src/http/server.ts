@@ -26,6 +26,7 @@ import { parseJson } from "../pipeline/ingress.js"
 import { RequestLifecycle, type Refusal } from "../pipeline/lifecycle.js"
 import { makeModelRoute } from "../pipeline/route.js"
 import { makeCountTokensRoute } from "./messages/count-tokens.js"
+import { makeEmbeddingRoutes } from "./embeddings/routes.js"
 import { messagesFormat } from "../formats/messages/index.js"
 import { limitSendBuffers, limitUnsentBytes } from "../providers/socket-buffers.js"
 
@@ -280,6 +281,23 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     ),
   }
   known.push({ pattern: patternOf("/v1/messages/count_tokens"), methods: ["POST"], errorOf: messagesError })
+  // Embeddings and rerank: routed, charged and recorded like a model request (docs/embeddings.md).
+  const embeddingRoutes = makeEmbeddingRoutes(rt, { settings, lifecycle, log: makeErrorLog(settings.logLevel), authenticated })
+  for (const [path, handle] of [
+    ["/v1/embeddings", embeddingRoutes.embeddings],
+    ["/v1/rerank", embeddingRoutes.rerank],
+  ] as const) {
+    routes[path] = {
+      POST: observed(path, "POST", (req, trace) => {
+        if (hasBody(req)) {
+          const type = checkJsonContentType(req)
+          if (type !== undefined) return closing(errorResponse(type))
+        }
+        return handle(req, trace)
+      }),
+    }
+    known.push({ pattern: patternOf(path), methods: ["POST"] })
+  }
   if (metrics !== undefined) {
     // Prometheus text, no auth: expose the port to the scraper only (README, Operations).
     const exposition = { "content-type": "text/plain; version=0.0.4; charset=utf-8" }

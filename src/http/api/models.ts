@@ -1,6 +1,6 @@
 /**
  * Models and providers: `GET /models`, `/models/count`, `/model/{author}/{slug}`,
- * `/models/{author}/{slug}/endpoints` and `/providers`, the shapes the official SDK's
+ * `/models/{author}/{slug}/endpoints`, `/embeddings/models` (the embedding models) and `/providers`, the shapes the official SDK's
  * `models.*`, `endpoints.list` and `providers.list` read. Any key may read them.
  */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
@@ -20,6 +20,7 @@ import { Authentication } from "./security.js"
 
 export class ModelsApi extends HttpApiGroup.make("models")
   .add(HttpApiEndpoint.get("list", "/models").setUrlParams(ListModelsParams).addSuccess(ModelList))
+  .add(HttpApiEndpoint.get("embeddingModels", "/embeddings/models").setUrlParams(ListModelsParams).addSuccess(ModelList))
   .add(HttpApiEndpoint.get("count", "/models/count").setUrlParams(CountModelsParams).addSuccess(ModelCount))
   .add(HttpApiEndpoint.get("get", "/model/:author/:slug").setPath(ModelPath).setUrlParams(NoParams).addSuccess(ModelOne))
   .add(

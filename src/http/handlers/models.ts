@@ -18,6 +18,8 @@ export const ModelsLive = HttpApiBuilder.group(GatewayApi, "models", (handlers) 
   Effect.map(directory, (models) =>
     handlers
       .handle("list", ({ urlParams }) => models.list(urlParams))
+      // The same listing, of the models that output embeddings (catalog models of kind "embedding").
+      .handle("embeddingModels", ({ urlParams }) => models.list({ ...urlParams, output_modalities: "embeddings" }, "/v1/embeddings/models"))
       .handle("count", ({ urlParams }) => Effect.succeed(models.count(urlParams)))
       .handle("get", ({ path }) => models.get(path.author, path.slug))
       .handle("endpoints", ({ path }) => models.endpoints(path.author, path.slug)),
