@@ -16,7 +16,27 @@ import { ProviderError, type FinishReason, type ProviderEvent, type Usage } from
 import { RESPONSE_TOOL } from "./request"
 import { bedrockFinishReason, bedrockStreamFailure, bedrockUsage, type ConverseStreamEvent } from "./wire"
 
-const codec = new EventStreamCodec(toUtf8, fromUtf8)
+/**
+ * The header names and values of Converse frames repeat (":event-type", "contentBlockDelta", …):
+ * the codec's toUtf8 answers those it has seen from a few byte-compared entries instead of a
+ * TextDecoder call each (six a frame). codec.decode read ~4-8 µs a frame with the plain toUtf8
+ * and a third of that with these (micro-benchmark, Bun 1.4, a busy machine).
+ */
+const SEEN_MAX = 16
+const seen: Array<{ readonly bytes: Uint8Array; readonly text: string }> = []
+const headerUtf8 = (bytes: Uint8Array): string => {
+  entries: for (let k = 0; k < seen.length; k++) {
+    const entry = seen[k] as { readonly bytes: Uint8Array; readonly text: string }
+    if (entry.bytes.length !== bytes.length) continue
+    for (let i = 0; i < bytes.length; i++) if (entry.bytes[i] !== bytes[i]) continue entries
+    return entry.text
+  }
+  const text = toUtf8(bytes)
+  if (seen.length < SEEN_MAX && bytes.length <= 64) seen.push({ bytes: bytes.slice(), text })
+  return text
+}
+
+const codec = new EventStreamCodec(headerUtf8, fromUtf8)
 const text = new TextDecoder()
 
 /** A frame is at least its prelude (12 bytes) and message CRC (4). */
