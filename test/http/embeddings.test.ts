@@ -169,6 +169,9 @@ describe("bad input is a 400 naming the field, and calls nothing", () => {
   test("a model request naming an embedding model is refused", async () => {
     expect(await expectError(await post("/v1/chat/completions", { model: "demo/embed", messages: [{ role: "user", content: "x" }] }), 400)).toContain("served by POST /v1/embeddings")
   })
+  test("a model request naming a one-endpoint rerank model is refused too (the router's short path)", async () => {
+    expect(await expectError(await post("/v1/responses", { model: "demo/rerank", input: "x" }), 400)).toContain('model: "demo/rerank" is a rerank model, served by POST /v1/rerank')
+  })
   test("no key is 401", async () => {
     await expectError(await gw.fetch("/v1/embeddings", { method: "POST", json: { model: "demo/embed", input: "x" }, key: null }), 401)
   })

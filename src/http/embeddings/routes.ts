@@ -52,7 +52,7 @@ const JSON_HEADERS = { "content-type": "application/json" }
  * time, joined in order. A failed part stops the others; the tokens of the parts that answered
  * come with the failure (PartlyAnswered), as the upstream billed them.
  */
-const embedInParts = async (
+export const embedInParts = async (
   embedder: Embedder,
   endpoint: Endpoint,
   inputs: ReadonlyArray<EmbeddingInput>,
