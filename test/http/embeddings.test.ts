@@ -157,6 +157,10 @@ describe("bad input is a 400 naming the field, and calls nothing", () => {
       expect(await expectError(await post("/v1/embeddings", body), 400)).toContain(message)
     })
   }
+  test("an x-session-id over 256 characters", async () => {
+    const res = await gw.fetch("/v1/embeddings", { method: "POST", json: { model: "demo/embed", input: "x" }, headers: { "x-session-id": "s".repeat(257) } })
+    expect(await expectError(res, 400)).toContain("x-session-id: at most 256 characters")
+  })
   test("an unknown model is 404", async () => {
     expect(await expectError(await post("/v1/embeddings", { model: "demo/nope", input: "x" }), 404)).toContain("demo/nope")
   })
@@ -179,13 +183,13 @@ describe("bad input is a 400 naming the field, and calls nothing", () => {
 
 describe("usage, cost, the generation record and the key's limit", () => {
   test("usage carries the cost at the endpoint's prompt price, and the record says the same", async () => {
-    const res = await post("/v1/embeddings", { model: "test/oa-embed", input: ["twelve chars", "abcd"] })
+    const res = await post("/v1/embeddings", { model: "test/oa-embed", input: ["twelve chars", "abcd"], session_id: "embed-session" })
     const answer = decodeEmbeddings(await res.json())
     // The host counts ceil(12/4) + ceil(4/4) = 4 tokens, at $0.02 per million.
     expect(answer.usage).toEqual({ prompt_tokens: 4, total_tokens: 4, cost: (4 * 0.02) / 1e6 })
     await gw.server.drain()
     const record = (await (await gw.fetch(`/v1/generation?id=${res.headers.get("x-generation-id")}`)).json()) as { data: Record<string, unknown> }
-    expect(record.data).toMatchObject({ model: "test/oa-embed", provider_name: "oa", tokens_prompt: 4, tokens_completion: 0, total_cost: (4 * 0.02) / 1e6 })
+    expect(record.data).toMatchObject({ model: "test/oa-embed", provider_name: "oa", tokens_prompt: 4, tokens_completion: 0, total_cost: (4 * 0.02) / 1e6, session_id: "embed-session" })
   })
 
   test("a key's spend grows by the cost; a key with no budget left is refused with 402", async () => {

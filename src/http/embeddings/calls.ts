@@ -16,6 +16,7 @@ import { CLIENT_HEADER_MAX, type GenerationEntry, newGenerationId } from "../../
 import { fromNanoUsd, toNanoUsd } from "../../domain/pricing.js"
 import { decodeResponsesRequest } from "../../domain/responses.js"
 import { isoTime } from "../../domain/time.js"
+import { sessionIdOf } from "../../pipeline/routing.js"
 import { DeadlineExceeded } from "../../pipeline/turns.js"
 import type { RequestLifecycle } from "../../pipeline/lifecycle.js"
 import { PlainAbort } from "../../providers/abort.js"
@@ -88,14 +89,23 @@ const clientHeader = (v: string | null): string | null => (v === null || v === "
 export const makeCalls = (deps: CallDeps) => {
   const { router, spend, generationStore, lifecycle, deadlines, settings } = deps
 
-  /** The route plan over catalog models of the job's kind, or the refusal naming the field. */
-  const planOf = (job: CallJob<unknown>): Either.Either<RoutePlan, ApiError> => {
-    const { model, models, provider } = job.routing
+  /** The route plan over catalog models of the job's kind and the session id, or the refusal naming the field. */
+  const planOf = (job: CallJob<unknown>): Either.Either<{ readonly plan: RoutePlan; readonly sessionId: string | null }, ApiError> => {
+    const { model, models, provider, session_id } = job.routing
     // The model requests' own decoder checks `provider` (and names its fields in the 400).
-    const decoded = decodeResponsesRequest({ input: "", model, ...(models === undefined ? {} : { models }), ...(provider === undefined ? {} : { provider }) })
+    const decoded = decodeResponsesRequest({
+      input: "",
+      model,
+      ...(models === undefined ? {} : { models }),
+      ...(provider === undefined ? {} : { provider }),
+      ...(session_id === undefined ? {} : { session_id }),
+    })
     if (Either.isLeft(decoded)) return Either.left(decoded.left)
-    const sessionId = job.routing.session_id ?? job.headers.get("x-session-id")
-    return router.plan({ request: decoded.right, userId: job.principal.userId, sessionKey: sessionId, kind: job.kind })
+    // The body's session_id, else x-session-id (at most 256 characters), as on the model requests.
+    const sessionId = sessionIdOf(decoded.right, job.headers.get("x-session-id"))
+    if (Either.isLeft(sessionId)) return Either.left(sessionId.left)
+    const plan = router.plan({ request: decoded.right, userId: job.principal.userId, sessionKey: sessionId.right, kind: job.kind })
+    return Either.map(plan, (p) => ({ plan: p, sessionId: sessionId.right }))
   }
 
   const reserveFor = async (principal: PrincipalShape, worstCase: number, isByok: boolean): Promise<Option.Option<Reservation> | ApiError> => {
@@ -135,9 +145,10 @@ export const makeCalls = (deps: CallDeps) => {
 
   /** Routes, reserves, tries the plan's endpoints in order, records and settles: the value, or the refusal. */
   const run = async <T>(job: CallJob<T>, clientSignal: AbortSignal, requestId: string | undefined): Promise<CallDone<T> | { readonly refused: ApiError; readonly generationId?: string }> => {
-    const plan = planOf(job as CallJob<unknown>)
-    if (Either.isLeft(plan)) return { refused: plan.left }
-    const candidates = plan.right.candidates
+    const planned = planOf(job as CallJob<unknown>)
+    if (Either.isLeft(planned)) return { refused: planned.left }
+    const { plan, sessionId } = planned.right
+    const candidates = plan.candidates
     let worstCase = 0
     for (const e of candidates) worstCase = Math.max(worstCase, costAt(e, job.tokenBound, job.maxUnits))
     const allByok = candidates.length > 0 && candidates.every((e) => e.isByok)
@@ -160,7 +171,7 @@ export const makeCalls = (deps: CallDeps) => {
         if (abort.aborted) break
         try {
           answered = { endpoint, value: await job.attempt(endpoint, abort) }
-          router.recordSuccess(plan.right, endpoint, { ttftMs: undefined, outputTokens: 0, generationMs: undefined })
+          router.recordSuccess(plan, endpoint, { ttftMs: undefined, outputTokens: 0, generationMs: undefined })
           break
         } catch (cause) {
           const partly = cause instanceof PartlyAnswered ? cause : undefined
@@ -191,7 +202,7 @@ export const makeCalls = (deps: CallDeps) => {
       streamed: false,
       cancelled: false,
       finishReason: null,
-      sessionId: job.routing.session_id ?? job.headers.get("x-session-id"),
+      sessionId,
       inputTokens: 0,
       cachedTokens: 0,
       cacheWriteTokens: 0,
