@@ -153,6 +153,15 @@ describe("bedrock adapter against the fake Bedrock", () => {
     expect(mock.requests.at(-1)?.auth).toBe("sigv4")
   })
 
+  test("a session token is sent as x-amz-security-token and signed with the rest", async () => {
+    process.env.BR_TEST_TOKEN = "session-token-value"
+    await eventsOf(await bedrockProvider.open(textRequest("x"), { ...sigv4(), session_token_env: "BR_TEST_TOKEN" }, options(false)))
+    const seen = mock.requests.at(-1)
+    expect(seen?.headers["x-amz-security-token"]).toBe("session-token-value")
+    expect(seen?.headers["authorization"]).toContain("SignedHeaders=host;x-amz-date;x-amz-security-token")
+    expect(seen?.auth).toBe("sigv4")
+  })
+
   test("a Bedrock API key is sent as a bearer token, with no signature", async () => {
     const config: ProviderConfig = { id: "bedrock-key", kind: "bedrock", base_url: mock.url, region: "us-east-1" }
     await eventsOf(await bedrockProvider.open(textRequest("x"), config, options(false, MOCK_BEDROCK_API_KEY)))
