@@ -27,7 +27,9 @@
  *                                        this build against its twin, the harness's own floor in that run)
  *                            [--only id,id]  (just these: scenario ids, "unread" for the never-reading clients, "durable"
  *                                             for the ledger.durable_answers rows, "pg" for the Postgres rows, "chat" for
- *                                             the Chat Completions rows with the Responses rows they are compared with;
+ *                                             the Chat Completions rows with the Responses rows they are compared with,
+ *                                             "embed" for the embeddings row with json-c32, "bedrock" for the Bedrock
+ *                                             stream row with stream-c1;
  *                                             no peer, no held streams, and the report stays in the run's folder)
  *                            [--pg postgres://…]  (the server for the Postgres rows, a database is made on it per run;
  *                                                 default GATEWAY_BENCH_PG_URL, else postgres://postgres@127.0.0.1:5432/postgres;
@@ -38,6 +40,11 @@
  * `stream-c1` through the gateway's POST /v1/chat/completions, in the same rounds as those rows when
  * both run, and reported against them. Each gateway's chat answers are checked once before the load;
  * a baseline without the endpoint (an older build) is left out of the chat rows, said so in the report.
+ * Embeddings row (`embed-c32`): POST /v1/embeddings, a batch of 16 inputs, 32 connections, to an
+ * openai-chat provider on scripts/mock-embeddings.ts; reported beside json-c32's CPU per request.
+ * Bedrock stream row (`bedrock-stream-c1`): 200 deltas through the event-stream decoder from
+ * scripts/mock-bedrock.ts (SigV4-signed), beside stream-c1's CPU per event. Both run on this build
+ * only (`--gateway`): its config adds the two providers, which an older baseline would refuse.
  * Writes bench/results/latest.md (a full run only) and prints it.
  */
 import { execSync } from "node:child_process"
@@ -67,6 +74,8 @@ const aliases: Record<string, Array<string>> = {
   durable: ["json-c32-ledger", "stream-c16-ledger"],
   pg: ["json-c32-pg", "json-c32-limited-pg", "json-c32-limited-2pg"],
   chat: ["json-c32", "chat-json-c32", "stream-c1", "chat-stream-c1"],
+  embed: ["json-c32", "embed-c32"],
+  bedrock: ["stream-c1", "bedrock-stream-c1"],
 }
 const only = text("only", "")
   .split(",")
@@ -236,6 +245,8 @@ const pgPort = freePort()
 const pg2Port = freePort()
 const peerPort = freePort()
 const mockBase = `http://127.0.0.1:${mockPort}/v1`
+const embedMockPort = freePort()
+const bedrockMockPort = freePort()
 const managementKey = process.env["GATEWAY_MANAGEMENT_KEY"] ?? `sk-bench-${crypto.randomUUID().replaceAll("-", "")}`
 // Bun's fetch keeps at most 256 requests in flight unless told otherwise (read once at start).
 const fetchLimit = { BUN_CONFIG_MAX_HTTP_REQUESTS: String(Math.max(4096, options.heldStreams * 2)) }
@@ -273,6 +284,30 @@ const benchConfig = {
   ],
 }
 writeFileSync(join(runDir, "config.json"), JSON.stringify(benchConfig, null, 2))
+/** The embeddings and Bedrock rows' providers and models: this build's config only (an older baseline refuses the kind). */
+const BEDROCK_KEYS = { BENCH_AWS_KEY: "AKIDMOCKBEDROCK", BENCH_AWS_SECRET: "mock/secret+KEY" }
+const gatewayConfig = {
+  ...benchConfig,
+  providers: [
+    ...benchConfig.providers,
+    { id: "embed-host", kind: "openai-chat", base_url: `http://127.0.0.1:${embedMockPort}/v1` },
+    {
+      id: "bedrock-mock",
+      kind: "bedrock",
+      base_url: `http://127.0.0.1:${bedrockMockPort}`,
+      region: "us-east-1",
+      access_key_id_env: "BENCH_AWS_KEY",
+      secret_access_key_env: "BENCH_AWS_SECRET",
+      headers: { "x-mock-tokens": String(STREAM_TOKENS) },
+    },
+  ],
+  models: [
+    ...benchConfig.models,
+    { id: "bench/embed", kind: "embedding", context_length: 8192, endpoints: [{ provider: "embed-host", upstream_model: "bench-embed", pricing: { prompt: 0.02, completion: 0 } }] },
+    { id: "bench/bedrock-stream", context_length: 128000, endpoints: [{ provider: "bedrock-mock", upstream_model: "anthropic.claude-3-5-haiku-20241022-v1:0", pricing: { prompt: 0.15, completion: 0.6 } }] },
+  ],
+}
+writeFileSync(join(runDir, "config-gateway.json"), JSON.stringify(gatewayConfig, null, 2))
 
 const ensurePeer = (): string | undefined => {
   const dir = join(root, "bench", "scratch", "peer")
@@ -305,6 +340,11 @@ if (options.gateway === "") {
 }
 
 start("mock", [...pin(CLIENT_CORE), bun, "scripts/mock-upstream.ts", "--port", String(mockPort), "--log", "0"])
+// The upstreams of the embeddings and Bedrock rows, beside the mock, when those rows run.
+const embedRuns = only.length === 0 || only.includes("embed-c32")
+const bedrockRuns = only.length === 0 || only.includes("bedrock-stream-c1")
+if (embedRuns) start("mock-embeddings", [...pin(CLIENT_CORE), bun, "scripts/mock-embeddings.ts", "--port", String(embedMockPort)], {}, root, true)
+if (bedrockRuns) start("mock-bedrock", [...pin(CLIENT_CORE), bun, "scripts/mock-bedrock.ts", "--port", String(bedrockMockPort)], {}, root, true)
 const proxy = start(
   "proxy",
   [...pin(SERVER_CORE), bun, "scripts/bench-proxy.ts", "--port", String(proxyPort), "--upstream", `http://127.0.0.1:${mockPort}`],
@@ -323,9 +363,10 @@ const startGateway = (name: "gateway" | "baseline" | "twin", binary: string, por
       HOST: "127.0.0.1",
       GATEWAY_DATA_DIR: dataDir,
       DATABASE_URL: join(dataDir, "gateway.db"),
-      GATEWAY_CONFIG: join(runDir, "config.json"),
+      GATEWAY_CONFIG: join(runDir, name === "gateway" ? "config-gateway.json" : "config.json"),
       GATEWAY_MANAGEMENT_KEY: managementKey,
       GATEWAY_LOG_LEVEL: options.logLevel,
+      ...BEDROCK_KEYS,
     },
     root,
     // One JSON line per request: written (the cost is measured), not kept.
@@ -416,6 +457,8 @@ try {
   await waitReady("mock", `${mockBase.replace("/v1", "")}/__mock/stats`)
   await waitReady("proxy", `http://127.0.0.1:${proxyPort}/`)
   await waitReady("gateway", `http://127.0.0.1:${gatewayPort}/v1/health`)
+  if (embedRuns) await waitReady("mock-embeddings", `http://127.0.0.1:${embedMockPort}/`)
+  if (bedrockRuns) await waitReady("mock-bedrock", `http://127.0.0.1:${bedrockMockPort}/`)
   if (baseline !== undefined) await waitReady("baseline", `http://127.0.0.1:${baselinePort}/v1/health`)
   if (twin !== undefined) await waitReady("twin", `http://127.0.0.1:${twinPort}/v1/health`)
   if (durableGateway !== undefined) await waitReady("gateway-durable", `http://127.0.0.1:${durablePort}/v1/health`)
@@ -472,6 +515,8 @@ interface Shape {
   /** Extra upstream behaviour, as x-mock-* headers (the gateway has them in its provider config). */
   readonly mock: Record<string, string>
   readonly gatewayModel: string
+  /** A request of its own (not /v1/responses): the embeddings row. */
+  readonly request?: (secret: string) => Request
 }
 
 const PROMPT = "Say hello to the benchmark."
@@ -495,6 +540,7 @@ const gatewayChatRequest = (shape: Shape, secret: string): Request => ({
 /** `chat`: a gateway's request through POST /v1/chat/completions instead of /v1/responses. */
 const requestFor = (target: Target, shape: Shape, secret = managementKey, chat = false): Request => {
   const tail = shape.stream ? { expectTail: DONE_TAIL } : {}
+  if (shape.request !== undefined) return shape.request(secret)
   if (chat && speaksResponses(target.kind)) return gatewayChatRequest(shape, secret)
   if (speaksResponses(target.kind)) {
     return {
@@ -530,7 +576,22 @@ interface Scenario {
    * the Responses scenario it is compared with, run in the same rounds when both are selected.
    */
   readonly chatOf?: string
+  /** This build only (the embeddings and Bedrock rows: its config has their providers). */
+  readonly thisBuild?: true
 }
+/** A batch of 16 inputs of ~60 characters each. */
+const EMBED_INPUTS = Array.from({ length: 16 }, (_, i) => `Benchmark passage number ${i}: a sentence or two to embed here.`)
+const EMBED_SHAPE: Shape = {
+  stream: false,
+  mock: {},
+  gatewayModel: "bench/embed",
+  request: (secret) => ({
+    path: "/v1/embeddings",
+    headers: { authorization: `Bearer ${secret}` },
+    body: JSON.stringify({ model: "bench/embed", input: EMBED_INPUTS }),
+  }),
+}
+const BEDROCK_SHAPE: Shape = { stream: true, mock: {}, gatewayModel: "bench/bedrock-stream" }
 const JSON_SHAPE: Shape = { stream: false, mock: {}, gatewayModel: "bench/json" }
 const BURST_SHAPE: Shape = { stream: true, mock: { "x-mock-tokens": String(STREAM_TOKENS) }, gatewayModel: "bench/stream" }
 const PACED_SHAPE: Shape = {
@@ -551,6 +612,8 @@ const allScenarios: Array<Scenario> = [
   { id: "json-c32-pg", connections: 32, shape: JSON_SHAPE, events: 0, postgres: "one" },
   { id: "json-c32-limited-pg", connections: 32, shape: JSON_SHAPE, events: 0, limitedKey: true, postgres: "one" },
   { id: "json-c32-limited-2pg", connections: 32, shape: JSON_SHAPE, events: 0, limitedKey: true, postgres: "two" },
+  { id: "embed-c32", connections: 32, shape: EMBED_SHAPE, events: 0, thisBuild: true },
+  { id: "bedrock-stream-c1", connections: 1, shape: BEDROCK_SHAPE, events: STREAM_TOKENS, thisBuild: true },
 ]
 const scenarios = only.length === 0 ? allScenarios : allScenarios.filter((s) => only.includes(s.id))
 const unknownIds = only.filter((id) => id !== "unread" && !allScenarios.some((s) => s.id === id))
@@ -681,7 +744,9 @@ const specOf = (target: Target, scenario: Scenario, durationMs: number): LoadSpe
   ),
 })
 const targetsOf = (scenario: Scenario): Array<Target> =>
-  scenario.chatOf !== undefined
+  scenario.thisBuild
+    ? targets.filter((t) => t.kind === "gateway")
+    : scenario.chatOf !== undefined
     ? targets.filter((t) => isGateway(t.kind) && !chatSkipped.has(t.kind))
     : scenario.postgres !== undefined
     ? pgTarget === undefined ? [] : [pgTarget]
@@ -1122,6 +1187,31 @@ if (ran("json-c32-pg") || ran("json-c32-limited-pg") || ran("json-c32-limited-2p
 }
 streamTable("stream-c1", `Streams of ${STREAM_TOKENS} text deltas sent at once, 1 connection`)
 streamTable("paced-c16", `Streams of ${STREAM_TOKENS} text deltas 1 ms apart (one upstream chunk per delta), 16 connections`)
+
+if (ran("embed-c32") || ran("bedrock-stream-c1")) {
+  out("## Embeddings and Bedrock streams (this build only)")
+  out()
+  out(
+    "Embeddings: POST /v1/embeddings with a batch of 16 inputs through an openai-chat provider (scripts/mock-embeddings.ts), 32 connections, " +
+      "beside json-c32's CPU per request. Bedrock: a ConverseStream answer of " +
+      `${STREAM_TOKENS} text deltas (AWS event-stream frames, SigV4-signed request, scripts/mock-bedrock.ts) to /v1/responses, 1 connection, beside stream-c1's CPU per event.`,
+  )
+  out()
+  out("| row | req/s | p50 ms | CPU µs/req | CPU µs/event | compared with | its CPU | ratio | errors |")
+  out("|---|---:|---:|---:|---:|---|---:|---:|---:|")
+  for (const [id, against, perEvent] of [["embed-c32", "json-c32", false], ["bedrock-stream-c1", "stream-c1", true]] as const) {
+    if (!ran(id)) continue
+    const f = figures(byId(id), "gateway")
+    if (f === undefined) continue
+    const other = ran(against) ? figures(byId(against), "gateway") : undefined
+    const mine = perEvent ? f.cpuPerEvent : f.cpuPerReq
+    const theirs = other === undefined ? Number.NaN : perEvent ? other.cpuPerEvent : other.cpuPerReq
+    out(
+      `| ${id} | ${f0(f.rps)} | ${f3(f.p50)} | ${f1(f.cpuPerReq)} | ${f2(f.cpuPerEvent)} | ${against} (${perEvent ? "µs/event" : "µs/req"}) | ${perEvent ? f2(theirs) : f1(theirs)} | ${ratio(mine, theirs)} | ${f.errors} |`,
+    )
+  }
+  out()
+}
 
 /** Chat Completions rows: [chat scenario id, what it loads]. */
 const CHAT_ROWS = [

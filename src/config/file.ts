@@ -4,6 +4,7 @@
  */
 import { providerKinds } from "../providers/kinds.js"
 import { providerSettingsProblem } from "./provider-settings.js"
+import { EMBEDDERS, RERANKERS } from "../providers/embeddings/index.js"
 import { Schema } from "effect"
 import { searchEngineIds } from "../domain/web.js"
 import { RateLimit } from "../domain/keys.js"
@@ -47,6 +48,11 @@ export const ProviderEntry = Schema.Struct({
   api_version: Schema.optional(nonEmpty),
   bearer_token_env: Schema.optional(nonEmpty),
   api: Schema.optional(Schema.Literal("chat-completions", "responses")),
+  /** Bedrock: the AWS region (its default host is bedrock-runtime.{region}.amazonaws.com) and the variables of a key pair for SigV4. */
+  region: Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z]{2}(-[a-z]+)+-\d+$/, { message: () => "must be an AWS region, e.g. us-east-1" }))),
+  access_key_id_env: Schema.optional(nonEmpty),
+  secret_access_key_env: Schema.optional(nonEmpty),
+  session_token_env: Schema.optional(nonEmpty),
 })
 export type ProviderEntry = typeof ProviderEntry.Type
 
@@ -91,6 +97,8 @@ export const ModelEntry = Schema.Struct({
     Schema.pattern(/^[A-Za-z0-9._-]+\/[A-Za-z0-9._:-]+$/, { message: () => "must look like vendor/model" }),
   ),
   name: Schema.optional(Schema.String),
+  /** What the model serves: chat (the model requests, the default), embedding (POST /v1/embeddings) or rerank (POST /v1/rerank). */
+  kind: Schema.optional(Schema.Literal("chat", "embedding", "rerank")),
   context_length: positiveInt,
   /** The rest is what `GET /models` shows; absent keys are listed as null (or derived where noted in docs/reference.md). */
   description: Schema.optional(Schema.String),
@@ -347,6 +355,19 @@ export const ConfigFile = Schema.Struct({
 })
 export type ConfigFile = typeof ConfigFile.Type
 
+/** Bedrock's own settings: a region, and a key pair named in full (README, Bedrock). */
+const checkBedrock = (p: ProviderEntry, i: number): string | undefined => {
+  const keyPair = p.access_key_id_env !== undefined || p.secret_access_key_env !== undefined || p.session_token_env !== undefined
+  if (p.kind !== "bedrock") {
+    if (p.region !== undefined) return `providers[${i}].region: is only for kind "bedrock"`
+    return keyPair ? `providers[${i}].access_key_id_env: is only for kind "bedrock"` : undefined
+  }
+  if (p.region === undefined) return `providers[${i}].region: is required for kind "bedrock"`
+  if (keyPair && p.access_key_id_env === undefined) return `providers[${i}].access_key_id_env: is required with secret_access_key_env or session_token_env`
+  if (keyPair && p.secret_access_key_env === undefined) return `providers[${i}].secret_access_key_env: is required with access_key_id_env`
+  return undefined
+}
+
 /** Cross-references a Schema cannot see: endpoints name known providers, ids are unique. */
 export const checkReferences = (file: ConfigFile): string | undefined => {
   const providers = new Set<string>()
@@ -354,6 +375,8 @@ export const checkReferences = (file: ConfigFile): string | undefined => {
     if (providers.has(p.id)) return `providers[${i}].id: duplicate provider id "${p.id}"`
     const problem = providerSettingsProblem(p, i)
     if (problem !== undefined) return problem
+    const bedrock = checkBedrock(p, i)
+    if (bedrock !== undefined) return bedrock
     providers.add(p.id)
   }
   for (const [i, g] of (file.guardrails ?? []).entries()) {
@@ -374,8 +397,13 @@ export const checkReferences = (file: ConfigFile): string | undefined => {
     models.add(m.id)
     for (const [j, e] of m.endpoints.entries()) {
       if (!providers.has(e.provider)) return `models[${i}].endpoints[${j}].provider: unknown provider "${e.provider}"`
-      if (e.publisher !== undefined && file.providers.find((p) => p.id === e.provider)?.kind !== "vertex") {
+      const kind = file.providers.find((p) => p.id === e.provider)?.kind
+      if (e.publisher !== undefined && kind !== "vertex") {
         return `models[${i}].endpoints[${j}].publisher: only applies to providers of kind "vertex"`
+      }
+      const serves = m.kind === "embedding" ? EMBEDDERS : m.kind === "rerank" ? RERANKERS : undefined
+      if (kind !== undefined && serves !== undefined && serves[kind] === undefined) {
+        return `models[${i}].endpoints[${j}].provider: provider "${e.provider}" is of kind "${kind}", which does not serve ${m.kind} models (${Object.keys(serves).join(", ")} do)`
       }
     }
   }

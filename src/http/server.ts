@@ -27,6 +27,7 @@ import { RequestLifecycle, type Refusal } from "../pipeline/lifecycle.js"
 import { makeModelRoute } from "../pipeline/route.js"
 import { makeCountTokensRoute } from "./messages/count-tokens.js"
 import { makeModelRetrieveRoute } from "./models/retrieve.js"
+import { makeEmbeddingRoutes } from "./embeddings/routes.js"
 import { messagesFormat } from "../formats/messages/index.js"
 import { limitSendBuffers, limitUnsentBytes } from "../providers/socket-buffers.js"
 
@@ -288,6 +289,23 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   for (const path of ["/v1/models/:id", "/v1/models/:author/:slug"]) {
     routes[path] = { GET: observed("/v1/models/{id}", "GET", retrieveModel) }
     known.push({ pattern: patternOf(path), methods: ["GET"] })
+  }
+  // Embeddings and rerank: routed, charged and recorded like a model request (docs/embeddings.md).
+  const embeddingRoutes = makeEmbeddingRoutes(rt, { settings, lifecycle, log: makeErrorLog(settings.logLevel), authenticated })
+  for (const [path, handle] of [
+    ["/v1/embeddings", embeddingRoutes.embeddings],
+    ["/v1/rerank", embeddingRoutes.rerank],
+  ] as const) {
+    routes[path] = {
+      POST: observed(path, "POST", (req, trace) => {
+        if (hasBody(req)) {
+          const type = checkJsonContentType(req)
+          if (type !== undefined) return closing(errorResponse(type))
+        }
+        return handle(req, trace)
+      }),
+    }
+    known.push({ pattern: patternOf(path), methods: ["POST"] })
   }
   if (metrics !== undefined) {
     // Prometheus text, no auth: expose the port to the scraper only (README, Operations).

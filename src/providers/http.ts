@@ -21,7 +21,7 @@ export const sharedTransport = (): Transport => (shared ??= defaultTransport())
  * Ties the upstream request to the caller's signal and to a deadline of `timeoutMs` that bounds the wait
  * for the response head, for a JSON body, and for each gap between stream chunks.
  */
-class UpstreamLink {
+export class UpstreamLink {
   readonly controller = new PlainAbort()
   timedOut = false
   /** The reader paused the body: its silence is the client's, not the upstream's. */
@@ -330,7 +330,7 @@ const copyHeaders = (from: Readonly<Record<string, string>>, to: Record<string, 
   for (const name in from) to[name] = from[name] as string
 }
 
-const trimSlash = (url: string): string => (url.endsWith("/") ? url.slice(0, -1) : url)
+export const trimSlash = (url: string): string => (url.endsWith("/") ? url.slice(0, -1) : url)
 
 /**
  * The request URL of a provider config on a wire, kept per config object: the same string each

@@ -1,6 +1,7 @@
 /** The provider for each `kind` of the config file. */
 import { anthropicProvider } from "./anthropic/adapter"
 import { azureOpenAiProvider } from "./azure-openai/adapter"
+import { bedrockProvider } from "./bedrock/adapter"
 import { fakeProvider } from "./fake"
 import { geminiProvider } from "./gemini/adapter"
 import { openAiChatProvider } from "./openai-chat/adapter"
@@ -18,6 +19,7 @@ const PROVIDERS: Record<ProviderKind, Provider> = {
   gemini: geminiProvider,
   vertex: vertexProvider,
   "azure-openai": azureOpenAiProvider,
+  bedrock: bedrockProvider,
 }
 
 export const providerFor = (kind: ProviderKind): Provider => PROVIDERS[kind]

@@ -173,6 +173,11 @@ export interface ProviderConfig {
   readonly bearer_token_env?: string
   /** `azure-openai`: the API called on the deployment (default `chat-completions`). */
   readonly api?: "chat-completions" | "responses"
+  /** Bedrock: the AWS region, and the variables holding a key pair for SigV4 (bedrock/credentials.ts). */
+  readonly region?: string
+  readonly access_key_id_env?: string
+  readonly secret_access_key_env?: string
+  readonly session_token_env?: string
 }
 
 /** The most the gateway reads of an upstream answer (502 beyond): a JSON or error body, one SSE event. */

@@ -11,7 +11,7 @@ import { type ApiError, BadRequest, NotFound } from "../domain/errors.js"
 import type { ResponsesRequest } from "../domain/responses.js"
 import { quote } from "../domain/validation.js"
 import type { ProviderErrorKind } from "../providers/types.js"
-import { Catalog, type CatalogShape, type Endpoint, type Model } from "../services/Catalog.js"
+import { Catalog, type CatalogShape, type Endpoint, type Model, type ModelKind } from "../services/Catalog.js"
 import { EndpointHealth, type HealthOptions } from "./health.js"
 import { RollingStats } from "./rolling.js"
 import { type ModelVariant, namesPreset, parseModelRef } from "./model-id.js"
@@ -56,7 +56,18 @@ export interface RouteInput {
   readonly requested?: string
   /** Which of the request's `model` and `models` came from the preset's config, not from the caller. */
   readonly fromPreset?: { readonly model: boolean; readonly models: boolean }
+  /** What the route serves (default chat): a model of another kind is refused (the embeddings and rerank routes ask for theirs). */
+  readonly kind?: ModelKind
 }
+
+/** Where a model of each kind is served, for the refusal of a model asked for elsewhere. */
+const SERVED_AT: Record<ModelKind, string> = {
+  chat: "the model requests (POST /v1/responses, /v1/chat/completions, /v1/messages)",
+  embedding: "POST /v1/embeddings",
+  rerank: "POST /v1/rerank",
+}
+
+const KIND_NAMES: Record<ModelKind, string> = { chat: "a chat model", embedding: "an embedding model", rerank: "a rerank model" }
 
 /** What the data plane learned from one attempt that answered. */
 export interface AttemptTiming {
@@ -126,7 +137,7 @@ export const makeRouter = (catalog: CatalogShape, options: Partial<RouterOptions
     const id = request.model
     if (id === undefined || id === "" || namesPreset(id)) return undefined
     const model = catalog.model(id)
-    if (model === undefined || model.endpoints.length !== 1) return undefined
+    if (model === undefined || model.endpoints.length !== 1 || model.kind !== (input.kind ?? "chat")) return undefined
     const sort = input.defaultSort ?? undefined
     const parts = input.preset !== undefined ? ["preset"] : []
     if (sort !== undefined) parts.push(`sort:${sort}`)
@@ -181,6 +192,12 @@ export const makeRouter = (catalog: CatalogShape, options: Partial<RouterOptions
       }
       if (model === undefined) {
         return Either.left(new NotFound({ message: `${field}: model ${quote(id)} does not exist in this gateway's catalog` }))
+      }
+      const kind = input.kind ?? "chat"
+      if (model.kind !== kind) {
+        return Either.left(
+          new BadRequest({ message: `Invalid request: ${field}: ${quote(id)} is ${KIND_NAMES[model.kind]}, served by ${SERVED_AT[model.kind]}, not ${KIND_NAMES[kind]}` }),
+        )
       }
       const group: Group = { model, variant: ref.variant, field, kept: [], removed: new Map() }
       const filters: ReadonlyArray<EndpointFilter> = filtersOf(prefs, request, ref.variant)

@@ -27,8 +27,12 @@ export interface Endpoint {
   readonly entry: EndpointEntry
 }
 
+/** What a catalog model serves: the model requests (chat), POST /v1/embeddings or POST /v1/rerank. */
+export type ModelKind = "chat" | "embedding" | "rerank"
+
 export interface Model {
   readonly id: string
+  readonly kind: ModelKind
   readonly name: string
   readonly contextLength: number
   readonly endpoints: ReadonlyArray<Endpoint>
@@ -78,6 +82,7 @@ export const buildCatalog = (providers: ReadonlyArray<ProviderEntry>, models: Re
   const byProvider = new Map(providers.map((p) => [p.id, p]))
   const list: Array<Model> = models.map((m) => ({
     id: m.id,
+    kind: m.kind ?? "chat",
     name: m.name ?? m.id,
     contextLength: m.context_length,
     endpoints: m.endpoints.map((e) => endpointOf(m, e, byProvider.get(e.provider)!)),

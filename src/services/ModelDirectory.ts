@@ -107,7 +107,8 @@ const architectureOf = (model: Model) => {
   if (model.endpoints.some((e) => e.supports.has("images"))) inputs.push("image")
   if (model.endpoints.some((e) => e.supports.has("files"))) inputs.push("file")
   const input_modalities: ReadonlyArray<string> = declared?.input_modalities ?? inputs
-  const output_modalities: ReadonlyArray<string> = declared?.output_modalities ?? ["text"]
+  // An embedding or rerank model outputs vectors or scores, not text: GET /v1/models leaves it out by default.
+  const output_modalities: ReadonlyArray<string> = declared?.output_modalities ?? [model.kind === "embedding" ? "embeddings" : model.kind === "rerank" ? "rerank" : "text"]
   return {
     modality: declared?.modality ?? `${input_modalities.join("+")}->${output_modalities.join("+")}`,
     input_modalities,
@@ -260,11 +261,12 @@ export const makeModelDirectory = (catalog: CatalogShape, router: RouterShape, n
 
   /**
    * A page of the catalog. `usage` is the ledger's usage snapshot, which only the popularity sorts
-   * read (`needsUsage`): the handler fetches it for those alone.
+   * read (`needsUsage`): the handler fetches it for those alone. `path` is the listing's own (its next link).
    */
   const list = (
     params: ListModelsParams,
     usage?: UsageSnapshot,
+    path = "/v1/models",
   ): Either.Either<{ data: ReadonlyArray<ModelData>; total_count: number; links: { next: string | null } }, BadRequest> => {
     for (const [name, why] of Object.entries(UNAVAILABLE_MODEL_FILTERS)) {
       if ((params as Record<string, unknown>)[name] !== undefined) {
@@ -348,7 +350,7 @@ export const makeModelDirectory = (catalog: CatalogShape, router: RouterShape, n
       const query = new URLSearchParams()
       for (const [k, v] of Object.entries(params)) if (v !== undefined) query.set(k, String(v))
       query.set("offset", String(offset + params.limit))
-      next = `/v1/models?${query.toString()}`
+      next = `${path}?${query.toString()}`
     }
     return Either.right({ data: page.map((l) => l.data), total_count: kept.length, links: { next } })
   }

@@ -40,7 +40,7 @@ describe("the demo catalog", () => {
     const file = parseConfigFile("config/demo.json", await Bun.file(new URL("../../config/demo.json", import.meta.url)).text())
     expect(Either.isRight(file)).toBe(true)
     expect(Either.getOrThrow(file)).toEqual(demoCatalog)
-    expect(demoCatalog.models.map((m) => m.id)).toEqual(["demo/echo", "demo/free", "demo/fallback", "demo/slow", "demo/byok"])
+    expect(demoCatalog.models.map((m) => m.id)).toEqual(["demo/echo", "demo/free", "demo/fallback", "demo/slow", "demo/byok", "demo/embed", "demo/rerank"])
   })
 
   test("demo/fallback: its first endpoint fails with 503, the second answers", async () => {

@@ -1,7 +1,8 @@
 /**
  * Models and providers: `GET /models`, `/models/count`, `/models/user`, `/model/{author}/{slug}`,
- * `/models/{author}/{slug}/endpoints`, `/endpoints/zdr` and `/providers`, the shapes the official
- * SDK's `models.*`, `endpoints.*` and `providers.list` read. Any key may read them.
+ * `/models/{author}/{slug}/endpoints`, `/embeddings/models` (the embedding models), `/endpoints/zdr`
+ * and `/providers`, the shapes the official SDK's `models.*`, `endpoints.*` and `providers.list` read.
+ * Any key may read them.
  */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Errors } from "../../domain/errors.js"
@@ -22,6 +23,7 @@ import { Authentication } from "./security.js"
 
 export class ModelsApi extends HttpApiGroup.make("models")
   .add(HttpApiEndpoint.get("list", "/models").setUrlParams(ListModelsParams).addSuccess(ModelList))
+  .add(HttpApiEndpoint.get("embeddingModels", "/embeddings/models").setUrlParams(ListModelsParams).addSuccess(ModelList))
   .add(HttpApiEndpoint.get("count", "/models/count").setUrlParams(CountModelsParams).addSuccess(ModelCount))
   .add(HttpApiEndpoint.get("listForUser", "/models/user").setUrlParams(UserModelsParams).addSuccess(ModelList))
   .add(HttpApiEndpoint.get("zdr", "/endpoints/zdr").setUrlParams(NoParams).addSuccess(ZdrEndpointList))

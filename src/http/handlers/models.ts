@@ -24,6 +24,13 @@ export const ModelsLive = HttpApiBuilder.group(GatewayApi, "models", (handlers) 
       .handle("list", ({ urlParams }) =>
         needsUsage(urlParams) ? Effect.flatMap(usage.snapshot, (u) => models.list(urlParams, u)) : models.list(urlParams),
       )
+      // The same listing, of the models that output embeddings (catalog models of kind "embedding").
+      .handle("embeddingModels", ({ urlParams }) => {
+        const params = { ...urlParams, output_modalities: "embeddings" }
+        return needsUsage(params)
+          ? Effect.flatMap(usage.snapshot, (u) => models.list(params, u, "/v1/embeddings/models"))
+          : models.list(params, undefined, "/v1/embeddings/models")
+      })
       .handle("count", ({ urlParams }) => Effect.succeed(models.count(urlParams)))
       .handle("listForUser", ({ urlParams }) => models.list(urlParams))
       .handle("zdr", () => Effect.succeed(models.zdrEndpoints()))

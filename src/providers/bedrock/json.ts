@@ -1,0 +1,32 @@
+/** A Converse answer → ProviderEvents, in the order a stream would give them. */
+import type { ProviderEvent } from "../types"
+import { RESPONSE_TOOL } from "./request"
+import { bedrockFinishReason, bedrockUsage, type ConverseResponse } from "./wire"
+
+/** `structured`: the request asked for JSON, so the answer tool's input is the answer's text. */
+export const converseJsonEvents = (json: unknown, structured: boolean): Array<ProviderEvent> => {
+  const answer = json as ConverseResponse
+  const out: Array<ProviderEvent> = []
+  const content = answer.output?.message?.content ?? []
+  let answeredByTool = false
+  for (let index = 0; index < content.length; index++) {
+    const block = content[index]
+    if (block === undefined) continue
+    if (block.text !== undefined && block.text.length > 0) out.push({ type: "text", delta: block.text })
+    else if (block.reasoningContent?.reasoningText?.text) out.push({ type: "reasoning", delta: block.reasoningContent.reasoningText.text })
+    else if (block.toolUse !== undefined) {
+      const input = JSON.stringify(block.toolUse.input ?? {})
+      if (structured && block.toolUse.name === RESPONSE_TOOL) {
+        answeredByTool = true
+        out.push({ type: "text", delta: input })
+        continue
+      }
+      out.push({ type: "tool_call_start", index, callId: block.toolUse.toolUseId ?? `tooluse_${index}`, name: block.toolUse.name ?? "" })
+      out.push({ type: "tool_call_delta", index, delta: input })
+    }
+  }
+  const hasCalls = out.some((e) => e.type === "tool_call_start")
+  out.push({ type: "usage", usage: bedrockUsage(answer.usage ?? {}) })
+  out.push({ type: "finish", reason: answeredByTool && !hasCalls ? "stop" : bedrockFinishReason(answer.stopReason) })
+  return out
+}
