@@ -6,12 +6,16 @@
 import { bedrockEmbedder, bedrockReranker } from "../bedrock/embed"
 import type { ProviderKind } from "../kinds"
 import { openAiEmbedder, openAiReranker } from "../openai-chat/embed"
+import { azureEmbedder, geminiEmbedder, vertexEmbedder } from "./clouds"
 import { fakeEmbedder, fakeReranker } from "./fake"
 import type { Embedder, Reranker } from "./types"
 
 export const EMBEDDERS: Partial<Record<ProviderKind, Embedder>> = {
   "openai-chat": openAiEmbedder,
   bedrock: bedrockEmbedder,
+  gemini: geminiEmbedder,
+  vertex: vertexEmbedder,
+  "azure-openai": azureEmbedder,
   fake: fakeEmbedder,
 }
 
