@@ -33,7 +33,7 @@ const serve = Command.make("serve", {}, () =>
     }).pipe(Effect.catchIf((e) => !(e instanceof CliError), Effect.die))
     const { settings } = running
     yield* Console.log(
-      `gateway listening on ${running.url}/v1 (store: ${settings.databaseUrl.startsWith("postgres") ? "postgres" : settings.databaseUrl}, catalog: ${settings.configSource})`,
+      `gateway listening on ${running.url}/v1 (bound to ${settings.host}${settings.host === "127.0.0.1" ? ", this machine only: set HOST to serve others" : ""}; store: ${settings.databaseUrl.startsWith("postgres") ? "postgres" : settings.databaseUrl}, catalog: ${settings.configSource})`,
     )
     if (Option.isSome(running.createdSecret)) {
       const secret = running.createdSecret.value
@@ -65,7 +65,7 @@ const serve = Command.make("serve", {}, () =>
       ),
     )
   }),
-).pipe(Command.withDescription("Start the gateway (HTTP on PORT, default 8080)"))
+).pipe(Command.withDescription("Start the gateway (HTTP on HOST:PORT, default 127.0.0.1:8080)"))
 
 const migrateCommand = Command.make("migrate", {}, () =>
   Effect.gen(function* () {
