@@ -56,14 +56,24 @@ const compress = (coding: Coding, bytes: Uint8Array<ArrayBuffer>): Uint8Array | 
   }
 }
 
-/** `res` compressed for a client that sent `accept`, when it is a JSON answer worth compressing; else `res` as it was. */
-export const compressedJson = async (res: Response, accept: string): Promise<Response> => {
+/** Answers without a body: nothing to compress. */
+const NO_BODY = new Set([101, 204, 205, 304])
+
+/**
+ * `res` compressed for a client that sent `accept`, when it is a JSON answer worth compressing; else
+ * `res` as it was, synchronously (no promise for an answer that is not JSON or a coding not accepted).
+ * `res.body` is not touched before the decision: reading it makes a stream (~3 µs).
+ */
+export const compressedJson = (res: Response, accept: string): Response | Promise<Response> => {
   const type = res.headers.get("content-type")
-  if (res.body === null || type === null || !type.startsWith("application/json") || res.headers.has("content-encoding")) return res
+  if (type === null || !type.startsWith("application/json") || NO_BODY.has(res.status) || res.headers.has("content-encoding")) return res
   const coding = chooseCoding(accept)
-  if (coding === undefined) return res
+  return coding === undefined ? res : compressedAs(res, coding)
+}
+
+const compressedAs = async (res: Response, coding: Coding): Promise<Response> => {
   const bytes = new Uint8Array(await res.arrayBuffer())
-  const headers = new Headers(res.headers)
+  const headers = res.headers
   headers.append("vary", "Accept-Encoding")
   if (bytes.byteLength < MIN_COMPRESSED_BYTES) return new Response(bytes, { status: res.status, statusText: res.statusText, headers })
   const packed = await compress(coding, bytes)
