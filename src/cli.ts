@@ -22,14 +22,28 @@ const storeServices = Layer.mergeAll(KeyStore.Default, Users.Default, WorkspaceS
 /** A refusal that stops the command: main.ts prints `gateway: <message>` on one line and exits 1. */
 export class CliError extends Data.TaggedError("CliError")<{ readonly message: string }> {}
 
-const isAddressInUse = (e: unknown) => typeof e === "object" && e !== null && "code" in e && e.code === "EADDRINUSE"
+const codeOf = (e: unknown) => (typeof e === "object" && e !== null && "code" in e ? e.code : undefined)
+
+/** The one line for a listen that failed on the operator's HOST or PORT, or undefined for anything else. */
+const listenRefusal = (e: unknown, host: string, port: number): CliError | undefined => {
+  switch (codeOf(e)) {
+    case "EADDRINUSE":
+      return new CliError({ message: `port ${port} on ${host} is in use (another gateway?); set PORT to a free port` })
+    case "EADDRNOTAVAIL":
+      return new CliError({ message: `HOST: ${host} is not an address of this machine; set HOST to one of its addresses (127.0.0.1, 0.0.0.0 for all)` })
+    case "EACCES":
+      return new CliError({ message: `PORT: ${port} on ${host} needs privileges this process lacks (ports below 1024); set PORT to 1024 or more` })
+    default:
+      return undefined
+  }
+}
 
 const serve = Command.make("serve", {}, () =>
   Effect.gen(function* () {
     const { port, host } = yield* Effect.provide(GatewayConfig, GatewayConfig.fromEnv)
     const running = yield* Effect.tryPromise({
       try: () => startServer(GatewayConfig.fromEnv),
-      catch: (e) => (isAddressInUse(e) ? new CliError({ message: `port ${port} on ${host} is in use (another gateway?); set PORT to a free port` }) : e),
+      catch: (e) => listenRefusal(e, host, port) ?? e,
     }).pipe(Effect.catchIf((e) => !(e instanceof CliError), Effect.die))
     const { settings } = running
     yield* Console.log(

@@ -67,6 +67,15 @@ describe("configuration mistakes at start", () => {
   }, SPAWNS_MS)
 })
 
+describe("a HOST this machine cannot bind", () => {
+  test("is refused with one line naming HOST, not a stack trace", () => {
+    // 192.0.2.1 (TEST-NET-1) is no address of this machine: the bind fails locally, nothing is sent.
+    const run = serve({ HOST: "192.0.2.1" })
+    expect(run.code).toBe(1)
+    expect(run.err.trim().split("\n")).toEqual([expect.stringContaining("gateway: HOST: 192.0.2.1 is not an address of this machine")])
+  }, SPAWNS_MS)
+})
+
 describe("DATABASE_URL forms", () => {
   test("a path, file:, sqlite: and :memory: are SQLite files; postgres URLs are kept as they are", () => {
     expect(databaseTarget("./data/gateway.db")).toEqual(Either.right("./data/gateway.db"))
