@@ -9,6 +9,9 @@ import { brotliCompressSync, gunzipSync, gzipSync, zstdCompressSync } from "node
 import { chooseCoding, MIN_COMPRESSED_BYTES } from "../../src/http/compress.js"
 import { expectError, startTestGateway, useGateway } from "../support/gateway.js"
 
+/** Room for a test that starts a gateway of its own (seconds on Postgres on a busy machine). */
+const GATEWAY_START_MS = 30_000
+
 const APP = "https://app.example.com"
 const gw = useGateway()
 
@@ -94,7 +97,7 @@ describe("CORS with listed origins", () => {
     } finally {
       await g.stop()
     }
-  })
+  }, GATEWAY_START_MS)
 })
 
 const BODY = JSON.stringify({ model: "demo/echo", input: "compressed hello" })
@@ -148,7 +151,7 @@ describe("compressed request bodies", () => {
     } finally {
       await g.stop()
     }
-  })
+  }, GATEWAY_START_MS)
 })
 
 describe("compressed answers", () => {

@@ -2,6 +2,9 @@ import { describe, expect, test } from "bun:test"
 import { twoDecimals } from "../../src/http/metrics.js"
 import { expectError, metricsAuth, startTestGateway, useGateway } from "../support/gateway.js"
 
+/** Room for a test that starts a gateway of its own (seconds on Postgres on a busy machine). */
+const GATEWAY_START_MS = 30_000
+
 const gw = useGateway()
 
 /** Pins demo/echo to one endpoint, so the provider label is known. */
@@ -94,7 +97,7 @@ describe("GET /metrics", () => {
     } finally {
       await bare.stop()
     }
-  })
+  }, GATEWAY_START_MS)
 
   test("GATEWAY_METRICS=off: no /metrics endpoint", async () => {
     const off = await startTestGateway({ metrics: false })
