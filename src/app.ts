@@ -37,6 +37,7 @@ import { ModelUsage } from "./services/ModelUsage.js"
 import { StoreLive } from "./store/Store.js"
 import { Broadcast } from "./broadcast/Broadcast.js"
 import { OwnTraces } from "./broadcast/own-traces.js"
+import { Retention } from "./services/Retention.js"
 
 /** Domain services over the store. */
 export const ServicesLayer = Layer.mergeAll(Auth.Default, KeyStore.Default, Users.Default,
@@ -56,6 +57,8 @@ export const ServicesLayer = Layer.mergeAll(Auth.Default, KeyStore.Default, User
   SharedState.Default,
   // The outbox hook on the ledger writer and the delivery worker (issue 25).
   Broadcast.Default,
+  // Deletes records and content past retention.* in the background (nothing when unset).
+  Retention.Default,
   // The gateway's own traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set.
   Layer.unwrapEffect(Effect.map(GatewayConfig, (s) => OwnTraces.layer(s.trustTraceparent))),
 )

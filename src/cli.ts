@@ -25,7 +25,21 @@ const storeServices = Layer.mergeAll(KeyStore.Default, Users.Default, WorkspaceS
 /** A refusal that stops the command: main.ts prints `gateway: <message>` on one line and exits 1. */
 export class CliError extends Data.TaggedError("CliError")<{ readonly message: string }> {}
 
-const isAddressInUse = (e: unknown) => typeof e === "object" && e !== null && "code" in e && e.code === "EADDRINUSE"
+const codeOf = (e: unknown) => (typeof e === "object" && e !== null && "code" in e ? e.code : undefined)
+
+/** The one line for a listen that failed on the operator's HOST or PORT, or undefined for anything else. */
+const listenRefusal = (e: unknown, host: string, port: number): CliError | undefined => {
+  switch (codeOf(e)) {
+    case "EADDRINUSE":
+      return new CliError({ message: `port ${port} on ${host} is in use (another gateway?); set PORT to a free port` })
+    case "EADDRNOTAVAIL":
+      return new CliError({ message: `HOST: ${host} is not an address of this machine; set HOST to one of its addresses (127.0.0.1, 0.0.0.0 for all)` })
+    case "EACCES":
+      return new CliError({ message: `PORT: ${port} on ${host} needs privileges this process lacks (ports below 1024); set PORT to 1024 or more` })
+    default:
+      return undefined
+  }
+}
 
 /** The command that starts this program again as one worker: compiled, the binary; else bun and the script. */
 const workerCommand = (): Array<string> => {
@@ -63,7 +77,7 @@ const serve = Command.make("serve", { workers: workersOption }, ({ workers }) =>
     }
     const running = yield* Effect.tryPromise({
       try: () => startServer(GatewayConfig.fromEnv, { reusePort: channel !== undefined }),
-      catch: (e) => (isAddressInUse(e) ? new CliError({ message: `port ${port} on ${host} is in use (another gateway?); set PORT to a free port` }) : e),
+      catch: (e) => listenRefusal(e, host, port) ?? e,
     }).pipe(Effect.catchIf((e) => !(e instanceof CliError), Effect.die))
     const { settings } = running
     if (channel !== undefined) {
@@ -74,7 +88,7 @@ const serve = Command.make("serve", { workers: workersOption }, ({ workers }) =>
       channel.send({ t: "ready" })
     }
     yield* Console.log(
-      `gateway${channel === undefined ? "" : ` worker ${channel.index}`} listening on ${running.url}/v1 (store: ${settings.databaseUrl.startsWith("postgres") ? "postgres" : settings.databaseUrl}, catalog: ${settings.configSource})`,
+      `gateway${channel === undefined ? "" : ` worker ${channel.index}`} listening on ${running.url}/v1 (bound to ${settings.host}${settings.host === "127.0.0.1" ? ", this machine only: set HOST to serve others" : ""}; store: ${settings.databaseUrl.startsWith("postgres") ? "postgres" : settings.databaseUrl}, catalog: ${settings.configSource})`,
     )
     if (Option.isSome(running.createdSecret)) {
       const secret = running.createdSecret.value
@@ -106,7 +120,7 @@ const serve = Command.make("serve", { workers: workersOption }, ({ workers }) =>
       ),
     )
   }),
-).pipe(Command.withDescription("Start the gateway (HTTP on PORT, default 8080)"))
+).pipe(Command.withDescription("Start the gateway (HTTP on HOST:PORT, default 127.0.0.1:8080)"))
 
 const migrateCommand = Command.make("migrate", {}, () =>
   Effect.gen(function* () {

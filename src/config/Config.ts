@@ -13,8 +13,9 @@ import { checkReferences, ConfigFile } from "./file.js"
 
 export interface Settings {
   readonly port: number
+  /** The address to bind: 127.0.0.1 unless HOST says otherwise. */
   readonly host: string
-  /** `postgres://…` selects Postgres; anything else is a SQLite file path (`:memory:` allowed). */
+  /** `postgres://…` selects Postgres; anything else is a SQLite file path (`:memory:` allowed): `databaseTarget` turns `DATABASE_URL` into one. */
   readonly databaseUrl: string
   readonly dataDir: string
   /** Where the catalog came from, for messages. */
@@ -35,6 +36,12 @@ export interface Settings {
   readonly logLevel: "debug" | "info" | "warn" | "error" | "none"
   /** `GET /metrics` and the per-request counters behind it. */
   readonly metrics: boolean
+  /** The bearer token `GET /metrics` requires; undefined: /metrics is refused (docs/operations.md#metrics). */
+  readonly metricsToken: Redacted.Redacted<string> | undefined
+  /** `cors.allowed_origins`: `*` or origins; the management endpoints answer only the origins listed by name. */
+  readonly corsOrigins: ReadonlyArray<string>
+  /** `retention`: generation records and stored content older than this are deleted (undefined: kept). */
+  readonly retention: RetentionSettings
   /** On SIGTERM, how long open streams may take to finish before they are cut. */
   readonly shutdownGraceMs: number
   /** A stream whose client has read nothing for this long is cut and recorded cancelled. */
@@ -92,6 +99,18 @@ export interface RedisSettings {
 }
 
 export const DEFAULT_REDIS_TIMEOUT_MS = 5
+
+export interface RetentionSettings {
+  readonly generationsMs: number | undefined
+  readonly contentMs: number | undefined
+}
+
+const DAY_MS = 86_400_000
+
+const retentionSettings = (file: ConfigFile["retention"]): RetentionSettings => ({
+  generationsMs: file?.generations_days === undefined ? undefined : Math.round(file.generations_days * DAY_MS),
+  contentMs: file?.content_days === undefined ? undefined : Math.round(file.content_days * DAY_MS),
+})
 
 /** The search engine of the config file, its key read from the environment. */
 export interface SearchSettings {
@@ -181,6 +200,9 @@ export const DEFAULT_LIMITS = {
 /** Budget leases (src/services/Spend.ts): a slice of up to 1,000 worst cases, given back after 1 s unused. */
 export const DEFAULT_BUDGET_SLICE = { requests: 1_000, idleMs: 1_000 } as const
 
+/** Any origin for the data plane and the read endpoints (no credentials are ever allowed). */
+export const DEFAULT_CORS_ORIGINS: ReadonlyArray<string> = ["*"]
+
 export class ConfigFileError extends Data.TaggedError("ConfigFileError")<{ readonly message: string }> {}
 
 export class GatewayConfig extends Context.Tag("GatewayConfig")<GatewayConfig, Settings>() {
@@ -235,11 +257,69 @@ const integerIn = (name: string, min: number, max = Number.MAX_SAFE_INTEGER) =>
     Config.validate({ message: `must be an integer from ${min} to ${max}`, validation: (n) => n >= min && n <= max }),
   )
 
+const serverRules = ConfigFile.fields.server.from
+type ServerKey = keyof typeof serverRules.fields
+
+/**
+ * A variable that sets a `server.…` key of the config file, decoded by that key's own rule (a
+ * value the file refuses is refused from the environment too): undefined when it is not set.
+ */
+const serverVariable = (name: string, key: ServerKey) =>
+  Effect.flatMap(Config.option(Config.string(name)), (text) => {
+    if (Option.isNone(text)) return Effect.succeed(undefined)
+    const raw = text.value.trim()
+    const value = /^-?\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw
+    return Either.match(ParseResult.decodeUnknownEither(serverRules.pick(key))({ [key]: value }), {
+      onLeft: (issue) => {
+        const rule = describeParseError(new ParseResult.ParseError({ issue })).replace(/^[\w.[\]]+: /, "")
+        return Effect.fail(new ConfigFileError({ message: `environment: ${name}: ${rule} (the rule of server.${key}; got "${text.value}")` }))
+      },
+      onRight: (decoded) => Effect.succeed(decoded[key] as number | undefined),
+    })
+  })
+
+/** A scheme before the first colon (`mysql://…`, `file:…`); a plain path or `:memory:` has none. */
+const SCHEME = /^([a-z][a-z0-9+.-]*):/i
+
+/**
+ * `DATABASE_URL` as the store opens it: Postgres URLs as they are, a SQLite file as its path
+ * (`file:PATH` and `sqlite:PATH`, with `//` after the colon dropped: `sqlite:///var/gw.db` is
+ * `/var/gw.db`). Another scheme is refused: taken as a path, `mysql://…` became a SQLite file.
+ */
+export const databaseTarget = (url: string): Either.Either<string, string> => {
+  const scheme = SCHEME.exec(url)?.[1]?.toLowerCase()
+  if (scheme === undefined || scheme === "postgres" || scheme === "postgresql") return Either.right(url)
+  if (scheme === "file" || scheme === "sqlite") {
+    const path = url.slice(scheme.length + 1).replace(/^\/\//, "")
+    return path === "" ? Either.left(`DATABASE_URL: ${scheme}: needs a file path after it (e.g. ${scheme}:./data/gateway.db)`) : Either.right(path)
+  }
+  return Either.left(
+    `DATABASE_URL: unsupported scheme "${scheme}:"; use a SQLite file path (or file:PATH, sqlite:PATH, :memory:) or postgres:// / postgresql://`,
+  )
+}
+
+/** One line naming the variable and the rule, from Effect's config error (`(Invalid data at PORT: "…")` before). */
+const describeConfigError = (e: ConfigError.ConfigError): string => {
+  switch (e._op) {
+    case "And":
+    case "Or":
+      return describeConfigError(e.left)
+    case "InvalidData":
+    case "MissingData":
+    case "SourceUnavailable":
+    case "Unsupported":
+      return `${e.path.join(".")}: ${e.message}`
+  }
+}
+
 const loadSettings = Effect.gen(function* () {
-  const port = yield* Config.integer("PORT").pipe(Config.withDefault(8080))
-  const host = yield* Config.string("HOST").pipe(Config.withDefault("0.0.0.0"))
+  const port = yield* integerIn("PORT", 0, 65535).pipe(Config.withDefault(8080))
+  // Loopback unless told otherwise: a first `npm start` is not reachable from the network.
+  const host = yield* Config.nonEmptyString("HOST").pipe(Config.withDefault("127.0.0.1"))
   const dataDir = yield* Config.string("GATEWAY_DATA_DIR").pipe(Config.withDefault("./data"))
-  const databaseUrl = yield* Config.string("DATABASE_URL").pipe(Config.withDefault(`${dataDir}/gateway.db`))
+  const databaseUrl = yield* Effect.flatMap(Config.string("DATABASE_URL").pipe(Config.withDefault(`${dataDir}/gateway.db`)), (url) =>
+    Either.mapLeft(databaseTarget(url), (message) => new ConfigFileError({ message: `environment: ${message}` })),
+  )
   const configPath = yield* Config.option(Config.string("GATEWAY_CONFIG"))
   const managementKey = yield* Config.option(
     Config.redacted("GATEWAY_MANAGEMENT_KEY").pipe(
@@ -250,22 +330,27 @@ const loadSettings = Effect.gen(function* () {
     ),
   )
   const secretKey = yield* Config.option(Config.redacted("GATEWAY_SECRET_KEY"))
-  const maxBodyEnv = yield* Config.option(Config.integer("GATEWAY_MAX_BODY_BYTES"))
-  const timeoutEnv = yield* Config.option(Config.integer("GATEWAY_REQUEST_TIMEOUT_MS"))
-  const stallEnv = yield* Config.option(Config.integer("GATEWAY_STALL_TIMEOUT_MS"))
-  const keepAliveMs = yield* Config.integer("GATEWAY_STREAM_KEEPALIVE_MS").pipe(Config.withDefault(15_000))
+  const maxBodyEnv = yield* serverVariable("GATEWAY_MAX_BODY_BYTES", "max_body_bytes")
+  const timeoutEnv = yield* serverVariable("GATEWAY_REQUEST_TIMEOUT_MS", "request_timeout_ms")
+  const stallEnv = yield* serverVariable("GATEWAY_STALL_TIMEOUT_MS", "stall_timeout_ms")
+  const keepAliveMs = yield* integerIn("GATEWAY_STREAM_KEEPALIVE_MS", 1).pipe(Config.withDefault(15_000))
   const logLevel = yield* Config.literal("debug", "info", "warn", "error", "none")("GATEWAY_LOG_LEVEL").pipe(
     Config.withDefault("info" as const),
   )
   const metrics = yield* Config.literal("on", "off")("GATEWAY_METRICS").pipe(Config.withDefault("on" as const))
-  const shutdownGraceMs = yield* Config.integer("GATEWAY_SHUTDOWN_GRACE_MS").pipe(Config.withDefault(30_000))
+  const metricsTokenEnv = yield* Config.option(
+    Config.redacted("GATEWAY_METRICS_TOKEN").pipe(
+      Config.validate({ message: "must be at least 16 characters", validation: (t) => Redacted.value(t).length >= 16 }),
+    ),
+  )
+  const shutdownGraceMs = yield* integerIn("GATEWAY_SHUTDOWN_GRACE_MS", 0).pipe(Config.withDefault(30_000))
   const durableEnv = yield* Config.option(Config.boolean("GATEWAY_DURABLE_ANSWERS"))
   const instanceEnv = yield* Config.option(Config.nonEmptyString("GATEWAY_INSTANCE_ID"))
   // Bun's idleTimeout is at most 255 seconds.
-  const idleEnv = yield* Config.option(integerIn("GATEWAY_IDLE_TIMEOUT_S", 0, 255))
-  const bodyTimeoutEnv = yield* Config.option(integerIn("GATEWAY_BODY_TIMEOUT_MS", 1))
-  const maxInFlightEnv = yield* Config.option(integerIn("GATEWAY_MAX_IN_FLIGHT", 1))
-  const maxInFlightPerIpEnv = yield* Config.option(integerIn("GATEWAY_MAX_IN_FLIGHT_PER_IP", 1))
+  const idleEnv = yield* serverVariable("GATEWAY_IDLE_TIMEOUT_S", "idle_timeout_s")
+  const bodyTimeoutEnv = yield* serverVariable("GATEWAY_BODY_TIMEOUT_MS", "body_timeout_ms")
+  const maxInFlightEnv = yield* serverVariable("GATEWAY_MAX_IN_FLIGHT", "max_in_flight")
+  const maxInFlightPerIpEnv = yield* serverVariable("GATEWAY_MAX_IN_FLIGHT_PER_IP", "max_in_flight_per_ip")
   const redisEnv = yield* Config.option(
     Config.redacted("REDIS_URL").pipe(
       Config.validate({
@@ -288,25 +373,28 @@ const loadSettings = Effect.gen(function* () {
     catalog,
     managementKey,
     secretKey,
-    maxBodyBytes: Option.getOrElse(maxBodyEnv, () => catalog.server?.max_body_bytes ?? 10 * 1024 * 1024),
-    requestTimeoutMs: Option.getOrElse(timeoutEnv, () => catalog.server?.request_timeout_ms ?? 600_000),
+    maxBodyBytes: maxBodyEnv ?? catalog.server?.max_body_bytes ?? 10 * 1024 * 1024,
+    requestTimeoutMs: timeoutEnv ?? catalog.server?.request_timeout_ms ?? 600_000,
     creditsEnforced: catalog.credits?.enforce ?? false,
     maxTokensPerImage: catalog.money?.max_tokens_per_image ?? DEFAULT_MAX_TOKENS_PER_IMAGE,
     maxTokensPerFile: catalog.money?.max_tokens_per_file ?? DEFAULT_MAX_TOKENS_PER_FILE,
     streamKeepAliveMs: keepAliveMs,
     logLevel,
     metrics: metrics === "on",
+    metricsToken: Option.getOrUndefined(metricsTokenEnv) ?? (catalog.metrics?.token === undefined ? undefined : Redacted.make(catalog.metrics.token)),
+    corsOrigins: catalog.cors?.allowed_origins ?? DEFAULT_CORS_ORIGINS,
+    retention: retentionSettings(catalog.retention),
     shutdownGraceMs,
-    stallTimeoutMs: Option.getOrElse(stallEnv, () => catalog.server?.stall_timeout_ms ?? 60_000),
+    stallTimeoutMs: stallEnv ?? catalog.server?.stall_timeout_ms ?? 60_000,
     durableAnswers: Option.getOrElse(durableEnv, () => catalog.ledger?.durable_answers ?? false),
     instanceId: Option.getOrElse(instanceEnv, () => catalog.instance_id ?? hostname()),
     holdLeaseMs: catalog.ledger?.hold_lease_ms ?? 30_000,
     budgetSliceRequests: catalog.ledger?.budget_slice_requests ?? DEFAULT_BUDGET_SLICE.requests,
     budgetSliceIdleMs: catalog.ledger?.budget_slice_idle_ms ?? DEFAULT_BUDGET_SLICE.idleMs,
-    idleTimeoutS: Option.getOrElse(idleEnv, () => catalog.server?.idle_timeout_s ?? DEFAULT_LIMITS.idleTimeoutS),
-    bodyTimeoutMs: Option.getOrElse(bodyTimeoutEnv, () => catalog.server?.body_timeout_ms ?? DEFAULT_LIMITS.bodyTimeoutMs),
-    maxInFlight: Option.getOrElse(maxInFlightEnv, () => catalog.server?.max_in_flight ?? DEFAULT_LIMITS.maxInFlight),
-    maxInFlightPerIp: Option.getOrElse(maxInFlightPerIpEnv, () => catalog.server?.max_in_flight_per_ip ?? DEFAULT_LIMITS.maxInFlightPerIp),
+    idleTimeoutS: idleEnv ?? catalog.server?.idle_timeout_s ?? DEFAULT_LIMITS.idleTimeoutS,
+    bodyTimeoutMs: bodyTimeoutEnv ?? catalog.server?.body_timeout_ms ?? DEFAULT_LIMITS.bodyTimeoutMs,
+    maxInFlight: maxInFlightEnv ?? catalog.server?.max_in_flight ?? DEFAULT_LIMITS.maxInFlight,
+    maxInFlightPerIp: maxInFlightPerIpEnv ?? catalog.server?.max_in_flight_per_ip ?? DEFAULT_LIMITS.maxInFlightPerIp,
     maxUpstreamBodyBytes: catalog.server?.max_upstream_body_bytes ?? DEFAULT_LIMITS.maxUpstreamBodyBytes,
     maxUpstreamEventBytes: catalog.server?.max_upstream_event_bytes ?? DEFAULT_LIMITS.maxUpstreamEventBytes,
     sendBufferBytes: catalog.server?.send_buffer_bytes ?? DEFAULT_LIMITS.sendBufferBytes,
@@ -323,7 +411,7 @@ const loadSettings = Effect.gen(function* () {
   } satisfies Settings
 }).pipe(
   Effect.mapError((e) =>
-    ConfigError.isConfigError(e) ? new ConfigFileError({ message: `environment: ${String(e)}` }) : e,
+    ConfigError.isConfigError(e) ? new ConfigFileError({ message: `environment: ${describeConfigError(e)}` }) : e,
   ),
 )
 
@@ -352,6 +440,9 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   streamKeepAliveMs: 15_000,
   logLevel: "none",
   metrics: true,
+  metricsToken: undefined,
+  corsOrigins: DEFAULT_CORS_ORIGINS,
+  retention: { generationsMs: undefined, contentMs: undefined },
   shutdownGraceMs: 30_000,
   stallTimeoutMs: 60_000,
   durableAnswers: false,

@@ -19,7 +19,10 @@ const socketBuffer = Schema.Int.pipe(
   Schema.filter((n) => n === 0 || (n >= 4096 && n <= 64 * 1024 * 1024), { message: () => "must be 0 or an integer from 4096 to 67108864" }),
 )
 
-export const ProviderKind = Schema.Literal(...providerKinds)
+// The rule lists every kind (a literal union's own message names only the first).
+export const ProviderKind = Schema.Literal(...providerKinds).annotations({
+  message: () => ({ message: `must be one of ${providerKinds.join(", ")}`, override: true }),
+})
 
 export const ProviderEntry = Schema.Struct({
   id: nonEmpty,
@@ -216,6 +219,22 @@ export const FusionConfig = Schema.Struct({
 })
 export type FusionConfig = typeof FusionConfig.Type
 
+/** `retention`: how long generation records and their stored content are kept (docs/operations.md#retention). */
+export const RetentionConfig = Schema.Struct({
+  /** Generation records older than this many days are deleted (default: kept forever); the daily spend rollups stay. */
+  generations_days: Schema.optional(Schema.Number.pipe(Schema.positive({ message: () => "must be a number of days > 0" }))),
+  /** Stored prompts and completions older than this many days are deleted (default: kept forever). */
+  content_days: Schema.optional(Schema.Number.pipe(Schema.positive({ message: () => "must be a number of days > 0" }))),
+})
+export type RetentionConfig = typeof RetentionConfig.Type
+
+/** An origin as a browser sends it (`https://app.example.com`, a port allowed), or `*` for any origin. */
+const corsOrigin = Schema.String.pipe(
+  Schema.filter((s) => s === "*" || (URL.canParse(s) && new URL(s).origin === s), {
+    message: () => "must be * or an origin such as https://app.example.com (scheme, host and port only, no trailing slash)",
+  }),
+)
+
 /** One Redis endpoint (Cluster and Sentinel are not supported). */
 export const RedisUrl = Schema.String.pipe(
   Schema.pattern(/^(redis|rediss|valkey|valkeys):\/\/\S+$/, { message: () => "must be a redis:// or rediss:// URL" }),
@@ -329,6 +348,21 @@ export const ConfigFile = Schema.Struct({
     }),
   ),
   search: Schema.optional(SearchConfig),
+  /** Which browser origins may call the gateway (docs/operations.md#browsers-cors). */
+  cors: Schema.optional(
+    Schema.Struct({
+      /** Default `["*"]`: the data plane and the read endpoints for any origin; the management endpoints only for origins listed by name. */
+      allowed_origins: Schema.optional(Schema.Array(corsOrigin)),
+    }),
+  ),
+  /** `GET /metrics` (docs/operations.md#metrics). */
+  metrics: Schema.optional(
+    Schema.Struct({
+      /** The bearer token `GET /metrics` requires (env `GATEWAY_METRICS_TOKEN` wins); without one it is refused. */
+      token: Schema.optional(Schema.String.pipe(Schema.minLength(16, { message: () => "must be at least 16 characters" }))),
+    }),
+  ),
+  retention: Schema.optional(RetentionConfig),
   /** Delivery of generations to observability destinations (README, Broadcast). */
   broadcast: Schema.optional(
     Schema.Struct({

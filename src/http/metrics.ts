@@ -296,6 +296,8 @@ export class RequestTrace {
   outcome: string | undefined = undefined
   /** The handler put `x-request-id` and `Server-Timing` on its response itself (see `head`). */
   headed = false
+  /** A JSON answer's length in characters, when its handler said it (`head`): a short one is not read again to be compressed. */
+  jsonChars: number | undefined = undefined
   /** The request whose idle timeout is lifted until its answer ends (the server sets it back). */
   lifted: Request | undefined = undefined
   /** Where the server's in-flight count holds this request (`InFlight`). */
@@ -319,8 +321,9 @@ export class RequestTrace {
    * `x-request-id` and `Server-Timing` for a response the handler builds now: set at
    * construction, the server need not touch the response's headers after (~1 µs per answer).
    */
-  head(headers: Record<string, string>): Record<string, string> {
+  head(headers: Record<string, string>, jsonChars?: number): Record<string, string> {
     this.headed = true
+    this.jsonChars = jsonChars
     headers["x-request-id"] = this.id
     headers["server-timing"] = serverTiming(this, performance.now() - this.startedAt)
     return headers

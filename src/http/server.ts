@@ -30,6 +30,9 @@ import { makeModelRetrieveRoute } from "./models/retrieve.js"
 import { makeEmbeddingRoutes } from "./embeddings/routes.js"
 import { messagesFormat } from "../formats/messages/index.js"
 import { limitSendBuffers, limitUnsentBytes } from "../providers/socket-buffers.js"
+import { type CorsAccess, corsAccessOf, makeCors } from "./cors.js"
+import { compressedJson, MIN_COMPRESSED_BYTES } from "./compress.js"
+import { metricsGate } from "./metrics-gate.js"
 
 type Handler = (req: Request) => Response | Promise<Response>
 type TracedHandler = (req: Request, trace: RequestTrace) => Response | Promise<Response>
@@ -101,7 +104,13 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
    * A handler measured and logged as `route`: the trace ends with the response, or with the
    * stream's last event. Its own refusals (busy, shutting down, a failure) are in `errorOf`'s envelope.
    */
-  const observed = (route: string, method: string, handler: TracedHandler, errorOf: (e: ApiError) => Response = errorResponse): Handler => {
+  const observed = (
+    route: string,
+    method: string,
+    handler: TracedHandler,
+    errorOf: (e: ApiError) => Response = errorResponse,
+    access: CorsAccess = corsAccessOf(route, method, false),
+  ): Handler => {
     const routeMetrics = metrics?.route(route, method)
     const finish: TraceEnd = (trace, status) => {
       const totalMs = performance.now() - trace.startedAt
@@ -181,6 +190,17 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
           // A response with immutable headers goes out without them.
         }
       }
+      // Browsers and compressing clients only: one header read each for every other request.
+      if (!trace.streaming) {
+        const accept = req.headers.get("accept-encoding")
+        // A model answer its handler measured as short goes as it is: not read again (~4 µs) to learn its size.
+        if (accept !== null && (trace.jsonChars === undefined || trace.jsonChars >= MIN_COMPRESSED_BYTES)) {
+          const compressed = compressedJson(res, accept)
+          res = compressed instanceof Promise ? await compressed : compressed
+        }
+      }
+      const origin = req.headers.get("origin")
+      if (origin !== null) cors.apply(res, origin, access)
       if (!trace.streaming) trace.end(res.status)
       else if (metrics !== undefined) metrics.streamsStarted++
       return res
@@ -195,6 +215,7 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   }
 
   const auth = Context.get(rt.context, Auth)
+  const cors = makeCors(settings.corsOrigins)
   const controlBodyDeadline = makeBodyDeadline(settings.bodyTimeoutMs, max)
 
   /**
@@ -229,21 +250,24 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     headers.set("content-type", "application/json")
     headers.delete("content-length")
     headers.delete("transfer-encoding")
+    // Decompressed above (body.ts): the platform gets the JSON as it is.
+    headers.delete("content-encoding")
     return control(new Request(req.url, { method: req.method, headers, body: text }))
   }
 
   const routes: Record<string, Partial<Record<Method, Handler>>> = {}
   // `errorOf`: a data-plane path answers its 405 in its format's envelope.
-  const known: Array<{ pattern: RegExp; methods: Array<string>; errorOf?: (e: ApiError) => Response }> = []
+  // `errorOf` marks a data-plane path (open to browsers whatever the method).
+  const known: Array<{ path: string; pattern: RegExp; methods: Array<string>; errorOf?: (e: ApiError) => Response }> = []
   for (const [path, methods] of controlRoutes()) {
     routes[path] = Object.fromEntries([...methods].map(([m, secured]) => [m, observed(path, m, guardedControl(secured))]))
-    known.push({ pattern: patternOf(path), methods: [...methods.keys()] })
+    known.push({ path, pattern: patternOf(path), methods: [...methods.keys()] })
   }
   const openapi = JSON.stringify(OpenApi.fromApi(GatewayApi))
   routes["/v1/openapi.json"] = {
     GET: observed("/v1/openapi.json", "GET", () => new Response(openapi, { headers: { "content-type": "application/json" } })),
   }
-  known.push({ pattern: patternOf("/v1/openapi.json"), methods: ["GET"] })
+  known.push({ path: "/v1/openapi.json", pattern: patternOf("/v1/openapi.json"), methods: ["GET"] })
   // The data plane: every client format of the registry at its path, on the same route.
   const responses = makeModelRoute(rt, { settings, lifecycle, log: makeErrorLog(settings.logLevel), authenticated })
   for (const { path, format } of options.formats ?? mountedFormats) {
@@ -262,9 +286,10 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
           return handle(req, trace)
         },
         errorOf,
+        corsAccessOf(path, "POST", true),
       ),
     }
-    known.push({ pattern: patternOf(path), methods: ["POST"], errorOf })
+    known.push({ path, pattern: patternOf(path), methods: ["POST"], errorOf })
   }
   // Anthropic's token count beside POST /v1/messages (coding agents call it before each turn).
   const countTokens = makeCountTokensRoute(rt, settings)
@@ -281,14 +306,15 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
         return countTokens(req)
       },
       messagesError,
+      corsAccessOf("/v1/messages/count_tokens", "POST", true),
     ),
   }
-  known.push({ pattern: patternOf("/v1/messages/count_tokens"), methods: ["POST"], errorOf: messagesError })
+    known.push({ path: "/v1/messages/count_tokens", pattern: patternOf("/v1/messages/count_tokens"), methods: ["POST"], errorOf: messagesError })
   // One model in the OpenAI or the Anthropic shape; its id's slash sent encoded (one segment) or plain (two).
   const retrieveModel = makeModelRetrieveRoute(rt)
   for (const path of ["/v1/models/:id", "/v1/models/:author/:slug"]) {
     routes[path] = { GET: observed("/v1/models/{id}", "GET", retrieveModel) }
-    known.push({ pattern: patternOf(path), methods: ["GET"] })
+    known.push({ path, pattern: patternOf(path), methods: ["GET"] })
   }
   // Embeddings and rerank: routed, charged and recorded like a model request (docs/embeddings.md).
   const embeddingRoutes = makeEmbeddingRoutes(rt, { settings, lifecycle, log: makeErrorLog(settings.logLevel), authenticated })
@@ -305,13 +331,19 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
         return handle(req, trace)
       }),
     }
-    known.push({ pattern: patternOf(path), methods: ["POST"] })
+    known.push({ path, pattern: patternOf(path), methods: ["POST"] })
   }
   if (metrics !== undefined) {
-    // Prometheus text, no auth: expose the port to the scraper only (README, Operations).
+    // Prometheus text, behind its own bearer token (metrics.token): never served to the world (docs/operations.md#metrics).
     const exposition = { "content-type": "text/plain; version=0.0.4; charset=utf-8" }
-    routes["/metrics"] = { GET: observed("/metrics", "GET", () => new Response(metrics.render(), { headers: exposition })) }
-    known.push({ pattern: patternOf("/metrics"), methods: ["GET"] })
+    const refusal = metricsGate(settings.metricsToken)
+    routes["/metrics"] = {
+      GET: observed("/metrics", "GET", (req) => {
+        const refused = refusal(req.headers.get("authorization"))
+        return refused !== undefined ? closing(errorResponse(refused)) : new Response(metrics.render(), { headers: exposition })
+      }),
+    }
+    known.push({ path: "/metrics", pattern: patternOf("/metrics"), methods: ["GET"] })
   }
 
   /** During a graceful shutdown, a request on a kept-alive connection is refused and the connection closed. */
@@ -332,10 +364,13 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
       ),
     )
 
-  /** Anything no route takes: 405 on a known path, else 404, both in the envelope. */
+  /** Anything no route takes: a browser's preflight on a known path, else 405 on a known path, else 404, both in the envelope. */
   const unmatched = observed("unmatched", "ANY", (req) => {
     const path = new URL(req.url).pathname
     const match = known.find((k) => k.pattern.test(path))
+    if (match !== undefined && req.method === "OPTIONS" && req.headers.has("origin") && req.headers.has("access-control-request-method")) {
+      return cors.preflight(req, match.path, match.methods, match.errorOf !== undefined)
+    }
     if (match?.errorOf !== undefined) {
       const res = match.errorOf(new MethodNotAllowed({ message: `Method ${req.method} is not allowed on ${path}; allowed: ${match.methods.join(", ")}` }))
       res.headers.set("allow", match.methods.join(", "))

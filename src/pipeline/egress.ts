@@ -198,7 +198,7 @@ export const makeEgress = (deps: EgressDeps) => {
     const json = JSON.stringify(assembler.result())
     // A literal, not spreads of the shared header objects (a builtin call each, per answer).
     const headers = { "content-type": "application/json", "x-generation-id": generationId }
-    return after(committed, new Response(json, { status: 200, headers: trace === undefined ? headers : trace.head(headers) }))
+    return after(committed, new Response(json, { status: 200, headers: trace === undefined ? headers : trace.head(headers, json.length) }))
   }
 
   /** Streaming: the first byte goes out now; from here a failure is the format's failure event, never a fallback. */

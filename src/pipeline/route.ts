@@ -97,7 +97,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
   const bodyDeadline = makeBodyDeadline(settings.bodyTimeoutMs, maxBody)
   const bodyTimeout = bodyTimedOut(settings.bodyTimeoutMs)
   const finish = makeFinish({ generationStore, runPromise, lifecycle, log })
-  const turns = turnRunnerFor(settings, router)
+  const turns = turnRunnerFor(settings, router, log)
   const egress = makeEgress({
     router,
     lifecycle,

@@ -18,6 +18,7 @@ import { toNormalizedRequest } from "../http/responses/normalize.js"
 import { apiErrorOf, asProviderError, isRetryable } from "../http/responses/upstream-errors.js"
 import { outputBound } from "../http/responses/bounds.js"
 import type { RequestTrace } from "../http/metrics.js"
+import { type ErrorLog, makeErrorLog } from "../http/log.js"
 import type { Outcome } from "./finish.js"
 
 /** The request's own deadline passed (the abort's reason). */
@@ -60,8 +61,10 @@ export const makeTurnRunner = (deps: {
   readonly router: Router
   readonly upstreamLimits: UpstreamLimits
   readonly deadlineMessage: string
+  /** Where a refusal caused by an unset `api_key_env` is logged (the caller's answer stays generic). */
+  readonly log?: ErrorLog
 }) => {
-  const { router, upstreamLimits, deadlineMessage } = deps
+  const { router, upstreamLimits, deadlineMessage, log } = deps
 
   /** Runs one model turn of `request` over `plan`. Never throws for an upstream's failure. */
   const runTurn = async (request: ResponsesRequest, plan: RoutePlan, options: TurnOptions): Promise<TurnResult> => {
@@ -120,6 +123,13 @@ export const makeTurnRunner = (deps: {
         failures ??= []
         failures.push({ code: statusOfFailure(lastError), message: lastError.message, providerName: candidate.provider.id })
         router.recordFailure(candidate, lastError.kind)
+        // The operator's mistake named in the log (warned at start too, services/Catalog.ts), not to the caller.
+        if (lastError.kind === "auth" && candidate.apiKey === undefined && candidate.provider.api_key_env !== undefined) {
+          log?.(
+            { requestId: trace?.id },
+            `provider ${candidate.provider.id} refused the gateway's credentials: its api_key_env variable ${candidate.provider.api_key_env} is not set`,
+          )
+        }
         // allow_fallbacks: false is already in the plan (only the first choice set is a candidate).
         if (!isRetryable(lastError)) break
       } finally {
@@ -163,7 +173,7 @@ export const deadlineMessageOf = (settings: Settings): string =>
   `The request exceeded the gateway's deadline of ${settings.requestTimeoutMs} ms`
 
 /** The turn runner with the gateway's upstream limits (the route's, and the inner calls' of fusion). */
-export const turnRunnerFor = (settings: Settings, router: Router) =>
+export const turnRunnerFor = (settings: Settings, router: Router, log: ErrorLog = makeErrorLog(settings.logLevel)) =>
   makeTurnRunner({
     router,
     upstreamLimits: {
@@ -172,4 +182,5 @@ export const turnRunnerFor = (settings: Settings, router: Router) =>
       receiveBufferBytes: settings.upstreamReceiveBufferBytes,
     },
     deadlineMessage: deadlineMessageOf(settings),
+    log,
   })

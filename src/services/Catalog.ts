@@ -92,9 +92,20 @@ export const buildCatalog = (providers: ReadonlyArray<ProviderEntry>, models: Re
   return { model: (id) => byId.get(id), models: list, providers }
 }
 
+/** Providers whose `api_key_env` names a variable that is not set (or empty): their calls go without a key. */
+export const providersWithoutKey = (providers: ReadonlyArray<ProviderEntry>, env: Record<string, string | undefined> = process.env) =>
+  providers.filter((p) => p.api_key_env !== undefined && (env[p.api_key_env] ?? "") === "")
+
 export class Catalog extends Context.Tag("Catalog")<Catalog, CatalogShape>() {
   static readonly Live = Layer.effect(
     Catalog,
-    Effect.map(GatewayConfig, (config) => buildCatalog(config.catalog.providers, config.catalog.models)),
+    Effect.gen(function* () {
+      const config = yield* GatewayConfig
+      // Said at start, naming the provider and the variable: the upstream's refusal is a generic 502 to callers.
+      for (const p of providersWithoutKey(config.catalog.providers)) {
+        yield* Effect.logWarning(`provider ${p.id}: its api_key_env variable ${p.api_key_env} is not set; its calls go without a key and fail (502) until it is`)
+      }
+      return buildCatalog(config.catalog.providers, config.catalog.models)
+    }),
   )
 }

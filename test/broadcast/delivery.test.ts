@@ -5,7 +5,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test as bunTest } from "bun:test"
 import { DEFAULT_BROADCAST } from "../../src/config/Config.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startTestGateway, type TestGateway, TEST_METRICS_TOKEN } from "../support/gateway.js"
 import {
   ask,
   attr,
@@ -271,7 +271,7 @@ describe("status and metrics", () => {
     const body = (await (await gw.fetch(`/v1/observability/destinations/${id}`)).json()) as { data: { delivery: Record<string, unknown> } }
     expect(Object.keys(body.data.delivery).sort()).toEqual(["dead", "last_error", "last_error_at", "last_success_at", "pending"])
     expect(body.data.delivery.pending).toBe(0)
-    const metrics = await (await gw.fetch("/metrics", { key: null })).text()
+    const metrics = await (await gw.fetch("/metrics", { key: TEST_METRICS_TOKEN })).text()
     expect(metrics).toMatch(/gateway_broadcast_deliveries_total\{type="otel-collector",outcome="delivered"\} [1-9]/)
     expect(metrics).toContain("gateway_broadcast_queue_depth ")
     expect(metrics).toContain("gateway_broadcast_lag_seconds ")

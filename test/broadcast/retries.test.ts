@@ -13,7 +13,7 @@ import { type RunningServer, startServer } from "../../src/http/server.js"
 import { GenerationStore } from "../../src/services/GenerationStore.js"
 import { Notifications } from "../../src/services/Notifications.js"
 import { engine, freshDatabase, type TestDatabase } from "../support/db.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startTestGateway, type TestGateway, TEST_METRICS_TOKEN } from "../support/gateway.js"
 import { ask, attr, createDestination, rootsBy, setBroadcast, spansIn, startReceiver, waitFor } from "./support.js"
 
 // Postgres: a database per gateway, created and dropped, takes seconds (a timeout per test: setDefaultTimeout would reach other files).
@@ -112,7 +112,7 @@ describe("retries", () => {
     expect(status.pending).toBe(0)
     expect(status.last_error).toContain("HTTP 503")
     expect(receiver.received.length).toBe(2)
-    const metrics = await (await gw.fetch("/metrics", { key: null })).text()
+    const metrics = await (await gw.fetch("/metrics", { key: TEST_METRICS_TOKEN })).text()
     expect(metrics).toMatch(/gateway_broadcast_deliveries_total\{type="otel-collector",outcome="dead"\} 1/)
     receiver.respond(200)
     const res = await gw.fetch(`/v1/observability/destinations/${id}/redeliver`, { method: "POST" })
@@ -255,11 +255,11 @@ describe("cap and retention", () => {
     // When the rows came in more than one pass, five failed sends open the breaker (5 s) before the
     // sixth row is tried, and the worker's own maintenance (every 5 s) may drop rows meanwhile.
     const droppedSoFar = async () =>
-      Number(/outcome="dropped"\} (\d+)/.exec(await (await gw.fetch("/metrics", { key: null })).text())?.[1] ?? 0)
+      Number(/outcome="dropped"\} (\d+)/.exec(await (await gw.fetch("/metrics", { key: TEST_METRICS_TOKEN })).text())?.[1] ?? 0)
     await waitFor(async () => (await tried()) + (await droppedSoFar()) >= 6, 15_000, "every row's first attempt, or its drop")
     await gw.server.runtime.runPromise(Effect.flatMap(Broadcast, (b) => b.maintainNow))
     expect((await deliveryOf(gw, id)).pending).toBe(3)
-    const metrics = await (await gw.fetch("/metrics", { key: null })).text()
+    const metrics = await (await gw.fetch("/metrics", { key: TEST_METRICS_TOKEN })).text()
     expect(metrics).toMatch(/gateway_broadcast_deliveries_total\{type="otel-collector",outcome="dropped"\} 3/)
   })
 

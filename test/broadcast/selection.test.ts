@@ -8,7 +8,7 @@ import { DEFAULT_BROADCAST } from "../../src/config/Config.js"
 import { regexProblem } from "../../src/domain/destinations.js"
 import { compileFilter, type FilterSubject } from "../../src/broadcast/filters.js"
 import { sampled } from "../../src/broadcast/outbox.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startTestGateway, type TestGateway, TEST_METRICS_TOKEN } from "../support/gateway.js"
 import { ask, createDestination, type Receiver, rootsBy, setBroadcast, startReceiver, waitFor } from "./support.js"
 
 // Postgres: a database per gateway, created and dropped, takes seconds (a timeout per test: setDefaultTimeout would reach other files).
@@ -138,7 +138,7 @@ describe("filter_rules", () => {
     expect(got.has(urgent)).toBe(true)
     expect(got.has(vip)).toBe(true)
     expect(got.has(plain)).toBe(false)
-    const metrics = await (await gw.fetch("/metrics", { key: null })).text()
+    const metrics = await (await gw.fetch("/metrics", { key: TEST_METRICS_TOKEN })).text()
     expect(metrics).toMatch(/gateway_broadcast_deliveries_total\{type="otel-collector",outcome="filtered"\} [1-9]/)
   })
 

@@ -65,7 +65,8 @@ describe("dist/gateway", () => {
         models: [{ id: "bench/json", context_length: 128000, endpoints: [{ provider: "mock", upstream_model: "m", pricing: { prompt: 1, completion: 2 } }] }],
       }),
     )
-    const { proc, url } = await start({ DATABASE_URL: join(dir, "mock.db"), GATEWAY_CONFIG: config })
+    const metricsToken = "binary-test-metrics-token"
+    const { proc, url } = await start({ DATABASE_URL: join(dir, "mock.db"), GATEWAY_CONFIG: config, GATEWAY_METRICS_TOKEN: metricsToken })
     const client = new OpenAI({ apiKey: KEY, baseURL: `${url}/v1`, maxRetries: 0 })
 
     const response = await client.responses.create({ model: "bench/json", input: "say hi" })
@@ -77,7 +78,7 @@ describe("dist/gateway", () => {
     for await (const event of stream) if (event.type === "response.output_text.delta") text += event.delta
     expect(text).toBe("hi hi hi hi ")
 
-    const metrics = await (await fetch(`${url}/metrics`)).text()
+    const metrics = await (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } })).text()
     expect(metrics).toContain('gateway_http_requests_total{route="/v1/responses",method="POST",status="200"} 2')
     expect(metrics).toContain('gateway_upstream_duration_seconds_count{provider="mock"} 2')
     expect(metrics).toContain("gateway_streams_total 1")

@@ -19,7 +19,43 @@ const limitsOf = (pid: number) => {
   return { soft, hard }
 }
 
+/** The local addresses (hex, as /proc/net/tcp{,6} writes them) listening on `port`. */
+const listeningAddresses = (port: number): Array<string> => {
+  const portHex = port.toString(16).toUpperCase().padStart(4, "0")
+  return ["/proc/net/tcp", "/proc/net/tcp6"].flatMap((file) =>
+    readFileSync(file, "utf8")
+      .split("\n")
+      .slice(1)
+      .map((line) => line.trim().split(/\s+/))
+      .filter((cols) => cols[1]?.endsWith(`:${portHex}`) && cols[3] === "0A")
+      .map((cols) => (cols[1] ?? "").split(":")[0] ?? ""),
+  )
+}
+
 describe("scripts/start", () => {
+  test.skipIf(!existsSync("/proc/net/tcp"))("binds 127.0.0.1 only when HOST is not set", async () => {
+    const env: Record<string, string | undefined> = { ...process.env, PORT: "0", GATEWAY_DATA_DIR: dir, DATABASE_URL: ":memory:", GATEWAY_LOG_LEVEL: "none" }
+    delete env.HOST
+    const proc = Bun.spawn(["bash", "scripts/start"], { cwd: root, env, stdout: "pipe", stderr: "inherit" })
+    try {
+      const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader()
+      let out = ""
+      while (!out.includes("listening on")) {
+        const { done, value } = await reader.read()
+        if (done) throw new Error(`scripts/start exited: ${out}`)
+        out += new TextDecoder().decode(value)
+      }
+      const port = Number(/listening on http:\/\/[\d.]+:(\d+)\//.exec(out)?.[1])
+      // 0100007F is 127.0.0.1 as /proc/net/tcp writes it; 00000000 (every interface) was the default before.
+      expect(listeningAddresses(port)).toEqual(["0100007F"])
+      expect(out).toContain("bound to 127.0.0.1")
+    } finally {
+      proc.kill("SIGKILL")
+      await proc.exited
+    }
+  }, 30_000)
+
+
   test.skipIf(!existsSync("/proc/self/limits"))("raises the soft limit of open files to the hard limit", async () => {
     const proc = Bun.spawn(["bash", "-c", "ulimit -Sn 256 && exec bash scripts/start"], {
       cwd: root,

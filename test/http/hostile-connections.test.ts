@@ -12,7 +12,7 @@ import { describe, expect, test } from "bun:test"
 import { Context, Effect } from "effect"
 import { KeyStore } from "../../src/services/KeyStore.js"
 import { Users } from "../../src/services/Users.js"
-import { startTestGateway, useGateway } from "../support/gateway.js"
+import { startTestGateway, useGateway, metricsAuth } from "../support/gateway.js"
 import { headerOf, postHead, rawConnect, statusOf } from "../support/raw.js"
 
 const BODY = JSON.stringify({ model: "demo/echo", input: "one two three" })
@@ -24,7 +24,7 @@ const IDLE_CLOSE_MS = 20_000
 const gw = useGateway({ idleTimeoutS: 1, bodyTimeoutMs: 300 })
 
 const metricsLine = async (route: string, status: number) => {
-  const text = await (await fetch(`${gw().url}/metrics`)).text()
+  const text = await (await fetch(`${gw().url}/metrics`, { headers: metricsAuth })).text()
   const line = text.split("\n").find((l) => l.startsWith(`gateway_http_requests_total{route="${route}",method="POST",status="${status}"}`))
   return line === undefined ? 0 : Number(line.split(" ").pop())
 }

@@ -1,6 +1,9 @@
 import { describe, expect, test } from "bun:test"
 import { twoDecimals } from "../../src/http/metrics.js"
-import { startTestGateway, useGateway } from "../support/gateway.js"
+import { expectError, metricsAuth, startTestGateway, useGateway } from "../support/gateway.js"
+
+/** Room for a test that starts a gateway of its own (seconds on Postgres on a busy machine). */
+const GATEWAY_START_MS = 30_000
 
 const gw = useGateway()
 
@@ -8,7 +11,7 @@ const gw = useGateway()
 const PINNED = { provider: { order: ["fake"] } }
 
 const scrape = async () => {
-  const res = await fetch(`${gw().url}/metrics`)
+  const res = await fetch(`${gw().url}/metrics`, { headers: metricsAuth })
   expect(res.status).toBe(200)
   expect(res.headers.get("content-type")).toContain("text/plain; version=0.0.4")
   return res.text()
@@ -75,6 +78,26 @@ describe("GET /metrics", () => {
     const text = await scrape()
     expect(sample(text, 'gateway_http_requests_total{route="/v1/keys/:hash",method="GET",status="404"}')).toBeGreaterThanOrEqual(1)
   })
+
+  test("is refused with 401 without its bearer token, or with a wrong one", async () => {
+    expect((await fetch(`${gw().url}/metrics`)).status).toBe(401)
+    const wrong = await fetch(`${gw().url}/metrics`, { headers: { authorization: "Bearer not-the-metrics-token" } })
+    expect(await expectError(wrong, 401)).toContain("metrics.token")
+    // A key of the gateway is not the metrics token.
+    expect((await gw().fetch("/metrics")).status).toBe(401)
+  })
+
+  test("a gateway without metrics.token does not serve /metrics to anyone, and says which setting serves it", async () => {
+    const bare = await startTestGateway({ metricsToken: undefined })
+    try {
+      const res = await fetch(`${bare.url}/metrics`)
+      const message = await expectError(res, 401)
+      expect(message).toContain("metrics.token")
+      expect(message).toContain("GATEWAY_METRICS_TOKEN")
+    } finally {
+      await bare.stop()
+    }
+  }, GATEWAY_START_MS)
 
   test("GATEWAY_METRICS=off: no /metrics endpoint", async () => {
     const off = await startTestGateway({ metrics: false })

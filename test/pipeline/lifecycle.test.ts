@@ -14,7 +14,7 @@ import type { Endpoint } from "../../src/services/Catalog.js"
 import type { GenerationStore } from "../../src/services/GenerationStore.js"
 import { decodeResponsesRequest } from "../../src/domain/responses.js"
 import { Either } from "effect"
-import { useGateway } from "../support/gateway.js"
+import { useGateway, TEST_METRICS_TOKEN } from "../support/gateway.js"
 
 /** A fake that dies loudly on anything but what finish may call. */
 const dieOnOther = <T extends object>(name: string, impl: Partial<T>): T =>
@@ -145,7 +145,7 @@ const gw = useGateway()
 
 describe("GET /metrics: requests in flight", () => {
   const inFlight = async () => {
-    const text = await (await gw().fetch("/metrics", { key: null })).text()
+    const text = await (await gw().fetch("/metrics", { key: TEST_METRICS_TOKEN })).text()
     return Number(/^gateway_requests_in_flight (\d+)$/m.exec(text)?.[1])
   }
 

@@ -5,6 +5,10 @@ import { GatewayConfig, type Settings, testSettings } from "../../src/config/Con
 import { type RunningServer, type ServerOptions, startServer } from "../../src/http/server.js"
 import { freshDatabase, type TestDatabase } from "./db.js"
 
+/** The bearer token test gateways serve GET /metrics with (a gateway without a token refuses it). */
+export const TEST_METRICS_TOKEN = "test-metrics-token-0123456789"
+export const metricsAuth = { authorization: `Bearer ${TEST_METRICS_TOKEN}` }
+
 export interface TestGateway {
   readonly url: string
   readonly server: RunningServer
@@ -20,7 +24,7 @@ export const startTestGateway = async (
   // A caller that brings its own database keeps it (and drops it): none is made here then, so
   // none is left behind (an unused Postgres database per CI run, before).
   const db: TestDatabase = overrides.databaseUrl === undefined ? await freshDatabase() : { url: overrides.databaseUrl, drop: async () => {} }
-  const server = await startServer(GatewayConfig.layer(testSettings({ databaseUrl: db.url, ...overrides })), serverOptions)
+  const server = await startServer(GatewayConfig.layer(testSettings({ databaseUrl: db.url, metricsToken: Redacted.make(TEST_METRICS_TOKEN), ...overrides })), serverOptions)
   // A given management key (a restart on the same database) is the admin key; else the one made at start.
   const given = overrides.managementKey ?? Option.none()
   const adminKey = Option.isSome(given) ? Redacted.value(given.value) : Option.getOrThrow(server.createdSecret)

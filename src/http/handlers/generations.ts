@@ -47,7 +47,7 @@ export const GenerationsLive = HttpApiBuilder.group(GatewayApi, "generations", (
           const content = yield* generations.getContent(generation.id)
           if (Option.isNone(content)) {
             return yield* new NotFound({
-              message: `Content of generation ${generation.id} was not stored (its workspace does not log prompts and completions)`,
+              message: `Content of generation ${generation.id} is not stored (its workspace does not log prompts and completions, or it was older than retention.content_days)`,
             })
           }
           return { data: contentView(content.value, generation.error) }
