@@ -88,6 +88,8 @@ export interface Settings {
   readonly trustTraceparent: boolean
   /** `search`: the engine behind web_search and the `web` plugin; undefined when not configured. */
   readonly search: SearchSettings | undefined
+  /** Connections of this process's Postgres pool (`database.pool_size`, GATEWAY_PG_POOL_SIZE). */
+  readonly pgPoolSize: number
   /** Redis for shared state (`redis.url` or REDIS_URL); undefined: each process keeps its own. */
   readonly redis: RedisSettings | undefined
 }
@@ -351,6 +353,7 @@ const loadSettings = Effect.gen(function* () {
   const bodyTimeoutEnv = yield* serverVariable("GATEWAY_BODY_TIMEOUT_MS", "body_timeout_ms")
   const maxInFlightEnv = yield* serverVariable("GATEWAY_MAX_IN_FLIGHT", "max_in_flight")
   const maxInFlightPerIpEnv = yield* serverVariable("GATEWAY_MAX_IN_FLIGHT_PER_IP", "max_in_flight_per_ip")
+  const poolEnv = yield* Config.option(integerIn("GATEWAY_PG_POOL_SIZE", 1, 1000))
   const redisEnv = yield* Config.option(
     Config.redacted("REDIS_URL").pipe(
       Config.validate({
@@ -404,6 +407,7 @@ const loadSettings = Effect.gen(function* () {
     broadcast: broadcastSettings(catalog.broadcast),
     trustTraceparent: catalog.tracing?.trust_traceparent ?? false,
     search: searchSettingsOf(catalog.search, searchKey),
+    pgPoolSize: Option.getOrElse(poolEnv, () => catalog.database?.pool_size ?? 20),
     redis: Option.match(redisUrl, {
       onNone: () => undefined,
       onSome: (url) => ({ url, timeoutMs: catalog.redis?.timeout_ms ?? DEFAULT_REDIS_TIMEOUT_MS }),
@@ -458,6 +462,7 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   // From the catalog given (its key from the environment, unset allowed), unless given itself.
   search: testSearchSettings(overrides.catalog ?? demoCatalog),
   redis: undefined,
+  pgPoolSize: 20,
   ...overrides,
 })
 

@@ -313,6 +313,12 @@ export const ConfigFile = Schema.Struct({
   ),
   /** This process's name among those sharing a database (holds are owned by it); default the host name. */
   instance_id: Schema.optional(nonEmpty),
+  database: Schema.optional(
+    Schema.Struct({
+      /** Connections of each process's Postgres pool (default 20; every worker of `--workers` has its own). */
+      pool_size: Schema.optional(Schema.Int.pipe(Schema.between(1, 1_000, { message: () => "must be an integer from 1 to 1000" }))),
+    }),
+  ),
   /** Redis (or Valkey) for the state processes share: rate limits (docs/operations.md, "Redis"). REDIS_URL overrides `url`. */
   redis: Schema.optional(
     Schema.Struct({

@@ -20,12 +20,15 @@ const sqlitePragmas = Effect.gen(function* () {
 })
 
 /** The engine's client for a DATABASE_URL. */
-export const clientLayer = (databaseUrl: string): Layer.Layer<SqlClient.SqlClient | MainConnection, SqlError.SqlError> => {
+/** Connections of one process's Postgres pool unless `database.pool_size` says otherwise (each worker of `--workers` has its own). */
+export const DEFAULT_PG_POOL_SIZE = 20
+
+export const clientLayer = (databaseUrl: string, poolSize = DEFAULT_PG_POOL_SIZE): Layer.Layer<SqlClient.SqlClient | MainConnection, SqlError.SqlError> => {
   if (isPostgresUrl(databaseUrl)) {
     return Layer.merge(
       PgClient.layer({
         url: Redacted.make(databaseUrl),
-        maxConnections: 20,
+        maxConnections: poolSize,
         // BIGINT money and its sums as numbers, not strings.
         types: pgTypes,
       }).pipe(Layer.orDie),
@@ -57,5 +60,5 @@ export const migrate = Effect.gen(function* () {
 
 /** The store: the client for the configured database, migrated. */
 export const StoreLive: Layer.Layer<SqlClient.SqlClient | MainConnection, SqlError.SqlError, GatewayConfig> = Layer.unwrapEffect(
-  Effect.map(GatewayConfig, (config) => clientLayer(config.databaseUrl)),
+  Effect.map(GatewayConfig, (config) => clientLayer(config.databaseUrl, config.pgPoolSize)),
 ).pipe(Layer.tap((ctx) => Effect.provide(migrate, ctx)))
