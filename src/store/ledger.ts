@@ -2,7 +2,9 @@
  * The ledger's rows and the two ways a batch of them is committed in one transaction: through
  * @effect/sql (Postgres, and an in-memory SQLite), or, for a SQLite file, with prepared
  * statements on a connection of the writer's own. Each batch adds its spend to the daily rollup
- * (src/store/spend-rollup.ts): one upsert per key and day, not a row per generation. Measured on
+ * (src/store/spend-rollup.ts): one upsert per key and day, not a row per generation; and its usage
+ * to the activity rollup (src/store/usage-rollup.ts): one upsert per day, key, model, provider and
+ * outcome. Measured on
  * this machine (bench/scratch micro-benchmark, 20-row batches of a generation and what was then
  * its spend row): 25-40 µs of CPU per row through @effect/sql (the statement machinery per
  * call), 17 µs per row with prepared statements, nearly all of it SQLite's own b-tree work; the
@@ -15,6 +17,7 @@ import type { GenerationEntry, GenerationError, GenerationStatus, StoredGenerati
 import { fromNanoUsd, toNanoUsd } from "../domain/pricing.js"
 import { type SettleArgs, settlementsOn, settlementsWith } from "./settlement.js"
 import { addSpendWith, rollUp, type SpendItem, spendAdderOn } from "./spend-rollup.js"
+import { addUsageWith, rollUpUsage, usageAdderOn } from "./usage-rollup.js"
 
 /** A row of `generations` (a type alias, so it is a record `sql.insert` takes). */
 export type GenerationRow = {
@@ -202,6 +205,7 @@ export const sqlBatchWriter = (sql: SqlClient.SqlClient) => {
         const contents = entries.flatMap((e) => contentRowOf(e) ?? [])
         if (contents.length > 0) yield* insertRows(sql, "generation_content", contents)
         yield* addSpendWith(sql, rollUp(entries.map(spendOf)))
+        yield* addUsageWith(sql, rollUpUsage(entries))
         yield* settle(items.flatMap((i) => i.settlement ?? []))
         for (const part of extra) {
           if (part.rows.length > 0) yield* insertRows(sql, part.table, part.rows)
@@ -266,6 +270,7 @@ const prepareWriter = (db: Database): SqliteBatchWriter => {
     "INSERT INTO generation_content (generation_id, input, output) VALUES (?, ?, ?)",
   )
   const addSpend = spendAdderOn(db)
+  const addUsage = usageAdderOn(db)
   const settleAll = settlementsOn(db)
   // One prepared insert per table and column list a hook writes (bound by name, as above).
   const extraInserts = new Map<string, ReturnType<typeof db.prepare<unknown, [Record<string, string | number | null>]>>>()
@@ -286,7 +291,9 @@ const prepareWriter = (db: Database): SqliteBatchWriter => {
       if (content !== undefined) insertContent.run(content.generation_id, content.input, content.output)
       if (settlement !== undefined) settlements.push(settlement)
     }
-    addSpend(rollUp(items.map((item) => spendOf(item.entry))))
+    const entries = items.map((item) => item.entry)
+    addSpend(rollUp(entries.map(spendOf)))
+    addUsage(rollUpUsage(entries))
     // The holds are released in the transaction that writes the spend replacing them: never both, never neither.
     settleAll(settlements)
     for (const part of extra) insertExtra(part)

@@ -21,6 +21,7 @@ import generationRouter from "./0015_generation_router.js"
 import generationServerTools from "./0016_generation_server_tools.js"
 import broadcastBatches from "./0017_broadcast_batches.js"
 import generationParent from "./0018_generation_parent.js"
+import usageDaily from "./0024_usage_daily.js"
 
 export interface Migration {
   readonly id: number
@@ -46,4 +47,5 @@ export const migrations: ReadonlyArray<Migration> = [
   { id: 16, name: "generation_server_tools", up: generationServerTools },
   { id: 17, name: "broadcast_batches", up: broadcastBatches },
   { id: 18, name: "generation_parent", up: generationParent },
+  { id: 24, name: "usage_daily", up: usageDaily },
 ]
