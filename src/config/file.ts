@@ -264,6 +264,8 @@ export const ConfigFile = Schema.Struct({
   ),
   /** This process's name among those sharing a database (holds are owned by it); default the host name. */
   instance_id: Schema.optional(nonEmpty),
+  /** The web console at /console (README, Console). */
+  console: Schema.optional(Schema.Struct({ enabled: Schema.optional(Schema.Boolean) })),
   /** The gateway's own traces (exported when OTEL_EXPORTER_OTLP_ENDPOINT is set). */
   tracing: Schema.optional(
     Schema.Struct({

@@ -28,6 +28,8 @@ import { makeModelRoute } from "../pipeline/route.js"
 import { makeCountTokensRoute } from "./messages/count-tokens.js"
 import { messagesFormat } from "../formats/messages/index.js"
 import { limitSendBuffers, limitUnsentBytes } from "../providers/socket-buffers.js"
+import consolePage from "../console/index.html"
+import { consoleRoutes } from "./console.js"
 
 type Handler = (req: Request) => Response | Promise<Response>
 type TracedHandler = (req: Request, trace: RequestTrace) => Response | Promise<Response>
@@ -285,6 +287,11 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     const exposition = { "content-type": "text/plain; version=0.0.4; charset=utf-8" }
     routes["/metrics"] = { GET: observed("/metrics", "GET", () => new Response(metrics.render(), { headers: exposition })) }
     known.push({ pattern: patternOf("/metrics"), methods: ["GET"] })
+  }
+
+  // The web console (README, Console): its page and assets under /console/, none of it when off.
+  if (settings.consoleEnabled) {
+    for (const [path, handler] of Object.entries(consoleRoutes(consolePage))) routes[path] = { GET: handler }
   }
 
   /** During a graceful shutdown, a request on a kept-alive connection is refused and the connection closed. */
