@@ -1,6 +1,6 @@
 /** The console's shared pieces: labelled fields with their error beside them, states, tables. */
 import type { ComponentChildren, JSX } from "preact"
-import { useEffect, useState } from "preact/hooks"
+import { useEffect, useRef, useState } from "preact/hooks"
 import { ApiError } from "./api.js"
 
 let nextId = 0
@@ -25,18 +25,20 @@ interface FieldProps {
   readonly name: string
   readonly error?: FormError | null
   readonly hint?: string
+  /** Spans the whole row of a form grid (a text area). */
+  readonly wide?: boolean
   readonly children: (id: string, describedBy: string | undefined, invalid: boolean) => JSX.Element
 }
 
 /** A label, its control and, when the API named this field, the error right under it. */
-export const Field = ({ label, name, error, hint, children }: FieldProps) => {
+export const Field = ({ label, name, error, hint, wide, children }: FieldProps) => {
   const id = useId(`f-${name}`)
   const mine = error != null && error.field !== null && (error.field === name || error.field.startsWith(`${name}.`))
   const errId = `${id}-err`
   const hintId = `${id}-hint`
   const describedBy = [mine ? errId : "", hint ? hintId : ""].filter(Boolean).join(" ") || undefined
   return (
-    <div class={`field${mine ? " invalid" : ""}`}>
+    <div class={`field${mine ? " invalid" : ""}${wide ? " wide" : ""}`}>
       <label for={id}>{label}</label>
       {children(id, describedBy, mine)}
       {hint ? (
@@ -84,20 +86,27 @@ export type Loaded<T> = { readonly state: "loading" } | { readonly state: "error
 export const useLoad = <T,>(load: (signal: AbortSignal) => Promise<T>, deps: ReadonlyArray<unknown>): [Loaded<T>, () => void] => {
   const [value, setValue] = useState<Loaded<T>>({ state: "loading" })
   const [tick, setTick] = useState(0)
+  const depsKey = JSON.stringify(deps)
+  const shown = useRef<string | null>(null)
   useEffect(() => {
     const ctl = new AbortController()
-    setValue({ state: "loading" })
+    // New arguments show the loading state; a reload of the same ones keeps what is shown until it is back.
+    if (shown.current !== depsKey) setValue({ state: "loading" })
     load(ctl.signal).then(
       (data) => {
-        if (!ctl.signal.aborted) setValue({ state: "ready", data })
+        if (ctl.signal.aborted) return
+        shown.current = depsKey
+        setValue({ state: "ready", data })
       },
       (error: unknown) => {
-        if (!ctl.signal.aborted) setValue({ state: "error", error })
+        if (ctl.signal.aborted) return
+        shown.current = depsKey
+        setValue({ state: "error", error })
       },
     )
     return () => ctl.abort()
     // The caller names what the load depends on (`deps`).
-  }, [...deps, tick])
+  }, [depsKey, tick])
   return [value, () => setTick((t) => t + 1)]
 }
 

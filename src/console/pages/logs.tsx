@@ -27,7 +27,7 @@ const LABELS: Record<Filter, string> = {
   min_cost: "Min cost (USD)",
 }
 
-export const LogsPage = ({ params, navigate }: PageProps) => {
+export const LogsPage = ({ session, params, navigate }: PageProps) => {
   const open = params.get("id")
   const applied = Object.fromEntries(FILTERS.map((f) => [f, params.get(f) ?? ""])) as Record<Filter, string>
   const cursor = params.get("cursor") ?? ""
@@ -46,7 +46,7 @@ export const LogsPage = ({ params, navigate }: PageProps) => {
         : { field: page.error.field, message: page.error.message }
       : null
 
-  if (open !== null) return <Detail id={open} onClose={() => go({ ...applied, cursor, back: back.join(",") })} />
+  if (open !== null) return <Detail id={open} management={session.management} onClose={() => go({ ...applied, cursor, back: back.join(",") })} />
   return (
     <div class="page">
       <form
@@ -191,19 +191,20 @@ const Row = ({ k, v }: { k: string; v: string | number | null | undefined }) => 
   </div>
 )
 
-const Detail = ({ id, onClose }: { id: string; onClose: () => void }) => {
+const Detail = ({ id, management, onClose }: { id: string; management: boolean; onClose: () => void }) => {
   const [gen] = useLoad((signal) => call<{ data: Generation }>(`/v1/generation${query({ id })}`, { signal }), [id])
+  // Asked only when stored and readable (content is for management keys): nothing the API would refuse.
+  const wanted = management && gen.state === "ready" && gen.data.data.has_content
   const [content] = useLoad(
-    async (signal) => {
-      try {
-        return await call<Content>(`/v1/generation/content${query({ id })}`, { signal })
-      } catch (e) {
-        // Not stored (the workspace does not log content), or an inference key (content is for management keys).
-        if (e instanceof ApiError && (e.status === 404 || e.status === 403)) return e.message
-        throw e
-      }
-    },
-    [id],
+    (signal): Promise<Content | string> =>
+      wanted
+        ? call<Content>(`/v1/generation/content${query({ id })}`, { signal })
+        : Promise.resolve(
+            management
+              ? "Not stored: the workspace does not log prompts and completions (Workspaces, Log prompts and completions)."
+              : "Prompts and completions are shown to management keys only.",
+          ),
+    [id, wanted],
   )
   return (
     <div class="page">

@@ -145,7 +145,7 @@ export const PlaygroundPage = (_: PageProps) => {
             </label>
           ))}
         </fieldset>
-        <Field label="Message" name="input" error={error}>
+        <Field label="Message" name="input" error={error} wide>
           {(id, d, inv) => <textarea id={id} rows={4} value={message} aria-describedby={d} aria-invalid={inv} onInput={(e) => setMessage(e.currentTarget.value)} />}
         </Field>
         <FormAlert error={error} fields={["model", "input"]} />

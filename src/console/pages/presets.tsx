@@ -76,7 +76,7 @@ export const PresetsPage = ({ session, params, navigate }: PageProps) => {
       </Section>
       {slug !== null ? <Versions slug={slug} /> : null}
       <Section title="New version">
-        <NewVersion slug={slug ?? ""} onCreated={(s) => {
+        <NewVersion key={slug ?? ""} slug={slug ?? ""} onCreated={(s) => {
             reload()
             navigate(`/console/presets?slug=${encodeURIComponent(s)}`)
           }} />
@@ -198,7 +198,7 @@ const NewVersion = ({ slug, onCreated }: { slug: string; onCreated: (slug: strin
       <Field label="Preset slug" name="slug" error={error}>
         {(id, d, inv) => <input id={id} value={target} aria-describedby={d} aria-invalid={inv} onInput={(e) => setTarget(e.currentTarget.value)} />}
       </Field>
-      <Field label="Version (a Responses request body)" name="body" error={error}>
+      <Field label="Version (a Responses request body)" name="body" error={error} wide>
         {(id, d, inv) => (
           <textarea id={id} rows={8} value={body} aria-describedby={d} aria-invalid={inv} onInput={(e) => setBody(e.currentTarget.value)} />
         )}
