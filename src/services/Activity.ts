@@ -94,13 +94,26 @@ export class Activity extends Effect.Service<Activity>()("Activity", {
       return parts
     }
 
+    /**
+     * The rollup a read sums (migration 24): the finest rows only for one key or user (through
+     * their index), else the rows summed over keys; the by-key table, over models and providers,
+     * unless a model or key narrows it.
+     */
+    const tablesFor = (scope: UsageScope, filter: UsageFilter) => {
+      const oneKey = "keyHash" in scope || filter.keyHash !== undefined || filter.userId !== undefined
+      return {
+        main: sql(oneKey ? "usage_daily" : "usage_daily_models"),
+        byKey: sql(oneKey || filter.model !== undefined ? "usage_daily" : "usage_daily_keys"),
+      }
+    }
+
     /** `GET /v1/activity`: per day and endpoint (and workspace), days `from`..`to` inclusive, newest first. */
     const activity = (scope: UsageScope, filter: UsageFilter, from: string, to: string, byWorkspace: boolean) =>
       Effect.gen(function* () {
         const where = sql.and([sql`day >= ${from}`, sql`day <= ${to}`, ...scopeWhere(scope, filter)])
         const groups = byWorkspace ? sql`day, model, provider_name, workspace_id` : sql`day, model, provider_name`
         const rows = yield* sql<Sums & { day: string; model: string; provider_name: string; workspace_id?: string }>`
-          SELECT ${groups}, ${sql.unsafe(SUMS)} FROM usage_daily WHERE ${where}
+          SELECT ${groups}, ${sql.unsafe(SUMS)} FROM ${tablesFor(scope, filter).main} WHERE ${where}
           GROUP BY ${groups} ORDER BY day DESC, model, provider_name`
         return rows.map((r): ActivityItem => {
           const t = totalsOf(r)
@@ -126,22 +139,23 @@ export class Activity extends Effect.Service<Activity>()("Activity", {
       Effect.gen(function* () {
         const where = sql.and([sql`day >= ${from}`, sql`day <= ${to}`, ...scopeWhere(scope, filter)])
         const sums = sql.unsafe(SUMS)
+        const { main, byKey } = tablesFor(scope, filter)
         const [totals, days, models, providers, keys, errors] = yield* Effect.all(
           [
-            sql<Sums>`SELECT ${sums} FROM usage_daily WHERE ${where}`,
-            sql<Sums & { day: string }>`SELECT day, ${sums} FROM usage_daily WHERE ${where} GROUP BY day`,
-            sql<Sums & { model: string }>`SELECT model, ${sums} FROM usage_daily WHERE ${where}
+            sql<Sums>`SELECT ${sums} FROM ${main} WHERE ${where}`,
+            sql<Sums & { day: string }>`SELECT day, ${sums} FROM ${main} WHERE ${where} GROUP BY day`,
+            sql<Sums & { model: string }>`SELECT model, ${sums} FROM ${main} WHERE ${where}
               GROUP BY model ORDER BY SUM(cost_nano + byok_cost_nano) DESC, SUM(requests) DESC, model LIMIT ${SUMMARY_TOP}`,
             sql<Sums & { provider_name: string; lat_sum: number | string; lat_n: number | string } & Record<`h${number}`, number | string>>`
               SELECT provider_name, ${sums}, SUM(latency_ms) AS lat_sum, SUM(latency_count) AS lat_n,
                 SUM(lat_h0) AS h0, SUM(lat_h1) AS h1, SUM(lat_h2) AS h2, SUM(lat_h3) AS h3,
                 SUM(lat_h4) AS h4, SUM(lat_h5) AS h5, SUM(lat_h6) AS h6, SUM(lat_h7) AS h7
-              FROM usage_daily WHERE ${where} GROUP BY provider_name ORDER BY SUM(requests) DESC, provider_name LIMIT ${SUMMARY_TOP}`,
+              FROM ${main} WHERE ${where} GROUP BY provider_name ORDER BY SUM(requests) DESC, provider_name LIMIT ${SUMMARY_TOP}`,
             sql<Sums & { key_hash: string; name: string | null }>`
               SELECT u.key_hash, (SELECT k.name FROM api_keys k WHERE k.hash = u.key_hash) AS name, u.* FROM (
-                SELECT key_hash, ${sums} FROM usage_daily WHERE ${where}
+                SELECT key_hash, ${sums} FROM ${byKey} WHERE ${where}
                 GROUP BY key_hash ORDER BY SUM(cost_nano + byok_cost_nano) DESC, SUM(requests) DESC, key_hash LIMIT ${SUMMARY_TOP}) u`,
-            sql<{ status_code: number; n: number | string }>`SELECT status_code, SUM(requests) AS n FROM usage_daily
+            sql<{ status_code: number; n: number | string }>`SELECT status_code, SUM(requests) AS n FROM ${main}
               WHERE ${where} AND status_code >= 400 GROUP BY status_code ORDER BY status_code`,
           ],
           { concurrency: 1 },

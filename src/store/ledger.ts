@@ -139,7 +139,7 @@ export const fromRow = (r: GenerationRow): StoredGeneration => ({
 })
 
 /** The columns of `generations`: the prepared insert binds a row's fields by these names. */
-const GENERATION_COLUMNS: ReadonlyArray<keyof GenerationRow> = [
+export const GENERATION_COLUMNS: ReadonlyArray<keyof GenerationRow> = [
   "id", "key_hash", "user_id", "workspace_id", "model", "provider_name", "upstream_model", "upstream_id",
   "created_at", "streamed", "cancelled", "finish_reason", "session_id", "input_tokens", "cached_tokens",
   "cache_write_tokens", "output_tokens", "reasoning_tokens", "total_cost_nano", "is_byok", "generation_time_ms",

@@ -3,8 +3,8 @@
  * charts read, summed per UTC day, key, model, provider and outcome status by the ledger's own
  * commit (src/store/ledger.ts), like the spend rollup beside it: a batch is summed in memory and
  * added with one upsert per row, in sorted order (two Postgres writers lock rows in the same
- * order). A batch of one key and one model is one upsert whatever its size; nothing scans
- * `generations` to answer a usage question.
+ * order). A batch of one key and one model is three upserts whatever its size (the finest row and
+ * its two coarser sums, migration 24); nothing scans `generations` to answer a usage question.
  */
 import type { SqlClient } from "@effect/sql"
 import type { Database } from "bun:sqlite"
@@ -122,20 +122,82 @@ export const rollUpUsage = (entries: ReadonlyArray<GenerationEntry>): Array<Usag
   return [...rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row)
 }
 
-const UPSERT_TAIL = `ON CONFLICT (day, key_hash, model, provider_name, status_code) DO UPDATE SET ${SUMMED.map(
-  (c) => `${c} = usage_daily.${c} + excluded.${c}`,
-).join(", ")}`
+type Sums = { -readonly [K in (typeof SUMMED)[number]]: number }
 
-/** The rows added through @effect/sql (Postgres, an in-memory SQLite), in the caller's transaction. */
-export const addUsageWith = (sql: SqlClient.SqlClient, rows: ReadonlyArray<UsageDayRow>) =>
-  rows.length === 0 ? Effect.void : Effect.asVoid(sql`INSERT INTO usage_daily ${sql.insert(rows)} ${sql.unsafe(UPSERT_TAIL)}`)
+/** A row of `usage_daily_models`: the finest rows summed over keys. */
+export type UsageModelRow = Sums & {
+  readonly day: string
+  readonly workspace_id: string
+  readonly model: string
+  readonly provider_name: string
+  readonly status_code: number
+}
 
-/** The rows added with a prepared statement on a SQLite connection, in the caller's transaction. */
-export const usageAdderOn = (db: Database): ((rows: ReadonlyArray<UsageDayRow>) => void) => {
-  const upsert = db.prepare<unknown, [UsageDayRow]>(
-    `INSERT INTO usage_daily (${COLUMNS.join(", ")}) VALUES (${COLUMNS.map((c) => `$${c}`).join(", ")}) ${UPSERT_TAIL}`,
+/** A row of `usage_daily_keys`: the finest rows summed over models and providers. */
+export type UsageKeyRow = Sums & { readonly day: string; readonly workspace_id: string; readonly key_hash: string; readonly status_code: number }
+
+const sumsOf = (r: UsageDayRow): Sums => {
+  const out = {} as Sums
+  for (const c of SUMMED) out[c] = r[c]
+  return out
+}
+
+/** The finest rows summed into the two coarser rollups, each sorted by its primary key. */
+export const coarsen = (rows: ReadonlyArray<UsageDayRow>): { models: Array<UsageModelRow>; keys: Array<UsageKeyRow> } => {
+  const models = new Map<string, UsageModelRow>()
+  const keys = new Map<string, UsageKeyRow>()
+  const into = <R extends Sums>(map: Map<string, R>, id: string, make: () => R, r: UsageDayRow) => {
+    const had = map.get(id)
+    if (had === undefined) map.set(id, make())
+    else for (const c of SUMMED) had[c] += r[c]
+  }
+  for (const r of rows) {
+    into(models, `${r.day}\u0000${r.workspace_id}\u0000${r.model}\u0000${r.provider_name}\u0000${r.status_code}`, () => ({
+      day: r.day, workspace_id: r.workspace_id, model: r.model, provider_name: r.provider_name, status_code: r.status_code, ...sumsOf(r),
+    }), r)
+    into(keys, `${r.day}\u0000${r.workspace_id}\u0000${r.key_hash}\u0000${r.status_code}`, () => ({
+      day: r.day, workspace_id: r.workspace_id, key_hash: r.key_hash, status_code: r.status_code, ...sumsOf(r),
+    }), r)
+  }
+  const sorted = <R,>(map: Map<string, R>) => [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r)
+  return { models: sorted(models), keys: sorted(keys) }
+}
+
+const upsertTail = (table: string, key: string) =>
+  `ON CONFLICT (${key}) DO UPDATE SET ${SUMMED.map((c) => `${c} = ${table}.${c} + excluded.${c}`).join(", ")}`
+const FINE_TAIL = upsertTail("usage_daily", "day, key_hash, model, provider_name, status_code")
+const MODELS_TAIL = upsertTail("usage_daily_models", "day, workspace_id, model, provider_name, status_code")
+const KEYS_TAIL = upsertTail("usage_daily_keys", "day, workspace_id, key_hash, status_code")
+const MODEL_COLUMNS = ["day", "workspace_id", "model", "provider_name", "status_code", ...SUMMED] as const
+const KEY_COLUMNS = ["day", "workspace_id", "key_hash", "status_code", ...SUMMED] as const
+
+/** The rows added through @effect/sql (Postgres, an in-memory SQLite), in the caller's transaction: three upserts. */
+export const addUsageWith = (sql: SqlClient.SqlClient, rows: ReadonlyArray<UsageDayRow>) => {
+  if (rows.length === 0) return Effect.void
+  const { models, keys } = coarsen(rows)
+  return Effect.asVoid(
+    Effect.all([
+      sql`INSERT INTO usage_daily ${sql.insert(rows)} ${sql.unsafe(FINE_TAIL)}`,
+      sql`INSERT INTO usage_daily_models ${sql.insert(models)} ${sql.unsafe(MODELS_TAIL)}`,
+      sql`INSERT INTO usage_daily_keys ${sql.insert(keys)} ${sql.unsafe(KEYS_TAIL)}`,
+    ]),
   )
+}
+
+/** The rows added with prepared statements on a SQLite connection, in the caller's transaction. */
+export const usageAdderOn = (db: Database): ((rows: ReadonlyArray<UsageDayRow>) => void) => {
+  const prepare = (table: string, columns: ReadonlyArray<string>, tail: string) =>
+    db.prepare<unknown, [Record<string, string | number>]>(
+      `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map((c) => `$${c}`).join(", ")}) ${tail}`,
+    )
+  const fine = prepare("usage_daily", COLUMNS, FINE_TAIL)
+  const byModel = prepare("usage_daily_models", MODEL_COLUMNS, MODELS_TAIL)
+  const byKey = prepare("usage_daily_keys", KEY_COLUMNS, KEYS_TAIL)
   return (rows) => {
-    for (const r of rows) upsert.run(r)
+    if (rows.length === 0) return
+    const { models, keys } = coarsen(rows)
+    for (const r of rows) fine.run(r as unknown as Record<string, string | number>)
+    for (const r of models) byModel.run(r as unknown as Record<string, string | number>)
+    for (const r of keys) byKey.run(r as unknown as Record<string, string | number>)
   }
 }

@@ -288,5 +288,19 @@ describe("the usage rollup is maintained by the ledger's commit", () => {
     const norm = (rows: ReadonlyArray<Record<string, number | string>>) => rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, String(v)])))
     expect(rolled.length).toBe(12)
     expect(norm(rolled)).toEqual(norm(counted))
+    // The two coarser rollups hold the same sums (over keys; over models and providers).
+    const [fine, byModel, byKey] = await run(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const q = (table: string) =>
+          sql<Record<string, number | string>>`SELECT day, status_code, SUM(requests) AS n, SUM(cost_nano) AS c, SUM(byok_cost_nano) AS b,
+            SUM(input_tokens) AS i, SUM(lat_h0 + lat_h3 + lat_h7) AS h FROM ${sql(table)} WHERE workspace_id = 'ws_roll'
+            GROUP BY day, status_code ORDER BY day, status_code`
+        return [yield* q("usage_daily"), yield* q("usage_daily_models"), yield* q("usage_daily_keys")] as const
+      }).pipe(Effect.orDie),
+    )
+    expect(fine.length).toBeGreaterThan(4)
+    expect(norm(byModel)).toEqual(norm(fine))
+    expect(norm(byKey)).toEqual(norm(fine))
   })
 })

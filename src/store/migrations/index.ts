@@ -22,6 +22,7 @@ import generationServerTools from "./0016_generation_server_tools.js"
 import broadcastBatches from "./0017_broadcast_batches.js"
 import generationParent from "./0018_generation_parent.js"
 import usageDaily from "./0024_usage_daily.js"
+import generationLogIndexes from "./0025_generation_log_indexes.js"
 
 export interface Migration {
   readonly id: number
@@ -48,4 +49,5 @@ export const migrations: ReadonlyArray<Migration> = [
   { id: 17, name: "broadcast_batches", up: broadcastBatches },
   { id: 18, name: "generation_parent", up: generationParent },
   { id: 24, name: "usage_daily", up: usageDaily },
+  { id: 25, name: "generation_log_indexes", up: generationLogIndexes },
 ]
