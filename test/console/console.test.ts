@@ -254,7 +254,7 @@ describe.skipIf(!run)("console: Logs", () => {
       const text = await row.textContent()
       expect(text).toContain("demo/echo")
       expect(text).toContain(`$${detail.data.total_cost.toPrecision(3)}`)
-      if (writeReadmeShots) await page.screenshot({ path: join(DOCS, "console-logs.png"), fullPage: true })
+      if (writeReadmeShots) await page.screenshot({ path: join(DOCS, "console-logs.png") })
       await page.getByRole("link", { name: `Open ${sent.id}` }).click()
       await page.getByRole("heading", { name: `Generation ${sent.id}` }).waitFor()
       await page.getByRole("heading", { name: "Cost breakdown" }).waitFor()
