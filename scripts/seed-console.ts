@@ -183,7 +183,8 @@ if (!pg) {
   for (let i = 0; i < rows; i += CHUNK) {
     const chunk = Array.from({ length: Math.min(CHUNK, rows - i) }, (_, j) => entryAt(i + j))
     await sql.unsafe(`INSERT INTO generations (${cols}) SELECT ${cols} FROM json_populate_recordset(NULL::generations, $1::json)`, [
-      JSON.stringify(chunk.map(toRow)),
+      // Bun's SQL sends a value bound to a json parameter as JSON itself.
+      chunk.map(toRow),
     ])
     addUp(chunk)
   }
@@ -198,7 +199,7 @@ if (!pg) {
     for (let i = 0; i < list.length; i += CHUNK) {
       const part = list.slice(i, i + CHUNK)
       const c = columnsOf(part[0] as object).map((x) => `"${x}"`).join(", ")
-      await sql.unsafe(`INSERT INTO ${table} (${c}) SELECT ${c} FROM json_populate_recordset(NULL::${table}, $1::json)`, [JSON.stringify(part)])
+      await sql.unsafe(`INSERT INTO ${table} (${c}) SELECT ${c} FROM json_populate_recordset(NULL::${table}, $1::json)`, [part])
     }
   }
   await sql.unsafe("ANALYZE")
