@@ -5,6 +5,9 @@
  * added with one upsert per row, in sorted order (two Postgres writers lock rows in the same
  * order). A batch of one key and one model is three upserts whatever its size (the finest row and
  * its two coarser sums, migration 24); nothing scans `generations` to answer a usage question.
+ * Measured on a SQLite file (a micro-benchmark of the prepared-statement writer, 20-row batches of
+ * one key and model, this 2-core machine under other load): the summing and the three upserts
+ * cost ~3 µs of CPU per generation, against ~40-50 µs for the whole ledger write of that batch.
  */
 import type { SqlClient } from "@effect/sql"
 import type { Database } from "bun:sqlite"
