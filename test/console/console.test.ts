@@ -91,7 +91,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close()
   await gw?.stop()
-})
+}, 30_000)
 
 interface Opened {
   readonly page: Page

@@ -8,8 +8,8 @@ import { startTestGateway } from "../support/gateway.js"
 
 const started: Array<{ stop: () => Promise<void> }> = []
 afterAll(async () => {
-  for (const g of started) await g.stop()
-})
+  await Promise.all(started.map((g) => g.stop()))
+}, 30_000)
 const gateway = async (consoleEnabled: boolean) => {
   const gw = await startTestGateway({ consoleEnabled })
   started.push(gw)
