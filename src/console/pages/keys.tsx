@@ -11,12 +11,16 @@ const RESETS = ["", "daily", "weekly", "monthly"] as const
 
 export const ManagementOnly = () => <Empty>This page needs a management key: an inference key sees its own usage under Activity and Logs.</Empty>
 
-export const KeysPage = ({ session }: PageProps) => {
+/** The keys API answers 100 keys a page (offset paging). */
+const KEYS_PAGE = 100
+
+export const KeysPage = ({ session, params, navigate }: PageProps) => {
+  const offset = Math.max(0, Number(params.get("offset") ?? "0") || 0)
   // An inference key calls nothing it would be refused.
   const none = Promise.resolve({ data: [] })
   const [keys, reload] = useLoad(
-    (signal) => (session.management ? call<{ data: Array<ApiKey> }>("/v1/keys?include_disabled=true", { signal }) : none),
-    [],
+    (signal) => (session.management ? call<{ data: Array<ApiKey> }>(`/v1/keys?include_disabled=true&offset=${offset}`, { signal }) : none),
+    [offset],
   )
   const [workspaces] = useLoad(
     (signal) => (session.management ? call<{ data: Array<Workspace> }>("/v1/workspaces?limit=100", { signal }) : none),
@@ -45,6 +49,19 @@ export const KeysPage = ({ session }: PageProps) => {
                 <KeyRow key={k.hash} k={k} onChanged={reload} />
               ))}
             </ul>
+            <nav class="pager" aria-label="Pages of keys">
+              <button type="button" class="secondary" disabled={offset === 0} onClick={() => navigate(`/console/keys?offset=${Math.max(0, offset - KEYS_PAGE)}`)}>
+                Previous {KEYS_PAGE}
+              </button>
+              <button
+                type="button"
+                class="secondary"
+                disabled={keys.data.data.length < KEYS_PAGE}
+                onClick={() => navigate(`/console/keys?offset=${offset + KEYS_PAGE}`)}
+              >
+                Next {KEYS_PAGE}
+              </button>
+            </nav>
           </>
         ) : null}
       </Section>
