@@ -174,17 +174,35 @@ const KEYS_TAIL = upsertTail("usage_daily_keys", "day, workspace_id, key_hash, s
 const MODEL_COLUMNS = ["day", "workspace_id", "model", "provider_name", "status_code", ...SUMMED] as const
 const KEY_COLUMNS = ["day", "workspace_id", "key_hash", "status_code", ...SUMMED] as const
 
-/** The rows added through @effect/sql (Postgres, an in-memory SQLite), in the caller's transaction: three upserts. */
+/** A JSON text with an escaped lone surrogate, which Postgres's json cannot turn into text (as in src/store/ledger.ts). */
+const LONE_SURROGATE_ESCAPE = /\\ud[89a-f]/i
+
+/**
+ * The rows added through @effect/sql, in the caller's transaction. On Postgres one statement: the
+ * three upserts as data-modifying CTEs, each table's rows as one JSON parameter (as the ledger
+ * sends its generation rows: ~70 bound values a commit otherwise). Elsewhere (an in-memory SQLite),
+ * or for rows Postgres's json could not read back, three upserts of bound values.
+ */
 export const addUsageWith = (sql: SqlClient.SqlClient, rows: ReadonlyArray<UsageDayRow>) => {
   if (rows.length === 0) return Effect.void
   const { models, keys } = coarsen(rows)
-  return Effect.asVoid(
-    Effect.all([
-      sql`INSERT INTO usage_daily ${sql.insert(rows)} ${sql.unsafe(FINE_TAIL)}`,
-      sql`INSERT INTO usage_daily_models ${sql.insert(models)} ${sql.unsafe(MODELS_TAIL)}`,
-      sql`INSERT INTO usage_daily_keys ${sql.insert(keys)} ${sql.unsafe(KEYS_TAIL)}`,
-    ]),
-  )
+  const json = sql.onDialectOrElse({ pg: () => [JSON.stringify(rows), JSON.stringify(models), JSON.stringify(keys)] as const, orElse: () => undefined })
+  if (json === undefined || json.some((text) => LONE_SURROGATE_ESCAPE.test(text))) {
+    return Effect.asVoid(
+      Effect.all([
+        sql`INSERT INTO usage_daily ${sql.insert(rows)} ${sql.unsafe(FINE_TAIL)}`,
+        sql`INSERT INTO usage_daily_models ${sql.insert(models)} ${sql.unsafe(MODELS_TAIL)}`,
+        sql`INSERT INTO usage_daily_keys ${sql.insert(keys)} ${sql.unsafe(KEYS_TAIL)}`,
+      ]),
+    )
+  }
+  const upsert = (table: string, columns: ReadonlyArray<string>, text: string, tail: string) => {
+    const list = sql.unsafe(columns.join(", "))
+    return sql`INSERT INTO ${sql(table)} (${list}) SELECT ${list} FROM json_populate_recordset(NULL::${sql(table)}, ${text}::json) ${sql.unsafe(tail)}`
+  }
+  return Effect.asVoid(sql`WITH fine AS (${upsert("usage_daily", COLUMNS, json[0], FINE_TAIL)} RETURNING 1),
+    by_model AS (${upsert("usage_daily_models", MODEL_COLUMNS, json[1], MODELS_TAIL)} RETURNING 1)
+    ${upsert("usage_daily_keys", KEY_COLUMNS, json[2], KEYS_TAIL)}`)
 }
 
 /** The rows added with prepared statements on a SQLite connection, in the caller's transaction. */
