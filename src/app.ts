@@ -15,6 +15,8 @@ import { DestinationsLive } from "./http/handlers/destinations.js"
 import { WorkspacesLive } from "./http/handlers/workspaces.js"
 import { PresetsLive } from "./http/handlers/presets.js"
 import { ModelsLive, ProvidersLive } from "./http/handlers/models.js"
+import { ActivityLive } from "./http/handlers/activity.js"
+import { Activity } from "./services/Activity.js"
 import { Router } from "./routing/Router.js"
 import { Auth } from "./services/Auth.js"
 import { Catalog } from "./services/Catalog.js"
@@ -43,6 +45,8 @@ import { Retention } from "./services/Retention.js"
 export const ServicesLayer = Layer.mergeAll(Auth.Default, KeyStore.Default, Users.Default,
   GenerationStore.Default, Secrets.Default, Destinations.Default, WorkspaceStore.Default, PresetStore.Default,
   WorkspaceBudgets.Default, GenerationFeedback.Default, ModelUsage.Default,
+  // Reads of the usage rollup and the generation log (the activity endpoints, the console).
+  Activity.Default,
   // The data plane: catalog, routing, money, content policy.
   Catalog.Live,
   Router.Default.pipe(Layer.provide(Catalog.Live)),
@@ -65,7 +69,7 @@ export const ServicesLayer = Layer.mergeAll(Auth.Default, KeyStore.Default, User
 
 /** The control plane's HttpApi with its handlers and middleware. */
 export const ControlPlaneLayer = HttpApiBuilder.api(GatewayApi).pipe(
-  Layer.provide([KeysLive, GenerationsLive, DestinationsLive, WorkspacesLive, HealthLive, PresetsLive, ModelsLive, ProvidersLive]),
+  Layer.provide([KeysLive, GenerationsLive, DestinationsLive, WorkspacesLive, HealthLive, PresetsLive, ModelsLive, ProvidersLive, ActivityLive]),
   Layer.provide(AuthenticationLive),
 )
 

@@ -86,6 +86,8 @@ export interface Settings {
   readonly broadcast: BroadcastSettings
   /** `tracing.trust_traceparent`: the gateway's own spans continue an incoming traceparent. */
   readonly trustTraceparent: boolean
+  /** `console.enabled` (default true): the web console and its assets under /console/. */
+  readonly consoleEnabled: boolean
   /** `search`: the engine behind web_search and the `web` plugin; undefined when not configured. */
   readonly search: SearchSettings | undefined
   /** Connections of this process's Postgres pool (`database.pool_size`, GATEWAY_PG_POOL_SIZE). */
@@ -406,6 +408,7 @@ const loadSettings = Effect.gen(function* () {
     allowPrivateAddresses: catalog.outbound?.allow_private_addresses ?? false,
     broadcast: broadcastSettings(catalog.broadcast),
     trustTraceparent: catalog.tracing?.trust_traceparent ?? false,
+    consoleEnabled: catalog.console?.enabled ?? true,
     search: searchSettingsOf(catalog.search, searchKey),
     pgPoolSize: Option.getOrElse(poolEnv, () => catalog.database?.pool_size ?? 20),
     redis: Option.match(redisUrl, {
@@ -459,6 +462,7 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   allowPrivateAddresses: false,
   broadcast: DEFAULT_BROADCAST,
   trustTraceparent: false,
+  consoleEnabled: true,
   // From the catalog given (its key from the environment, unset allowed), unless given itself.
   search: testSearchSettings(overrides.catalog ?? demoCatalog),
   redis: undefined,

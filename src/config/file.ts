@@ -333,6 +333,8 @@ export const ConfigFile = Schema.Struct({
       workspaces: Schema.optional(Schema.Record({ key: Schema.String, value: RateLimit })),
     }),
   ),
+  /** The web console at /console (README, Console). */
+  console: Schema.optional(Schema.Struct({ enabled: Schema.optional(Schema.Boolean) })),
   /** The gateway's own traces (exported when OTEL_EXPORTER_OTLP_ENDPOINT is set). */
   tracing: Schema.optional(
     Schema.Struct({

@@ -11,6 +11,7 @@ import { DestinationsApi } from "./api/destinations.js"
 import { WorkspacesApi } from "./api/workspaces.js"
 import { PresetsApi } from "./api/presets.js"
 import { ModelsApi, ProvidersApi } from "./api/models.js"
+import { ActivityApi } from "./api/activity.js"
 
 export class GatewayApi extends HttpApi.make("gateway")
   .add(HealthApi)
@@ -21,6 +22,7 @@ export class GatewayApi extends HttpApi.make("gateway")
   .add(PresetsApi)
   .add(ModelsApi)
   .add(ProvidersApi)
+  .add(ActivityApi)
   // Every error of the table (domain/errors.ts), so any of them encodes to the envelope.
   .addError(AnyApiError)
   .annotate(OpenApi.Title, "Model routing gateway")

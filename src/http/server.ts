@@ -33,6 +33,8 @@ import { limitSendBuffers, limitUnsentBytes } from "../providers/socket-buffers.
 import { type CorsAccess, corsAccessOf, makeCors } from "./cors.js"
 import { compressedJson, MIN_COMPRESSED_BYTES } from "./compress.js"
 import { metricsGate } from "./metrics-gate.js"
+import consolePage from "../console/index.html"
+import { consoleRoutes } from "./console.js"
 
 type Handler = (req: Request) => Response | Promise<Response>
 type TracedHandler = (req: Request, trace: RequestTrace) => Response | Promise<Response>
@@ -344,6 +346,11 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
       }),
     }
     known.push({ path: "/metrics", pattern: patternOf("/metrics"), methods: ["GET"] })
+  }
+
+  // The web console (README, Console): its page and assets under /console/, none of it when off.
+  if (settings.consoleEnabled) {
+    for (const [path, handler] of Object.entries(consoleRoutes(consolePage))) routes[path] = { GET: handler }
   }
 
   /** During a graceful shutdown, a request on a kept-alive connection is refused and the connection closed. */

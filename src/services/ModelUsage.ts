@@ -1,7 +1,7 @@
 /**
  * How much each model is used, for the popularity sorts of `GET /models` (docs/models.md): the
  * requests served in the last 30 UTC days and the tokens processed in the last 7, read from the
- * ledger's daily rollup per model (src/store/model-usage-rollup.ts), at most once a minute per
+ * ledger's activity rollup per model (src/store/usage-rollup.ts), at most once a minute per
  * process and only when a listing asks for them. A listing that sorts otherwise reads nothing.
  */
 import { SqlClient } from "@effect/sql"
@@ -26,10 +26,12 @@ export class ModelUsage extends Effect.Service<ModelUsage>()("ModelUsage", {
       const now = yield* Clock.currentTimeMillis
       const since30 = dayOf(new Date(now - 29 * DAY_MS).toISOString())
       const since7 = dayOf(new Date(now - 6 * DAY_MS).toISOString())
+      // The activity rollup the ledger keeps (src/store/usage-rollup.ts); a failed request served
+      // nothing and is not counted (answered: 200; cancelled by its client: 499).
       const rows = yield* sql<{ model: string; requests: number; tokens: number }>`SELECT model,
           SUM(requests) AS requests,
-          SUM(CASE WHEN day >= ${since7} THEN tokens ELSE 0 END) AS tokens
-        FROM model_usage_daily WHERE day >= ${since30} GROUP BY model`
+          SUM(CASE WHEN day >= ${since7} THEN input_tokens + output_tokens ELSE 0 END) AS tokens
+        FROM usage_daily_models WHERE day >= ${since30} AND status_code IN (200, 499) GROUP BY model`
       return {
         requests30d: new Map(rows.map((r) => [r.model, Number(r.requests)])),
         tokens7d: new Map(rows.map((r) => [r.model, Number(r.tokens)])),

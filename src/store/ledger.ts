@@ -2,8 +2,9 @@
  * The ledger's rows and the two ways a batch of them is committed in one transaction: through
  * @effect/sql (Postgres, and an in-memory SQLite), or, for a SQLite file, with prepared
  * statements on a connection of the writer's own. Each batch adds its spend to the daily rollup
- * (src/store/spend-rollup.ts): one upsert per key and day, not a row per generation; and its
- * requests and tokens per model and day (src/store/model-usage-rollup.ts), the same way. Measured on
+ * (src/store/spend-rollup.ts): one upsert per key and day, not a row per generation; and its usage
+ * to the activity rollup (src/store/usage-rollup.ts): one upsert per day, key, model, provider and
+ * outcome. Measured on
  * this machine (bench/scratch micro-benchmark, 20-row batches of a generation and what was then
  * its spend row): 25-40 µs of CPU per row through @effect/sql (the statement machinery per
  * call), 17 µs per row with prepared statements, nearly all of it SQLite's own b-tree work; the
@@ -15,8 +16,8 @@ import { Effect } from "effect"
 import type { GenerationEntry, GenerationError, GenerationStatus, StoredGeneration } from "../domain/generations.js"
 import { fromNanoUsd, toNanoUsd } from "../domain/pricing.js"
 import { type SettleArgs, settlementsOn, settlementsWith } from "./settlement.js"
-import { addUsageWith, rollUpUsage, usageAdderOn } from "./model-usage-rollup.js"
 import { addSpendWith, rollUp, type SpendItem, spendAdderOn } from "./spend-rollup.js"
+import { addUsageWith, rollUpUsage, usageAdderOn } from "./usage-rollup.js"
 
 /** A row of `generations` (a type alias, so it is a record `sql.insert` takes). */
 export type GenerationRow = {
@@ -138,7 +139,7 @@ export const fromRow = (r: GenerationRow): StoredGeneration => ({
 })
 
 /** The columns of `generations`: the prepared insert binds a row's fields by these names. */
-const GENERATION_COLUMNS: ReadonlyArray<keyof GenerationRow> = [
+export const GENERATION_COLUMNS: ReadonlyArray<keyof GenerationRow> = [
   "id", "key_hash", "user_id", "workspace_id", "model", "provider_name", "upstream_model", "upstream_id",
   "created_at", "streamed", "cancelled", "finish_reason", "session_id", "input_tokens", "cached_tokens",
   "cache_write_tokens", "output_tokens", "reasoning_tokens", "total_cost_nano", "is_byok", "generation_time_ms",
@@ -290,8 +291,9 @@ const prepareWriter = (db: Database): SqliteBatchWriter => {
       if (content !== undefined) insertContent.run(content.generation_id, content.input, content.output)
       if (settlement !== undefined) settlements.push(settlement)
     }
-    addSpend(rollUp(items.map((item) => spendOf(item.entry))))
-    addUsage(rollUpUsage(items.map((item) => item.entry)))
+    const entries = items.map((item) => item.entry)
+    addSpend(rollUp(entries.map(spendOf)))
+    addUsage(rollUpUsage(entries))
     // The holds are released in the transaction that writes the spend replacing them: never both, never neither.
     settleAll(settlements)
     for (const part of extra) insertExtra(part)

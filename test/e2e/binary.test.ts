@@ -2,7 +2,8 @@
  * The compiled binary (`scripts/build` → dist/gateway, built here when missing or older than the
  * sources) end to end: it starts from a folder without the project (the demo catalog and the
  * migrations are embedded), serves the openai client in front of the mock upstream, exposes
- * /metrics, parses a PDF in its embedded worker, and exits 0 on SIGTERM.
+ * /metrics, parses a PDF in its embedded worker, serves the web console from its embedded bundle,
+ * and exits 0 on SIGTERM.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { execSync } from "node:child_process"
@@ -51,6 +52,24 @@ describe("dist/gateway", () => {
     const client = new OpenAI({ apiKey: KEY, baseURL: `${url}/v1`, maxRetries: 0 })
     const response = await client.responses.create({ model: "demo/echo", input: "hello binary" })
     expect(response.output_text).toBe("Echo: hello binary")
+    proc.kill("SIGTERM")
+    expect(await proc.exited).toBe(0)
+  }, 20_000)
+
+  test("serves the console from its embedded bundle: the page, its hashed assets immutable under /console/assets/", async () => {
+    const { proc, url } = await start({ DATABASE_URL: join(dir, "console.db") })
+    const page = await fetch(`${url}/console`)
+    expect(page.status).toBe(200)
+    expect(page.headers.get("content-security-policy")).toContain("frame-ancestors 'none'")
+    const html = await page.text()
+    const assets = [...html.matchAll(/(?:src|href)="(\/console\/assets\/[^"]+)"/g)].map((m) => m[1] as string)
+    expect(assets.length).toBeGreaterThanOrEqual(2)
+    for (const asset of assets) {
+      const res = await fetch(`${url}${asset}`)
+      expect(res.status).toBe(200)
+      expect(res.headers.get("cache-control")).toContain("immutable")
+      expect((await res.arrayBuffer()).byteLength).toBeGreaterThan(1000)
+    }
     proc.kill("SIGTERM")
     expect(await proc.exited).toBe(0)
   }, 20_000)

@@ -22,8 +22,9 @@ import generationServerTools from "./0016_generation_server_tools.js"
 import broadcastBatches from "./0017_broadcast_batches.js"
 import generationParent from "./0018_generation_parent.js"
 import feedbackAndWorkspaceBudgets from "./0020_feedback_and_workspace_budgets.js"
-import modelUsageDaily from "./0021_model_usage_daily.js"
 import keyRateLimits from "./0026_key_rate_limits.js"
+import usageDaily from "./0024_usage_daily.js"
+import generationLogIndexes from "./0025_generation_log_indexes.js"
 
 export interface Migration {
   readonly id: number
@@ -50,6 +51,7 @@ export const migrations: ReadonlyArray<Migration> = [
   { id: 17, name: "broadcast_batches", up: broadcastBatches },
   { id: 18, name: "generation_parent", up: generationParent },
   { id: 20, name: "feedback_and_workspace_budgets", up: feedbackAndWorkspaceBudgets },
-  { id: 21, name: "model_usage_daily", up: modelUsageDaily },
+  { id: 24, name: "usage_daily", up: usageDaily },
+  { id: 25, name: "generation_log_indexes", up: generationLogIndexes },
   { id: 26, name: "key_rate_limits", up: keyRateLimits },
 ]

@@ -1,0 +1,236 @@
+/**
+ * Activity: spend, requests and tokens per day, by model, provider and key, errors by status and
+ * latency percentiles per provider, all from `GET /v1/activity/summary` (the rollup, never the log).
+ */
+import { useMemo } from "preact/hooks"
+import { call, daysBefore, int, query, type Summary, today, usd, type Workspace } from "../api.js"
+import { DayChart } from "../chart.js"
+import type { PageProps } from "../session.js"
+import { Alert, Bar, Empty, Field, Loading, Section, useLoad } from "../ui.js"
+
+const RANGES = [
+  { days: 7, label: "Last 7 days" },
+  { days: 30, label: "Last 30 days" },
+  { days: 90, label: "Last 90 days" },
+] as const
+
+export const ActivityPage = ({ session, params, navigate }: PageProps) => {
+  const days = Number(params.get("days") ?? "30")
+  const workspace = params.get("workspace_id") ?? ""
+  const to = today()
+  const from = daysBefore(to, Math.max(1, days) - 1)
+  const [summary] = useLoad(
+    (signal) => call<Summary>(`/v1/activity/summary${query({ from, to, workspace_id: workspace })}`, { signal }),
+    [from, to, workspace],
+  )
+  const [workspaces] = useLoad(
+    (signal) => (session.management ? call<{ data: Array<Workspace> }>("/v1/workspaces?limit=100", { signal }) : Promise.resolve({ data: [] })),
+    [session.management],
+  )
+  const set = (name: string, value: string) => {
+    const next = new URLSearchParams(params)
+    if (value === "") next.delete(name)
+    else next.set(name, value)
+    navigate(`/console/activity${next.size > 0 ? `?${next}` : ""}`)
+  }
+
+  return (
+    <div class="page">
+      <form class="filters" aria-label="Activity range" onSubmit={(e) => e.preventDefault()}>
+        <Field label="Time range" name="range" error={null}>
+          {(id) => (
+            <select id={id} value={String(days)} onChange={(e) => set("days", e.currentTarget.value)}>
+              {RANGES.map((r) => (
+                <option key={r.days} value={String(r.days)}>
+                  {r.label}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        {session.management ? (
+          <Field label="Workspace" name="workspace_id" error={null}>
+            {(id) => (
+              <select id={id} value={workspace} onChange={(e) => set("workspace_id", e.currentTarget.value)}>
+                <option value="">All workspaces</option>
+                {workspaces.state === "ready"
+                  ? workspaces.data.data.map((w) => (
+                      <option key={w.id} value={w.id}>
+                        {w.name}
+                      </option>
+                    ))
+                  : null}
+              </select>
+            )}
+          </Field>
+        ) : (
+          <p class="note">An inference key sees its own usage only.</p>
+        )}
+      </form>
+      {summary.state === "loading" ? <Loading what="activity" /> : null}
+      {summary.state === "error" ? <Alert error={summary.error} /> : null}
+      {summary.state === "ready" ? <Report data={summary.data.data} /> : null}
+    </div>
+  )
+}
+
+const Report = ({ data }: { data: Summary["data"] }) => {
+  const days = useMemo(() => data.days.map((d) => d.date), [data])
+  const spend = useMemo(
+    () => [
+      { label: "Spend (USD)", values: data.days.map((d) => d.usage + d.byok_usage), color: "#2563eb", format: (n: number) => usd(n), axis: (n: number) => `$${Number(n.toPrecision(2))}` },
+    ],
+    [data],
+  )
+  const volume = useMemo(
+    () => [
+      { label: "Requests", values: data.days.map((d) => d.requests), color: "#059669", bars: true, format: int },
+      { label: "Errors", values: data.days.map((d) => d.errors), color: "#dc2626", bars: true, format: int },
+    ],
+    [data],
+  )
+  const tokens = useMemo(
+    () => [
+      { label: "Prompt tokens", values: data.days.map((d) => d.prompt_tokens), color: "#7c3aed", format: int },
+      { label: "Completion tokens", values: data.days.map((d) => d.completion_tokens), color: "#d97706", format: int },
+    ],
+    [data],
+  )
+  const t = data.totals
+  if (t.requests === 0) {
+    return (
+      <Empty>
+        No requests from {data.from} to {data.to}. Send one from the Playground, or with any client, and it appears here.
+      </Empty>
+    )
+  }
+  const maxModel = Math.max(...data.by_model.map((m) => m.usage + m.byok_usage), 0)
+  const maxKey = Math.max(...data.by_key.map((m) => m.usage + m.byok_usage), 0)
+  const maxProvider = Math.max(...data.by_provider.map((m) => m.requests), 0)
+  const maxStatus = Math.max(...data.errors_by_status.map((m) => m.count), 0)
+  return (
+    <>
+      <dl class="totals" aria-label="Totals">
+        <div>
+          <dt>Spend</dt>
+          <dd>{usd(t.usage + t.byok_usage)}</dd>
+        </div>
+        <div>
+          <dt>Requests</dt>
+          <dd>{int(t.requests)}</dd>
+        </div>
+        <div>
+          <dt>Tokens</dt>
+          <dd>{int(t.prompt_tokens + t.completion_tokens)}</dd>
+        </div>
+        <div>
+          <dt>Errors</dt>
+          <dd>{int(t.errors)}</dd>
+        </div>
+      </dl>
+      <div class="charts">
+        <DayChart title="Spend" days={days} series={spend} />
+        <DayChart title="Requests" days={days} series={volume} />
+        <DayChart title="Tokens" days={days} series={tokens} />
+      </div>
+      <div class="grid2">
+        <Section title="By model">
+          <div class="table-wrap"><table>
+            <thead>
+              <tr>
+                <th scope="col">Model</th>
+                <th scope="col">Requests</th>
+                <th scope="col">Tokens</th>
+                <th scope="col">Spend</th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.by_model.map((m) => (
+                <tr key={m.model}>
+                  <td>{m.model}</td>
+                  <td class="num">{int(m.requests)}</td>
+                  <td class="num">{int(m.prompt_tokens + m.completion_tokens)}</td>
+                  <td class="num">
+                    {usd(m.usage + m.byok_usage)} <Bar value={m.usage + m.byok_usage} max={maxModel} label={`${m.model}: ${usd(m.usage + m.byok_usage)}`} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table></div>
+        </Section>
+        <Section title="By provider">
+          <div class="table-wrap"><table>
+            <thead>
+              <tr>
+                <th scope="col">Provider</th>
+                <th scope="col">Requests</th>
+                <th scope="col">Spend</th>
+                <th scope="col">Latency p50</th>
+                <th scope="col">Latency p99</th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.by_provider.map((p) => (
+                <tr key={p.provider_name}>
+                  <td>{p.provider_name}</td>
+                  <td class="num">
+                    {int(p.requests)} <Bar value={p.requests} max={maxProvider} label={`${p.provider_name}: ${p.requests} requests`} />
+                  </td>
+                  <td class="num">{usd(p.usage + p.byok_usage)}</td>
+                  <td class="num">{p.latency_p50_ms === null ? "—" : `≤ ${p.latency_p50_ms} ms`}</td>
+                  <td class="num">{p.latency_p99_ms === null ? "—" : `≤ ${p.latency_p99_ms} ms`}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table></div>
+        </Section>
+        <Section title="By key">
+          <div class="table-wrap"><table>
+            <thead>
+              <tr>
+                <th scope="col">Key</th>
+                <th scope="col">Requests</th>
+                <th scope="col">Spend</th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.by_key.map((k) => (
+                <tr key={k.api_key_hash}>
+                  <td title={k.api_key_hash}>{k.name ?? `${k.api_key_hash.slice(0, 12)}…`}</td>
+                  <td class="num">{int(k.requests)}</td>
+                  <td class="num">
+                    {usd(k.usage + k.byok_usage)} <Bar value={k.usage + k.byok_usage} max={maxKey} label={`${k.name ?? k.api_key_hash}: ${usd(k.usage + k.byok_usage)}`} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table></div>
+        </Section>
+        <Section title="Errors by status">
+          {data.errors_by_status.length === 0 ? (
+            <Empty>No errors in this range.</Empty>
+          ) : (
+            <div class="table-wrap"><table>
+              <thead>
+                <tr>
+                  <th scope="col">Status</th>
+                  <th scope="col">Requests</th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.errors_by_status.map((s) => (
+                  <tr key={s.status}>
+                    <td>{s.status}</td>
+                    <td class="num">
+                      {int(s.count)} <Bar value={s.count} max={maxStatus} label={`status ${s.status}: ${s.count}`} />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table></div>
+          )}
+        </Section>
+      </div>
+    </>
+  )
+}
