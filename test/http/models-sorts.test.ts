@@ -17,7 +17,9 @@ const EXTRA: Readonly<Record<string, Partial<ModelEntry>>> = {
   "demo/free": { scores: { coding: 0.4, agentic: 0.9 } },
 }
 const catalog: ConfigFile = { ...demoCatalog, models: demoCatalog.models.map((m) => ({ ...m, ...EXTRA[m.id] })) as ConfigFile["models"] }
-const others = demoCatalog.models.map((m) => m.id).filter((id) => id !== "demo/echo" && id !== "demo/free")
+// The listing's text models, in catalog order (embedding and rerank models have listings of their own).
+const textModels = demoCatalog.models.filter((m) => m.kind === undefined || m.kind === "chat").map((m) => m.id)
+const others = textModels.filter((id) => id !== "demo/echo" && id !== "demo/free")
 
 const gw = useGateway({ catalog })
 const sdk = () => new OpenRouter({ apiKey: gw().adminKey, serverURL: `${gw().url}/v1`, retryConfig: { strategy: "none" } })
@@ -61,7 +63,7 @@ describe("GET /v1/models: benchmark sorts and filters from the config's scores, 
     expect(await ids({ sort: "intelligence-high-to-low" })).toEqual(["demo/echo", "demo/free", ...others])
     expect(await ids({ sort: "agentic-high-to-low" })).toEqual(["demo/free", "demo/echo", ...others])
     // No model has a design_arena score: catalog order.
-    expect(await ids({ sort: "design-arena-elo-high-to-low" })).toEqual(demoCatalog.models.map((m) => m.id))
+    expect(await ids({ sort: "design-arena-elo-high-to-low" })).toEqual(textModels)
   })
 
   test("index filters compare the score × 100; distillable reads the config flag", async () => {
@@ -69,7 +71,7 @@ describe("GET /v1/models: benchmark sorts and filters from the config's scores, 
     expect(await ids({ maxCodingIndex: 50 })).toEqual(["demo/free"])
     expect(await ids({ minAgenticIndex: 0 })).toEqual(["demo/free"])
     expect(await ids({ distillable: "true" })).toEqual(["demo/echo"])
-    expect(await ids({ distillable: "false" })).toEqual(demoCatalog.models.map((m) => m.id).filter((id) => id !== "demo/echo"))
+    expect(await ids({ distillable: "false" })).toEqual(textModels.filter((id) => id !== "demo/echo"))
   })
 
   test("what the gateway has no data for is a 400 naming it", async () => {
