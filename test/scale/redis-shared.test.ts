@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Option, Redacted } from "effect"
-import { freshDatabase, type TestDatabase } from "../support/db.js"
+import { engine, freshDatabase, type TestDatabase } from "../support/db.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
 import { hasRedisServer, type OwnRedis, startOwnRedis } from "../support/redis.js"
 
@@ -109,4 +109,27 @@ describe.skipIf(!hasRedisServer)("shared state in Redis, two gateways", () => {
       redis.resume()
     }
   })
+
+  // Engine-independent and 40 s long: run once, on the SQLite pass of the suite.
+  test.skipIf(engine === "postgres")("after a 40 s outage the link comes back by itself and the count is shared again", async () => {
+    await redis.stop()
+    const key = await keyWith(1_000, "1h")
+    const until = Date.now() + 40_000
+    const statuses: Array<number> = []
+    while (Date.now() < until) {
+      statuses.push(...(await Promise.all([ask(a, key), ask(b, key)])).map((r) => r.status))
+      await Bun.sleep(500)
+    }
+    expect(statuses.filter((s) => s !== 200)).toEqual([])
+    expect(((await (await a.fetch("/v1/ready")).json()) as { redis?: string }).redis).toBe("degraded")
+    await redis.start()
+    await poll(async () => ((await (await a.fetch("/v1/ready")).json()) as { redis?: string }).redis === "ok", 10_000)
+    await poll(async () => ((await (await b.fetch("/v1/ready")).json()) as { redis?: string }).redis === "ok", 10_000)
+    const after = await keyWith(4, "1h")
+    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => ask(i % 2 === 0 ? a : b, after)))
+    const ok = answers.filter((r) => r.status === 200).length
+    expect(ok).toBeGreaterThanOrEqual(4)
+    expect(ok).toBeLessThanOrEqual(6)
+  }, 90_000)
 })
+
