@@ -158,6 +158,8 @@ export interface ApiKey {
   readonly workspace_id: string
   readonly is_management_key: boolean
   readonly created_at: string
+  /** The key's own request rate limit (null: none). */
+  readonly rate_limit: { readonly requests: number; readonly interval: string } | null
 }
 
 export interface Workspace {

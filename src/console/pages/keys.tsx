@@ -1,6 +1,7 @@
 /**
  * Keys (management keys): the list with usage and limits; create (the secret shown once, with a
- * copy button); edit the limit and its reset; disable; delete after a confirmation.
+ * copy button); edit the spend limit, its reset and the request rate limit; disable; delete after
+ * a confirmation.
  */
 import { useState } from "preact/hooks"
 import { type ApiKey, call, usd, type Workspace } from "../api.js"
@@ -43,7 +44,6 @@ export const KeysPage = ({ session, params, navigate }: PageProps) => {
         {keys.state === "ready" && keys.data.data.length === 0 ? <Empty>No keys yet.</Empty> : null}
         {keys.state === "ready" && keys.data.data.length > 0 ? (
           <>
-            <p class="note">Rate limits: this gateway sets no request rate limit per key; spend limits are below.</p>
             <ul class="rows">
               {keys.data.data.map((k) => (
                 <KeyRow key={k.hash} k={k} onChanged={reload} />
@@ -179,6 +179,8 @@ const KeyRow = ({ k, onChanged }: { k: ApiKey; onChanged: () => void }) => {
   const [confirming, setConfirming] = useState(false)
   const [limit, setLimit] = useState(k.limit === null ? "" : String(k.limit))
   const [reset, setReset] = useState(k.limit_reset ?? "")
+  const [rateRequests, setRateRequests] = useState(k.rate_limit === null ? "" : String(k.rate_limit.requests))
+  const [rateInterval, setRateInterval] = useState(k.rate_limit?.interval ?? "1m")
   const [error, setError] = useState<FormError | null>(null)
   const patch = async (body: Record<string, unknown>) => {
     setError(null)
@@ -205,7 +207,8 @@ const KeyRow = ({ k, onChanged }: { k: ApiKey; onChanged: () => void }) => {
         {k.disabled ? <span class="tag off">disabled</span> : null}
         <div class="row-facts">
           Usage {usd(k.usage)} (today {usd(k.usage_daily)}, this month {usd(k.usage_monthly)}) · Limit{" "}
-          {k.limit === null ? "none" : `${usd(k.limit)}${k.limit_reset ? ` ${k.limit_reset}` : ""}, ${usd(k.limit_remaining)} left`}
+          {k.limit === null ? "none" : `${usd(k.limit)}${k.limit_reset ? ` ${k.limit_reset}` : ""}, ${usd(k.limit_remaining)} left`} · Rate{" "}
+          {k.rate_limit === null ? "no limit" : `${k.rate_limit.requests} per ${k.rate_limit.interval}`}
         </div>
       </div>
       <div class="actions">
@@ -225,7 +228,11 @@ const KeyRow = ({ k, onChanged }: { k: ApiKey; onChanged: () => void }) => {
           aria-label={`Limit of ${k.name}`}
           onSubmit={(e) => {
             e.preventDefault()
-            patch({ limit: limit.trim() === "" ? null : Number(limit), limit_reset: reset === "" ? null : reset })
+            patch({
+              limit: limit.trim() === "" ? null : Number(limit),
+              limit_reset: reset === "" ? null : reset,
+              rate_limit: rateRequests.trim() === "" ? null : { requests: Number(rateRequests), interval: rateInterval.trim() },
+            })
           }}
         >
           <Field label="Spend limit (USD)" name="limit" error={error} hint="Empty: no limit">
@@ -240,6 +247,16 @@ const KeyRow = ({ k, onChanged }: { k: ApiKey; onChanged: () => void }) => {
                   </option>
                 ))}
               </select>
+            )}
+          </Field>
+          <Field label="Rate limit (requests)" name="rate_limit.requests" error={error} hint="Empty: no rate limit">
+            {(id, d, invalid) => (
+              <input id={id} inputMode="numeric" value={rateRequests} aria-describedby={d} aria-invalid={invalid} onInput={(e) => setRateRequests(e.currentTarget.value)} />
+            )}
+          </Field>
+          <Field label="Per interval" name="rate_limit.interval" error={error} hint="10s, 1m, 1h or 1d">
+            {(id, d, invalid) => (
+              <input id={id} value={rateInterval} aria-describedby={d} aria-invalid={invalid} onInput={(e) => setRateInterval(e.currentTarget.value)} />
             )}
           </Field>
           <div class="actions">
@@ -258,7 +275,7 @@ const KeyRow = ({ k, onChanged }: { k: ApiKey; onChanged: () => void }) => {
           </button>
         </div>
       ) : null}
-      <FormAlert error={error} fields={editing ? ["limit", "limit_reset"] : []} />
+      <FormAlert error={error} fields={editing ? ["limit", "limit_reset", "rate_limit.requests", "rate_limit.interval"] : []} />
     </li>
   )
 }
