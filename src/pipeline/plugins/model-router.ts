@@ -9,6 +9,7 @@ import { Either } from "effect"
 import { NotFound } from "../../domain/errors.js"
 import type { Plugin, ResponsesRequest } from "../../domain/responses.js"
 import type { Router } from "../../routing/Router.js"
+import type { Model } from "../../services/Catalog.js"
 import { makeRouting, sessionIdOf } from "../routing.js"
 import type { PreModelStage, StageState } from "../stages.js"
 import { AUTO_MODELS, type AutoRouterConfig, chooseAuto, type Remembered } from "./auto-router.js"
@@ -21,6 +22,17 @@ const MAX_SESSIONS = 10_000
 const configOf = <Id extends "auto-router" | "pareto-router">(request: ResponsesRequest, id: Id): Extract<Plugin, { readonly id: Id }> | undefined => {
   for (const p of request.plugins ?? []) if (p.id === id && p.enabled !== false) return p as Extract<Plugin, { readonly id: Id }>
   return undefined
+}
+
+/** The catalog's chat models, kept per catalog list (the list is fixed for the catalog's life). */
+const chatLists = new WeakMap<ReadonlyArray<Model>, ReadonlyArray<Model>>()
+const chatModelsOf = (models: ReadonlyArray<Model>): ReadonlyArray<Model> => {
+  let chat = chatLists.get(models)
+  if (chat === undefined) {
+    chat = models.filter((m) => m.kind === "chat")
+    chatLists.set(models, chat)
+  }
+  return chat
 }
 
 export const makeModelRouterStage = (router: Pick<Router, "plan" | "catalog">): PreModelStage => {
@@ -42,7 +54,8 @@ export const makeModelRouterStage = (router: Pick<Router, "plan" | "catalog">): 
       const session = sessionIdOf(state.request, state.headers.get("x-session-id"))
       if (Either.isLeft(session)) return session.left
       const sessionKey = session.right === null ? undefined : `${state.principal.userId}\u0000${session.right}`
-      const models = router.catalog.models
+      // Chat models only: the embedding and rerank models answer on routes of their own.
+      const models = chatModelsOf(router.catalog.models)
       let choice: RouterChoice | undefined
       if (auto) {
         const config: AutoRouterConfig | undefined = configOf(state.request, "auto-router")
