@@ -1,5 +1,5 @@
 /**
- * Broadcast's cost (issue 25): JSON c=32 against two gateways in one run, one whose workspace
+ * Broadcast's cost: JSON c=32 against two gateways in one run, one whose workspace
  * has three enabled destinations (otel-collector, webhook, langfuse, each a loopback receiver)
  * and one with none; interleaved rounds, CPU per request of each gateway process, and whether
  * the receivers saw every generation of the broadcasting one. Prints a small table; does not

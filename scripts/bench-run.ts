@@ -397,7 +397,7 @@ const durableGateway = durableRuns
       true,
     )
   : undefined
-// The same binary on Postgres (issue 21): one process for the unlimited and limited rows, a second
+// The same binary on Postgres, with budget slices: one process for the unlimited and limited rows, a second
 // beside it for the two-process row. A database of the run's own on the server given.
 const pgRuns = only.length === 0 || only.some((id) => id.endsWith("-pg") || id.endsWith("-2pg"))
 const pgBase = text("pg", process.env["GATEWAY_BENCH_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres")
@@ -569,7 +569,7 @@ interface Scenario {
   readonly limitedKey?: true
   /** The gateway with ledger.durable_answers off and on (two processes of the same binary). */
   readonly ledger?: true
-  /** The gateway on Postgres: one process, or two at once with a load of their own each (issue 21). */
+  /** The gateway on Postgres: one process, or two at once with a load of their own each. */
   readonly postgres?: "one" | "two"
   /**
    * Through POST /v1/chat/completions (the gateways whose chat answers passed the check): the id of
@@ -1145,7 +1145,7 @@ if (ran("json-c32-limited")) {
   out()
   out(
     "Each request holds its worst case against the key's limit before the call and settles the actual after (SQLite): " +
-      "admitted in memory against the process's budget slice, settled in the ledger writer's batch (issue 21).",
+      "admitted in memory against the process's budget slice, settled in the ledger writer's batch.",
   )
   out()
   out("| server | req/s | p50 ms | p99 ms | CPU µs/req | CPU vs the same gateway on an unlimited key | errors |")
@@ -1164,7 +1164,7 @@ if (ran("json-c32-pg") || ran("json-c32-limited-pg") || ran("json-c32-limited-2p
   out("## JSON answers on Postgres, 32 connections (gateway only)")
   out()
   out(
-    `The same binary on Postgres (${pgNote}). A key with a limit takes budget slices and admits requests against them in memory (issue 21); ` +
+    `The same binary on Postgres (${pgNote}). A key with a limit takes budget slices and admits requests against them in memory; ` +
       "the two-process row runs two gateways on the one database at once, 32 connections each, on one limited key (req/s combined, CPU of both per request).",
   )
   out()

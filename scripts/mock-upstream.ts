@@ -683,7 +683,7 @@ const answerOf = (knobs: Knobs, body: Record<string, unknown>, format: MockForma
 }
 
 /**
- * The gateway's server tools (issue 24): offered a function tool named `datetime`, `web_search`,
+ * The gateway's server tools (docs/server-tools.md): offered a function tool named `datetime`, `web_search`,
  * `web_fetch` or `fusion`, the mock calls the first one the conversation has no call of yet (arguments
  * `{"query": <last user text>}`, web_fetch `{"url": <its first URL>}`, fusion `{"prompt": <last user text>}`; `x-mock-server-tool-calls: N` calls them until N calls were made,
  * for loops that run out of budget); when the last input is a tool's output it answers

@@ -1,6 +1,6 @@
 #!/usr/bin/env bun
 /**
- * Cross-process key revocation (issue 19 §6), measured: two gateway processes on one Postgres
+ * Cross-process key revocation (docs/operations.md), measured: two gateway processes on one Postgres
  * database; a key is used on B (so B caches it), deleted through A, and B is polled until it
  * answers 401. Prints the time from sending the DELETE to B's first 401, over N trials.
  *

@@ -1,5 +1,5 @@
 /**
- * Broadcast (issue 25 §1): the outbox hook on the ledger writer (src/broadcast/outbox.ts), and
+ * Broadcast (docs/broadcast.md): the outbox hook on the ledger writer (src/broadcast/outbox.ts), and
  * the delivery worker every process runs. The worker claims due delivery rows with a lease
  * (`UPDATE … SET claimed_until … RETURNING`, no lock held while it sends), reads and opens each
  * outbox batch they point to once, groups them per destination in sends of up to

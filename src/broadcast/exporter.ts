@@ -1,5 +1,5 @@
 /**
- * The seam between the delivery worker and one destination kind (issue 25): the worker claims a
+ * The seam between the delivery worker and one destination kind: the worker claims a
  * batch of a destination's deliveries, builds what is sent (one OTLP/HTTP JSON trace request for
  * the batch, and each generation as a flat view for kinds that take events or rows), and asks the
  * kind's exporter for the HTTP requests that deliver it. Exporters are pure: they build requests;

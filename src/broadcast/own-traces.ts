@@ -1,5 +1,5 @@
 /**
- * The gateway's own traces (issue 25 §4): with `OTEL_EXPORTER_OTLP_ENDPOINT` (or
+ * The gateway's own traces (docs/broadcast.md): with `OTEL_EXPORTER_OTLP_ENDPOINT` (or
  * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) set, one span per HTTP request, with a child per
  * upstream attempt, exported through @effect/opentelemetry's tracer and the OpenTelemetry SDK
  * (BasicTracerProvider, BatchSpanProcessor, OTLP/HTTP JSON exporter; the standard `OTEL_*` variables

@@ -1,5 +1,5 @@
 /**
- * What broadcast sends (issue 25 §2): the outbox batch's payloads (each generation as broadcast
+ * What broadcast sends: the outbox batch's payloads (each generation as broadcast
  * sees it, written at commit), the view destinations get (privacy mode and the three broadcast_*
  * switches applied), and one OTLP/HTTP JSON trace per generation, serialized by
  * @opentelemetry/otlp-transformer. GenAI semantic conventions v1.37 (`gen_ai.provider.name`,

@@ -118,7 +118,7 @@ export interface GenerationEntry {
   readonly broadcast?: BroadcastContext
   /** The model router that chose the model (`auto`, `pareto`), or `fusion` for a request the fusion plugin answered; null otherwise. */
   readonly router?: string | null
-  /** Server tools (issue 24): web search results given to the model, pages fetched, the search engine used. */
+  /** Server tools: web search results given to the model, pages fetched, the search engine used. */
   readonly numSearchResults?: number | null
   readonly numFetches?: number | null
   readonly webSearchEngine?: string | null

@@ -671,7 +671,7 @@ export const ResponseUsage = Schema.Struct({
   /** USD. */
   cost: Schema.optional(Schema.Number),
   is_byok: Schema.optional(Schema.Boolean),
-  /** Server tools of the request (issue 24): calls the model asked for, calls run, web searches made. */
+  /** Server tools of the request: calls the model asked for, calls run, web searches made. */
   server_tool_use_details: Schema.optional(
     Schema.Struct({ tool_calls_requested: Schema.Int, tool_calls_executed: Schema.Int, web_search_requests: Schema.Int }),
   ),

@@ -58,7 +58,7 @@ export const badRequestFromParseError = (error: ParseResult.ParseError, prefix =
   new BadRequest({ message: `${prefix}: ${describeParseError(error)}` })
 
 /**
- * A decoder built once at module level (a Schema built per request costs ~6x, DESIGN §4) that
+ * A decoder built once at module level (a Schema built per request costs ~6x) that
  * returns the value or a BadRequest naming the field and the rule.
  */
 export const makeDecoder = <A, I>(schema: Schema.Schema<A, I>, prefix = "Invalid request") => {

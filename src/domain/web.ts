@@ -1,5 +1,5 @@
 /**
- * The settings a client gives the web tools (issue 24 §3, §4): the `parameters` of an
+ * The settings a client gives the web tools (docs/web-tools.md): the `parameters` of an
  * `openrouter:web_search` / `openrouter:web_fetch` entry of `tools`, and the fields of the `web` and
  * `web-fetch` plugins. One Schema each: the validator, the type and the rules a 400 quotes.
  * Fields the hosted service has and this gateway does not use (`mode`, `user_location`, …) pass.

@@ -1,5 +1,5 @@
 /**
- * Post-model stages (issue 22 §1): over the upstream's normalized events before the encoder sees
+ * Post-model stages (docs/pipeline.md): over the upstream's normalized events before the encoder sees
  * them (response healing, annotations). A stage starts per request when it applies to it; a
  * request none applies to gets no per-batch step at all (`postModelFor` is undefined).
  */

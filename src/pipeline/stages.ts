@@ -1,5 +1,5 @@
 /**
- * The pre-model stages' contract (issue 22 §1): each stage reads the request as the stages before
+ * The pre-model stages' contract (docs/pipeline.md): each stage reads the request as the stages before
  * it left it and may rewrite it, narrow or replace the route plan, block (an ApiError: a 403 with
  * its pipeline entry, a 400), or add a `service_metadata.pipeline` entry. A stage is plain code
  * (it runs per request); a read it needs that is not in memory is `Missing`, loaded on the

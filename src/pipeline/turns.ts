@@ -2,7 +2,7 @@
  * The turn runner: one model turn is the route plan's attempts in order, failing over while a
  * failure is retryable and nothing has reached the client (before the first byte). A request
  * may run several turns (the server-tool loop and fusion will); the data plane runs one today.
- * Plain code: the attempt loop is per request (DESIGN §4).
+ * Plain code: the attempt loop runs on every request's hot path.
  */
 import { Either } from "effect"
 import type { Settings } from "../config/Config.js"

@@ -1,7 +1,7 @@
 /**
  * The upstream call every HTTP adapter shares: a keep-alive request (`http1.ts`) with the
  * caller's abort signal and a deadline, status → `ProviderError` before the first byte, then the
- * body read as JSON or as SSE translated read by read. Per-chunk work is plain code (DESIGN §4: an Effect Stream
+ * body read as JSON or as SSE translated read by read. Per-chunk work is plain code (an Effect Stream
  * step costs 15-20 µs per chunk).
  */
 import { type AbortLike, PlainAbort } from "./abort"

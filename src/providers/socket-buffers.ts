@@ -2,7 +2,7 @@
  * Kernel socket buffer sizes (`SO_SNDBUF`, `SO_RCVBUF`) and the send queue's unsent low-water
  * mark (`TCP_NOTSENT_LOWAT`), which Bun does not expose: set through libc with `bun:ffi`, on Linux.
  *
- * Why (measured, issue 19, 100 clients that open ~4 MB streams and never read, loopback): with
+ * Why (measured, 100 clients that open ~4 MB streams and never read, loopback): with
  * the kernel's autotuning, a client connection's send buffer grows to `net.ipv4.tcp_wmem`'s
  * maximum (4 MB), so the gateway translated ~3.9 MB of each answer before its first write
  * waited, and kept that text for the answer's terminal events (`response.completed` carries the

@@ -1,7 +1,7 @@
 /**
  * Incremental server-sent events parser (the WHATWG `text/event-stream` rules) for upstream
  * streams. Plain functions and one mutable state object: it runs once per upstream chunk on the
- * hot path, where an Effect Stream step would cost 15-20 µs (DESIGN §4).
+ * hot path, where an Effect Stream step would cost 15-20 µs.
  */
 
 export interface SseEvent {

@@ -5,7 +5,7 @@
  * into its wire format, and turns the upstream answer (JSON or SSE) back into `ProviderEvent`s.
  * Both JSON and streamed answers are event lists, so one assembler builds the result and the
  * client's stream. Everything here is plain data: per-chunk work on the hot path is plain
- * functions (an Effect Stream step costs 15-20 µs per chunk, DESIGN §4).
+ * functions (an Effect Stream step costs 15-20 µs per chunk).
  */
 import type { ProviderKind } from "./kinds"
 

@@ -1,5 +1,5 @@
 /**
- * Messages between the processes that share a Postgres database (issue 19 §6): a write that
+ * Messages between the processes that share a Postgres database (docs/operations.md): a write that
  * others cache (a key's change, later a budget lease's revocation) publishes a notice, and every
  * process hears it at once instead of when its cache entry expires. A notice is a type and a JSON
  * payload; each subscriber decodes its own type's payload.

@@ -1,5 +1,5 @@
 /**
- * `openrouter:datetime` (issue 24 §5): the current date and time in an IANA zone (default UTC),
+ * `openrouter:datetime` (docs/server-tools.md): the current date and time in an IANA zone (default UTC),
  * as ISO 8601 with its offset. An unknown zone is a failed tool result the model sees, never a 500.
  */
 import type { ServerTool, ServerToolResult } from "./types.js"

@@ -1,5 +1,5 @@
 /**
- * The server tools a request declares (issue 24 §1): `tools[]` entries of type
+ * The server tools a request declares (docs/server-tools.md): `tools[]` entries of type
  * `openrouter:<name>` (what clients of the hosted service send), the same names under the
  * contract's `service:` and the gateway's `gateway:` prefixes, and OpenAI's `web_search` /
  * `web_search_preview` for the web search tool. A declared tool this gateway does not run, one

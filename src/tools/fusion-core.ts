@@ -1,5 +1,5 @@
 /**
- * Fusion (issue 24 §6), shared by the `fusion` plugin and the `openrouter:fusion` server tool:
+ * Fusion (docs/fusion.md), shared by the `fusion` plugin and the `openrouter:fusion` server tool:
  * the analysis panel (1 to 8 models) answers the same user prompt in parallel, then the judge
  * compares the answers and returns JSON (`consensus`, `contradictions`, `partial_coverage`,
  * `unique_insights`, `blind_spots`), asked for with a JSON schema (`text.format` json_schema) and

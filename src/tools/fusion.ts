@@ -1,5 +1,5 @@
 /**
- * The `openrouter:fusion` server tool (issue 24 §6): the model calls `fusion` with a prompt; the
+ * The `openrouter:fusion` server tool (docs/fusion.md): the model calls `fusion` with a prompt; the
  * panel answers it in parallel and the judge compares the answers (fusion-core.ts). The client
  * gets the SDK's `openrouter:fusion` item (`responses`, `analysis`, `failed_models`,
  * `failure_reason`, `error`); the model gets the same facts as JSON text to write its answer from.

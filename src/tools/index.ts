@@ -1,5 +1,5 @@
 /**
- * The server tools this gateway runs, one file each (issue 24). A tool type of the contract that is
+ * The server tools this gateway runs, one file each (docs/server-tools.md). A tool type of the contract that is
  * not listed here is a 400 naming it, never silently dropped.
  */
 import { datetimeTool } from "./datetime.js"

@@ -1,5 +1,5 @@
 /**
- * How a request names a server tool in `tools[]` (issue 24 §1): `openrouter:<name>`, the contract's
+ * How a request names a server tool in `tools[]` (docs/server-tools.md): `openrouter:<name>`, the contract's
  * `service:<name>`, the gateway's `gateway:<name>`, and OpenAI's `web_search` / `web_search_preview`.
  * No imports: the client formats' decoders read it.
  */

@@ -1,5 +1,5 @@
 /**
- * Fusion's panel with tools (issue 24 §6): each analysis model answers the prompt with the panel's
+ * Fusion's panel with tools (docs/fusion.md): each analysis model answers the prompt with the panel's
  * server tools offered as function tools; when it calls one, the tool runs (`ServerTool.run`) and
  * the panelist is called again with the call and its output appended, until it answers in text or
  * has made `max_tool_calls` calls (then one last call with `tool_choice: "none"`, so it ends in

@@ -1,5 +1,5 @@
 /**
- * A server tool: a tool the gateway runs on the model's behalf (issue 24). The model is offered it
+ * A server tool: a tool the gateway runs on the model's behalf (docs/server-tools.md). The model is offered it
  * as a function tool (`name`, `description`, `parameters`); when the model calls it, the loop runs
  * `run` and gives the model `modelOutput` as the call's result, while the client receives `item`
  * as the output item the official SDK validates (`openrouter:web_search`, `openrouter:web_fetch`,

@@ -1,5 +1,5 @@
 /**
- * The `openrouter:web_fetch` server tool (issue 24 §4): the model calls `web_fetch({url})`, the
+ * The `openrouter:web_fetch` server tool (docs/web-tools.md): the model calls `web_fetch({url})`, the
  * gateway fetches the page through the safe outbound fetcher (page.ts) and gives the model
  * `{url, title, content, status: "completed", retrieved_at}` or `{url, status: "failed", error}`;
  * the client gets the SDK's `openrouter:web_fetch` item (with `httpStatus`). The request's tool

@@ -1,5 +1,5 @@
 /**
- * The `openrouter:web_search` server tool (issue 24 §3): the model calls `web_search({query})`, the
+ * The `openrouter:web_search` server tool (docs/web-tools.md): the model calls `web_search({query})`, the
  * gateway searches the configured engine (`search` in config: searxng, exa, tavily, brave) and gives
  * the model the results as text (title, URL, excerpt); the client gets the SDK's
  * `openrouter:web_search` item (`action: {type: "search", query, sources}`). The request's tool

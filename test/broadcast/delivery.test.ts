@@ -1,5 +1,5 @@
 /**
- * Broadcast delivery (issue 25 §1, §2): a generation reaches each destination that wants it as
+ * Broadcast delivery: a generation reaches each destination that wants it as
  * one OTLP/HTTP JSON trace, with the kind's URL and auth, over loopback receivers; privacy mode
  * and the three broadcast_* switches shape what is sent; the request's `trace` shapes the ids.
  */

@@ -1,6 +1,6 @@
 /**
  * The vendor exporters as a registry, and the config keys they added to the destination kinds
- * (issue 25 §3): optional, validated with a 400 naming the key and the rule, secrets masked.
+ * (docs/broadcast.md): optional, validated with a 400 naming the key and the rule, secrets masked.
  */
 import { describe, expect, test } from "bun:test"
 import { Either } from "effect"

@@ -1,5 +1,5 @@
 /**
- * The vendors that take generations as their own events (issue 25 §3): Datadog's LLM
+ * The vendors that take generations as their own events: Datadog's LLM
  * Observability spans API and PostHog's `$ai_generation` events, sent to a loopback receiver.
  */
 import { describe, expect, test } from "bun:test"

@@ -1,5 +1,5 @@
 /**
- * The vendors that take OTLP traces (issue 25 §3): each exporter's request goes to a loopback
+ * The vendors that take OTLP traces: each exporter's request goes to a loopback
  * receiver, which checks the vendor's path, auth headers and content type, and decodes the
  * protobuf body with a reader independent of the production code: it is the batch's OTLP trace
  * (every span, attribute and id), plus only the attributes the vendor routes or renders by.

@@ -1,5 +1,5 @@
 /**
- * The kinds that store generations (issue 25 §3): S3 objects signed with Signature V4 (checked by
+ * The kinds that store generations: S3 objects signed with Signature V4 (checked by
  * recomputing the signature with aws4fetch's own signer), ClickHouse rows through its HTTP
  * interface and Snowflake rows through its SQL API (values only as rows or bind variables, never
  * in the SQL text), all sent to a loopback receiver.

@@ -1,5 +1,5 @@
 /**
- * The gateway's own traces (issue 25 §4): with OTEL_EXPORTER_OTLP_ENDPOINT set, a span per
+ * The gateway's own traces: with OTEL_EXPORTER_OTLP_ENDPOINT set, a span per
  * request with a child per upstream attempt reaches the collector; headers only from the
  * allowlist, no prompt text; an incoming traceparent is ignored unless trusted. Unset: nothing.
  */

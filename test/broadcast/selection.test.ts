@@ -1,5 +1,5 @@
 /**
- * Which generations a destination gets (issue 25 §1): the workspace's broadcast switch, the key
+ * Which generations a destination gets: the workspace's broadcast switch, the key
  * among api_key_hashes, sampling per session, and filter_rules (groups, and/or, fields and
  * operators; regexes checked and compiled once).
  */

@@ -1,5 +1,5 @@
 /**
- * The connection and upstream limits (issue 19 §1) from the config file's `server` object and
+ * The connection and upstream limits (docs/operations.md) from the config file's `server` object and
  * from env (env wins), with their defaults; and GATEWAY_MANAGEMENT_KEY must be a key's shape, since
  * a key of another shape is refused without a store lookup.
  */

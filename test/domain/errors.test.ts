@@ -1,4 +1,4 @@
-/** One table of caller-visible errors (issue 22 §6): the union, the tags, the wire map and the API's list derive from it. */
+/** One table of caller-visible errors: the union, the tags, the wire map and the API's list derive from it. */
 import { describe, expect, test } from "bun:test"
 import { HttpApiSchema, OpenApi } from "@effect/platform"
 import { Either, Schema } from "effect"

@@ -1,5 +1,5 @@
 /**
- * Issue 19 §5: with `ledger.durable_answers` on, a process crash loses no answered request. The
+ * With `ledger.durable_answers` on, a process crash loses no answered request. The
  * gateway runs as a process of its own (`bun src/main.ts serve`, the flag set in its config file),
  * answers a burst of JSON and streamed requests, and is killed with SIGKILL the moment the last
  * answer is in; the database, read afterwards, holds a generation for every answer. (With the flag

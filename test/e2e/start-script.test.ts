@@ -1,5 +1,5 @@
 /**
- * `scripts/start` raises the soft limit of open files to the hard one (issue 19 §1): every
+ * `scripts/start` raises the soft limit of open files to the hard one: every
  * connection is a descriptor, and at a soft limit of 1,024 a thousand held connections used them all.
  */
 import { afterAll, describe, expect, test } from "bun:test"

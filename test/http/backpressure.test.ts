@@ -1,5 +1,5 @@
 /**
- * A client that reads nothing must not make the gateway buffer the whole answer (issue 19, §2):
+ * A client that reads nothing must not make the gateway buffer the whole answer:
  * while the client's socket is full the relay stops translating and pauses its upstream, so the
  * mock upstream cannot send past what the sockets' buffers hold; when the client reads again the
  * answer goes on, whole and in order. A client that reads nothing for `server.stall_timeout_ms`

@@ -1,5 +1,5 @@
 /**
- * The data plane is generic over a client format (issue 22): a format mounted from the registry
+ * The data plane is generic over a client format: a format mounted from the registry
  * answers every refusal of its route in its own envelope (before the body, on decode, on the
  * upstream's failure, when busy), answers through its own encoder, and takes the key from
  * `x-api-key` as Anthropic's clients send it.

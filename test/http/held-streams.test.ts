@@ -1,5 +1,5 @@
 /**
- * What a stream whose client reads nothing makes the gateway produce, and so hold (issue 19, §2:
+ * What a stream whose client reads nothing makes the gateway produce, and so hold (the bound:
  * 500 such streams add ≤ 150 MB). The answer's text is kept for its terminal events
  * (`response.completed` carries the whole output), so the bound is on what is translated before
  * a write waits: the client connection's kernel send buffer is fixed (`server.send_buffer_bytes`)

@@ -1,5 +1,5 @@
 /**
- * Issue 19 §1: connections a client never finishes are not held. The key is checked from the
+ * Connections a client never finishes are not held. The key is checked from the
  * headers before a body is read, early refusals close the connection, bodies have a deadline,
  * silent connections are closed after `idle_timeout_s` (also after an answered request), and
  * requests in flight are capped overall and per client address. A client gone before its body

@@ -1,5 +1,5 @@
 /**
- * Spending limits and credits (DESIGN §6): the worst case is reserved before the call, the actual
+ * Spending limits and credits (docs/operations.md): the worst case is reserved before the call, the actual
  * committed after, the rest released, on every path; concurrent requests never together pass a
  * key's limit by more than one request's reservation.
  */

@@ -1,5 +1,5 @@
 /**
- * The Responses wire output, pinned byte for byte (issue 22: the stages must not change a byte of
+ * The Responses wire output, pinned byte for byte (the stages must not change a byte of
  * what /v1/responses answers for the same upstream events). The fake provider's events are fixed;
  * only ids, clocks and the time taken are replaced (`normalize`) before the bodies are compared
  * with the files under test/http/golden/. `GOLDEN_UPDATE=1` rewrites the files (review the diff).

@@ -1,4 +1,4 @@
-/** Failures on the request path go to the log as one JSON line with the request's id (issue 22 §6), not to stderr. */
+/** Failures on the request path go to the log as one JSON line with the request's id, not to stderr. */
 import { describe, expect, test } from "bun:test"
 import { LineWriter, makeErrorLog } from "../../src/http/log.js"
 

@@ -1,5 +1,5 @@
 /**
- * One owner of a request's life (issue 22 §1): finish settles and records exactly once whatever
+ * One owner of a request's life: finish settles and records exactly once whatever
  * calls it; shutdown waits on the lifecycle (idle, drain, open streams); /metrics reads its count.
  */
 import { describe, expect, test } from "bun:test"

@@ -1,5 +1,5 @@
 /**
- * What a stream of the server-tool loop shows while a tool runs (issue 24 §2, "Streams"): the
+ * What a stream of the server-tool loop shows while a tool runs: the
  * tool's item is added in progress before the tool runs and done after it (same id, same
  * output_index); between them the official SDK's progress events (`response.web_search_call.*`,
  * `response.fusion_call.*`), written as they happen; web_fetch and datetime have only added/done.

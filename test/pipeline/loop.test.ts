@@ -1,5 +1,5 @@
 /**
- * The server-tool loop (issue 24 §2) end to end against the mock upstream, which calls the
+ * The server-tool loop end to end against the mock upstream, which calls the
  * `datetime` tool when offered and answers "Tool output: <output>" once the tool's output is in
  * the conversation: the loop on each upstream wire format and each client format, its budget
  * (`max_tool_calls`, `stop_server_tools_when`, `server.max_upstream_calls`), the tool-less last

@@ -1,6 +1,6 @@
 /**
- * The request's deadline covers the pre-model stages (issue 23: "every outbound call a plugin makes
- * has a timeout, is counted in the request's deadline"): a moderation call or a `file_url` fetch
+ * The request's deadline covers the pre-model stages (every outbound call a plugin makes
+ * has a timeout, is counted in the request's deadline): a moderation call or a `file_url` fetch
  * that outlasts it is aborted and the request answers 408 (recorded, the model never called); what
  * the stages used is gone from the model turn's deadline; a client that leaves aborts the call.
  */

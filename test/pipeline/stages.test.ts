@@ -1,5 +1,5 @@
 /**
- * The pre-model stages (issue 22 §1): the plugin registry holds one stage per plugin id of the
+ * The pre-model stages: the plugin registry holds one stage per plugin id of the
  * contract; a plugin not built is a 400 naming it, `enabled: false` skips it; a stage may rewrite
  * the request (routed and priced again), narrow the plan, block, or add a pipeline entry.
  */

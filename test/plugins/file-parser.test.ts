@@ -1,5 +1,5 @@
 /**
- * The file-parser plugin end to end (issue 23): a PDF made here with pdf-lib, sent in each client
+ * The file-parser plugin end to end: a PDF made here with pdf-lib, sent in each client
  * format, reaches the mock upstream as text under pdf-text; native leaves the file to an endpoint
  * that takes files and refuses one that cannot; the cache and the annotation sent back; the
  * limits (pages, unreadable, file_url refused by the outbound policy); `enabled: false`.

@@ -1,5 +1,5 @@
 /**
- * The `fusion` plugin (issue 24 §6) on the three client formats, against the mock upstream: the
+ * The `fusion` plugin on the three client formats, against the mock upstream: the
  * panel and the judge run before the model, their answers and the analysis reach the request's
  * model as a system message above the last user message, the record's router is fusion, each
  * inner call is recorded under the request's generation id; `enabled: false`; presets; every

@@ -1,5 +1,5 @@
 /**
- * The `web-fetch` plugin end to end (issue 24 §4): the pages the last user message links to (at
+ * The `web-fetch` plugin end to end: the pages the last user message links to (at
  * most 5) are fetched from a loopback page server before the model, and reach the mock upstream as
  * a system message just above that message, on the three client formats; a page that fails is named
  * with its reason; the filters and `max_uses`; private addresses refused unless the operator allows them.

@@ -1,5 +1,5 @@
 /**
- * The `web` plugin end to end (issue 24 §3): one search on the mock search engine before the
+ * The `web` plugin end to end: one search on the mock search engine before the
  * model, for the last user message; its results reach the mock upstream as a system message just
  * above that message, headed by the default search prompt (or the request's `search_prompt`), on the
  * three client formats; the domain filters; the search's cost in the generation record; not

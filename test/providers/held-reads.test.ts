@@ -1,5 +1,5 @@
 /**
- * What an upstream stream keeps of its reads (issue 19, §2: what a stream whose client reads
+ * What an upstream stream keeps of its reads (part of what a stream whose client reads
  * nothing holds). A connection's kernel receive buffer is fixed when asked, so one read of a fast
  * upstream is bounded by it, not by Bun's 512 KB read buffer; and the Chat Completions
  * translator's learned template does not keep the read it was learned from.

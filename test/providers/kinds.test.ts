@@ -1,4 +1,4 @@
-/** Provider kinds are listed once, and a provider's own rule lives in its wire format (issue 22 §6). */
+/** Provider kinds are listed once, and a provider's own rule lives in its wire format. */
 import { describe, expect, test } from "bun:test"
 import { Either, Schema } from "effect"
 import { ProviderKind } from "../../src/config/file.js"

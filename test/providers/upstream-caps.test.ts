@@ -1,5 +1,5 @@
 /**
- * Issue 19 §1: bodies from upstream are capped. A JSON (or error) body over
+ * Bodies from upstream are capped. A JSON (or error) body over
  * `server.max_upstream_body_bytes` and one SSE event over `max_upstream_event_bytes` are dropped
  * with a "server" failure (502, or `response.failed` mid-stream), over both transports, instead
  * of being buffered for as long as the upstream sends.

@@ -1,5 +1,5 @@
 /**
- * Issue 21: budget leases. A limited key's requests are admitted in memory against the process's
+ * Budget leases (docs/operations.md). A limited key's requests are admitted in memory against the process's
  * slice of the key's budget, taken with one conditional UPDATE; near the limit requests hold one
  * at a time. Across processes sharing a database the limit still holds to one reservation; slices
  * go back when idle, at shutdown and when the key changes (at once on the process that served the
@@ -236,7 +236,7 @@ describe(`slices go back (${engine})`, () => {
       })
       expect(res.status).toBe(200)
       expect(await heldIn(g, k.hash)).toEqual({ reserved: 0, spent: 0.01, slices: 0, holds: 0 })
-      // Without slices every request holds its own, as before issue 21.
+      // Without slices every request holds its own.
       const plain = await makeKey(g, admin, 10)
       expect(await ask(off, plain.secret)).toBe(200)
       await off.drain()

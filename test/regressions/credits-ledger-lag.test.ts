@@ -3,7 +3,7 @@
  * ledger row is written later by the group-commit writer (GenerationStore), while `settle`
  * releases `credits_reserved_nano` at once. Between the two, a finished request's cost is counted
  * nowhere: concurrent requests are admitted against credits that are already spent, far past the
- * "one reservation" bound of DESIGN §6.
+ * "one reservation" bound (docs/operations.md, "Budget leases").
  */
 import { expect, test } from "bun:test"
 import { Effect } from "effect"
@@ -30,7 +30,7 @@ test("credits for ~10 requests: 300 concurrent requests overspend by far more th
     const ok = results.filter((r) => r.status === 200).length
     await g.server.drain()
     const balance = await g.server.runtime.runPromise(Effect.flatMap(KeyStore, (k) => k.credits(me.data.creator_user_id)))
-    // DESIGN §6: never past the balance by more than one request's reservation.
+    // Never past the balance by more than one request's reservation.
     expect(balance.total_usage).toBeLessThanOrEqual(granted + RESERVATION + 1e-12)
     expect(ok).toBeGreaterThan(0)
     expect(balance.total_usage).toBeCloseTo(ok * ACTUAL, 12)

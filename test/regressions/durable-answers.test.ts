@@ -1,5 +1,5 @@
 /**
- * Issue 19 §5: `ledger.durable_answers`. With it on, an answer's last byte (the JSON body; a
+ * `ledger.durable_answers`. With it on, an answer's last byte (the JSON body; a
  * stream's terminal event and `[DONE]`) goes out only once its generation record and its
  * settlement are committed, and the writer commits without waiting for a window. Records are read
  * through a second connection of the test's own (not through the gateway, which would flush the
@@ -99,7 +99,7 @@ const answerAndLook = async (g: Gateway, stream: boolean, key?: string) => {
   const id = res.headers.get("x-generation-id") ?? ""
   const text = stream ? await readToDone(res) : await res.text()
   // Nothing awaited between the last byte and these reads but the reads themselves.
-  // A request's own hold is a row; one admitted against the process's budget slice (issue 21) has
+  // A request's own hold is a row; one admitted against the process's budget slice has
   // none, and its settlement is what counts its cost into the key's window.
   const [records, spend, windowSpend] = await Promise.all([
     g.reader.count("generations", "id", id),

@@ -1,5 +1,5 @@
 /**
- * Regression (issue 19 §4): holds outlived a crash. After a SIGKILL with streams in flight, their
+ * Regression: holds outlived a crash. After a SIGKILL with streams in flight, their
  * holds stayed (start-up released only holds older than the request deadline), so a key got 402
  * while `limit_remaining` showed room, until a restart long after. Holds now carry their owner
  * (instance id, boot id) and a lease the owner renews: a restarted instance releases its earlier
@@ -146,7 +146,7 @@ describe("hold leases in a running process", () => {
       await other.dispose()
     }
     await run(gw.server.runtime, Effect.flatMap(Spend, (s) => Effect.zipRight(s.settle(hold, 0.01), s.settle(sibling, 0.01))))
-    // Both held against the process's budget slice (issue 21): its row goes once the slice, idle, is given back.
+    // Both held against the process's budget slice: its row goes once the slice, idle, is given back.
     let left = await leaseOf()
     for (let i = 0; i < 150 && left !== undefined; i++) {
       await Bun.sleep(20)

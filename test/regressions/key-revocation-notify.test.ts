@@ -1,5 +1,5 @@
 /**
- * Issue 19 §6: a key revoked through one process kept working on another until its cache entry
+ * Regression: a key revoked through one process kept working on another until its cache entry
  * expired (2 s). Two gateways share one Postgres database; a key's change through A reaches B as a
  * notice (LISTEN/NOTIFY) at once. The key cache's TTL is stretched to ten minutes here, so only the
  * notice can make B refuse the key within the bound (1 s, a generous one: no timed assertion on

@@ -1,5 +1,5 @@
 /**
- * Regression (issue 19 §6): money drifted in floating point. On Postgres a $0.05 limit at $0.01 a
+ * Regression: money drifted in floating point. On Postgres a $0.05 limit at $0.01 a
  * request admitted 6 in 11 of 11 trials: holds and spend in DOUBLE PRECISION summed to
  * 0.049999999999999996 < 0.05. Money is now integers of nano-dollars on both engines, so the
  * limit check and every sum are exact, and the API shows the USD of those integers.

@@ -5,7 +5,7 @@
  * `finalize` settles the reservation at $0 and writes NO generation record. The upstream has
  * consumed (and billed us for) the prompt and whatever it generated; the streaming path in the
  * same situation records a "cancelled" generation charged at the input estimate.
- * Since issue 19 a call cut before any byte came from upstream (the fake sleeps before answering) is
+ * Now a call cut before any byte came from upstream (the fake sleeps before answering) is
  * recorded at $0, whichever ended it: the streamed one here had its answer begun, so it is charged.
  */
 import { describe, expect, test } from "bun:test"

@@ -1,5 +1,5 @@
 /**
- * Regression (issue 19 §6): a request that failed before the first byte (502/524/429/529) carried
+ * Regression: a request that failed before the first byte (502/524/429/529) carried
  * `X-Generation-Id` but left no record, and the same hung upstream cost $0 with no record when the
  * provider timeout fired (524) but was charged with a record when the gateway deadline did (408).
  * Now every request that got an id leaves a record (status, error, the attempts before it), and
@@ -66,7 +66,7 @@ const ledger = (hash: string, id: string) =>
       const sql = yield* SqlClient.SqlClient
       const rows = yield* sql<{ error: string | null }>`SELECT error FROM generations WHERE id = ${id}`
       const spend = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_nano), 0) AS total FROM spend_daily WHERE key_hash = ${hash}`
-      // Held by requests: their own holds, and what the key holds beyond this process's unused budget slices (issue 21).
+      // Held by requests: their own holds, and what the key holds beyond this process's unused budget slices.
       const held = yield* sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER)
           + CASE WHEN (SELECT reserved_nano FROM api_keys WHERE hash = ${hash})
               > (SELECT COALESCE(SUM(amount_nano), 0) FROM reservations WHERE key_hash = ${hash} AND is_slice = 1) THEN 1 ELSE 0 END AS n

@@ -1,5 +1,5 @@
 /**
- * Regression (issue 19 §3, §4): the reservation's input side was characters ÷ 4, which CJK text,
+ * Regression: the reservation's input side was characters ÷ 4, which CJK text,
  * emoji and files exceed, so the operator paid what the key was never charged; and a 402 said only
  * "used up", not what did not fit. Now the input side is the prompt's UTF-8 bytes (a BPE token is at
  * least one byte), and the 402 gives the request's worst case, what is left, what is held, and how

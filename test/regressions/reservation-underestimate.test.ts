@@ -5,7 +5,7 @@
  *    (reasoning.max_tokens up to anything; effort "xhigh" = 32768), the reservation counts only max_output_tokens;
  *  - openai-chat / openai-responses: without max_output_tokens nothing bounds the upstream, the reservation assumes 4096.
  * So concurrent requests are admitted on tiny reservations and together pass the key's limit by
- * far more than "one request's reservation" (DESIGN §6).
+ * far more than "one request's reservation" (docs/operations.md, "Budget leases").
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"

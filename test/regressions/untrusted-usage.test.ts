@@ -1,5 +1,5 @@
 /**
- * Regression (issue 19 §3): token counts from upstream were trusted as given. A usage of
+ * Regression: token counts from upstream were trusted as given. A usage of
  * {prompt_tokens: 1e12, completion_tokens: 1e12} charged $3,000,000 to a $1-limit key (its
  * reservation ~$0.002), and negative counts lowered a key's spend. Now counts that are not counts
  * are missing (estimated, `usage_estimated: true`), and what is charged never passes the bounds the

@@ -74,7 +74,7 @@ describe("prepare", () => {
     expect(first.ready).toBeUndefined()
     const decided = await complete(first)
     expect(typeof decided === "object" && Option.isSome(decided.reservation)).toBe(true)
-    // Issue 21: no runtime call, and the reservation is held against the process's slice.
+    // Admitted in memory: no runtime call, and the reservation is held against the process's slice.
     const again = prepare.prepare(headersFor(secret), body)
     expect(again.pending).toBeUndefined()
     expect(again.ready !== undefined && Option.isSome(again.ready.reservation) && again.ready.reservation.value.slice !== undefined).toBe(true)

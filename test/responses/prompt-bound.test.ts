@@ -1,5 +1,5 @@
 /**
- * The reservation's input side (issue 19 §3): a true upper bound of the prompt's tokens, whatever
+ * The reservation's input side (docs/operations.md): a true upper bound of the prompt's tokens, whatever
  * the tokenizer. Text counts its UTF-8 bytes (a BPE token is at least one byte); an image or file
  * part counts a fixed allowance (`money.max_tokens_per_image`, `money.max_tokens_per_file`) in
  * place of its bytes; the endpoint's context caps it all.

@@ -2,7 +2,7 @@
  * On every engine, a reservation is settled by the ledger writer in the transaction that writes
  * the generation replacing it (`recordSettled`): the hold is released exactly when the row is
  * written, and when the row cannot be written, alone after it: never both, never neither.
- * (Postgres settled in a transaction of its own per request before issue 21.)
+ * (Postgres settled in a transaction of its own per request before budget slices.)
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"

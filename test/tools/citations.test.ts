@@ -1,5 +1,5 @@
 /**
- * URL citations (issue 24 §2, §3): links the answer cites that match a server tool's `citable`
+ * URL citations: links the answer cites that match a server tool's `citable`
  * results become `url_citation` annotations `{type, url, title, start_index, end_index}` on the
  * output text, streamed as `response.output_text.annotation.added`, and the server tool's item
  * takes its place in the output between the turns' messages.

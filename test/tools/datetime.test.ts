@@ -1,4 +1,4 @@
-/** The datetime server tool (issue 24 §5): IANA zone, default UTC → ISO 8601 with the offset; an unknown zone is a failed result. */
+/** The datetime server tool: IANA zone, default UTC → ISO 8601 with the offset; an unknown zone is a failed result. */
 import { describe, expect, test } from "bun:test"
 import { testSettings } from "../../src/config/Config.js"
 import { datetimeTool, isoInZone } from "../../src/tools/datetime.js"

@@ -1,5 +1,5 @@
 /**
- * Declaring server tools (issue 24 §1): the names a request may use, the registry's verdict
+ * Declaring server tools: the names a request may use, the registry's verdict
  * (not run here, unavailable, disabled in the workspace: a 400 naming `tools[i]`), and the loop's
  * budget (`max_tool_calls` up to 30, `stop_server_tools_when`).
  */

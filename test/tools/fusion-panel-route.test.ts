@@ -1,5 +1,5 @@
 /**
- * Fusion's panel with web tools through the server (issue 24 §6), as the `openrouter:fusion`
+ * Fusion's panel with web tools through the server, as the `openrouter:fusion`
  * server tool (the mock's model calls `fusion` when offered it) and as the `fusion` plugin: the
  * panelists search the mock SearXNG engine, the searches' price is charged with the request (usage,
  * record) and counted in `server_tool_use_details.web_search_requests` and `num_search_results`;

@@ -1,5 +1,5 @@
 /**
- * Fusion's panel with web tools (issue 24 §6), over real inner calls against the mock upstream
+ * Fusion's panel with web tools, over real inner calls against the mock upstream
  * (which calls web_search / web_fetch when offered and answers "Tool output: …") and the mock
  * SearXNG engine: tools omitted give the web tools the gateway has, `[]` none; each panelist's
  * tool calls stop at `max_tool_calls`, then one last call without tools; the panel's calls leave the

@@ -1,5 +1,5 @@
 /**
- * Fusion's core and the `openrouter:fusion` server tool (issue 24 §6), against the mock upstream:
+ * Fusion's core and the `openrouter:fusion` server tool, against the mock upstream:
  * the panel answers in parallel, the judge gets the answers and a json_schema format, a failing
  * panelist is listed and the rest go on, all failing is an error with failure_reason, presets
  * from config, each inner call charged and recorded with parent_generation_id.

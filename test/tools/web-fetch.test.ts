@@ -1,5 +1,5 @@
 /**
- * The web_fetch server tool (issue 24 §4) against a page server on loopback: HTML becomes
+ * The web_fetch server tool against a page server on loopback: HTML becomes
  * markdown, a PDF its text, plain text stays; the model's `{url, title, content, status,
  * retrieved_at}` / `{url, status: "failed", error}` and the client's item with `httpStatus`;
  * max_content_tokens, the domain filters, max_uses; the SSRF rules when private addresses are not

@@ -1,5 +1,5 @@
 /**
- * web_search through the whole request path (issue 24 §2, §3): the mock upstream calls the tool,
+ * web_search through the whole request path: the mock upstream calls the tool,
  * the gateway searches the mock SearXNG engine, the model answers quoting the results, and the
  * answer carries url_citation annotations for the links it cites; the search's configured price
  * is charged with the model turns, in the answer's usage and in the generation record, which

@@ -1,5 +1,5 @@
 /**
- * The web_search server tool (issue 24 §3) against the mock search engine: each engine's request
+ * The web_search server tool against the mock search engine: each engine's request
  * shape and auth header, the domain filters (the engine's own where it has them, the gateway's
  * otherwise), the limits of a request, the model's text and the client's item, the cost; the
  * `search` config's rules; no `search` config → unavailable.

@@ -1,5 +1,5 @@
 /**
- * The vendor exporters (issue 25 §3): every destination kind other than otel-collector, webhook
+ * The vendor exporters (docs/broadcast.md): every destination kind other than otel-collector, webhook
  * and langfuse, one file each. The registry of all kinds imports this list.
  */
 import type { Exporter } from "../exporter.js"

@@ -4,7 +4,7 @@
  * tool-call deltas, a finish chunk, the usage chunk with `choices: []`, `data: [DONE]`) that the
  * openai and @openrouter/sdk clients accept.
  *
- * Plain code on purpose: `push` runs once per upstream chunk (DESIGN §4). A delta chunk is a
+ * Plain code on purpose: `push` runs once per upstream chunk (an Effect Stream step costs 15–20 µs). A delta chunk is a
  * pre-built head, the delta's JSON string and a pre-built tail; a `text_literals` delta's JSON is
  * the upstream's own literal (printable ASCII with JSON's escapes: its latin1 text is its JSON),
  * so no delta is serialized twice.
@@ -30,7 +30,7 @@ export interface ChatUsage {
   /** USD. */
   readonly cost?: number
   readonly is_byok?: boolean
-  /** The server-tool loop ran (issue 24): its counts, as the official SDK's chat usage names them. */
+  /** The server-tool loop ran: its counts, as the official SDK's chat usage names them. */
   readonly server_tool_use_details?: ServerToolUse
 }
 

@@ -5,7 +5,7 @@
  * `error` for a failure after the first byte).
  *
  * Plain code on purpose: `push` runs once per upstream chunk, where an Effect Stream step costs
- * 15–20 µs (DESIGN §4). Text deltas are concatenated from a pre-built head per content block and
+ * 15–20 µs. Text deltas are concatenated from a pre-built head per content block and
  * the delta's JSON literal; a run of the upstream's own literals (`text_literals`) is written as
  * it came (its bytes are printable ASCII: its latin1 text is its JSON text) and decoded once for
  * the answer's text.

@@ -18,7 +18,7 @@ export type AnthropicErrorType =
   | "api_error"
   | "overloaded_error"
 
-/** Anthropic's error type of an HTTP status (issue 22 §3): the statuses it has no name for are api_error (5xx) or invalid_request_error (4xx). */
+/** Anthropic's error type of an HTTP status (docs/messages.md): the statuses it has no name for are api_error (5xx) or invalid_request_error (4xx). */
 export const errorTypeOf = (status: number): AnthropicErrorType => {
   switch (status) {
     case 400:

@@ -1,5 +1,5 @@
 /**
- * The Anthropic Messages client format (POST /v1/messages, issue 22 §3): its decoder into the
+ * The Anthropic Messages client format (POST /v1/messages, docs/messages.md): its decoder into the
  * normalized request, its encoder of the normalized events, and Anthropic's error envelope.
  */
 import type { ClientFormat } from "../../pipeline/format.js"

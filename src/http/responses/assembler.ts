@@ -3,7 +3,7 @@
  * strict client accepts (wire-compat.md, "Streaming") and the final result object.
  *
  * Plain code on purpose: it runs once per upstream chunk, where an Effect Stream step costs
- * 15–20 µs (DESIGN §4). Delta events are concatenated from pre-built pieces (0.27 µs per text
+ * 15–20 µs. Delta events are concatenated from pre-built pieces (0.27 µs per text
  * chunk vs 0.55 µs through the generic spread + JSON.stringify path, Bun 1.4); lifecycle and item
  * events, a few per item, take the generic path. Runs of the upstream's own literals
  * (`text_literals`) are written as bytes (byte-writer.ts) and their text decoded once.

@@ -10,7 +10,7 @@ import {
 } from "../../domain/errors.js"
 import { ProviderError, type ProviderErrorKind } from "../../providers/types.js"
 
-/** Failures before the first byte that move to the next candidate (DESIGN §4, issue: failover). */
+/** Failures before the first byte that move to the next candidate: nothing has reached the client yet (docs/routing.md). */
 const RETRYABLE: ReadonlySet<ProviderErrorKind> = new Set([
   "rate_limited",
   "overloaded",

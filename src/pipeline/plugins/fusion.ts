@@ -1,5 +1,5 @@
 /**
- * The `fusion` plugin (issue 24 §6): before the model, the analysis panel answers the request's
+ * The `fusion` plugin (docs/fusion.md): before the model, the analysis panel answers the request's
  * last user message in parallel and the judge compares the answers (src/tools/fusion-core.ts);
  * then the panel's answers and the analysis go to the request's model as a system message above
  * that user message, and the model writes the final answer. The record's `router` is `fusion`.

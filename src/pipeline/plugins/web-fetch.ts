@@ -1,5 +1,5 @@
 /**
- * The `web-fetch` plugin (issue 24 §4): the pages the last user message links to (its http(s)
+ * The `web-fetch` plugin (docs/plugins.md): the pages the last user message links to (its http(s)
  * URLs, at most 5, fewer with `max_uses`) are fetched before the model, through the safe outbound
  * fetcher (tools/page.ts: HTML as markdown, PDF text, plain text), and their content goes in a
  * system message just above that message. Fields as the tool's: `max_content_tokens`,

@@ -1,5 +1,5 @@
 /**
- * The `web` plugin (issue 24 §3): one search before the model, for the last user message, on the
+ * The `web` plugin (docs/plugins.md): one search before the model, for the last user message, on the
  * configured engine (`search` in config); the results go in a system message just above that
  * message, headed by `search_prompt` (default: the hosted service's wording, with today's date).
  * Fields: `max_results` (default 5, 1–25), `search_prompt`, the domain filters (`include_domains` /

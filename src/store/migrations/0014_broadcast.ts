@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 /**
- * The broadcast outbox (issue 25): one row per generation and destination that wants it, written
+ * The broadcast outbox (docs/broadcast.md): one row per generation and destination that wants it, written
  * in the ledger's transaction. `payload` is the generation as broadcast sees it (JSON, no
  * content); `content` its prompt and completion sealed with the gateway's secret (null in privacy
  * mode), cleared on delivery. Times are epoch ms. A worker claims due rows by setting

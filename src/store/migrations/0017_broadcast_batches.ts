@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 /**
- * The broadcast outbox by commit batch (issue 25's cost): 0014 wrote, per generation and
+ * The broadcast outbox by commit batch, for broadcast's cost per request: 0014 wrote, per generation and
  * destination, a row of ~1.5 KB (the payload and the sealed content again for each destination,
  * two indexes), and the worker claimed and updated each of them: ~50 µs of SQLite per generation
  * with three destinations, a third of a request. Now the ledger's transaction writes one
