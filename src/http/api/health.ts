@@ -7,7 +7,14 @@ export class HealthApi extends HttpApiGroup.make("health")
   .add(HttpApiEndpoint.get("health", "/health").addSuccess(Schema.Struct({ status: Schema.Literal("ok") })))
   .add(
     HttpApiEndpoint.get("ready", "/ready")
-      .addSuccess(Schema.Struct({ status: Schema.Literal("ready"), store: Schema.String }))
+      .addSuccess(
+        Schema.Struct({
+          status: Schema.Literal("ready"),
+          store: Schema.String,
+          /** The ledger spool (docs/operations.md): generations answered while the database was away, not yet committed. */
+          spool: Schema.Struct({ generations: Schema.Number, bytes: Schema.Number, age_seconds: Schema.Number }),
+        }),
+      )
       .addError(Errors.ServiceUnavailable),
   )
   .prefix("/v1") {}

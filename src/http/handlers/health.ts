@@ -2,19 +2,37 @@ import { HttpApiBuilder } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { ServiceUnavailable } from "../../domain/errors.js"
+import { GenerationStore } from "../../services/GenerationStore.js"
 import { GatewayApi } from "../Api.js"
 
 export const HealthLive = HttpApiBuilder.group(GatewayApi, "health", (handlers) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const engine = sql.onDialectOrElse({ pg: () => "postgres", orElse: () => "sqlite" })
+    const generations = yield* GenerationStore
     return handlers
       .handle("health", () => Effect.succeed({ status: "ok" as const }))
       .handle("ready", () =>
         sql`SELECT 1 AS one`.pipe(
           Effect.timeout("2 seconds"),
-          Effect.as({ status: "ready" as const, store: engine }),
           Effect.catchAll(() => Effect.fail(new ServiceUnavailable({ message: "The store is not reachable", retry_after: 5 }))),
+          Effect.flatMap(() => {
+            const spool = generations.spoolStats()
+            // At its bound the gateway refuses new requests until the spool drains: not ready.
+            if (spool.full) {
+              return Effect.fail(
+                new ServiceUnavailable({
+                  message: `The ledger spool is full (${spool.generations} generations, ${spool.bytes} bytes); requests are refused until it drains`,
+                  retry_after: 5,
+                }),
+              )
+            }
+            return Effect.succeed({
+              status: "ready" as const,
+              store: engine,
+              spool: { generations: spool.generations, bytes: spool.bytes, age_seconds: Math.round(spool.ageSeconds * 10) / 10 },
+            })
+          }),
         ),
       )
   }),
