@@ -26,6 +26,9 @@ export const clientLayer = (databaseUrl: string): Layer.Layer<SqlClient.SqlClien
       PgClient.layer({
         url: Redacted.make(databaseUrl),
         maxConnections: 20,
+        // A connection that cannot be made in this time fails (a server that accepts and stalls would
+        // otherwise hold the request forever): the request gets 503, a ledger batch goes to the spool.
+        connectTimeout: "5 seconds",
         // BIGINT money and its sums as numbers, not strings.
         types: pgTypes,
       }).pipe(Layer.orDie),
