@@ -13,7 +13,7 @@
  * append never reported durable) and commits them before it serves. The file is removed once
  * nothing is left in it.
  */
-import { existsSync, mkdirSync, readFileSync } from "node:fs"
+import { mkdirSync, readFileSync, statSync } from "node:fs"
 import { type FileHandle, open, unlink } from "node:fs/promises"
 import { dirname } from "node:path"
 import type { GenerationEntry } from "../domain/generations.js"
@@ -69,7 +69,8 @@ const readSettlement = (s: SettleArgs): SettleArgs => (s.slice === undefined ? s
 
 /** Reads the batches a spool file still holds (after its last commit mark). */
 export const readSpoolFile = (path: string): Array<SpooledBatch> => {
-  if (!existsSync(path)) return []
+  // Only a regular file holds batches (not there yet: none).
+  if (statSync(path, { throwIfNoEntry: false })?.isFile() !== true) return []
   const text = readFileSync(path, "utf8")
   const batches: Array<SpooledBatch> = []
   const now = Date.now()
