@@ -512,7 +512,8 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
         (lost) => {
           committing = false
           inCommit = []
-          for (const item of batch) item.done?.(item.entry === undefined || !lost.has(item.entry.id))
+          if (lost === NOTHING_LOST) for (const item of batch) item.done?.(true)
+          else for (const item of batch) item.done?.(item.entry === undefined || !lost.has(item.entry.id))
           wake()
         },
         (e: unknown) => {

@@ -11,14 +11,15 @@
  */
 import { afterAll, describe, expect, test } from "bun:test"
 import { SQL } from "bun"
-import { mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Option } from "effect"
-import { GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
+import { demoCatalog, GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
 import { type RunningServer, startServer } from "../../src/http/server.js"
 import { pennyCatalog } from "../support/catalog.js"
 import { engine, freshDatabase, type TestDatabase } from "../support/db.js"
+import { untilListening } from "../support/spawned.js"
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js"
 
 /** $0.01 a request (the penny model's request price), worst case included. */
@@ -266,4 +267,75 @@ describe.skipIf(engine !== "postgres")("Postgres outages (a TCP proxy between th
     )
   })
 
+
+  describe("a process killed with SIGKILL during a stop, durable answers on", () => {
+    const root = join(import.meta.dir, "..", "..")
+    const KEY = `sk-test-outage-${crypto.randomUUID().replaceAll("-", "")}`
+    const running: Array<ReturnType<typeof Bun.spawn>> = []
+    let db: TestDatabase | undefined
+    let proxy: TcpProxy | undefined
+    let dir = ""
+    afterAll(async () => {
+      for (const p of running) p.kill("SIGKILL")
+      await Promise.all(running.map((p) => p.exited))
+      await proxy?.close()
+      await db?.drop()
+      if (dir !== "") rmSync(dir, { recursive: true, force: true })
+    })
+    const start = async (url: string) => {
+      const config = join(dir, "config.json")
+      writeFileSync(config, JSON.stringify({ ...demoCatalog, instance_id: "outage-kill", ledger: { durable_answers: true, commit_timeout_ms: 1_000 } }))
+      const proc = Bun.spawn([process.execPath, join(root, "src", "main.ts"), "serve"], {
+        cwd: dir,
+        env: { ...process.env, PORT: "0", HOST: "127.0.0.1", GATEWAY_DATA_DIR: dir, DATABASE_URL: url, GATEWAY_CONFIG: config, GATEWAY_MANAGEMENT_KEY: KEY, GATEWAY_LOG_LEVEL: "none" },
+        stdout: "pipe",
+        stderr: "inherit",
+      })
+      running.push(proc)
+      return { proc, url: await untilListening(proc) }
+    }
+    const answer = async (base: string, input: string) => {
+      const res = await fetch(`${base}/v1/responses`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "demo/echo", input, stream: true, provider: { order: ["fake"] } }),
+      })
+      const text = await res.text()
+      return { status: res.status, id: res.headers.get("x-generation-id") ?? "", complete: text.includes("response.completed") && text.includes("[DONE]") }
+    }
+
+    test(
+      "restarted after the database is back, it commits its spool before serving: nothing it answered is lost",
+      async () => {
+        db = await freshDatabase()
+        const target = new URL(db.url)
+        proxy = await startTcpProxy(target.hostname, Number(target.port || 5432))
+        dir = mkdtempSync(join(tmpdir(), "gw-outage-kill-"))
+        const first = await start(proxy.through(db.url))
+        expect((await answer(first.url, "warm")).status).toBe(200)
+        // Streams in flight when Postgres goes away (admitted already: slow answers, 150 ms between words).
+        const inFlight = Promise.all(Array.from({ length: 8 }, (_, i) => answer(first.url, `one two three four ${i} [slow:150]`)))
+        await Bun.sleep(300)
+        proxy.cut()
+        const answered = await inFlight
+        // Durable answers: complete only once each record is on disk in the spool (the database is away).
+        expect(answered.every((a) => a.status === 200 && a.complete)).toBe(true)
+        first.proc.kill("SIGKILL")
+        await first.proc.exited
+        const spoolFile = join(dir, "ledger-spool.outage-kill.jsonl")
+        expect(statSync(spoolFile).size).toBeGreaterThan(0)
+        proxy.restore()
+        const second = await start(proxy.through(db.url))
+        const ids = answered.map((a) => a.id)
+        const pg = new SQL(db.url)
+        const rows = (await pg.unsafe("SELECT id FROM generations WHERE id = ANY($1)", [ids])) as Array<{ id: string }>
+        await pg.close()
+        // Listening means the spool was committed first.
+        expect(rows.length).toBe(ids.length)
+        expect(existsSync(spoolFile)).toBe(false)
+        expect((await answer(second.url, "after")).status).toBe(200)
+      },
+      45_000,
+    )
+  })
 })
