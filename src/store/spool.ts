@@ -129,6 +129,8 @@ export const openSpool = (path: string | undefined, bounds: SpoolBounds): Ledger
   let emptied = false
   /** Appends not yet on disk (or failed): while any is, the ledger writer keeps spooling, in order. */
   let appending = 0
+  /** The last batch committed (for the mark written when the file could not be removed). */
+  let lastCommitted = 0
 
   const writeGroup = async (): Promise<void> => {
     while (queued.length > 0 || emptied) {
@@ -138,6 +140,7 @@ export const openSpool = (path: string | undefined, bounds: SpoolBounds): Ledger
       waiters = []
       try {
         if (path === undefined) {
+          emptied = false
           for (const w of told) w.resolve()
           continue
         }
@@ -148,7 +151,11 @@ export const openSpool = (path: string | undefined, bounds: SpoolBounds): Ledger
           await unlink(path).catch(() => undefined)
           continue
         }
-        emptied = false
+        if (emptied) {
+          // Emptied, then appended to before the file could go: the mark keeps the committed batches from being read again.
+          emptied = false
+          lines.unshift(`${JSON.stringify({ a: lastCommitted })}\n`)
+        }
         if (handle === undefined) {
           mkdirSync(dirname(path), { recursive: true })
           handle = await open(path, "a")
@@ -209,6 +216,7 @@ export const openSpool = (path: string | undefined, bounds: SpoolBounds): Ledger
       }
       const last = done[done.length - 1]
       if (last === undefined) return Promise.resolve()
+      lastCommitted = last.seq
       if (list.length === 0 && appending === 0) {
         emptied = true
         kick()

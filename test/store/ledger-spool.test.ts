@@ -205,3 +205,15 @@ describe("the ledger writer when its database cannot take a commit", () => {
     }
   })
 })
+
+describe("a spool without a file (an in-memory database)", () => {
+  test("holds batches in memory and empties without touching the disk", async () => {
+    const spool = openSpool(undefined, { maxGenerations: 10, maxBytes: 1 << 30 })
+    await spool.append([{ entry: entry("m1", "k", "u", "w", 1) }], [])
+    await spool.append([{ entry: entry("m2", "k", "u", "w", 1) }], [])
+    expect(spool.batches().map((b) => b.items[0]?.entry.id)).toEqual(["m1", "m2"])
+    await spool.committed(2)
+    expect([spool.generations(), spool.bytes(), spool.busy()]).toEqual([0, 0, false])
+    await spool.close()
+  })
+})
