@@ -108,9 +108,9 @@ const BUSY_RETRY_MS = 5
 const BUSY_GIVE_UP_MS = 10_000
 /** Spooled generations committed in one transaction when the database is back. */
 const REPLAY_ROWS = 2_000
-/** Pauses between attempts to commit the spool while the database is away (doubling). */
+/** Pauses between attempts to commit the spool while the database is away (doubling, to once a second). */
 const REPLAY_FIRST_PAUSE_MS = 100
-const REPLAY_LONGEST_PAUSE_MS = 2_000
+const REPLAY_LONGEST_PAUSE_MS = 1_000
 /** No failure for this long: the outage is over (its end is logged, and the next failure is logged again). */
 const OUTAGE_QUIET_MS = 5_000
 const NOTHING_LOST: ReadonlySet<string> = new Set()
