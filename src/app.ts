@@ -50,8 +50,9 @@ export const ServicesLayer = Layer.mergeAll(Auth.Default, KeyStore.Default, User
   // The data plane: catalog, routing, money, content policy.
   Catalog.Live,
   Router.Default.pipe(Layer.provide(Catalog.Live)),
-  // Spend hears key changes through KeyStore (the same instance: layers are memoized).
-  Spend.Default.pipe(Layer.provide(KeyStore.Default)),
+  // Spend hears key changes through KeyStore and waits for the ledger's settlements through
+  // GenerationStore when it reconciles its budget slices (the same instances: layers are memoized).
+  Spend.Default.pipe(Layer.provide(Layer.merge(KeyStore.Default, GenerationStore.Default))),
   ContentPolicy.Default,
   Guardrails.Live,
   // The same instance KeyStore hears key notices on (layers are memoized), for services and metrics.

@@ -62,6 +62,12 @@ export interface Settings {
   readonly budgetSliceRequests: number
   /** An unused slice is given back once no request on its key came for this long. */
   readonly budgetSliceIdleMs: number
+  /** The ledger spool's bound in generations: past it, new requests get 503 until it drains (docs/operations.md). */
+  readonly spoolMaxGenerations: number
+  /** The ledger spool's bound in bytes of its file. */
+  readonly spoolMaxBytes: number
+  /** A ledger commit that has not ended after this long counts as failed (a stalled connection): its batch is spooled. */
+  readonly commitTimeoutMs: number
   /** Seconds of silence after which Bun closes a connection (0: never); lifted while an authenticated request runs. */
   readonly idleTimeoutS: number
   /** The time a request body may take: this plus its length at 64 KB/s (408 and close when exceeded). */
@@ -206,6 +212,9 @@ export const DEFAULT_BUDGET_SLICE = { requests: 1_000, idleMs: 1_000 } as const
 
 /** Any origin for the data plane and the read endpoints (no credentials are ever allowed). */
 export const DEFAULT_CORS_ORIGINS: ReadonlyArray<string> = ["*"]
+
+/** The ledger spool's bound (100,000 generations or 1 GiB of file) and the commit timeout (docs/operations.md). */
+export const DEFAULT_SPOOL = { maxGenerations: 100_000, maxBytes: 1024 ** 3, commitTimeoutMs: 10_000 } as const
 
 export class ConfigFileError extends Data.TaggedError("ConfigFileError")<{ readonly message: string }> {}
 
@@ -396,6 +405,9 @@ const loadSettings = Effect.gen(function* () {
     holdLeaseMs: catalog.ledger?.hold_lease_ms ?? 30_000,
     budgetSliceRequests: catalog.ledger?.budget_slice_requests ?? DEFAULT_BUDGET_SLICE.requests,
     budgetSliceIdleMs: catalog.ledger?.budget_slice_idle_ms ?? DEFAULT_BUDGET_SLICE.idleMs,
+    spoolMaxGenerations: catalog.ledger?.spool_max_generations ?? DEFAULT_SPOOL.maxGenerations,
+    spoolMaxBytes: catalog.ledger?.spool_max_bytes ?? DEFAULT_SPOOL.maxBytes,
+    commitTimeoutMs: catalog.ledger?.commit_timeout_ms ?? DEFAULT_SPOOL.commitTimeoutMs,
     idleTimeoutS: idleEnv ?? catalog.server?.idle_timeout_s ?? DEFAULT_LIMITS.idleTimeoutS,
     bodyTimeoutMs: bodyTimeoutEnv ?? catalog.server?.body_timeout_ms ?? DEFAULT_LIMITS.bodyTimeoutMs,
     maxInFlight: maxInFlightEnv ?? catalog.server?.max_in_flight ?? DEFAULT_LIMITS.maxInFlight,
@@ -458,6 +470,9 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   holdLeaseMs: 30_000,
   budgetSliceRequests: DEFAULT_BUDGET_SLICE.requests,
   budgetSliceIdleMs: DEFAULT_BUDGET_SLICE.idleMs,
+  spoolMaxGenerations: DEFAULT_SPOOL.maxGenerations,
+  spoolMaxBytes: DEFAULT_SPOOL.maxBytes,
+  commitTimeoutMs: DEFAULT_SPOOL.commitTimeoutMs,
   ...DEFAULT_LIMITS,
   allowPrivateAddresses: false,
   broadcast: DEFAULT_BROADCAST,

@@ -289,6 +289,18 @@ export const ConfigFile = Schema.Struct({
       budget_slice_idle_ms: Schema.optional(
         Schema.Int.pipe(Schema.between(10, 3_600_000, { message: () => "must be an integer from 10 to 3600000" })),
       ),
+      /** The ledger spool's bound in generations (docs/operations.md): past it, new requests get 503. */
+      spool_max_generations: Schema.optional(
+        Schema.Int.pipe(Schema.between(1, 100_000_000, { message: () => "must be an integer from 1 to 100000000" })),
+      ),
+      /** The ledger spool's bound in bytes of its file. */
+      spool_max_bytes: Schema.optional(
+        Schema.Int.pipe(Schema.between(1024, 1024 ** 4, { message: () => "must be an integer from 1024 to 1099511627776" })),
+      ),
+      /** A ledger commit not ended after this long counts as failed (a stalled connection) and its batch is spooled. */
+      commit_timeout_ms: Schema.optional(
+        Schema.Int.pipe(Schema.between(100, 600_000, { message: () => "must be an integer from 100 to 600000" })),
+      ),
     }),
   ),
   /** Plugin settings, one key per plugin id (`_` for `-`). */

@@ -1,11 +1,13 @@
 /**
  * Every failure that reaches the edge becomes the spec's envelope: framework decode errors
  * become 400 naming the field, unreadable JSON becomes 400, anything unexpected becomes a
- * generic 500 (the detail goes to the log, never to the caller).
+ * generic 500 (the detail goes to the log, never to the caller); the database unreachable is a 503
+ * with `Retry-After`.
  */
 import { HttpApiBuilder } from "@effect/platform"
 import { Cause, Effect } from "effect"
-import { type ApiError, BadRequest, InternalError, isApiError, NotFound, PayloadTooLarge } from "../domain/errors.js"
+import { type ApiError, BadRequest, InternalError, isApiError, NotFound, PayloadTooLarge, ServiceUnavailable } from "../domain/errors.js"
+import { isStoreUnavailable } from "../store/unavailable.js"
 import { describeIssue } from "../domain/validation.js"
 import { GatewayApi } from "./Api.js"
 
@@ -39,6 +41,10 @@ export const toApiError = (cause: Cause.Cause<unknown>): Effect.Effect<ApiError>
       case "RouteNotFound":
         return Effect.succeed(new NotFound({ message: "No such endpoint" }))
     }
+  }
+  // The database unreachable (docs/operations.md, "When the database goes away"): the contract's 503, not a 500.
+  if (isStoreUnavailable(e)) {
+    return Effect.succeed(new ServiceUnavailable({ message: "The gateway's database is unreachable; try again shortly", retry_after: 5 }))
   }
   if (e instanceof RangeError && /body/i.test(e.message)) {
     return Effect.succeed(new PayloadTooLarge({ message: "Request body is too large" }))

@@ -103,7 +103,15 @@ export class RouteMetrics {
 /** Numbers read only when scraped (queue depth, writer stats): no cost between scrapes. */
 export interface ScrapedGauges {
   readonly ledgerQueueDepth: () => number
-  readonly ledgerStats: () => { readonly flushes: number; readonly rowsWritten: number; readonly failedRows: number }
+  readonly ledgerStats: () => {
+    readonly flushes: number
+    readonly rowsWritten: number
+    readonly failedRows: number
+    readonly spooledRows: number
+    readonly replayedRows: number
+  }
+  /** The ledger spool (src/store/spool.ts). */
+  readonly spool: () => { readonly generations: number; readonly bytes: number; readonly ageSeconds: number; readonly full: boolean }
   readonly keyCache: () => { readonly hits: number; readonly misses: number }
   /** Requests in flight now (the request lifecycle's count: a stream counts until its last event). */
   readonly inFlight: () => number
@@ -193,6 +201,27 @@ export class GatewayMetrics {
         "# HELP gateway_ledger_failed_rows_total Generation records that could not be written",
         "# TYPE gateway_ledger_failed_rows_total counter",
         `gateway_ledger_failed_rows_total ${stats.failedRows}`,
+        "# HELP gateway_ledger_spooled_rows_total Generation records put in the ledger spool (the database could not take them)",
+        "# TYPE gateway_ledger_spooled_rows_total counter",
+        `gateway_ledger_spooled_rows_total ${stats.spooledRows}`,
+        "# HELP gateway_ledger_replayed_rows_total Spooled generation records committed since",
+        "# TYPE gateway_ledger_replayed_rows_total counter",
+        `gateway_ledger_replayed_rows_total ${stats.replayedRows}`,
+      )
+      const spool = this.gauges.spool()
+      out.push(
+        "# HELP gateway_ledger_spool_generations Generation records in the ledger spool, not yet committed",
+        "# TYPE gateway_ledger_spool_generations gauge",
+        `gateway_ledger_spool_generations ${spool.generations}`,
+        "# HELP gateway_ledger_spool_bytes Bytes of the ledger spool's file not yet committed",
+        "# TYPE gateway_ledger_spool_bytes gauge",
+        `gateway_ledger_spool_bytes ${spool.bytes}`,
+        "# HELP gateway_ledger_spool_age_seconds Age of the oldest record in the ledger spool (0 when empty)",
+        "# TYPE gateway_ledger_spool_age_seconds gauge",
+        `gateway_ledger_spool_age_seconds ${spool.ageSeconds.toFixed(1)}`,
+        "# HELP gateway_ledger_spool_full 1 while the ledger spool is at its bound (new requests get 503)",
+        "# TYPE gateway_ledger_spool_full gauge",
+        `gateway_ledger_spool_full ${spool.full ? 1 : 0}`,
       )
       out.push(
         "# HELP gateway_requests_in_flight Requests being handled now (a stream counts until its last event)",

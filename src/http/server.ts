@@ -11,6 +11,7 @@ import { Broadcast } from "../broadcast/Broadcast.js"
 import { ALLOWED_HEADERS, OwnTraces } from "../broadcast/own-traces.js"
 import { GatewayConfig } from "../config/Config.js"
 import { type ApiError, errorResponse, InternalError, MethodNotAllowed, NotFound, ServiceUnavailable } from "../domain/errors.js"
+import { isStoreUnavailable } from "../store/unavailable.js"
 import { formats as mountedFormats, type MountedFormat } from "../formats/index.js"
 import { errorResponseIn } from "../pipeline/format.js"
 import { bootstrap } from "../services/bootstrap.js"
@@ -91,6 +92,7 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   metrics?.scrape({
     ledgerQueueDepth: () => Effect.runSync(generations.queueDepth),
     ledgerStats: () => Effect.runSync(generations.stats),
+    spool: () => generations.spoolStats(),
     keyCache: () => keyStore.cacheStats(),
     inFlight: () => lifecycle.count,
     broadcast: () => broadcast.stats(),
@@ -175,6 +177,10 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
         if (req.signal.aborted) {
           // The client went away (e.g. before its body arrived): not a server error (499, as nginx logs it).
           res = new Response(null, { status: 499 })
+        } else if (isStoreUnavailable(e)) {
+          // The database unreachable: the contract's 503 with Retry-After (logged once per outage by the ledger).
+          generations.unavailable("answering a request", e)
+          res = errorOf(new ServiceUnavailable({ message: "The gateway's database is unreachable; try again shortly", retry_after: 5 }))
         } else {
           if (settings.logLevel !== "none") {
             logWriter.write(JSON.stringify({ time: new Date().toISOString(), level: "error", msg: "unhandled failure", request_id: trace.id, error: String(e) }))

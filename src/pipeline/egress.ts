@@ -10,7 +10,7 @@ import type { PlainAbort } from "../providers/abort.js"
 import { type ProviderEvent, ProviderError, type Subscription, type UpstreamCall } from "../providers/types.js"
 import type { RoutePlan, Router } from "../routing/Router.js"
 import type { Endpoint } from "../services/Catalog.js"
-import { errorResponseIn, type ClientFormat, type Encoder, type FinishExtras } from "./format.js"
+import { errorResponseIn, type ClientFormat, type Encoder, type FinishExtras, notRecorded, storeFailureEvent } from "./format.js"
 import { debugChunk, KEEP_ALIVE, keepAliveDue, startKeepAlive } from "../http/responses/sse.js"
 import { streamGcPacer } from "../http/responses/gc-pacer.js"
 import type { Deadline, Deadlines } from "../http/responses/deadlines.js"
@@ -90,9 +90,17 @@ export const detached = (events: ReadonlyArray<ProviderEvent>, from: number): Re
   return out
 }
 
-/** The answer, once `committed` (finish's promise with durable answers) has resolved. */
-const after = (committed: Promise<void> | undefined, response: Response): Response | Promise<Response> =>
-  committed === undefined ? response : committed.then(() => response)
+/**
+ * The answer, once `committed` (finish's promise with durable answers) has resolved: when its record
+ * could not be kept, a 503 in the format's envelope instead.
+ */
+export const after = (
+  committed: Promise<boolean> | undefined,
+  response: Response,
+  format: ClientFormat,
+  idHeader: Record<string, string>,
+): Response | Promise<Response> =>
+  committed === undefined ? response : committed.then((kept) => (kept ? response : errorResponseIn(format, notRecorded(), idHeader)))
 
 /** One request's answer: the turn that answered and what its end reads. */
 export interface Answering {
@@ -198,7 +206,7 @@ export const makeEgress = (deps: EgressDeps) => {
     const json = JSON.stringify(assembler.result())
     // A literal, not spreads of the shared header objects (a builtin call each, per answer).
     const headers = { "content-type": "application/json", "x-generation-id": generationId }
-    return after(committed, new Response(json, { status: 200, headers: trace === undefined ? headers : trace.head(headers, json.length) }))
+    return after(committed, new Response(json, { status: 200, headers: trace === undefined ? headers : trace.head(headers, json.length) }), format, idHeader)
   }
 
   /** Streaming: the first byte goes out now; from here a failure is the format's failure event, never a fallback. */
@@ -212,7 +220,7 @@ export const makeEgress = (deps: EgressDeps) => {
     let keepAlive: ReturnType<typeof setInterval> | undefined
     let subscription: Subscription | undefined
     let stall: Deadline | undefined
-    const end = (status: Outcome["status"], error?: Outcome["error"]): Promise<void> | undefined => {
+    const end = (status: Outcome["status"], error?: Outcome["error"]): Promise<boolean> | undefined => {
       if (done) return undefined
       done = true
       streamGcPacer.closed()
@@ -380,11 +388,11 @@ export const makeEgress = (deps: EgressDeps) => {
           settled()
         }
         lifecycle.openStream(cutForShutdown)
-        /** Durable answers: the terminal event and [DONE] go out once the record is committed. */
-        const closeAfter = (committed: Promise<void> | undefined, last: string) =>
-          void (committed ?? Promise.resolve()).then(() => {
+        /** Durable answers: the terminal event and [DONE] go out once the record is committed (else the format's failure event). */
+        const closeAfter = (committed: Promise<boolean> | undefined, last: string) =>
+          void (committed ?? Promise.resolve(true)).then((kept) => {
             try {
-              write(last)
+              write(kept ? last : storeFailureEvent(answering.format, notRecorded()))
               controller.close()
             } catch {
               // The client went away while the record was committed: nothing to send to.
@@ -417,7 +425,7 @@ export const makeEgress = (deps: EgressDeps) => {
         const finishStream = () => {
           const last = assembler.finish(finishExtras())
           if (!durable) write(last)
-          let committed: Promise<void> | undefined
+          let committed: Promise<boolean> | undefined
           if (assembler.status === "failed") {
             // The upstream ended with an error of its own: the client got response.failed.
             router.recordFailure(chosen, "server")

@@ -85,13 +85,17 @@ const shareOf = (reservation: Option.Option<Reservation>, cost: number): number 
 
 export interface FinishDeps {
   readonly generationStore: GenerationStore
-  readonly runPromise: (effect: Effect.Effect<void, unknown, Spend>) => Promise<void>
+  readonly runPromise: <A>(effect: Effect.Effect<A, unknown, Spend>) => Promise<A>
   readonly lifecycle: RequestLifecycle
   readonly log: ErrorLog
 }
 
-/** Settles and records; returns, with durable answers, the promise of both being committed (else undefined). Never throws. */
-export type Finish = (life: RequestLife, streamed: boolean, outcome: Outcome) => Promise<void> | undefined
+/**
+ * Settles and records; returns, with durable answers, the promise of both being committed or in the
+ * ledger spool's file (true), or neither (false: the answer must not end as complete); else undefined.
+ * Never throws.
+ */
+export type Finish = (life: RequestLife, streamed: boolean, outcome: Outcome) => Promise<boolean> | undefined
 
 export const makeFinish = (deps: FinishDeps): Finish => {
   const { generationStore, runPromise, lifecycle } = deps
@@ -99,7 +103,7 @@ export const makeFinish = (deps: FinishDeps): Finish => {
   const log = (life: RequestLife, msg: string, error?: unknown) =>
     deps.log({ requestId: life.requestId, generationId: life.generationId }, msg, error)
 
-  const finish = (life: RequestLife, streamed: boolean, outcome: Outcome): Promise<void> | undefined => {
+  const finish = (life: RequestLife, streamed: boolean, outcome: Outcome): Promise<boolean> | undefined => {
     if (life.finished) return undefined
     life.finished = true
     const { prepared, generationId, startedAt } = life
@@ -193,8 +197,8 @@ export const makeFinish = (deps: FinishDeps): Finish => {
     if (extraHolds !== undefined) settleExtra(life, extraHolds, Math.max(0, (countsForKey ? cost : 0) - actualUsd))
     if (entry !== undefined && Option.isSome(prepared.reservation)) {
       // On a SQLite file the ledger settles the hold in the transaction that writes the row: no fiber.
-      let settled: () => void = () => undefined
-      const done = new Promise<void>((resolve) => {
+      let settled: (kept: boolean) => void = () => undefined
+      const done = new Promise<boolean>((resolve) => {
         settled = resolve
       })
       if (generationStore.recordSettled(entry, { ...prepared.reservation.value, actualUsd }, settled)) {
@@ -205,14 +209,17 @@ export const makeFinish = (deps: FinishDeps): Finish => {
     const program = Effect.gen(function* () {
       const spend = yield* Spend
       const settle = Option.isSome(prepared.reservation) ? spend.settle(prepared.reservation.value, actualUsd) : Effect.void
-      if (entry === undefined) return yield* settle
+      if (entry === undefined) return yield* Effect.as(settle, true)
       // Release the hold only once the ledger row that replaces it is durable: credits are
       // computed from the ledger, and in between the spend would be counted nowhere.
-      yield* generationStore.recordDurable(entry).pipe(Effect.ensuring(settle))
+      return yield* generationStore.recordDurable(entry).pipe(Effect.ensuring(settle))
     })
-    const done: Promise<void> = runPromise(program).then(
-      () => undefined,
-      (e: unknown) => log(life, "settling a request failed", e),
+    const done: Promise<boolean> = runPromise(program).then(
+      (kept) => kept,
+      (e: unknown) => {
+        log(life, "settling a request failed", e)
+        return entry === undefined
+      },
     )
     lifecycle.settlingOn(done)
     return durable ? done : undefined
@@ -237,12 +244,12 @@ export const makeFinish = (deps: FinishDeps): Finish => {
     lifecycle.settlingOn(done)
   }
 
-  /** `recordSync` that resolves once the row's batch has committed (or been given up on, which is logged). */
-  const recordAndWait = (life: RequestLife, entry: GenerationEntry): Promise<void> =>
-    new Promise<void>((resolve) => {
+  /** `recordSync` that resolves once the row's batch has committed or is spooled (true), or neither could be (false, logged). */
+  const recordAndWait = (life: RequestLife, entry: GenerationEntry): Promise<boolean> =>
+    new Promise<boolean>((resolve) => {
       if (generationStore.recordSync(entry, resolve)) return
       log(life, "generation recorded after shutdown")
-      resolve()
+      resolve(false)
     })
 
   return finish

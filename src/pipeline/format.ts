@@ -8,7 +8,7 @@
  * Encoders are plain classes: `push` runs per upstream read on the hot path (DESIGN §4).
  */
 import type { Either } from "effect"
-import { type ApiError, errorHeaders } from "../domain/errors.js"
+import { type ApiError, errorHeaders, ServiceUnavailable } from "../domain/errors.js"
 import type { FileAnnotation, ResponsesRequest } from "../domain/responses.js"
 import type { FinishReason, ProviderEvent, Usage } from "../providers/types.js"
 import type { ServerToolProgress } from "../tools/types.js"
@@ -158,3 +158,27 @@ export const errorResponseIn = (format: ClientFormat, e: ApiError, extraHeaders?
     status: e.status,
     headers: { "content-type": "application/json", ...errorHeaders(e), ...extraHeaders },
   })
+
+/**
+ * With `ledger.durable_answers`, an answer whose record could be neither committed nor put in the
+ * ledger spool's file (the database and the disk both refused it): the answer is not delivered
+ * (docs/operations.md, "When the database goes away").
+ */
+export const notRecorded = (): ServiceUnavailable =>
+  new ServiceUnavailable({ message: "The answer could not be recorded (the database and the ledger spool are unavailable); try again", retry_after: 5 })
+
+/**
+ * A stream's failure event for `e` in `format`'s terms, sent instead of its terminal events when they
+ * were held back for the record (durable answers) and the record could not be kept.
+ */
+export const storeFailureEvent = (format: ClientFormat, e: ApiError): string => {
+  const message = JSON.stringify(e.message)
+  switch (format.name) {
+    case "messages":
+      return `event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":${message}}}\n\n`
+    case "chat":
+      return `data: {"object":"chat.completion.chunk","error":{"code":${e.status},"message":${message},"metadata":{"error_type":"service_unavailable"}},"choices":[{"index":0,"delta":{},"finish_reason":"error","native_finish_reason":"error"}]}\n\n`
+    default:
+      return `event: error\ndata: {"type":"error","code":"service_unavailable","message":${message},"param":null}\n\n`
+  }
+}

@@ -27,7 +27,7 @@ export class RequestLifecycle {
   private readonly byAddress = new Map<string, number>()
   private readonly unattributed = new Set<InFlightSlot>()
   /** Settlements and records handed off and not yet done. */
-  private readonly settling = new Set<Promise<void>>()
+  private readonly settling = new Set<Promise<unknown>>()
   /** Each open stream's cut (its format's failure event and end). */
   private readonly streams = new Set<() => void>()
   private onIdle: (() => void) | undefined
@@ -93,7 +93,7 @@ export class RequestLifecycle {
   }
 
   /** A settlement or record handed off (`done` never rejects): `drain` waits for it. */
-  settlingOn(done: Promise<void>): void {
+  settlingOn(done: Promise<unknown>): void {
     this.settling.add(done)
     void done.then(() => this.settling.delete(done))
   }

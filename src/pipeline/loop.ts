@@ -34,7 +34,8 @@ import type { FusionToolContext } from "../tools/fusion.js"
 import type { InnerCalls, UpstreamCallBudget } from "../tools/inner-calls.js"
 import type { ServerToolContext, ServerToolProgress, ServerToolResult } from "../tools/types.js"
 import type { Finish, Outcome, RequestLife } from "./finish.js"
-import { type ClientFormat, errorResponseIn, type FinishExtras, type ServerToolUse } from "./format.js"
+import { after } from "./egress.js"
+import { type ClientFormat, errorResponseIn, type FinishExtras, notRecorded, type ServerToolUse, storeFailureEvent } from "./format.js"
 import type { RequestLifecycle } from "./lifecycle.js"
 import { moneyOf } from "./money.js"
 import { type Attempt, DeadlineExceeded, statusOfFailure, type TurnOptions, type TurnResult } from "./turns.js"
@@ -494,7 +495,7 @@ export const makeToolLoop = (deps: LoopDeps) => {
         const committed = end(status)
         const headers = { "content-type": "application/json", ...idHeader }
         const response = new Response(JSON.stringify(encoder.result()), { status: 200, headers: trace === undefined ? headers : trace.head(headers) })
-        return committed === undefined ? response : committed.then(() => response)
+        return after(committed, response, format, idHeader)
       }
       if (ending.kind === "refused") {
         end("failed", ending.turn.outcome.error)
@@ -531,10 +532,11 @@ export const makeToolLoop = (deps: LoopDeps) => {
         keepAlive = startKeepAlive(keepAliveMs, () => {
           if (keepAliveDue(lastWrite, keepAliveMs)) write(KEEP_ALIVE)
         })
-        const close = (committed: Promise<void> | undefined, last: string, status: string) => {
+        const close = (committed: Promise<boolean> | undefined, last: string, status: string) => {
           clearInterval(keepAlive)
-          void (committed ?? Promise.resolve()).then(() => {
-            write(last)
+          void (committed ?? Promise.resolve(true)).then((kept) => {
+            // Durable answers: a record that could not be kept ends the stream in the format's failure event.
+            write(kept ? last : storeFailureEvent(format, notRecorded()))
             try {
               controller.close()
             } catch {

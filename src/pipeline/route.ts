@@ -11,7 +11,8 @@
 import { DEFAULT_MAX_CONCURRENT_OUTBOUND, setOutboundConcurrency } from "../outbound/fetch.js"
 import { Context, Exit, Option, Runtime, type Types } from "effect"
 import type { Settings } from "../config/Config.js"
-import { type ApiError, InternalError, RateLimited, RequestTimeout } from "../domain/errors.js"
+import { type ApiError, InternalError, RateLimited, RequestTimeout, ServiceUnavailable } from "../domain/errors.js"
+import { isStoreUnavailable } from "../store/unavailable.js"
 import { isoTime } from "../domain/time.js"
 import { intervalText } from "../domain/keys.js"
 import type { PrincipalShape } from "../services/Auth.js"
@@ -61,6 +62,14 @@ export interface ModelRouteOptions {
 /** Early refusals close the connection: a body the client may still be sending is not read. */
 const CLOSE = { connection: "close" }
 
+/** Seconds a caller is asked to wait while the store is unreachable or the ledger spool is full. */
+const STORE_RETRY_AFTER_S = 5
+const storeUnreachable = new ServiceUnavailable({ message: "The gateway's database is unreachable; try again shortly", retry_after: STORE_RETRY_AFTER_S })
+const spoolFull = new ServiceUnavailable({
+  message: "The gateway cannot record more answers until its database is back (its ledger spool is full); try again shortly",
+  retry_after: STORE_RETRY_AFTER_S,
+})
+
 export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: ModelRouteOptions) => {
   const { settings, lifecycle, log } = options
   const maxBody = settings.maxBodyBytes
@@ -70,6 +79,14 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
   const runExit = Runtime.runPromiseExit(runtime)
   const runPromise = Runtime.runPromise(runtime)
   const generationStore = Runtime.runSync(runtime)(GenerationStore)
+  // Set while the ledger spool is at its bound (the database away for long): new requests get 503.
+  const admission = generationStore.admission
+  /** A failure of the store as the contract's 503 (logged once per outage), or undefined: another failure. */
+  const unreachable = (format: ClientFormat, e: unknown): Response | undefined => {
+    if (!isStoreUnavailable(e)) return undefined
+    generationStore.unavailable("admitting requests", e)
+    return errorResponseIn(format, storeUnreachable, {})
+  }
   // Attempt outcomes go back to the router as plain calls (health, rolling stats, sticky sessions).
   const router = Context.get(runtime.context, Router)
   const spend = Context.get(runtime.context, Spend)
@@ -134,10 +151,18 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     const loaded: Loaded = {}
     let principal = preparer.authenticate(req.headers, loaded)
     while (principal instanceof Missing) {
-      await runPromise(principal.load)
+      try {
+        await runPromise(principal.load)
+      } catch (e) {
+        const refused = unreachable(format, e)
+        if (refused !== undefined) return refused
+        throw e
+      }
       principal = preparer.authenticate(req.headers, loaded)
     }
     if ("_tag" in principal) return errorResponseIn(format, principal, CLOSE)
+    // One property read: set only while the ledger spool is at its bound.
+    if (admission.full) return errorResponseIn(format, spoolFull, CLOSE)
     // The key's request rate (one field read for a key without a limit): over it, 429 before the body is read.
     const rateRule = rateLimits?.ruleOf(principal.key)
     if (rateRule !== undefined) {
@@ -182,6 +207,8 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
       if (Exit.isFailure(decided)) {
         const failure = decided.cause._tag === "Fail" ? decided.cause.error : undefined
         if (failure !== undefined) return refusal(format, failure, principal, startedAt)
+        const refused = unreachable(format, decided.cause)
+        if (refused !== undefined) return refused
         throw new Error("prepare failed unexpectedly", { cause: decided.cause })
       }
       prepared = decided.value
@@ -195,6 +222,8 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     } catch (e) {
       // Whatever failed, the reservation is settled: finish runs once per request.
       finish(life, false, { endpoint: undefined, assembler: undefined, status: "failed", firstTokenAt: undefined })
+      const refused = unreachable(format, e)
+      if (refused !== undefined) return refused
       log({ requestId: trace?.id, generationId }, "a model request failed unexpectedly", e)
       return errorResponseIn(format, new InternalError({ message: "Internal server error" }), {})
     }

@@ -11,8 +11,16 @@
  * is logged with its id. A busy SQLite database (another process holds the write lock) is
  * waited out, not counted as a failure. With `ledger.durable_answers` there is no window: a commit
  * starts as soon as something is queued and the previous commit has ended (the answers wait for it).
+ *
+ * A batch the database cannot take (unreachable, a lost connection, a commit that does not end within
+ * `ledger.commit_timeout_ms`, a SQLite file that is full or read-only) goes to the ledger spool
+ * (src/store/spool.ts) with its settlements and its hooks' rows, and so does every batch after it
+ * until the spool is drained: the spool is committed in order, exactly once (a batch whose rows are
+ * found already written is skipped), as soon as the database takes writes again. Nothing of this
+ * runs while the database takes every batch (docs/operations.md, "When the database goes away").
  */
 import { SqlClient } from "@effect/sql"
+import { join } from "node:path"
 import { Cause, Context, Effect, Exit, Option, Runtime } from "effect"
 import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
 import type { GenerationContent, GenerationEntry } from "../domain/generations.js"
@@ -27,6 +35,8 @@ import {
   sqlSettleAlone,
 } from "../store/ledger.js"
 import type { SettleArgs } from "../store/settlement.js"
+import { type LedgerSpool, openSpool, type SpooledBatch } from "../store/spool.js"
+import { isStoreUnavailable, StoreTimeout } from "../store/unavailable.js"
 import { MainConnection } from "../store/sqlite-client.js"
 import { LedgerHooks } from "./LedgerHooks.js"
 
@@ -62,21 +72,48 @@ export interface WriterStats {
   readonly failedBatches: number
   /** Rows that could not be written at all (each logged with its id). */
   readonly failedRows: number
+  /** Generation rows put in the spool because the database could not take them. */
+  readonly spooledRows: number
+  /** Spooled generation rows committed since (or found already committed). */
+  readonly replayedRows: number
+}
+
+/** What the spool holds, for `/metrics` and `/v1/ready`. */
+export interface SpoolStats {
+  readonly generations: number
+  readonly bytes: number
+  /** Seconds since its oldest batch was spooled (0 when empty). */
+  readonly ageSeconds: number
+  /** At its bound: new requests are refused (503) until it drains. */
+  readonly full: boolean
+}
+
+/** Read on the request path as one property: set when the spool reaches its bound, cleared when it is back under. */
+export interface Admission {
+  full: boolean
 }
 
 interface Pending {
   readonly entry?: GenerationEntry
   /** Settled in the transaction that writes `entry`. */
   readonly settlement?: SettleArgs
-  /** Called once the batch holding this item is committed (or given up on). */
-  readonly done?: () => void
+  /** Called once the batch holding this item is committed or spooled (true), or given up on (false). */
+  readonly done?: (kept: boolean) => void
   /** A flush request: do not wait for the window. */
   readonly urgent?: boolean
 }
 
-/** How long a busy SQLite database is waited out before the batch counts as failed. */
+/** How long a busy SQLite database is waited out before the batch counts as failed (at most the commit timeout). */
 const BUSY_RETRY_MS = 5
 const BUSY_GIVE_UP_MS = 10_000
+/** Spooled generations committed in one transaction when the database is back. */
+const REPLAY_ROWS = 2_000
+/** Pauses between attempts to commit the spool while the database is away (doubling, to once a second). */
+const REPLAY_FIRST_PAUSE_MS = 100
+const REPLAY_LONGEST_PAUSE_MS = 1_000
+/** No failure for this long: the outage is over (its end is logged, and the next failure is logged again). */
+const OUTAGE_QUIET_MS = 5_000
+const NOTHING_LOST: ReadonlySet<string> = new Set()
 
 /** A failure in one line: a SqlError's own message hides the driver's ("UNIQUE constraint failed…"). */
 const describeFailure = (e: unknown): string => {
@@ -125,9 +162,25 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
         return Promise.reject(e)
       }
     }
+    const commitTimeoutMs = config.commitTimeoutMs
+    /** A promise that rejects with StoreTimeout when `p` has not settled in time (a stalled connection). */
+    const inTime = <A>(p: Promise<A>): Promise<A> =>
+      new Promise<A>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new StoreTimeout(commitTimeoutMs)), commitTimeoutMs)
+        p.then(
+          (a) => {
+            clearTimeout(timer)
+            resolve(a)
+          },
+          (e: unknown) => {
+            clearTimeout(timer)
+            reject(e)
+          },
+        )
+      })
     const writeBatch = (items: ReadonlyArray<LedgerItem>, extra: ReadonlyArray<LedgerRows>): Promise<void> =>
       sqlite === undefined
-        ? runPromiseExit(writeRows(items, extra)).then(settled)
+        ? inTime(runPromiseExit(writeRows(items, extra)).then(settled))
         : besideMainNow(() => sqlite.write(items, extra))
     /** The hooks' rows for a batch (the broadcast outbox); a hook that fails adds nothing rather than losing the batch. */
     const extraRows = async (items: ReadonlyArray<LedgerItem>): Promise<ReadonlyArray<LedgerRows>> => {
@@ -153,7 +206,40 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     let inCommit: ReadonlyArray<Pending> = []
     let timer: ReturnType<typeof setTimeout> | undefined
     let immediate: ReturnType<typeof setImmediate> | undefined
-    const stats = { flushes: 0, rowsWritten: 0, failedBatches: 0, failedRows: 0 }
+    const stats = { flushes: 0, rowsWritten: 0, failedBatches: 0, failedRows: 0, spooledRows: 0, replayedRows: 0 }
+
+    // The spool: memory only for an in-memory database (a restart loses it anyway), else a file of this
+    // instance's own under the data folder, read now: what it holds is committed before the gateway serves.
+    const spoolPath = url === ":memory:" ? undefined : join(config.dataDir, `ledger-spool.${config.instanceId.replace(/[^A-Za-z0-9._-]/g, "_")}.jsonl`)
+    const spool: LedgerSpool = openSpool(spoolPath, { maxGenerations: config.spoolMaxGenerations, maxBytes: config.spoolMaxBytes })
+    const admission: Admission = { full: false }
+    const spoolChanged = () => {
+      admission.full = spool.full()
+    }
+    spoolChanged()
+
+    // "database unreachable" once per outage: logged at the first failure, its end once none came for a while.
+    let outageSince: number | undefined
+    let lastUnavailable = 0
+    let unavailableSeen = 0
+    let outageTimer: ReturnType<typeof setInterval> | undefined
+    const unavailable = (where: string, e: unknown) => {
+      lastUnavailable = Date.now()
+      unavailableSeen++
+      if (outageSince !== undefined) return
+      outageSince = lastUnavailable
+      unavailableSeen = 1
+      log(Effect.logError(`database unreachable (${where}); answered generations go to the ledger spool, requests that need the database get 503`, describeFailure(e)))
+      outageTimer = setInterval(() => {
+        if (Date.now() - lastUnavailable < OUTAGE_QUIET_MS || outageSince === undefined) return
+        clearInterval(outageTimer)
+        outageTimer = undefined
+        log(Effect.logWarning(`database reachable again after ${((lastUnavailable - outageSince) / 1000).toFixed(1)} s (${unavailableSeen} failures)`))
+        outageSince = undefined
+      }, 1_000)
+      outageTimer.unref?.()
+    }
+
 
     /** Starts the next commit: at once when a batch is full or a flush was asked for, else when the window closes. */
     const wake = () => {
@@ -177,10 +263,176 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
       return true
     }
 
-    /** One transaction; a busy database is waited out. Returns the failure, or undefined once committed. */
-    const attempt = async (items: ReadonlyArray<LedgerItem>, withHooks = true): Promise<unknown> => {
-      const giveUpAt = Date.now() + BUSY_GIVE_UP_MS
+    /** One transaction; a busy database is waited out. The failure (undefined once committed), and the hooks' rows it carried. */
+    const attempt = async (
+      items: ReadonlyArray<LedgerItem>,
+      withHooks = true,
+    ): Promise<{ readonly failure: unknown; readonly extra: ReadonlyArray<LedgerRows> }> => {
+      const giveUpAt = Date.now() + Math.min(BUSY_GIVE_UP_MS, commitTimeoutMs)
       const extra = withHooks ? await extraRows(items) : []
+      for (;;) {
+        try {
+          await writeBatch(items, extra)
+          stats.flushes++
+          stats.rowsWritten += items.length
+          return { failure: undefined, extra }
+        } catch (e) {
+          if (!isBusy(e) || Date.now() >= giveUpAt) return { failure: e ?? new Error("the batch failed"), extra }
+          await sleep(BUSY_RETRY_MS)
+        }
+      }
+    }
+
+    /**
+     * Puts a batch the database cannot take in the spool; the ids it could not keep either (the
+     * spool's file refused it: a full or read-only disk), each logged.
+     */
+    const toSpool = async (items: ReadonlyArray<LedgerItem>, extra: ReadonlyArray<LedgerRows>): Promise<ReadonlySet<string>> => {
+      try {
+        await spool.append(items, extra)
+        stats.spooledRows += items.length
+        spoolChanged()
+        replaySoon()
+        return NOTHING_LOST
+      } catch (e) {
+        stats.failedRows += items.length
+        for (const { entry } of items) {
+          log(
+            Effect.logError(
+              `Generation ${entry.id} (key ${entry.keyHash.slice(0, 8)}…, $${entry.totalCost}) could not be written nor spooled`,
+              describeFailure(e),
+            ),
+          )
+        }
+        return new Set(items.map((i) => i.entry.id))
+      }
+    }
+
+    /**
+     * Writes a batch: once, again after a pause, then row by row; never throws. A batch the database
+     * cannot take goes to the spool (and so does every batch while the spool holds any). Returns the
+     * ids of the rows neither written nor spooled.
+     */
+    const commit = async (items: ReadonlyArray<LedgerItem>): Promise<ReadonlySet<string>> => {
+      if (items.length === 0) return NOTHING_LOST
+      // In order: while the spool holds batches, what comes after them waits behind them.
+      if (spool.busy()) return toSpool(items, await extraRows(items))
+      const first = await attempt(items)
+      if (first.failure === undefined) return NOTHING_LOST
+      if (isStoreUnavailable(first.failure)) {
+        unavailable("committing generations", first.failure)
+        return toSpool(items, first.extra)
+      }
+      await sleep(options.retryDelayMs)
+      const second = await attempt(items)
+      if (second.failure === undefined) return NOTHING_LOST
+      if (isStoreUnavailable(second.failure)) {
+        unavailable("committing generations", second.failure)
+        return toSpool(items, second.extra)
+      }
+      stats.failedBatches++
+      log(
+        Effect.logWarning(
+          `A batch of ${items.length} generation rows failed twice; writing them one by one`,
+          describeFailure(second.failure),
+        ),
+      )
+      const lost = new Set<string>()
+      for (const item of items) {
+        let { failure: rowFailure, extra } = await attempt([item])
+        if (rowFailure !== undefined && !isStoreUnavailable(rowFailure) && (await attempt([item], false)).failure === undefined) {
+          // The hooks' rows (the broadcast outbox) were what failed: the record is kept without them.
+          log(Effect.logWarning(`Generation ${item.entry.id} was written without its ledger hooks' rows`, describeFailure(rowFailure)))
+          rowFailure = undefined
+        }
+        if (rowFailure === undefined) continue
+        if (isStoreUnavailable(rowFailure)) {
+          unavailable("committing generations", rowFailure)
+          for (const id of await toSpool([item], extra)) lost.add(id)
+          continue
+        }
+        lost.add(item.entry.id)
+        await giveUp(item, rowFailure)
+      }
+      return lost
+    }
+
+    /** A row that cannot be written at all (a wrong row, not an outage): logged, its hold settled alone. */
+    const giveUp = async (item: LedgerItem, failure: unknown) => {
+      const entry = item.entry
+      stats.failedRows++
+      log(
+        Effect.logError(
+          `Generation ${entry.id} (key ${entry.keyHash.slice(0, 8)}…, $${entry.totalCost}) could not be written`,
+          describeFailure(failure),
+        ),
+      )
+      if (item.settlement !== undefined) {
+        await settleAlone(item.settlement).catch((e: unknown) =>
+          log(Effect.logError(`The reservation of generation ${entry.id} could not be settled`, describeFailure(e))),
+        )
+      }
+    }
+
+    // ------------------------------------------------------------------ replaying the spool
+
+    /** The ids among `ids` already in `generations` (a spooled batch whose first commit did reach the database). */
+    const alreadyWritten = (ids: ReadonlyArray<string>): Promise<Set<string>> =>
+      ids.length === 0
+        ? Promise.resolve(new Set())
+        : inTime(
+            runPromiseExit(sql<{ id: string }>`SELECT id FROM generations WHERE ${sql.in("id", ids as Array<string>)}`).then((exit) => {
+              if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
+              return new Set(exit.value.map((r) => r.id))
+            }),
+          )
+
+    /**
+     * Commits the oldest spooled batches in one transaction, skipping those already written (a
+     * batch is one transaction: its first row written means all of it was). True when they left
+     * the spool; false when the database is still away (try again later).
+     */
+    const replayStep = async (): Promise<boolean> => {
+      const all = spool.batches()
+      const chunk: Array<SpooledBatch> = []
+      let rows = 0
+      for (const b of all) {
+        if (chunk.length > 0 && rows + b.items.length > REPLAY_ROWS) break
+        chunk.push(b)
+        rows += b.items.length
+      }
+      if (chunk.length === 0) return true
+      try {
+        const written = await alreadyWritten(chunk.flatMap((b) => (b.items[0] === undefined ? [] : [b.items[0].entry.id])))
+        const todo = chunk.filter((b) => b.items[0] !== undefined && !written.has(b.items[0].entry.id))
+        if (todo.length > 0) {
+          const items = todo.flatMap((b) => b.items)
+          const failure = await writeSpooled(items, todo.flatMap((b) => b.extra))
+          if (failure !== undefined) {
+            if (isStoreUnavailable(failure)) {
+              unavailable("committing the ledger spool", failure)
+              return false
+            }
+            // A wrong row among them (not an outage): batch by batch, then row by row, so one cannot hold the rest back.
+            for (const b of todo) await replayAlone(b)
+          }
+        }
+        stats.replayedRows += rows
+        await spool.committed(chunk.length)
+        spoolChanged()
+        return true
+      } catch (e) {
+        if (isStoreUnavailable(e)) {
+          unavailable("committing the ledger spool", e)
+          return false
+        }
+        throw e
+      }
+    }
+
+    /** One transaction of spooled rows with their stored hooks' rows; the failure, or undefined once committed. */
+    const writeSpooled = async (items: ReadonlyArray<LedgerItem>, extra: ReadonlyArray<LedgerRows>): Promise<unknown> => {
+      const giveUpAt = Date.now() + Math.min(BUSY_GIVE_UP_MS, commitTimeoutMs)
       for (;;) {
         try {
           await writeBatch(items, extra)
@@ -194,42 +446,53 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
       }
     }
 
-    /** Writes a batch: once, again after a pause, then row by row; never throws. */
-    const commit = async (items: ReadonlyArray<LedgerItem>) => {
-      if (items.length === 0) return
-      if ((await attempt(items)) === undefined) return
-      await sleep(options.retryDelayMs)
-      const failure = await attempt(items)
+    /** A spooled batch alone after its chunk failed for a wrong row; throws (an outage) to be tried again later. */
+    const replayAlone = async (b: SpooledBatch) => {
+      const failure = await writeSpooled(b.items, b.extra)
       if (failure === undefined) return
-      stats.failedBatches++
-      log(
-        Effect.logWarning(
-          `A batch of ${items.length} generation rows failed twice; writing them one by one`,
-          describeFailure(failure),
-        ),
-      )
-      for (const item of items) {
-        let rowFailure = await attempt([item])
-        if (rowFailure !== undefined && (await attempt([item], false)) === undefined) {
-          // The hooks' rows (the broadcast outbox) were what failed: the record is kept without them.
-          log(Effect.logWarning(`Generation ${item.entry.id} was written without its ledger hooks' rows`, describeFailure(rowFailure)))
-          rowFailure = undefined
-        }
+      if (isStoreUnavailable(failure)) throw failure
+      for (const item of b.items) {
+        let rowFailure = await writeSpooled([item], b.extra.length > 0 && b.items.length === 1 ? b.extra : [])
         if (rowFailure === undefined) continue
-        const entry = item.entry
-        stats.failedRows++
-        log(
-          Effect.logError(
-            `Generation ${entry.id} (key ${entry.keyHash.slice(0, 8)}…, $${entry.totalCost}) could not be written`,
-            describeFailure(rowFailure),
-          ),
-        )
-        if (item.settlement !== undefined) {
-          await settleAlone(item.settlement).catch((e: unknown) =>
-            log(Effect.logError(`The reservation of generation ${entry.id} could not be settled`, describeFailure(e))),
-          )
-        }
+        if (isStoreUnavailable(rowFailure)) throw rowFailure
+        // Written meanwhile (a commit that stalled, then went through): nothing is missing.
+        if ((await alreadyWritten([item.entry.id])).has(item.entry.id)) continue
+        rowFailure = await writeSpooled([item], [])
+        if (rowFailure === undefined) continue
+        if (isStoreUnavailable(rowFailure)) throw rowFailure
+        await giveUp(item, rowFailure)
       }
+    }
+
+    let replaying: Promise<void> | undefined
+    let stopped = false
+    /** Commits the spool until it is empty, pausing (doubling) while the database is away. */
+    const replayAll = (): Promise<void> => {
+      if (replaying !== undefined) return replaying
+      replaying = (async () => {
+        let pause = REPLAY_FIRST_PAUSE_MS
+        while (spool.batches().length > 0 && !stopped) {
+          let ok = false
+          try {
+            ok = await replayStep()
+          } catch (e) {
+            log(Effect.logError("Committing the ledger spool failed; trying again", describeFailure(e)))
+          }
+          if (ok) pause = REPLAY_FIRST_PAUSE_MS
+          else {
+            await sleep(pause)
+            pause = Math.min(REPLAY_LONGEST_PAUSE_MS, pause * 2)
+          }
+        }
+      })().finally(() => {
+        replaying = undefined
+        // Batches spooled while the last step ran.
+        if (spool.batches().length > 0 && !stopped) replaySoon()
+      })
+      return replaying
+    }
+    const replaySoon = () => {
+      if (replaying === undefined) void replayAll()
     }
 
     const commitNext = () => {
@@ -245,12 +508,22 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
         if (item.urgent) urgentQueued--
       }
       queuedEntries -= items.length
-      void commit(items).finally(() => {
-        committing = false
-        inCommit = []
-        for (const item of batch) item.done?.()
-        wake()
-      })
+      void commit(items).then(
+        (lost) => {
+          committing = false
+          inCommit = []
+          if (lost === NOTHING_LOST) for (const item of batch) item.done?.(true)
+          else for (const item of batch) item.done?.(item.entry === undefined || !lost.has(item.entry.id))
+          wake()
+        },
+        (e: unknown) => {
+          committing = false
+          inCommit = []
+          log(Effect.logError("The ledger writer failed", describeFailure(e)))
+          for (const item of batch) item.done?.(false)
+          wake()
+        },
+      )
     }
 
     const lostAfterShutdown = (entry: GenerationEntry) =>
@@ -262,10 +535,10 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
 
     /**
      * `record` as a plain call, for the request path (a fiber per request costs more than the push).
-     * `done`, when given, runs once the batch holding the row has committed (or been given up on).
-     * False when the store has shut down.
+     * `done`, when given, runs once the batch holding the row has committed or is in the spool
+     * (true), or neither could be (false, logged). False when the store has shut down.
      */
-    const recordSync = (entry: GenerationEntry, done?: () => void): boolean =>
+    const recordSync = (entry: GenerationEntry, done?: (kept: boolean) => void): boolean =>
       enqueue(done === undefined ? { entry } : { entry, done })
 
     /**
@@ -279,20 +552,23 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     /**
      * `recordSync` with the reservation to settle in the same transaction: the hold is released
      * exactly when the row that replaces it is written (or, if the row cannot be, alone after it).
-     * `done` runs once that transaction has committed or been given up on. False when the store
-     * has shut down: settle another way.
+     * `done` runs once that transaction has committed or is in the spool (true), or neither could be
+     * (false). False when the store has shut down: settle another way.
      */
-    const recordSettled = (entry: GenerationEntry, settlement: SettleArgs, done: () => void): boolean => {
+    const recordSettled = (entry: GenerationEntry, settlement: SettleArgs, done: (kept: boolean) => void): boolean => {
       if (!enqueue({ entry, settlement, done })) return false
       // Admitted against a budget slice: what it did not spend is admissible again at once (src/services/Spend.ts).
       settlement.slice?.release(settlement)
       return true
     }
 
-    /** Appends a generation and resolves when its batch has committed (readable by `get`). */
-    const recordDurable = (entry: GenerationEntry) =>
-      Effect.async<void>((resume) => {
-        if (!enqueue({ entry, done: () => resume(Effect.void) })) resume(lostAfterShutdown(entry))
+    /**
+     * Appends a generation and resolves when its batch has committed (readable by `get`) or is in
+     * the spool: true; false when neither could be (or the store has shut down).
+     */
+    const recordDurable = (entry: GenerationEntry): Effect.Effect<boolean> =>
+      Effect.async<boolean>((resume) => {
+        if (!enqueue({ entry, done: (kept) => resume(Effect.succeed(kept)) })) resume(Effect.as(lostAfterShutdown(entry), false))
       })
 
     /** Flushes everything queued so far, without waiting for the window, and waits until it is durable. */
@@ -300,16 +576,31 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
       if (!enqueue({ urgent: true, done: () => resume(Effect.void) })) resume(Effect.void)
     })
 
-    // At shutdown: flush until nothing is queued (rows may arrive during a flush), then close.
+    // At shutdown: flush until nothing is queued (rows may arrive during a flush), one last try at the
+    // spool (what stays in it is in its file for the next start), then close.
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
         do yield* flush
         while (pending.length > 0)
         closed = true
         if (timer !== undefined) clearTimeout(timer)
+        if (spool.batches().length > 0) yield* Effect.promise(() => Promise.race([replayAll(), sleep(commitTimeoutMs)]))
+        stopped = true
+        if (outageTimer !== undefined) clearInterval(outageTimer)
+        if (spool.batches().length > 0) {
+          yield* Effect.logWarning(`${spool.generations()} generations stay in the ledger spool (${spoolPath ?? "memory"}); they are committed at the next start`)
+        }
+        yield* Effect.promise(() => spool.close())
         sqlite?.close()
       }),
     )
+
+    // A spool left by an earlier run (the database was away when it stopped or was killed): committed before serving.
+    if (spool.batches().length > 0) {
+      yield* Effect.logWarning(`Committing ${spool.generations()} generations left in the ledger spool (${spoolPath}) before serving`)
+      yield* Effect.promise(() => replayAll())
+      yield* Effect.logInfo("The ledger spool is committed")
+    }
 
     const holds = (batch: ReadonlyArray<Pending>, id: string) => batch.some((p) => p.entry !== undefined && p.entry.id === id)
     /**
@@ -320,7 +611,14 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     const written = (id: string): Effect.Effect<void> =>
       Effect.suspend(() => (holds(pending, id) || holds(inCommit, id) ? flush : Effect.void))
     /** `written` for every record queued so far: before a read of usage or credits, which sum the ledger. */
-    const caughtUp: Effect.Effect<void> = Effect.suspend(() => (queuedEntries > 0 || inCommit.length > 0 ? flush : Effect.void))
+    const caughtUp: Effect.Effect<void> = Effect.suspend(() => {
+      const queued = queuedEntries > 0 || inCommit.length > 0 ? flush : Effect.void
+      // Spooled records are the ledger's too: the sum waits (a while) for the spool to be committed.
+      return Effect.zipRight(
+        queued,
+        Effect.suspend(() => (spool.busy() ? Effect.promise(() => Promise.race([replayAll(), sleep(commitTimeoutMs)])) : Effect.void)),
+      )
+    })
 
     /** Generations waiting to be written. */
     const queueDepth = Effect.sync(() => queuedEntries)
@@ -358,6 +656,12 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
       caughtUp,
       queueDepth,
       stats: Effect.sync((): WriterStats => ({ ...stats })),
+      /** What the spool holds (a plain call, for `/metrics` and `/v1/ready`). */
+      spoolStats: (): SpoolStats => ({ generations: spool.generations(), bytes: spool.bytes(), ageSeconds: spool.ageSeconds(), full: spool.full() }),
+      /** `admission.full`: new requests are refused (503) while the spool is at its bound. */
+      admission,
+      /** A request met the store unreachable: logged once per outage. */
+      unavailable,
       get,
       getContent,
     } as const

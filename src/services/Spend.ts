@@ -37,6 +37,8 @@ import { type Reservation, type SettleArgs, type SliceHandle, settlementWith } f
 import { besideMain, MainConnection } from "../store/sqlite-client.js"
 import { dayOf } from "../store/spend-rollup.js"
 import { openSqliteSpend, type ReserveArgs, type ReserveOutcome, type SqliteSpend, whenUnlocked } from "../store/spend-sqlite.js"
+import { isStoreUnavailable } from "../store/unavailable.js"
+import { GenerationStore } from "./GenerationStore.js"
 import { type KeyRow, KeyStore } from "./KeyStore.js"
 
 export type { Reservation } from "../store/settlement.js"
@@ -90,6 +92,12 @@ interface Lease {
   nearUntil: number
   /** Revoked, idle or lost: admits nothing more; what its requests give back goes back to the database. */
   retired: boolean
+  /**
+   * A grant or give-back of it met the database unreachable: whether it took effect is unknown. The
+   * lease is retired and kept (its row renewed) until its requests have finished and the ledger has
+   * committed their settlements; then what its row still holds is given back whole (`reconcile`).
+   */
+  uncertain: boolean
   readonly handle: SliceHandle
 }
 
@@ -107,6 +115,7 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
     const sql = yield* SqlClient.SqlClient
     const config = yield* GatewayConfig
     const keys = yield* KeyStore
+    const generations = yield* GenerationStore
     // A SQLite file: prepared statements on a connection of their own.
     // Postgres and an in-memory SQLite (one connection is the whole database): @effect/sql.
     const url = config.databaseUrl
@@ -381,6 +390,7 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
         giving: undefined,
         nearUntil: 0,
         retired: false,
+        uncertain: false,
         handle: { id: "", release: () => undefined },
       }
       // The handle a reservation carries: the ledger calls it when the request's settlement is queued.
@@ -470,7 +480,8 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
         },
         (e: unknown) => {
           lease.granting = undefined
-          console.error("gateway: taking a budget slice failed", e)
+          if (isStoreUnavailable(e)) lostTrack(lease)
+          else console.error("gateway: taking a budget slice failed", e)
           return { kind: "near" } satisfies GrantOutcome as GrantOutcome
         },
       )
@@ -504,7 +515,7 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
       if (lease.giving !== undefined) return lease.giving
       if (lease.granting !== undefined) return lease.granting.then(() => giveBackLater(lease))
       if (lease.keyLeft === 0 && lease.creditsLeft === 0) {
-        if (lease.inFlight === 0) retiring.delete(lease)
+        if (lease.inFlight === 0 && !lease.uncertain) retiring.delete(lease)
         return Promise.resolve()
       }
       const giving = runPromise(giveBack(lease)).then(
@@ -514,7 +525,9 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
         },
         (e: unknown) => {
           lease.giving = undefined
-          console.error("gateway: giving back a budget slice failed (its lease will release it)", e)
+          // Whether it was given back is unknown: once the database is back, its row is read and what it holds goes back.
+          lostTrack(lease)
+          if (!isStoreUnavailable(e)) console.error("gateway: giving back a budget slice failed (it is given back once its row can be read)", e)
         },
       )
       lease.giving = giving
@@ -588,11 +601,16 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
     )
     idleCheck.unref?.()
     // At shutdown (after the requests in flight have finished): every slice goes back.
+    // Then, once the ledger has committed their settlements, every slice row of this process goes (none stays held).
     yield* Effect.addFinalizer(() =>
-      Effect.zipRight(
-        Effect.sync(() => clearInterval(idleCheck)),
-        revoke(undefined).pipe(Effect.catchAllCause((cause) => Effect.logWarning("Giving back budget slices at shutdown failed; their lease will release them", cause))),
-      ),
+      Effect.gen(function* () {
+        clearInterval(idleCheck)
+        clearInterval(reconcileCheck)
+        yield* revoke(undefined).pipe(
+          Effect.catchAllCause((cause) => Effect.logWarning("Giving back budget slices at shutdown failed; their lease will release them", cause)),
+        )
+        if (!(yield* reconcile(true))) yield* Effect.logWarning("Some budget slices could not be released at shutdown; their lease will release them")
+      }),
     )
 
     /** Releases the reservation and counts the actual spend into the key's window. Idempotent. */
@@ -631,7 +649,12 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
      */
     const renewLeases = Effect.suspend(() => {
       const known = [...leases.values()].filter((l) => l.created && l.granting === undefined)
-      return sql<{ id: string }>`UPDATE reservations SET lease_until = ${Date.now() + lease.leaseMs} WHERE boot_id = ${lease.bootId} RETURNING id`.pipe(
+      // Only the slices this process tracks (a slice it lost track of is released by `reconcile`, or by
+      // its lease running out), and every hold of a request of its own.
+      const tracked = trackedIds()
+      const slices = tracked.length === 0 ? sql`is_slice = 0` : sql`(is_slice = 0 OR ${sql.in("id", tracked)})`
+      return sql<{ id: string }>`UPDATE reservations SET lease_until = ${Date.now() + lease.leaseMs}
+        WHERE boot_id = ${lease.bootId} AND ${slices} RETURNING id`.pipe(
         Effect.tap((rows) => {
           const renewed = new Set(rows.map((r) => r.id))
           for (const l of known) {
@@ -643,6 +666,83 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
         }),
       )
     }).pipe(Effect.asVoid, Effect.orDie)
+
+    // ------------------------------------------------------------------ after a lost connection
+
+    /** The ids of the slices this process tracks: in use, or retired with something still to give back or settle. */
+    const trackedIds = (): Array<string> => {
+      const ids: Array<string> = []
+      for (const l of leases.values()) if (l.created || l.uncertain) ids.push(l.id)
+      for (const l of retiring) if (l.created || l.uncertain) ids.push(l.id)
+      return ids
+    }
+    /** Set when an operation on slices met the database unreachable: `reconcile` runs until it succeeds. */
+    let reconcileDue = false
+    const lostTrack = (l: Lease) => {
+      l.uncertain = true
+      reconcileDue = true
+      retire(l)
+    }
+
+    /**
+     * After the database was unreachable: each slice row of this process is compared with what it
+     * tracks. A row whose lease it still uses is re-adopted as is (memory knows what it admitted); a
+     * row it lost track of, or whose lease is uncertain and has no request left in flight, gives back
+     * what it still holds, whole (its row goes), once the ledger has committed every settlement queued
+     * before (so nothing a request spent is given back). True when done; false: try again later.
+     * With `all` (a graceful stop), every row without a request in flight goes.
+     */
+    const reconcile = (all: boolean): Effect.Effect<boolean> =>
+      Effect.gen(function* () {
+        const before = new Set([...leases.values(), ...retiring].map((l) => l.id))
+        yield* generations.caughtUp
+        // The ledger's settlements not all committed yet (the database still away): later.
+        if (generations.spoolStats().generations > 0) return false
+        const rows = yield* sql<HoldRow>`SELECT id, key_hash, user_id, amount_nano, credits_nano FROM reservations
+          WHERE boot_id = ${lease.bootId} AND is_slice = 1`
+        const byId = new Map<string, Lease>()
+        for (const l of [...leases.values(), ...retiring]) byId.set(l.id, l)
+        let settled = true
+        for (const row of rows) {
+          const l = byId.get(row.id)
+          if (l === undefined ? before.has(row.id) : !(all || l.uncertain)) continue
+          if (l !== undefined && (l.inFlight > 0 || l.granting !== undefined || l.giving !== undefined)) {
+            settled = false
+            continue
+          }
+          if (l !== undefined) {
+            l.keyLeft = 0
+            l.creditsLeft = 0
+          }
+          yield* giveBackRow({ sliceId: row.id, keyHash: row.key_hash, userId: row.user_id, key: Number(row.amount_nano), credits: Number(row.credits_nano) })
+        }
+        for (const l of [...retiring]) {
+          if (!l.uncertain || l.inFlight > 0 || l.granting !== undefined || l.giving !== undefined) continue
+          // Its row was given back above (or was never written): nothing of it is left to track.
+          l.uncertain = false
+          retiring.delete(l)
+        }
+        return settled
+      }).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.as(
+            isStoreUnavailable(Cause.squash(cause)) ? Effect.void : Effect.logWarning("Reconciling budget slices failed; trying again", cause),
+            false,
+          ),
+        ),
+      )
+
+    // Every second while a lost connection left slices to reconcile: within a few seconds of the database's return.
+    let reconciling = false
+    const reconcileCheck = setInterval(() => {
+      if (reconciling || !reconcileDue) return
+      reconciling = true
+      void runPromise(reconcile(false)).then((done) => {
+        reconciling = false
+        if (done) reconcileDue = [...retiring].some((l) => l.uncertain)
+      })
+    }, 1_000)
+    reconcileCheck.unref?.()
 
     /** Releases the holds of other processes whose lease ran out (their owner stopped renewing: it died). */
     const sweepExpired = Effect.suspend(
@@ -662,7 +762,12 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
 
     // Renew, then sweep, every third of the lease, for as long as the service lives.
     yield* Effect.zipRight(renewLeases, sweepExpired).pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning("Renewing or sweeping hold leases failed; trying again next period", cause)),
+      Effect.catchAllCause((cause) => {
+        if (!isStoreUnavailable(Cause.squash(cause))) return Effect.logWarning("Renewing or sweeping hold leases failed; trying again next period", cause)
+        // The connection was lost: the slices are reconciled with their rows once it is back.
+        reconcileDue = true
+        return Effect.void
+      }),
       Effect.repeat(Schedule.spaced(Math.max(100, Math.floor(lease.leaseMs / 3)))),
       Effect.delay(Math.max(100, Math.floor(lease.leaseMs / 3))),
       Effect.forkScoped,

@@ -29,6 +29,9 @@ export const clientLayer = (databaseUrl: string, poolSize = DEFAULT_PG_POOL_SIZE
       PgClient.layer({
         url: Redacted.make(databaseUrl),
         maxConnections: poolSize,
+        // A connection that cannot be made in this time fails (a server that accepts and stalls would
+        // otherwise hold the request forever): the request gets 503, a ledger batch goes to the spool.
+        connectTimeout: "5 seconds",
         // BIGINT money and its sums as numbers, not strings.
         types: pgTypes,
       }).pipe(Layer.orDie),

@@ -13,6 +13,8 @@ export class HealthApi extends HttpApiGroup.make("health")
           store: Schema.String,
           /** With Redis configured: "degraded" while it is unreachable (the gateway serves on each process's own state). */
           redis: Schema.optional(Schema.Literal("ok", "degraded")),
+          /** The ledger spool (docs/operations.md): generations answered while the database was away, not yet committed. */
+          spool: Schema.Struct({ generations: Schema.Number, bytes: Schema.Number, age_seconds: Schema.Number }),
         }),
       )
       .addError(Errors.ServiceUnavailable),

@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { ServiceUnavailable } from "../../domain/errors.js"
 import { SharedState } from "../../services/SharedState.js"
+import { GenerationStore } from "../../services/GenerationStore.js"
 import { GatewayApi } from "../Api.js"
 
 export const HealthLive = HttpApiBuilder.group(GatewayApi, "health", (handlers) =>
@@ -10,16 +11,32 @@ export const HealthLive = HttpApiBuilder.group(GatewayApi, "health", (handlers) 
     const sql = yield* SqlClient.SqlClient
     const engine = sql.onDialectOrElse({ pg: () => "postgres", orElse: () => "sqlite" })
     const shared = yield* SharedState
+    const generations = yield* GenerationStore
     return handlers
       .handle("health", () => Effect.succeed({ status: "ok" as const }))
       .handle("ready", () =>
         sql`SELECT 1 AS one`.pipe(
           Effect.timeout("2 seconds"),
-          Effect.map(() => {
-            const redis = shared.status().redis
-            return redis === "off" ? { status: "ready" as const, store: engine } : { status: "ready" as const, store: engine, redis }
-          }),
           Effect.catchAll(() => Effect.fail(new ServiceUnavailable({ message: "The store is not reachable", retry_after: 5 }))),
+          Effect.flatMap(() => {
+            const spool = generations.spoolStats()
+            // At its bound the gateway refuses new requests until the spool drains: not ready.
+            if (spool.full) {
+              return Effect.fail(
+                new ServiceUnavailable({
+                  message: `The ledger spool is full (${spool.generations} generations, ${spool.bytes} bytes); requests are refused until it drains`,
+                  retry_after: 5,
+                }),
+              )
+            }
+            const redis = shared.status().redis
+            return Effect.succeed({
+              status: "ready" as const,
+              store: engine,
+              spool: { generations: spool.generations, bytes: spool.bytes, age_seconds: Math.round(spool.ageSeconds * 10) / 10 },
+              ...(redis === "off" ? {} : { redis }),
+            })
+          }),
         ),
       )
   }),

@@ -1,0 +1,358 @@
+/**
+ * Nothing lost when the database goes away (docs/operations.md, "When the database goes away").
+ * The gateway reaches Postgres through a TCP proxy the test controls, and the proxy is cut (a
+ * restart, an 8 s stop) or stalled (a connection that stops without closing), under load: 16
+ * connections on a key with a limit, streams and JSON answers. Afterwards every answered 200
+ * has its record, each charged once (the key's usage is the sum of its records' costs), no answer
+ * was a 500, the key spends exactly up to its limit, and a graceful stop leaves no slice held.
+ * Postgres only: the proxy sits on a TCP connection, which a SQLite file has not (its analogue, a
+ * write path that fails, is in sqlite-write-failures.test.ts, with the spool's bound: on Postgres
+ * a lost connection also empties the key cache, so nothing is answered long enough to fill it).
+ */
+import { afterAll, describe, expect, test } from "bun:test"
+import { SQL } from "bun"
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Option } from "effect"
+import { demoCatalog, GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
+import { type RunningServer, startServer } from "../../src/http/server.js"
+import { pennyCatalog } from "../support/catalog.js"
+import { engine, freshDatabase, type TestDatabase } from "../support/db.js"
+import { untilListening } from "../support/spawned.js"
+import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js"
+
+/** $0.01 a request (the penny model's request price), worst case included. */
+const PENNY = { model: "test/penny", input: "hi", max_output_tokens: 3 }
+
+interface Answer {
+  readonly status: number
+  readonly id: string | null
+  readonly retryAfter: string | null
+  readonly complete: boolean
+}
+
+/** 16 connections asking until `stop`; every answer kept. A 503 or 402 pauses its worker briefly. */
+const load = (url: string, key: string, stream: (i: number) => boolean) => {
+  const answers: Array<Answer> = []
+  let stopped = false
+  let i = 0
+  const worker = async () => {
+    while (!stopped) {
+      const n = i++
+      const streamed = stream(n)
+      try {
+        const res = await fetch(`${url}/v1/responses`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: JSON.stringify({ ...PENNY, stream: streamed }),
+        })
+        const text = await res.text()
+        const complete = res.status === 200 && (streamed ? text.includes("response.completed") && text.includes("[DONE]") : text.includes('"status":"completed"'))
+        answers.push({ status: res.status, id: res.headers.get("x-generation-id"), retryAfter: res.headers.get("retry-after"), complete })
+        if (res.status !== 200) await Bun.sleep(20)
+      } catch {
+        answers.push({ status: 0, id: null, retryAfter: null, complete: false })
+        await Bun.sleep(20)
+      }
+    }
+  }
+  const workers = Array.from({ length: 16 }, worker)
+  return {
+    answers,
+    okCount: () => answers.filter((a) => a.status === 200).length,
+    stop: async () => {
+      stopped = true
+      await Promise.all(workers)
+    },
+  }
+}
+
+const until = async (what: string, check: () => Promise<boolean> | boolean, ms = 30_000) => {
+  const end = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`)
+    await Bun.sleep(20)
+  }
+}
+
+interface Harness {
+  readonly db: TestDatabase
+  readonly proxy: TcpProxy
+  readonly server: RunningServer
+  readonly admin: string
+  readonly dir: string
+}
+
+const startHarness = async (overrides: Partial<Settings>): Promise<Harness> => {
+  const db = await freshDatabase()
+  const target = new URL(db.url)
+  const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432))
+  const dir = mkdtempSync(join(tmpdir(), "gw-outage-"))
+  const config = GatewayConfig.layer(
+    testSettings({ databaseUrl: proxy.through(db.url), dataDir: dir, catalog: pennyCatalog, commitTimeoutMs: 1_000, ...overrides }),
+  )
+  const server = await startServer(config)
+  return { db, proxy, server, admin: Option.getOrThrow(server.createdSecret), dir }
+}
+
+const stopHarness = async (h: Harness | undefined) => {
+  if (h === undefined) return
+  h.proxy.restore()
+  await h.server.stop().catch(() => undefined)
+  await h.proxy.close()
+  await h.db.drop()
+  rmSync(h.dir, { recursive: true, force: true })
+}
+
+const makeKey = async (h: Harness, limit: number) => {
+  const res = await fetch(`${h.server.url}/v1/keys`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${h.admin}`, "content-type": "application/json" },
+    body: JSON.stringify({ name: "outage", limit }),
+  })
+  expect(res.status).toBe(201)
+  const body = (await res.json()) as { key: string; data: { hash: string } }
+  return { secret: body.key, hash: body.data.hash }
+}
+
+const spoolOf = async (h: Harness): Promise<number | undefined> => {
+  const res = await fetch(`${h.server.url}/v1/ready`)
+  if (res.status !== 200) {
+    await res.arrayBuffer()
+    return undefined
+  }
+  return ((await res.json()) as { spool: { generations: number } }).spool.generations
+}
+
+/** Straight to Postgres (not through the proxy): what the database holds. */
+const direct = async <A>(h: Harness, f: (pg: SQL) => Promise<A>): Promise<A> => {
+  const pg = new SQL(h.db.url)
+  try {
+    return await f(pg)
+  } finally {
+    await pg.close()
+  }
+}
+
+/** What every run must show once the database is back and the spool is committed. */
+const expectNothingLost = async (h: Harness, hash: string, answers: ReadonlyArray<Answer>) => {
+  const statuses = new Set(answers.map((a) => a.status))
+  // Never a 500 (nor a dropped connection): 200, 402 at the limit, 503 while the store is away.
+  expect([...statuses].filter((s) => s !== 200 && s !== 402 && s !== 503)).toEqual([])
+  for (const a of answers.filter((x) => x.status === 503)) expect(Number(a.retryAfter)).toBeGreaterThanOrEqual(1)
+  const answered = answers.filter((a) => a.status === 200)
+  expect(answered.every((a) => a.complete && a.id !== null)).toBe(true)
+  const ids = answered.map((a) => a.id as string)
+  const rows = await direct(h, (pg) => pg.unsafe("SELECT id, total_cost_nano FROM generations WHERE key_hash = $1", [hash]) as Promise<Array<{ id: string; total_cost_nano: number }>>)
+  const recorded = new Set(rows.map((r) => r.id))
+  // Every answered 200 has its record, and no record without an answer: each written once.
+  expect(ids.filter((id) => !recorded.has(id))).toEqual([])
+  expect(rows.length).toBe(ids.length)
+  // Charged exactly once: the key's counted spend is the sum of its records' costs.
+  const costs = rows.reduce((n, r) => n + Number(r.total_cost_nano), 0)
+  const key = await direct(h, (pg) => pg.unsafe("SELECT window_spend_nano, reserved_nano FROM api_keys WHERE hash = $1", [hash]) as Promise<Array<{ window_spend_nano: number; reserved_nano: number }>>)
+  expect(Number(key[0]?.window_spend_nano)).toBe(costs)
+  return { costs, answered: ids.length }
+}
+
+/**
+ * After recovery, the key is asked by 16 connections until it refuses them all, again until it has
+ * spent its limit or 10 s have passed: within a few seconds of the database's return it spends
+ * exactly up to its limit (a slice whose grant or give-back met the outage is given back once its
+ * requests' settlements are committed; one left stranded would refuse the last dollars with 402).
+ */
+const spendToTheLimit = async (h: Harness, key: { secret: string; hash: string }, limitNano: number) => {
+  const worker = async () => {
+    let refusals = 0
+    while (refusals < 3) {
+      const res = await fetch(`${h.server.url}/v1/responses`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key.secret}`, "content-type": "application/json" },
+        body: JSON.stringify(PENNY),
+      })
+      await res.arrayBuffer()
+      expect([200, 402]).toContain(res.status)
+      refusals = res.status === 402 ? refusals + 1 : 0
+    }
+  }
+  const spentNow = async () =>
+    Number((await direct(h, (pg) => pg.unsafe("SELECT COALESCE(SUM(total_cost_nano), 0)::bigint AS n FROM generations WHERE key_hash = $1", [key.hash]) as Promise<Array<{ n: number }>>))[0]?.n)
+  const deadline = Date.now() + 10_000
+  let spent = 0
+  for (;;) {
+    await Promise.all(Array.from({ length: 16 }, worker))
+    await until("the records committed", async () => (await spoolOf(h)) === 0)
+    spent = await spentNow()
+    if (spent >= limitNano || Date.now() > deadline) break
+    await Bun.sleep(500)
+  }
+  expect(spent).toBe(limitNano)
+  const view = await fetch(`${h.server.url}/v1/keys/${key.hash}`, { headers: { authorization: `Bearer ${h.admin}` } })
+  const body = (await view.json()) as { data: { limit_remaining: number | null } }
+  expect(body.data.limit_remaining).toBe(0)
+}
+
+/** After a graceful stop: no slice and no hold of the key left, nothing reserved on it. */
+const expectNothingHeld = async (h: Harness, hash: string) => {
+  await h.server.stop()
+  const rows = await direct(h, (pg) => pg.unsafe("SELECT COUNT(*)::int AS n FROM reservations") as Promise<Array<{ n: number }>>)
+  expect(Number(rows[0]?.n)).toBe(0)
+  const key = await direct(h, (pg) => pg.unsafe("SELECT reserved_nano FROM api_keys WHERE hash = $1", [hash]) as Promise<Array<{ reserved_nano: number }>>)
+  expect(Number(key[0]?.reserved_nano)).toBe(0)
+}
+
+const outageRun = (durable: boolean) =>
+  describe(`a restart and an 8 s stop of Postgres under load, durable answers ${durable ? "on" : "off"}`, () => {
+    let h: Harness | undefined
+    afterAll(() => stopHarness(h))
+    test(
+      "every answered 200 is recorded and charged once, no 500, the key spends exactly to its limit, a graceful stop holds nothing",
+      async () => {
+        h = await startHarness({ durableAnswers: durable })
+        // Out of reach of the load (a few hundred answers a second here): spent to the end after recovery.
+        const LIMIT = durable ? 25 : 40
+        const key = await makeKey(h, LIMIT)
+        const run = load(h.server.url, key.secret, (i) => i % 2 === 1)
+        const harness = h
+        // A restart: every connection dropped, none accepted for 1.5 s.
+        await until("first answers", () => run.okCount() >= 20)
+        await Bun.sleep(1_000)
+        harness.proxy.cut()
+        await Bun.sleep(1_500)
+        harness.proxy.restore()
+        // An 8 s stop.
+        await Bun.sleep(1_000)
+        harness.proxy.cut()
+        await Bun.sleep(1_000)
+        // The control plane during the stop: the contract's 503 with Retry-After, not a 500.
+        const during = await fetch(`${harness.server.url}/v1/keys/${key.hash}`, { headers: { authorization: `Bearer ${harness.admin}` } })
+        expect(during.status).toBe(503)
+        expect(Number(during.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
+        expect((await during.json()) as unknown).toMatchObject({ error: { code: 503 } })
+        await Bun.sleep(7_000)
+        harness.proxy.restore()
+        const after = run.okCount()
+        await until("answers after the stop", () => run.okCount() >= after + 20)
+        await Bun.sleep(1_000)
+        await run.stop()
+        await until("the spool committed", async () => (await spoolOf(harness)) === 0)
+        const { answered } = await expectNothingLost(harness, key.hash, run.answers)
+        expect(answered).toBeGreaterThan(0)
+        // Some were answered while the database was away and went through the spool, or were refused with 503.
+        const metrics = await (await fetch(`${harness.server.url}/metrics`)).text()
+        const spooled = Number(/gateway_ledger_spooled_rows_total (\d+)/.exec(metrics)?.[1] ?? 0)
+        const refused = run.answers.filter((a) => a.status === 503).length
+        expect(spooled + refused).toBeGreaterThan(0)
+        expect(Number(/gateway_ledger_replayed_rows_total (\d+)/.exec(metrics)?.[1] ?? -1)).toBe(spooled)
+        await spendToTheLimit(harness, key, LIMIT * 1e9)
+        await expectNothingHeld(harness, key.hash)
+      },
+      55_000,
+    )
+  })
+
+describe.skipIf(engine !== "postgres")("Postgres outages (a TCP proxy between the gateway and Postgres; needs GATEWAY_TEST_PG_URL)", () => {
+  outageRun(false)
+  outageRun(true)
+
+  describe("a connection that stalls without closing", () => {
+    let h: Harness | undefined
+    afterAll(() => stopHarness(h))
+    test(
+      "commits that do not end within ledger.commit_timeout_ms are spooled; after the stall nothing is lost or written twice",
+      async () => {
+        h = await startHarness({ durableAnswers: true })
+        const harness = h
+        const key = await makeKey(h, 1_000)
+        const run = load(h.server.url, key.secret, (i) => i % 3 === 0)
+        await until("first answers", () => run.okCount() >= 100)
+        harness.proxy.stall()
+        await Bun.sleep(3_000)
+        harness.proxy.restore()
+        const after = run.okCount()
+        await until("answers after the stall", () => run.okCount() >= after + 100)
+        await run.stop()
+        await until("the spool committed", async () => (await spoolOf(harness)) === 0)
+        await expectNothingLost(harness, key.hash, run.answers)
+        const metrics = await (await fetch(`${harness.server.url}/metrics`)).text()
+        // The stalled commits did time out into the spool (whatever of them later went through is not written twice).
+        expect(Number(/gateway_ledger_spooled_rows_total (\d+)/.exec(metrics)?.[1] ?? 0)).toBeGreaterThan(0)
+        await expectNothingHeld(harness, key.hash)
+      },
+      50_000,
+    )
+  })
+
+
+  describe("a process killed with SIGKILL during a stop, durable answers on", () => {
+    const root = join(import.meta.dir, "..", "..")
+    const KEY = `sk-test-outage-${crypto.randomUUID().replaceAll("-", "")}`
+    const running: Array<ReturnType<typeof Bun.spawn>> = []
+    let db: TestDatabase | undefined
+    let proxy: TcpProxy | undefined
+    let dir = ""
+    afterAll(async () => {
+      for (const p of running) p.kill("SIGKILL")
+      await Promise.all(running.map((p) => p.exited))
+      await proxy?.close()
+      await db?.drop()
+      if (dir !== "") rmSync(dir, { recursive: true, force: true })
+    })
+    const start = async (url: string) => {
+      const config = join(dir, "config.json")
+      writeFileSync(config, JSON.stringify({ ...demoCatalog, instance_id: "outage-kill", ledger: { durable_answers: true, commit_timeout_ms: 1_000 } }))
+      const proc = Bun.spawn([process.execPath, join(root, "src", "main.ts"), "serve"], {
+        cwd: dir,
+        env: { ...process.env, PORT: "0", HOST: "127.0.0.1", GATEWAY_DATA_DIR: dir, DATABASE_URL: url, GATEWAY_CONFIG: config, GATEWAY_MANAGEMENT_KEY: KEY, GATEWAY_LOG_LEVEL: "none" },
+        stdout: "pipe",
+        stderr: "inherit",
+      })
+      running.push(proc)
+      return { proc, url: await untilListening(proc) }
+    }
+    const answer = async (base: string, input: string) => {
+      const res = await fetch(`${base}/v1/responses`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "demo/echo", input, stream: true, provider: { order: ["fake"] } }),
+      })
+      const text = await res.text()
+      return { status: res.status, id: res.headers.get("x-generation-id") ?? "", complete: text.includes("response.completed") && text.includes("[DONE]") }
+    }
+
+    test(
+      "restarted after the database is back, it commits its spool before serving: nothing it answered is lost",
+      async () => {
+        db = await freshDatabase()
+        const target = new URL(db.url)
+        proxy = await startTcpProxy(target.hostname, Number(target.port || 5432))
+        dir = mkdtempSync(join(tmpdir(), "gw-outage-kill-"))
+        const first = await start(proxy.through(db.url))
+        expect((await answer(first.url, "warm")).status).toBe(200)
+        // Streams in flight when Postgres goes away (admitted already: slow answers, 150 ms between words).
+        const inFlight = Promise.all(Array.from({ length: 8 }, (_, i) => answer(first.url, `one two three four ${i} [slow:150]`)))
+        await Bun.sleep(300)
+        proxy.cut()
+        const answered = await inFlight
+        // Durable answers: complete only once each record is on disk in the spool (the database is away).
+        expect(answered.every((a) => a.status === 200 && a.complete)).toBe(true)
+        first.proc.kill("SIGKILL")
+        await first.proc.exited
+        const spoolFile = join(dir, "ledger-spool.outage-kill.jsonl")
+        expect(statSync(spoolFile).size).toBeGreaterThan(0)
+        proxy.restore()
+        const second = await start(proxy.through(db.url))
+        const ids = answered.map((a) => a.id)
+        const pg = new SQL(db.url)
+        const rows = (await pg.unsafe("SELECT id FROM generations WHERE id = ANY($1)", [ids])) as Array<{ id: string }>
+        await pg.close()
+        // Listening means the spool was committed first.
+        expect(rows.length).toBe(ids.length)
+        expect(existsSync(spoolFile)).toBe(false)
+        expect((await answer(second.url, "after")).status).toBe(200)
+      },
+      45_000,
+    )
+  })
+})
