@@ -14,7 +14,8 @@ import { SQL } from "bun"
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Option } from "effect"
+import { Option, Redacted } from "effect"
+import { metricsAuth, TEST_METRICS_TOKEN } from "../support/gateway.js"
 import { demoCatalog, GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
 import { type RunningServer, startServer } from "../../src/http/server.js"
 import { pennyCatalog } from "../support/catalog.js"
@@ -90,7 +91,7 @@ const startHarness = async (overrides: Partial<Settings>): Promise<Harness> => {
   const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432))
   const dir = mkdtempSync(join(tmpdir(), "gw-outage-"))
   const config = GatewayConfig.layer(
-    testSettings({ databaseUrl: proxy.through(db.url), dataDir: dir, catalog: pennyCatalog, commitTimeoutMs: 1_000, ...overrides }),
+    testSettings({ databaseUrl: proxy.through(db.url), dataDir: dir, catalog: pennyCatalog, commitTimeoutMs: 1_000, metricsToken: Redacted.make(TEST_METRICS_TOKEN), ...overrides }),
   )
   const server = await startServer(config)
   return { db, proxy, server, admin: Option.getOrThrow(server.createdSecret), dir }
@@ -240,7 +241,7 @@ const outageRun = (durable: boolean) =>
         const { answered } = await expectNothingLost(harness, key.hash, run.answers)
         expect(answered).toBeGreaterThan(0)
         // Some were answered while the database was away and went through the spool, or were refused with 503.
-        const metrics = await (await fetch(`${harness.server.url}/metrics`)).text()
+        const metrics = await (await fetch(`${harness.server.url}/metrics`, { headers: metricsAuth })).text()
         const spooled = Number(/gateway_ledger_spooled_rows_total (\d+)/.exec(metrics)?.[1] ?? 0)
         const refused = run.answers.filter((a) => a.status === 503).length
         expect(spooled + refused).toBeGreaterThan(0)
@@ -275,7 +276,7 @@ describe.skipIf(engine !== "postgres")("Postgres outages (a TCP proxy between th
         await run.stop()
         await until("the spool committed", async () => (await spoolOf(harness)) === 0)
         await expectNothingLost(harness, key.hash, run.answers)
-        const metrics = await (await fetch(`${harness.server.url}/metrics`)).text()
+        const metrics = await (await fetch(`${harness.server.url}/metrics`, { headers: metricsAuth })).text()
         // The stalled commits did time out into the spool (whatever of them later went through is not written twice).
         expect(Number(/gateway_ledger_spooled_rows_total (\d+)/.exec(metrics)?.[1] ?? 0)).toBeGreaterThan(0)
         await expectNothingHeld(harness, key.hash)

@@ -13,7 +13,8 @@ import { Database } from "bun:sqlite"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Layer, Option } from "effect"
+import { Layer, Option, Redacted } from "effect"
+import { metricsAuth, TEST_METRICS_TOKEN } from "../support/gateway.js"
 import { demoCatalog, GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
 import { type RunningServer, startServer } from "../../src/http/server.js"
 import { KeyCacheOptions } from "../../src/services/KeyStore.js"
@@ -50,7 +51,7 @@ const setUp = async (overrides: Partial<Settings>, prepare?: (dir: string, insta
   const file = join(dir, "gateway.db")
   const instanceId = `spool-${crypto.randomUUID().slice(0, 8)}`
   prepare?.(dir, instanceId)
-  const config = GatewayConfig.layer(testSettings({ databaseUrl: file, dataDir: dir, instanceId, commitTimeoutMs: 300, ...overrides }))
+  const config = GatewayConfig.layer(testSettings({ databaseUrl: file, dataDir: dir, instanceId, commitTimeoutMs: 300, metricsToken: Redacted.make(TEST_METRICS_TOKEN), ...overrides }))
   // The key stays cached: what is tested is the ledger's write path, not the key's read.
   const server = await startServer(Layer.merge(config, Layer.succeed(KeyCacheOptions, { ttlMs: 600_000 })) as Layer.Layer<GatewayConfig>)
   const admin = Option.getOrThrow(server.createdSecret)
@@ -114,7 +115,7 @@ describe("a SQLite file that cannot take writes", () => {
           // The round's records meet the lock (the commit timeout), then reach the spool's file (with
           // the first answer's, when its window had not closed before the lock).
           await until("the round spooled", async () => {
-            const m = await (await fetch(`${s.server.url}/metrics`)).text()
+            const m = await (await fetch(`${s.server.url}/metrics`, { headers: metricsAuth })).text()
             return Number(/gateway_ledger_spool_generations (\d+)/.exec(m)?.[1]) >= answers.filter((a) => a.status === 200).length
           })
         }
@@ -131,7 +132,7 @@ describe("a SQLite file that cannot take writes", () => {
         const ready = await fetch(`${s.server.url}/v1/ready`)
         expect(ready.status).toBe(503)
         expect((await ready.json()) as unknown).toMatchObject({ error: { code: 503 } })
-        const metrics = await (await fetch(`${s.server.url}/metrics`)).text()
+        const metrics = await (await fetch(`${s.server.url}/metrics`, { headers: metricsAuth })).text()
         expect(metrics).toContain("gateway_ledger_spool_full 1")
         // The records are on disk, in the spool's file under the data folder.
         const spoolFile = join(s.dir, readdirSpool(s.dir))
@@ -186,7 +187,7 @@ describe("a SQLite file that cannot take writes", () => {
       expect(chatStream?.text).not.toContain("[DONE]")
       expect(messagesStream?.text).toContain("event: error")
       expect(messagesStream?.text).not.toContain("message_stop")
-      const metrics = await (await fetch(`${s.server.url}/metrics`)).text()
+      const metrics = await (await fetch(`${s.server.url}/metrics`, { headers: metricsAuth })).text()
       expect(Number(/gateway_ledger_failed_rows_total (\d+)/.exec(metrics)?.[1])).toBe(6)
     },
     30_000,
