@@ -229,6 +229,31 @@ export const checkUrl = async (url: URL, allowPrivate: boolean): Promise<void> =
   await resolveChecked(url, allowPrivate)
 }
 
+/**
+ * Why `target` may not be fetched under the policy, or undefined: a URL that is not http(s) or a
+ * host that is or resolves to a non-public address. A name that does not resolve within
+ * `timeoutMs` passes (it is checked again at each fetch).
+ */
+export const refusalOf = async (target: string, allowPrivate: boolean, timeoutMs: number): Promise<string | undefined> => {
+  let url: URL
+  try {
+    url = new URL(target)
+  } catch {
+    return "not a valid URL"
+  }
+  const within = (host: string) =>
+    Promise.race([
+      systemResolve(host),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error("no answer")), timeoutMs).unref()),
+    ])
+  try {
+    await resolveChecked(url, allowPrivate, within)
+    return undefined
+  } catch (e) {
+    return e instanceof OutboundError && e.kind !== "network" ? e.message : undefined
+  }
+}
+
 /** Reads at most `max` bytes of a body, then cancels the rest. */
 const readCapped = async (response: Response, max: number, failOver: boolean): Promise<Uint8Array> => {
   const reader = response.body?.getReader()
