@@ -135,6 +135,11 @@ export interface ClientFormat {
   readonly name: string
   /** The parsed JSON body → the normalized request, or a 400 naming the field and the rule. */
   readonly decode: (body: unknown) => Either.Either<ResponsesRequest, ApiError>
+  /**
+   * The items of `input` decode independently and become the request's `input` as they are: a
+   * long one may be decoded slice by slice (src/pipeline/ingress.ts, `decodeBody`).
+   */
+  readonly slicedInput?: boolean
   /** The encoder of one answer to `request` (as ingress decoded it and the pre-model stages left it). */
   readonly encoder: (request: ResponsesRequest, options: EncoderOptions) => Encoder
   /** The format's error body for `e` (Responses and Chat: the contract's envelope; Messages: Anthropic's). */

@@ -29,6 +29,8 @@ export interface Loaded {
   waitedIn?: StageState
   /** The request's generation id, made early when a stage's own calls must name it (fusion's inner calls). */
   generationId?: string
+  /** A long body decoded in slices off the decision (`decodeBody`), or its refusal. */
+  decoded?: Ingress | ApiError
 }
 
 /** A read that is not in memory: `load` fetches it into the request's `Loaded`, then the decision is made again. */
@@ -119,10 +121,75 @@ export interface Ingress {
   readonly request: ResponsesRequest
 }
 
-/** The body text → the normalized request, through `format`'s decoder, or the 400 naming the field and the rule. */
-export const decodeBody = (format: ClientFormat, bodyText: string): Ingress | ApiError => {
+/**
+ * The most input items (`input` or `messages` entries) one request may carry: 60,000, far past
+ * what any model's context holds (a million-token context is ~17 tokens an item), so only a
+ * hostile or broken client meets it. Bounds the work every stage does per item (docs/plugins.md).
+ */
+export const MAX_INPUT_ITEMS = 60_000
+
+/**
+ * Items decoded in one slice of the event loop: ~15 µs an item through the Responses Schema, so
+ * a slice is ~30 ms and a longer input yields between slices instead of holding the loop.
+ */
+export const DECODE_SLICE_ITEMS = 2_000
+
+/** The request's list of items (Responses `input`, Chat and Messages `messages`), if it has one. */
+const itemsIn = (body: unknown): { readonly key: string; readonly items: ReadonlyArray<unknown> } | undefined => {
+  if (typeof body !== "object" || body === null) return undefined
+  const { input, messages } = body as { readonly input?: unknown; readonly messages?: unknown }
+  if (Array.isArray(input)) return { key: "input", items: input }
+  if (Array.isArray(messages)) return { key: "messages", items: messages }
+  return undefined
+}
+
+const nextTurnOfLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/**
+ * A long Responses `input` decoded slice by slice, the event loop served between slices: items
+ * decode independently, so the request is the first slice's with every slice's items; a refusal
+ * names the item's index in the whole input.
+ */
+const decodeInSlices = async (format: ClientFormat, body: Record<string, unknown>, items: ReadonlyArray<unknown>): Promise<Ingress | ApiError> => {
+  let first: ResponsesRequest | undefined
+  const decodedItems: Array<unknown> = []
+  for (let from = 0; from < items.length; from += DECODE_SLICE_ITEMS) {
+    if (from > 0) await nextTurnOfLoop()
+    const decoded = format.decode({ ...body, input: items.slice(from, from + DECODE_SLICE_ITEMS) })
+    if (Either.isLeft(decoded)) {
+      const e = decoded.left
+      if (e._tag !== "BadRequest") return e
+      return new BadRequest({ message: e.message.replace(/^(Invalid request: input)\[(\d+)\]/, (_, head, at) => `${head}[${Number(at) + from}]`) })
+    }
+    first ??= decoded.right
+    for (const item of decoded.right.input as ReadonlyArray<unknown>) decodedItems.push(item)
+  }
+  return { body, request: { ...(first as ResponsesRequest), input: decodedItems as ResponsesRequest["input"] } }
+}
+
+/**
+ * The body text → the normalized request, through `format`'s decoder, or the 400 naming the field
+ * and the rule. More than MAX_INPUT_ITEMS items is refused before any decoding; a Responses input
+ * longer than a slice is decoded off the decision (`Missing`), into `loaded.decoded`.
+ */
+export const decodeBody = (format: ClientFormat, bodyText: string, loaded: Loaded): Ingress | ApiError | Missing => {
+  if (loaded.decoded !== undefined) return loaded.decoded
   const body = parseJson(bodyText)
   if (Either.isLeft(body)) return body.left
+  const list = itemsIn(body.right)
+  if (list !== undefined && list.items.length > MAX_INPUT_ITEMS) {
+    return new BadRequest({
+      message: `Invalid request: ${list.key}: at most ${MAX_INPUT_ITEMS} items in one request, got ${list.items.length}`,
+    })
+  }
+  if (list !== undefined && list.key === "input" && format.slicedInput === true && list.items.length > DECODE_SLICE_ITEMS) {
+    const parsed = body.right as Record<string, unknown>
+    return new Missing(
+      Effect.promise(async () => {
+        loaded.decoded = await decodeInSlices(format, parsed, list.items)
+      }),
+    )
+  }
   const decoded = format.decode(body.right)
   if (Either.isLeft(decoded)) return decoded.left
   return { body: body.right, request: decoded.right }
