@@ -214,6 +214,10 @@ export const ConfigFile = Schema.Struct({
       body_timeout_ms: Schema.optional(positiveInt),
       max_in_flight: Schema.optional(positiveInt),
       max_in_flight_per_ip: Schema.optional(positiveInt),
+      /** Request bodies still arriving at once, after the key was accepted, for one key (default 128). */
+      max_unfinished_bodies_per_key: Schema.optional(positiveInt),
+      /** The same for one client address (default 64). */
+      max_unfinished_bodies_per_ip: Schema.optional(positiveInt),
       max_upstream_body_bytes: Schema.optional(positiveInt),
       max_upstream_event_bytes: Schema.optional(positiveInt),
       /** Model calls one request may make in all, server-tool loop and fusion included (default 64). */
