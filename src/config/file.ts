@@ -142,6 +142,12 @@ export const FileParserConfig = Schema.Struct({
   parse_timeout_ms: Schema.optional(positiveInt),
   /** Parse results kept in memory (default 256). */
   cache_entries: Schema.optional(positiveInt),
+  /** Bytes a PDF's compressed streams may inflate to in all (default 200 MB), checked before parsing. */
+  max_inflated_bytes: Schema.optional(positiveInt),
+  /** Bytes one compressed stream of a PDF may inflate to (default 50 MB). */
+  max_stream_inflated_bytes: Schema.optional(positiveInt),
+  /** Bytes the process's memory may grow by while one PDF is parsed (default 512 MB); past it the parse is ended. */
+  max_parse_memory_bytes: Schema.optional(positiveInt),
   /** The `mistral-ocr` engine: a provider of `providers` (its base_url and key) and the OCR model. */
   ocr: Schema.optional(
     Schema.Struct({
