@@ -9,7 +9,7 @@
 import { STATUS_CODES } from "node:http"
 import type { Settings } from "../config/Config.js"
 import { OutboundError, safeFetch } from "../outbound/fetch.js"
-import { parsePdfInWorker } from "../pipeline/plugins/file-parser.js"
+import { parseBoundsOf, parsePdfInWorker } from "../pipeline/plugins/file-parser.js"
 import { domainFilter } from "./domains.js"
 import type { HtmlJob, HtmlResult } from "./html.js"
 
@@ -165,9 +165,17 @@ export const fetchPage = async (url: string, options: PageOptions, settings: Set
   let title: string
   let content: string
   if (/pdf/i.test(contentType) || isPdf(res.body)) {
-    const parsed = await parsePdfInWorker(res.body, PDF_MAX_PAGES, Math.min(PDF_TIMEOUT_MS, settings.requestTimeoutMs), signal)
+    const bounds = parseBoundsOf(settings)
+    const parsed = await parsePdfInWorker(res.body, PDF_MAX_PAGES, Math.min(PDF_TIMEOUT_MS, settings.requestTimeoutMs), signal, bounds)
     if (!parsed.ok) {
-      const why = parsed.reason === "too_many_pages" ? `the PDF has more than ${PDF_MAX_PAGES} pages` : `the PDF could not be read${parsed.detail === undefined ? "" : ` (${parsed.detail})`}`
+      const why =
+        parsed.reason === "too_many_pages"
+          ? `the PDF has more than ${PDF_MAX_PAGES} pages`
+          : parsed.reason === "inflates_too_much"
+            ? `the PDF's compressed streams inflate to more than ${parsed.bound === "stream" ? `${bounds.maxStreamInflated} bytes in one stream` : `${bounds.maxInflated} bytes in all`}`
+            : parsed.reason === "too_much_memory"
+              ? `parsing the PDF took more than ${bounds.maxMemory} bytes of memory`
+              : `the PDF could not be read${parsed.detail === undefined ? "" : ` (${parsed.detail})`}`
       return { ok: false, url, httpStatus: res.status, error: why }
     }
     title = nameOf(url)

@@ -6,6 +6,8 @@
  * "completed" page. Pages come from a server on loopback.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { deflateSync } from "node:zlib"
+import { PDFDocument, PDFName } from "pdf-lib"
 import { demoCatalog, testSettings } from "../../src/config/Config.js"
 import { fetchPage, htmlToMarkdownInWorker } from "../../src/tools/page.js"
 
@@ -22,12 +24,23 @@ const PAGES: Record<string, string> = {
   "/short": "<html><head><title>Short</title><script>var hidden = 1</script></head><body><nav>menu</nav><div>Price: 42 zorkmids</div></body></html>",
 }
 
+/** A one-page PDF whose content stream inflates to 16 MB (a few KB on the wire). */
+const bombPdf = async (): Promise<Uint8Array> => {
+  const doc = await PDFDocument.create()
+  const data = new Uint8Array(deflateSync(Buffer.alloc(16 * 1024 * 1024, 0x20)))
+  doc.addPage().node.addContentStream(doc.context.register(doc.context.stream(data, { Filter: PDFName.of("FlateDecode"), Length: data.length })))
+  return doc.save()
+}
+
 let pages: ReturnType<typeof Bun.serve>
-beforeAll(() => {
+let bomb: Uint8Array
+beforeAll(async () => {
+  bomb = await bombPdf()
   pages = Bun.serve({
     port: 0,
     hostname: "127.0.0.1",
     fetch: (req) => {
+      if (new URL(req.url).pathname === "/bomb.pdf") return new Response(Buffer.from(bomb), { headers: { "content-type": "application/pdf" } })
       const body = PAGES[new URL(req.url).pathname]
       return body === undefined ? new Response("no", { status: 404 }) : new Response(body, { headers: { "content-type": "text/html; charset=utf-8" } })
     },
@@ -37,7 +50,13 @@ afterAll(() => {
   pages?.stop(true)
 })
 
-const settings = testSettings({ catalog: { ...demoCatalog, outbound: { allow_private_addresses: true, max_bytes: 8 * 1024 * 1024 } } })
+const settings = testSettings({
+  catalog: {
+    ...demoCatalog,
+    outbound: { allow_private_addresses: true, max_bytes: 8 * 1024 * 1024 },
+    plugins: { file_parser: { max_stream_inflated_bytes: 4 * 1024 * 1024 } },
+  },
+})
 const read = (path: string) =>
   fetchPage(`http://127.0.0.1:${pages.port}${path}`, { maxContentTokens: undefined, allowed: undefined, blocked: undefined }, settings, new AbortController().signal)
 
@@ -83,4 +102,11 @@ describe("a page Readability cannot extract falls back to its body's text", () =
       expect(page.content).not.toContain("var hidden")
     }, 30_000)
   }
+})
+
+describe("a fetched PDF is held to the file parser's bounds", () => {
+  test("a PDF bomb is a failed page naming the bound, not a parse", async () => {
+    const page = await read("/bomb.pdf")
+    expect(page).toMatchObject({ ok: false, error: `the PDF's compressed streams inflate to more than ${4 * 1024 * 1024} bytes in one stream` })
+  }, 30_000)
 })

@@ -207,15 +207,21 @@ interface Limits {
   readonly cacheEntries: number
 }
 
+/** The PDF parse bounds of `plugins.file_parser` (web_fetch's PDFs are held to them too). */
+export const parseBoundsOf = (settings: Settings): ParseBounds => {
+  const parser = settings.catalog.plugins?.file_parser
+  return {
+    maxInflated: parser?.max_inflated_bytes ?? DEFAULT_PARSE_BOUNDS.maxInflated,
+    maxStreamInflated: parser?.max_stream_inflated_bytes ?? DEFAULT_PARSE_BOUNDS.maxStreamInflated,
+    maxMemory: parser?.max_parse_memory_bytes ?? DEFAULT_PARSE_BOUNDS.maxMemory,
+  }
+}
+
 const limitsOf = (settings: Settings): Limits => {
   const outbound = settings.catalog.outbound
   const parser: FileParserConfig | undefined = settings.catalog.plugins?.file_parser
   return {
-    bounds: {
-      maxInflated: parser?.max_inflated_bytes ?? DEFAULT_PARSE_BOUNDS.maxInflated,
-      maxStreamInflated: parser?.max_stream_inflated_bytes ?? DEFAULT_PARSE_BOUNDS.maxStreamInflated,
-      maxMemory: parser?.max_parse_memory_bytes ?? DEFAULT_PARSE_BOUNDS.maxMemory,
-    },
+    bounds: parseBoundsOf(settings),
     maxBytes: parser?.max_file_bytes ?? outbound?.max_bytes ?? DEFAULT_MAX_BYTES,
     maxPages: parser?.max_pages ?? DEFAULT_MAX_PAGES,
     parseTimeoutMs: parser?.parse_timeout_ms ?? DEFAULT_PARSE_TIMEOUT_MS,
