@@ -220,9 +220,9 @@ export const ConfigFile = Schema.Struct({
       body_timeout_ms: Schema.optional(positiveInt),
       max_in_flight: Schema.optional(positiveInt),
       max_in_flight_per_ip: Schema.optional(positiveInt),
-      /** Request bodies still arriving at once, after the key was accepted, for one key (default 128). */
+      /** Request bodies still arriving at once, after the key was accepted, for one key (default 64). */
       max_unfinished_bodies_per_key: Schema.optional(positiveInt),
-      /** The same for one client address (default 64). */
+      /** The same for one client address (default 256). */
       max_unfinished_bodies_per_ip: Schema.optional(positiveInt),
       max_upstream_body_bytes: Schema.optional(positiveInt),
       max_upstream_event_bytes: Schema.optional(positiveInt),

@@ -95,8 +95,11 @@ export const makeBodyDeadline = (baseMs: number, maxBytes: number) => {
     })
 }
 
-/** Unfinished bodies' defaults: a key's, and a client address's (README, Configuration). */
-export const DEFAULT_MAX_UNFINISHED_BODIES = { perKey: 128, perAddress: 64 } as const
+/**
+ * Unfinished bodies' defaults: a key's, and a client address's (README, Configuration). A key's is
+ * the smaller, so one key holder leaves room for the other keys of its address.
+ */
+export const DEFAULT_MAX_UNFINISHED_BODIES = { perKey: 64, perAddress: 256 } as const
 
 /** What a request holds while its body arrives. */
 export interface BodySlot {
