@@ -129,8 +129,9 @@ export interface Ingress {
 export const MAX_INPUT_ITEMS = 60_000
 
 /**
- * Items decoded in one slice of the event loop: ~15 µs an item through the Responses Schema, so
- * a slice is ~30 ms and a longer input yields between slices instead of holding the loop.
+ * Items decoded in one slice of the event loop: ~15 µs an item through the Responses Schema (~3
+ * through the Messages one), so a slice is ~30 ms and a longer list yields between slices instead
+ * of holding the loop. Chat Completions messages (~1 µs) are decoded whole.
  */
 export const DECODE_SLICE_ITEMS = 2_000
 
@@ -146,31 +147,40 @@ const itemsIn = (body: unknown): { readonly key: string; readonly items: Readonl
 const nextTurnOfLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /**
- * A long Responses `input` decoded slice by slice, the event loop served between slices: items
- * decode independently, so the request is the first slice's with every slice's items; a refusal
- * names the item's index in the whole input.
+ * A long list of items decoded slice by slice, the event loop served between slices: items
+ * decode independently, so the request is the first slice's with every slice's `input` items in
+ * order; a refusal names the item's index in the whole list.
  */
-const decodeInSlices = async (format: ClientFormat, body: Record<string, unknown>, items: ReadonlyArray<unknown>): Promise<Ingress | ApiError> => {
+const decodeInSlices = async (
+  format: ClientFormat,
+  sliced: NonNullable<ClientFormat["slicedItems"]>,
+  body: Record<string, unknown>,
+  items: ReadonlyArray<unknown>,
+): Promise<Ingress | ApiError> => {
+  const rest: Record<string, unknown> = { ...body }
+  for (const field of sliced.firstOnly ?? []) delete rest[field]
+  const at = new RegExp(`^(Invalid request: ${sliced.key})\\[(\\d+)\\]`)
   let first: ResponsesRequest | undefined
   const decodedItems: Array<unknown> = []
   for (let from = 0; from < items.length; from += DECODE_SLICE_ITEMS) {
     if (from > 0) await nextTurnOfLoop()
-    const decoded = format.decode({ ...body, input: items.slice(from, from + DECODE_SLICE_ITEMS) })
+    const decoded = format.decode({ ...(from === 0 ? body : rest), [sliced.key]: items.slice(from, from + DECODE_SLICE_ITEMS) })
     if (Either.isLeft(decoded)) {
       const e = decoded.left
       if (e._tag !== "BadRequest") return e
-      return new BadRequest({ message: e.message.replace(/^(Invalid request: input)\[(\d+)\]/, (_, head, at) => `${head}[${Number(at) + from}]`) })
+      return new BadRequest({ message: e.message.replace(at, (_, head, index) => `${head}[${Number(index) + from}]`) })
     }
     first ??= decoded.right
-    for (const item of decoded.right.input as ReadonlyArray<unknown>) decodedItems.push(item)
+    for (const item of (decoded.right.input ?? []) as ReadonlyArray<unknown>) decodedItems.push(item)
   }
   return { body, request: { ...(first as ResponsesRequest), input: decodedItems as ResponsesRequest["input"] } }
 }
 
 /**
  * The body text → the normalized request, through `format`'s decoder, or the 400 naming the field
- * and the rule. More than MAX_INPUT_ITEMS items is refused before any decoding; a Responses input
- * longer than a slice is decoded off the decision (`Missing`), into `loaded.decoded`.
+ * and the rule. More than MAX_INPUT_ITEMS items is refused before any decoding; a list longer than
+ * a slice (Responses `input`, Messages `messages`) is decoded off the decision (`Missing`), into
+ * `loaded.decoded`.
  */
 export const decodeBody = (format: ClientFormat, bodyText: string, loaded: Loaded): Ingress | ApiError | Missing => {
   if (loaded.decoded !== undefined) return loaded.decoded
@@ -182,11 +192,12 @@ export const decodeBody = (format: ClientFormat, bodyText: string, loaded: Loade
       message: `Invalid request: ${list.key}: at most ${MAX_INPUT_ITEMS} items in one request, got ${list.items.length}`,
     })
   }
-  if (list !== undefined && list.key === "input" && format.slicedInput === true && list.items.length > DECODE_SLICE_ITEMS) {
+  const sliced = format.slicedItems
+  if (list !== undefined && sliced?.key === list.key && list.items.length > DECODE_SLICE_ITEMS) {
     const parsed = body.right as Record<string, unknown>
     return new Missing(
       Effect.promise(async () => {
-        loaded.decoded = await decodeInSlices(format, parsed, list.items)
+        loaded.decoded = await decodeInSlices(format, sliced, parsed, list.items)
       }),
     )
   }

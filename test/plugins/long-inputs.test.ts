@@ -109,6 +109,32 @@ describe("a long input does not hold the event loop", () => {
     expect(((await res.json()) as { error: { message: string } }).error.message).toStartWith(`Invalid request: input[${at}]`)
   }, 60_000)
 
+  test("Messages: 50,000 messages are decoded in slices too, the system prompt once and first", async () => {
+    const from = mock.requests.length
+    const messages = tiny(50_000).map(({ role, content }) => ({ role, content }))
+    const { result, maxLagMs } = await loopLag(async () => {
+      const res = await gw.fetch("/v1/messages", { method: "POST", json: { model: "t/wide", max_tokens: 10, system: "SYSTEM PROMPT", messages } })
+      return { status: res.status, body: await res.text() }
+    })
+    expect(result.status).toBe(200)
+    const upstream = (mock.requests.slice(from)[0]!.body as { messages: ReadonlyArray<{ role: string; content: unknown }> }).messages
+    expect(upstream).toHaveLength(50_001)
+    expect(upstream[0]).toMatchObject({ role: "system", content: "SYSTEM PROMPT" })
+    expect(upstream.filter((m) => m.role === "system")).toHaveLength(1)
+    expect(upstream[1]!.content).toBe("m0")
+    expect(upstream[50_000]!.content).toBe("m49999")
+    expect(maxLagMs).toBeLessThan(500)
+  }, 60_000)
+
+  test("Messages: a bad message in a later slice is refused with its index in the whole list", async () => {
+    const messages: Array<Record<string, unknown>> = tiny(3 * DECODE_SLICE_ITEMS).map(({ role, content }) => ({ role, content }))
+    const at = 2 * DECODE_SLICE_ITEMS + 5
+    messages[at] = { role: "robot", content: "x" }
+    const res = await gw.fetch("/v1/messages", { method: "POST", json: { model: "t/wide", max_tokens: 10, messages } })
+    expect(res.status).toBe(400)
+    expect(JSON.stringify(await res.json())).toContain(`Invalid request: messages[${at}]`)
+  }, 60_000)
+
   test("50,000 items compressed to fit an 8,000-token context: answered, the middle dropped", async () => {
     // The tokenizer loads with the first request that needs it (seconds, once a process): not measured.
     expect((await post({ model: "t/small", input: `warm ${"word ".repeat(9_000)}` })).status).toBe(200)
