@@ -170,6 +170,12 @@ export const FileParserConfig = Schema.Struct({
   parse_timeout_ms: Schema.optional(positiveInt),
   /** Parse results kept in memory (default 256). */
   cache_entries: Schema.optional(positiveInt),
+  /** Bytes a PDF's compressed streams may inflate to in all (default 200 MB), checked before parsing. */
+  max_inflated_bytes: Schema.optional(positiveInt),
+  /** Bytes one compressed stream of a PDF may inflate to (default 50 MB). */
+  max_stream_inflated_bytes: Schema.optional(positiveInt),
+  /** Bytes the process's memory may grow by while one PDF is parsed (default 512 MB); past it the parse is ended. */
+  max_parse_memory_bytes: Schema.optional(positiveInt),
   /** The `mistral-ocr` engine: a provider of `providers` (its base_url and key) and the OCR model. */
   ocr: Schema.optional(
     Schema.Struct({
@@ -263,6 +269,10 @@ export const ConfigFile = Schema.Struct({
       body_timeout_ms: Schema.optional(positiveInt),
       max_in_flight: Schema.optional(positiveInt),
       max_in_flight_per_ip: Schema.optional(positiveInt),
+      /** Request bodies still arriving at once, after the key was accepted, for one key (default 64). */
+      max_unfinished_bodies_per_key: Schema.optional(positiveInt),
+      /** The same for one client address (default 256). */
+      max_unfinished_bodies_per_ip: Schema.optional(positiveInt),
       max_upstream_body_bytes: Schema.optional(positiveInt),
       max_upstream_event_bytes: Schema.optional(positiveInt),
       /** Model calls one request may make in all, server-tool loop and fusion included (default 64). */

@@ -238,6 +238,21 @@ export const decodeConfig = (type: DestinationType, config: unknown): Either.Eit
     onRight: (value) => value as DestinationConfig,
   })
 
+/**
+ * The receiver URLs a destination's config names (the keys a tenant sets; a vendor's default
+ * host is public): each is checked against the outbound policy when the destination is created
+ * or changed. A ClickHouse `host[:port]` is reached over https.
+ */
+export const configUrls = (type: DestinationType, config: DestinationConfig): ReadonlyArray<{ readonly key: string; readonly url: string }> => {
+  const out: Array<{ key: string; url: string }> = []
+  for (const key of ["url", "endpoint", "baseUrl", "host", "apiUrl", "otlpEndpoint", "dsn"]) {
+    const value = config[key]
+    if (typeof value !== "string") continue
+    out.push({ key, url: type === "clickhouse" && !/^https?:\/\//.test(value) ? `https://${value}` : value })
+  }
+  return out
+}
+
 /** `pk-l...EfGh`: the first and last 4 characters; 8 characters or fewer are fully masked. */
 export const mask = (secret: string): string =>
   secret.length <= 8 ? "********" : `${secret.slice(0, 4)}...${secret.slice(-4)}`

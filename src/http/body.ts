@@ -1,5 +1,5 @@
 /** Request bodies read with a cap (413 without reading past the limit) and a deadline (408). */
-import { BadRequest, PayloadTooLarge, RequestTimeout, UnsupportedMediaType } from "../domain/errors.js"
+import { BadRequest, PayloadTooLarge, RateLimited, RequestTimeout, UnsupportedMediaType } from "../domain/errors.js"
 import { Deadlines } from "./responses/deadlines.js"
 
 export const tooLarge = (max: number) =>
@@ -151,3 +151,95 @@ export const makeBodyDeadline = (baseMs: number, maxBytes: number) => {
       )
     })
 }
+
+/**
+ * Unfinished bodies' defaults: a key's, and a client address's (README, Configuration). A key's is
+ * the smaller, so one key holder leaves room for the other keys of its address.
+ */
+export const DEFAULT_MAX_UNFINISHED_BODIES = { perKey: 64, perAddress: 256 } as const
+
+/** What a request holds while its body arrives. */
+export interface BodySlot {
+  readonly keyHash: string
+  readonly req: Request
+  attributed: boolean
+  address: string
+}
+
+/**
+ * Request bodies still arriving, after the key was accepted: at most `perKey` for one key and
+ * `perAddress` for one client address, so a key holder's unfinished bodies (held until the body
+ * deadline) cannot take every descriptor or the address's share of requests in flight. Plain
+ * code on the request path: while fewer than the smaller cap are unfinished in all, none can be
+ * at a cap and a body is counted without its key or address (a set add and delete); the first
+ * body that finds that many unfinished attributes them all (`server.requestIP` costs a few µs),
+ * so from then on every count is exact.
+ */
+export class UnfinishedBodies {
+  count = 0
+  private readonly byKey = new Map<string, number>()
+  private readonly byAddress = new Map<string, number>()
+  private readonly unattributed = new Set<BodySlot>()
+  private readonly threshold: number
+
+  constructor(
+    readonly perKey: number,
+    readonly perAddress: number,
+    private readonly addressOf: (req: Request) => string,
+  ) {
+    this.threshold = Math.min(perKey, perAddress)
+  }
+
+  /** Counts the body of `req` (sent with the key `keyHash`), or says which cap it is over (nothing counted then). */
+  enter(keyHash: string, req: Request): BodySlot | "per_key" | "per_address" {
+    const slot: BodySlot = { keyHash, req, attributed: false, address: "" }
+    if (this.count < this.threshold) this.unattributed.add(slot)
+    else {
+      if (this.unattributed.size > 0) this.attributeAll()
+      if ((this.byKey.get(keyHash) ?? 0) >= this.perKey) return "per_key"
+      const address = this.addressOf(req)
+      if ((this.byAddress.get(address) ?? 0) >= this.perAddress) return "per_address"
+      this.attribute(slot, address)
+    }
+    this.count++
+    return slot
+  }
+
+  /** The body arrived, or its read ended otherwise. */
+  leave(slot: BodySlot): void {
+    this.count--
+    if (!slot.attributed) {
+      this.unattributed.delete(slot)
+      return
+    }
+    slot.attributed = false
+    const keyLeft = (this.byKey.get(slot.keyHash) ?? 1) - 1
+    if (keyLeft === 0) this.byKey.delete(slot.keyHash)
+    else this.byKey.set(slot.keyHash, keyLeft)
+    const addressLeft = (this.byAddress.get(slot.address) ?? 1) - 1
+    if (addressLeft === 0) this.byAddress.delete(slot.address)
+    else this.byAddress.set(slot.address, addressLeft)
+  }
+
+  private attribute(slot: BodySlot, address: string): void {
+    slot.attributed = true
+    slot.address = address
+    this.byKey.set(slot.keyHash, (this.byKey.get(slot.keyHash) ?? 0) + 1)
+    this.byAddress.set(address, (this.byAddress.get(address) ?? 0) + 1)
+  }
+
+  private attributeAll(): void {
+    for (const slot of this.unattributed) this.attribute(slot, this.addressOf(slot.req))
+    this.unattributed.clear()
+  }
+}
+
+/** The answer to a body over a cap: 429, retry in a second, and the connection closed (the body is not read). */
+export const tooManyUnfinished = (over: "per_key" | "per_address", bodies: UnfinishedBodies) =>
+  new RateLimited({
+    message:
+      over === "per_key"
+        ? `This key has ${bodies.perKey} request bodies still arriving, its maximum (server.max_unfinished_bodies_per_key); retry when they have arrived`
+        : `Your address has ${bodies.perAddress} request bodies still arriving, its maximum (server.max_unfinished_bodies_per_ip); retry when they have arrived`,
+    retry_after: 1,
+  })

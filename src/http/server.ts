@@ -20,7 +20,18 @@ import { KeyStore } from "../services/KeyStore.js"
 import { GatewayApi } from "./Api.js"
 import { Auth, bearerSecret } from "../services/Auth.js"
 import { Authentication } from "./api/security.js"
-import { BODY_TIMED_OUT, bodyTimedOut, checkJsonContentType, hasBody, makeBodyDeadline, readCappedText, tooLarge } from "./body.js"
+import {
+  BODY_TIMED_OUT,
+  bodyTimedOut,
+  checkJsonContentType,
+  DEFAULT_MAX_UNFINISHED_BODIES,
+  hasBody,
+  makeBodyDeadline,
+  readCappedText,
+  tooLarge,
+  tooManyUnfinished,
+  UnfinishedBodies,
+} from "./body.js"
 import { loggerLayer, logWriter, makeErrorLog, makeRequestLogger } from "./log.js"
 import { GatewayMetrics, RequestTrace, requestIdOf, serverTiming, type TraceEnd } from "./metrics.js"
 import { parseJson } from "../pipeline/ingress.js"
@@ -103,6 +114,12 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   const lifecycle = new RequestLifecycle(settings.maxInFlight, settings.maxInFlightPerIp, (req) => server.requestIP(req)?.address ?? "")
   const idleTimeout = settings.idleTimeoutS
   let draining = false
+  // Bodies still arriving after the key was accepted, per key and per client address (docs/operations.md).
+  const bodies = new UnfinishedBodies(
+    settings.catalog.server?.max_unfinished_bodies_per_key ?? DEFAULT_MAX_UNFINISHED_BODIES.perKey,
+    settings.catalog.server?.max_unfinished_bodies_per_ip ?? DEFAULT_MAX_UNFINISHED_BODIES.perAddress,
+    (req) => server.requestIP(req)?.address ?? "",
+  )
 
   /**
    * A handler measured and logged as `route`: the trace ends with the response, or with the
@@ -234,9 +251,11 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
    * of a 15,000-deep body overflowed the stack formatting its error (500).
    */
   const guardedControl = (secured: boolean): TracedHandler => async (req, trace) => {
+    let keyHash: string | undefined
     if (secured) {
       const principal = await runtime.runPromise(Effect.either(auth.authenticateSecret(bearerSecret(req.headers.get("authorization")))))
       if (Either.isLeft(principal)) return closing(errorResponse(principal.left))
+      keyHash = principal.right.hash
       authenticated(req, trace)
     }
     if (!hasBody(req)) {
@@ -249,7 +268,10 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     if (type !== undefined) return closing(errorResponse(type))
     const length = req.headers.get("content-length")
     if (length !== null && Number(length) > max) return closing(errorResponse(tooLarge(max)))
-    const text = await controlBodyDeadline(Promise.resolve(readCappedText(req, max)), length)
+    const slot = keyHash === undefined ? undefined : bodies.enter(keyHash, req)
+    if (typeof slot === "string") return closing(errorResponse(tooManyUnfinished(slot, bodies)))
+    const arriving = controlBodyDeadline(Promise.resolve(readCappedText(req, max)), length)
+    const text = await (slot === undefined ? arriving : arriving.finally(() => bodies.leave(slot)))
     if (text === BODY_TIMED_OUT) return closing(errorResponse(bodyTimedOut(settings.bodyTimeoutMs)))
     if (typeof text !== "string") return closing(errorResponse(text))
     const json = parseJson(text)
@@ -277,7 +299,7 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   }
   known.push({ path: "/v1/openapi.json", pattern: patternOf("/v1/openapi.json"), methods: ["GET"] })
   // The data plane: every client format of the registry at its path, on the same route.
-  const responses = makeModelRoute(rt, { settings, lifecycle, log: makeErrorLog(settings.logLevel), authenticated })
+  const responses = makeModelRoute(rt, { settings, lifecycle, log: makeErrorLog(settings.logLevel), authenticated, bodies })
   for (const { path, format } of options.formats ?? mountedFormats) {
     const handle = responses.handlerFor(format)
     const errorOf = (e: ApiError) => errorResponseIn(format, e)
@@ -300,7 +322,7 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     known.push({ path, pattern: patternOf(path), methods: ["POST"], errorOf })
   }
   // Anthropic's token count beside POST /v1/messages (coding agents call it before each turn).
-  const countTokens = makeCountTokensRoute(rt, settings)
+  const countTokens = makeCountTokensRoute(rt, settings, bodies)
   const messagesError = (e: ApiError) => errorResponseIn(messagesFormat, e)
   routes["/v1/messages/count_tokens"] = {
     POST: observed(

@@ -7,7 +7,8 @@
  * goes to the address that was checked (the Host header and the TLS server name keep the name),
  * so a name whose records change between check and connect (DNS rebinding) gains nothing.
  * Decimal, octal and hex IPv4 forms are normalised by the URL parser before the check; IPv4
- * mapped into IPv6 is checked as IPv4. No proxy is used (it would skip the check). Redirects are
+ * embedded in IPv6 (mapped, compatible, translated, 6to4, Teredo) is checked as IPv4, and
+ * site-local fec0::/10 is refused. No proxy is used (it would skip the check). Redirects are
  * re-checked hop by hop (at most MAX_REDIRECTS). A deadline covers the whole exchange, at most
  * `maxResponseBytes` of the answer are read, and at most `maxConcurrent` fetches run at once
  * across the process (the rest wait, within their deadline).
@@ -117,30 +118,70 @@ for (const [net, prefix] of [
   ["::", 128],
   ["::1", 128],
   ["64:ff9b::", 96],
+  ["64:ff9b:1::", 48],
   ["100::", 64],
   ["2001:db8::", 32],
   ["fc00::", 7],
   ["fe80::", 10],
+  // Site-local (deprecated by RFC 3879, still routed inside some networks).
+  ["fec0::", 10],
   ["ff00::", 8],
 ] as const) {
   blocked.addSubnet(net, prefix, "ipv6")
 }
 
-/** Whether an IP address is private, loopback, link-local, metadata or otherwise not a public host. */
+/** An IPv6 address as its eight 16-bit groups (a trailing dotted IPv4 is two groups), or undefined. */
+const ipv6Groups = (address: string): Array<number> | undefined => {
+  let text = address.toLowerCase()
+  const zone = text.indexOf("%")
+  if (zone >= 0) text = text.slice(0, zone)
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text)
+  if (dotted !== null) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number]
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`
+  }
+  const halves = text.split("::")
+  if (halves.length > 2) return undefined
+  const parse = (part: string) => (part === "" ? [] : part.split(":").map((g) => Number.parseInt(g, 16)))
+  const head = parse(halves[0] as string)
+  const tail = halves.length === 2 ? parse(halves[1] as string) : []
+  const fill = 8 - head.length - tail.length
+  if (halves.length === 2 ? fill < 0 : fill !== 0) return undefined
+  const groups = [...head, ...new Array<number>(fill).fill(0), ...tail]
+  return groups.some((g) => !Number.isInteger(g) || g < 0 || g > 0xffff) ? undefined : groups
+}
+
+const ipv4Of = (hi: number, lo: number): string => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`
+
+/**
+ * The IPv4 addresses an IPv6 address carries, which the network may deliver to: mapped
+ * (`::ffff:a.b.c.d`), compatible (`::a.b.c.d`), translated (`::ffff:0:a.b.c.d`), 6to4
+ * (`2002:AABB:CCDD::/16`) and Teredo (`2001:0::/32`: the server in bits 32-63, the client in the
+ * last 32 bits, inverted), RFC 4291, 2765, 3056 and 4380.
+ */
+const embeddedIpv4 = (g: ReadonlyArray<number>): ReadonlyArray<string> => {
+  const [g0, g1, g2, g3, g4, g5, g6, g7] = g as [number, number, number, number, number, number, number, number]
+  const zeroTo3 = g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0
+  if (zeroTo3 && g4 === 0 && (g5 === 0xffff || g5 === 0)) return [ipv4Of(g6, g7)]
+  if (zeroTo3 && g4 === 0xffff && g5 === 0) return [ipv4Of(g6, g7)]
+  if (g0 === 0x2002) return [ipv4Of(g1, g2)]
+  if (g0 === 0x2001 && g1 === 0) return [ipv4Of(g2, g3), ipv4Of(g6 ^ 0xffff, g7 ^ 0xffff)]
+  return []
+}
+
+/**
+ * Whether an IP address is private, loopback, link-local, metadata or otherwise not a public host.
+ * An IPv6 address that embeds an IPv4 one is judged by the IPv4 address (every embedded one must
+ * be public); a form that cannot be parsed is refused.
+ */
 export const isPrivateAddress = (address: string): boolean => {
   const family = isIP(address)
   if (family === 4) return blocked.check(address, "ipv4")
   if (family !== 6) return true
-  const lower = address.toLowerCase()
-  // An IPv4 address mapped into IPv6 (::ffff:a.b.c.d or ::ffff:xxxx:xxxx) is checked as IPv4.
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower)
-  if (mapped?.[1] !== undefined) return blocked.check(mapped[1], "ipv4")
-  const hexMapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower)
-  if (hexMapped?.[1] !== undefined && hexMapped[2] !== undefined) {
-    const hi = Number.parseInt(hexMapped[1], 16)
-    const lo = Number.parseInt(hexMapped[2], 16)
-    return blocked.check(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`, "ipv4")
-  }
+  const groups = ipv6Groups(address)
+  if (groups === undefined) return true
+  const embedded = embeddedIpv4(groups)
+  if (embedded.length > 0) return embedded.some((v4) => blocked.check(v4, "ipv4"))
   return blocked.check(address, "ipv6")
 }
 
@@ -186,6 +227,31 @@ export const resolveChecked = async (
 /** Refuses a URL whose scheme is not http(s) or whose host resolves to any non-public address. */
 export const checkUrl = async (url: URL, allowPrivate: boolean): Promise<void> => {
   await resolveChecked(url, allowPrivate)
+}
+
+/**
+ * Why `target` may not be fetched under the policy, or undefined: a URL that is not http(s) or a
+ * host that is or resolves to a non-public address. A name that does not resolve within
+ * `timeoutMs` passes (it is checked again at each fetch).
+ */
+export const refusalOf = async (target: string, allowPrivate: boolean, timeoutMs: number): Promise<string | undefined> => {
+  let url: URL
+  try {
+    url = new URL(target)
+  } catch {
+    return "not a valid URL"
+  }
+  const within = (host: string) =>
+    Promise.race([
+      systemResolve(host),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error("no answer")), timeoutMs).unref()),
+    ])
+  try {
+    await resolveChecked(url, allowPrivate, within)
+    return undefined
+  } catch (e) {
+    return e instanceof OutboundError && e.kind !== "network" ? e.message : undefined
+  }
 }
 
 /** Reads at most `max` bytes of a body, then cancels the rest. */

@@ -135,6 +135,12 @@ export interface ClientFormat {
   readonly name: string
   /** The parsed JSON body → the normalized request, or a 400 naming the field and the rule. */
   readonly decode: (body: unknown) => Either.Either<ResponsesRequest, ApiError>
+  /**
+   * The body's list of items (`key`) decodes item by item into the request's `input`, in order:
+   * a long one may be decoded slice by slice (src/pipeline/ingress.ts, `decodeBody`), the fields
+   * of `firstOnly` (which add items of their own) given to the first slice only.
+   */
+  readonly slicedItems?: { readonly key: "input" | "messages"; readonly firstOnly?: ReadonlyArray<string> }
   /** The encoder of one answer to `request` (as ingress decoded it and the pre-model stages left it). */
   readonly encoder: (request: ResponsesRequest, options: EncoderOptions) => Encoder
   /** The format's error body for `e` (Responses and Chat: the contract's envelope; Messages: Anthropic's). */

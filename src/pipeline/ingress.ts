@@ -31,6 +31,8 @@ export interface Loaded {
   generationId?: string
   /** The session scope whose sticky endpoints were read from the other processes (shared routing state). */
   stickyFetched?: string
+  /** A long body decoded in slices off the decision (`decodeBody`), or its refusal. */
+  decoded?: Ingress | ApiError
 }
 
 /** A read that is not in memory: `load` fetches it into the request's `Loaded`, then the decision is made again. */
@@ -121,10 +123,86 @@ export interface Ingress {
   readonly request: ResponsesRequest
 }
 
-/** The body text → the normalized request, through `format`'s decoder, or the 400 naming the field and the rule. */
-export const decodeBody = (format: ClientFormat, bodyText: string): Ingress | ApiError => {
+/**
+ * The most input items (`input` or `messages` entries) one request may carry: 60,000, far past
+ * what any model's context holds (a million-token context is ~17 tokens an item), so only a
+ * hostile or broken client meets it. Bounds the work every stage does per item (docs/plugins.md).
+ */
+export const MAX_INPUT_ITEMS = 60_000
+
+/**
+ * Items decoded in one slice of the event loop: ~15 µs an item through the Responses Schema (~3
+ * through the Messages one), so a slice is ~30 ms and a longer list yields between slices instead
+ * of holding the loop. Chat Completions messages (~1 µs) are decoded whole.
+ */
+export const DECODE_SLICE_ITEMS = 2_000
+
+/** The request's list of items (Responses `input`, Chat and Messages `messages`), if it has one. */
+const itemsIn = (body: unknown): { readonly key: string; readonly items: ReadonlyArray<unknown> } | undefined => {
+  if (typeof body !== "object" || body === null) return undefined
+  const { input, messages } = body as { readonly input?: unknown; readonly messages?: unknown }
+  if (Array.isArray(input)) return { key: "input", items: input }
+  if (Array.isArray(messages)) return { key: "messages", items: messages }
+  return undefined
+}
+
+const nextTurnOfLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/**
+ * A long list of items decoded slice by slice, the event loop served between slices: items
+ * decode independently, so the request is the first slice's with every slice's `input` items in
+ * order; a refusal names the item's index in the whole list.
+ */
+const decodeInSlices = async (
+  format: ClientFormat,
+  sliced: NonNullable<ClientFormat["slicedItems"]>,
+  body: Record<string, unknown>,
+  items: ReadonlyArray<unknown>,
+): Promise<Ingress | ApiError> => {
+  const rest: Record<string, unknown> = { ...body }
+  for (const field of sliced.firstOnly ?? []) delete rest[field]
+  const at = new RegExp(`^(Invalid request: ${sliced.key})\\[(\\d+)\\]`)
+  let first: ResponsesRequest | undefined
+  const decodedItems: Array<unknown> = []
+  for (let from = 0; from < items.length; from += DECODE_SLICE_ITEMS) {
+    if (from > 0) await nextTurnOfLoop()
+    const decoded = format.decode({ ...(from === 0 ? body : rest), [sliced.key]: items.slice(from, from + DECODE_SLICE_ITEMS) })
+    if (Either.isLeft(decoded)) {
+      const e = decoded.left
+      if (e._tag !== "BadRequest") return e
+      return new BadRequest({ message: e.message.replace(at, (_, head, index) => `${head}[${Number(index) + from}]`) })
+    }
+    first ??= decoded.right
+    for (const item of (decoded.right.input ?? []) as ReadonlyArray<unknown>) decodedItems.push(item)
+  }
+  return { body, request: { ...(first as ResponsesRequest), input: decodedItems as ResponsesRequest["input"] } }
+}
+
+/**
+ * The body text → the normalized request, through `format`'s decoder, or the 400 naming the field
+ * and the rule. More than MAX_INPUT_ITEMS items is refused before any decoding; a list longer than
+ * a slice (Responses `input`, Messages `messages`) is decoded off the decision (`Missing`), into
+ * `loaded.decoded`.
+ */
+export const decodeBody = (format: ClientFormat, bodyText: string, loaded: Loaded): Ingress | ApiError | Missing => {
+  if (loaded.decoded !== undefined) return loaded.decoded
   const body = parseJson(bodyText)
   if (Either.isLeft(body)) return body.left
+  const list = itemsIn(body.right)
+  if (list !== undefined && list.items.length > MAX_INPUT_ITEMS) {
+    return new BadRequest({
+      message: `Invalid request: ${list.key}: at most ${MAX_INPUT_ITEMS} items in one request, got ${list.items.length}`,
+    })
+  }
+  const sliced = format.slicedItems
+  if (list !== undefined && sliced?.key === list.key && list.items.length > DECODE_SLICE_ITEMS) {
+    const parsed = body.right as Record<string, unknown>
+    return new Missing(
+      Effect.promise(async () => {
+        loaded.decoded = await decodeInSlices(format, sliced, parsed, list.items)
+      }),
+    )
+  }
   const decoded = format.decode(body.right)
   if (Either.isLeft(decoded)) return decoded.left
   return { body: body.right, request: decoded.right }

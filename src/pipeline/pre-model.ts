@@ -200,7 +200,7 @@ export const makePreparer = (
       if (step instanceof Missing || "_tag" in step) return step
       principal = loaded.principal = step
     }
-    const ingress = decodeBody(format, bodyText)
+    const ingress = decodeBody(format, bodyText, loaded)
     if ("_tag" in ingress) return ingress
 
     const metadataAlias = sdkMetadataEnabled(headers)

@@ -28,7 +28,7 @@ import { KeyStore } from "../services/KeyStore.js"
 import { PresetStore } from "../services/PresetStore.js"
 import { Spend } from "../services/Spend.js"
 import { RateLimits, rateLimitHeaders } from "../services/RateLimits.js"
-import { BODY_TIMED_OUT, bodyTimedOut, makeBodyDeadline, readCappedText } from "../http/body.js"
+import { BODY_TIMED_OUT, bodyTimedOut, makeBodyDeadline, readCappedText, tooManyUnfinished, type UnfinishedBodies } from "../http/body.js"
 import type { ErrorLog } from "../http/log.js"
 import type { RequestTrace } from "../http/metrics.js"
 import { Deadlines } from "../http/responses/deadlines.js"
@@ -57,6 +57,8 @@ export interface ModelRouteOptions {
   readonly log: ErrorLog
   /** The request's key is good: the server lifts its idle timeout (the route's own deadlines hold it now). */
   readonly authenticated?: (req: Request, trace: RequestTrace | undefined) => void
+  /** Bodies still arriving, capped per key and per address: the server's, shared with the control plane. */
+  readonly bodies?: UnfinishedBodies
 }
 
 /** Early refusals close the connection: a body the client may still be sending is not read. */
@@ -71,7 +73,7 @@ const spoolFull = new ServiceUnavailable({
 })
 
 export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: ModelRouteOptions) => {
-  const { settings, lifecycle, log } = options
+  const { settings, lifecycle, log, bodies } = options
   const maxBody = settings.maxBodyBytes
   const deadlineMessage = deadlineMessageOf(settings)
   const deadlineFailed = (e: unknown) => log({}, "a request deadline's handler failed", e)
@@ -177,9 +179,16 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
       }
     }
     options.authenticated?.(req, trace)
+    // Counted before the read starts: a body over a cap is never read (the connection is closed).
+    const slot = bodies?.enter(principal.hash, req)
+    if (typeof slot === "string") return errorResponseIn(format, tooManyUnfinished(slot, bodies as UnfinishedBodies), CLOSE)
     const read = readCappedText(req, maxBody)
-    if (!(read instanceof Promise)) return errorResponseIn(format, read, CLOSE)
-    const bodyText = await bodyDeadline(read, req.headers.get("content-length"))
+    if (!(read instanceof Promise)) {
+      if (slot !== undefined) bodies?.leave(slot)
+      return errorResponseIn(format, read, CLOSE)
+    }
+    const arriving = bodyDeadline(read, req.headers.get("content-length"))
+    const bodyText = await (slot === undefined ? arriving : arriving.finally(() => bodies?.leave(slot)))
     if (bodyText === BODY_TIMED_OUT) return errorResponseIn(format, bodyTimeout, CLOSE)
     if (typeof bodyText !== "string") return errorResponseIn(format, bodyText, CLOSE)
     if (trace?.keepBody) trace.body = bodyText

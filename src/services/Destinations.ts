@@ -11,6 +11,7 @@ import {
   type DestinationConfig,
   type DestinationType,
   type DeliveryStatus,
+  configUrls,
   decodeConfig,
   type FilterRules,
   maskConfig,
@@ -20,8 +21,10 @@ import {
   type UpdateDestinationPayload,
 } from "../domain/destinations.js"
 import { deleteDeliveries } from "../broadcast/queue.js"
+import { GatewayConfig } from "../config/Config.js"
 import { BadRequest, NotFound } from "../domain/errors.js"
 import { type PageParams, pageOf } from "../domain/paging.js"
+import { refusalOf } from "../outbound/fetch.js"
 import { KeyStore } from "./KeyStore.js"
 import { Notifications } from "./Notifications.js"
 import { Secrets } from "./secrets.js"
@@ -60,6 +63,9 @@ export interface DestinationCaller {
 /** A destination with its config in plain text, for delivery (never for a response). */
 export type ResolvedDestination = Omit<Destination, "config" | "delivery"> & { readonly config: DestinationConfig }
 
+/** How long a receiver's name may take to resolve when it is checked (a name that does not resolve in time is checked at delivery). */
+const RECEIVER_CHECK_TIMEOUT_MS = 3_000
+
 const bit = (b: boolean) => (b ? 1 : 0)
 
 const notFound = (id: string) => new NotFound({ message: `Observability destination ${id} not found` })
@@ -75,6 +81,7 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
     const users = yield* Users
     const keys = yield* KeyStore
     const notifications = yield* Notifications
+    const settings = yield* GatewayConfig
 
     const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
 
@@ -205,6 +212,18 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
         return row.value
       })
 
+    /** A receiver the outbound fetcher would refuse (private, loopback, metadata) is refused now, not retried at every delivery. */
+    const checkReceivers = (type: DestinationType, config: DestinationConfig) =>
+      Effect.forEach(
+        configUrls(type, config),
+        ({ key, url }) =>
+          Effect.flatMap(
+            Effect.promise(() => refusalOf(url, settings.allowPrivateAddresses, RECEIVER_CHECK_TIMEOUT_MS)),
+            (why) => (why === undefined ? Effect.void : Effect.fail(new BadRequest({ message: `Invalid request: config.${key}: ${why}` }))),
+          ),
+        { discard: true },
+      )
+
     const checkKeyHashes = (userId: string, hashes: ReadonlyArray<string> | null | undefined) =>
       Effect.forEach(
         hashes ?? [],
@@ -224,6 +243,7 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
           return yield* new NotFound({ message: `Workspace ${workspaceId} not found` })
         }
         const config = yield* decodeConfig(payload.type, payload.config)
+        yield* checkReceivers(payload.type, config)
         yield* checkKeyHashes(caller.userId, payload.api_key_hashes)
         const id = crypto.randomUUID()
         const now = yield* nowIso
@@ -278,6 +298,7 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
           // Another kind starts from an empty config: the old kind's keys and secrets do not carry over.
           const stored = type === row.type ? yield* plainConfig(row) : {}
           const config = yield* decodeConfig(type, mergeConfig(type, stored, payload.config ?? {}))
+          yield* checkReceivers(type, config)
           sets.push(sql`type = ${type}`, sql`config = ${JSON.stringify(sealConfig(type, config))}`)
         }
         if (payload.api_key_hashes !== undefined) {

@@ -1,24 +1,23 @@
 /**
  * One page fetched for the model (the web_fetch tool and the `web-fetch` plugin), through the safe
  * outbound fetcher (src/outbound/fetch.ts: SSRF rules, redirects re-checked, size and time caps):
- * HTML becomes readable markdown (@mozilla/readability over linkedom, then turndown), a PDF its text
+ * HTML becomes readable markdown (tools/html.ts, in a worker off the event loop), a PDF its text
  * (the file parser's worker), plain text stays as it is. `maxContentTokens` cuts the content
  * (o200k tokens, gpt-tokenizer loaded on the first page that needs it); without it the content is cut
  * at DEFAULT_MAX_CONTENT_CHARACTERS. Never rejects: a failure is `{ok: false, error}` the model reads.
  */
 import { STATUS_CODES } from "node:http"
-import { Readability } from "@mozilla/readability"
-import { parseHTML } from "linkedom"
-import TurndownService from "turndown"
 import type { Settings } from "../config/Config.js"
 import { OutboundError, safeFetch } from "../outbound/fetch.js"
-import { parsePdfInWorker } from "../pipeline/plugins/file-parser.js"
+import { parseBoundsOf, parsePdfInWorker } from "../pipeline/plugins/file-parser.js"
 import { domainFilter } from "./domains.js"
+import type { HtmlJob, HtmlResult } from "./html.js"
 
 const DEFAULT_MAX_BYTES = 5 * 1024 * 1024
 const DEFAULT_TIMEOUT_MS = 10_000
 const PDF_MAX_PAGES = 200
 const PDF_TIMEOUT_MS = 20_000
+const HTML_TIMEOUT_MS = 20_000
 /** A page's content at most when the caller set no token cap (~25k tokens): one page cannot fill a context. */
 export const DEFAULT_MAX_CONTENT_CHARACTERS = 100_000
 
@@ -40,16 +39,64 @@ export type PageOutcome =
     }
   | { readonly ok: false; readonly url: string; readonly error: string; readonly httpStatus?: number }
 
-const turndown = new TurndownService({ headingStyle: "atx", codeBlockStyle: "fenced", bulletListMarker: "-" })
+/** The page worker (scripts/build adds it as an entry point; in the binary it is found by its path from the root `.`). */
+const htmlWorkerUrl = import.meta.url.includes("/$bunfs/") ? "./src/tools/html-worker.ts" : new URL("./html-worker.ts", import.meta.url).href
 
-/** HTML → its readable part as markdown, and its title. */
-export const htmlToMarkdown = (html: string, url: string): { readonly title: string; readonly content: string } => {
-  const { document } = parseHTML(html)
-  const fallbackTitle = document.querySelector("title")?.textContent?.trim() ?? ""
-  const article = new Readability(document as unknown as Document).parse()
-  const body = article?.content ?? document.querySelector("body")?.innerHTML ?? html
-  const content = turndown.turndown(body).trim()
-  return { title: article?.title?.trim() || fallbackTitle || url, content }
+/** Page workers at most (each holds a page's DOM while it reads it); the rest wait their turn within their time limit. */
+const MAX_HTML_WORKERS = 2
+/** Idle page workers, kept: loading linkedom, Readability and Turndown in a fresh one takes ~0.3 s. */
+const idleHtmlWorkers: Array<Worker> = []
+let htmlWorkers = 0
+const htmlQueue: Array<() => void> = []
+
+const takeHtmlWorker = async (): Promise<Worker> => {
+  while (idleHtmlWorkers.length === 0 && htmlWorkers >= MAX_HTML_WORKERS) await new Promise<void>((resolve) => htmlQueue.push(resolve))
+  const idle = idleHtmlWorkers.pop()
+  if (idle !== undefined) return idle
+  htmlWorkers++
+  const worker = new Worker(htmlWorkerUrl)
+  // An idle worker does not keep the process alive (Bun's Worker has `unref`, the DOM type does not).
+  ;(worker as Worker & { unref(): void }).unref()
+  return worker
+}
+
+/** `worker` back to the pool, or ended (it timed out, failed or the request left mid-page). */
+const giveBackHtmlWorker = (worker: Worker, healthy: boolean) => {
+  if (healthy) idleHtmlWorkers.push(worker)
+  else {
+    worker.terminate()
+    htmlWorkers--
+  }
+  htmlQueue.shift()?.()
+}
+
+/**
+ * HTML → its readable part as markdown and its title, in a page worker: Readability and Turndown
+ * over a 5 MB page held the event loop 2.1-2.7 s. A worker past `timeoutMs`, or whose request
+ * ends (`signal`), is ended and replaced.
+ */
+export const htmlToMarkdownInWorker = async (html: string, url: string, timeoutMs: number, signal?: AbortSignal): Promise<HtmlResult> => {
+  if (signal?.aborted === true) return { ok: false, error: "the request ended" }
+  const worker = await takeHtmlWorker()
+  return new Promise<HtmlResult>((resolve) => {
+    let done = false
+    const end = (result: HtmlResult, healthy: boolean) => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      signal?.removeEventListener("abort", onAbort)
+      worker.onmessage = null
+      worker.onerror = null
+      giveBackHtmlWorker(worker, healthy)
+      resolve(result)
+    }
+    const timer = setTimeout(() => end({ ok: false, error: `the page was not read within ${timeoutMs} ms` }, false), timeoutMs)
+    const onAbort = () => end({ ok: false, error: "the request ended" }, false)
+    signal?.addEventListener("abort", onAbort, { once: true })
+    worker.onmessage = (event: MessageEvent<HtmlResult>) => end(event.data, true)
+    worker.onerror = () => end({ ok: false, error: "the page could not be read" }, false)
+    worker.postMessage({ html, url } satisfies HtmlJob)
+  })
 }
 
 let tokenizer: { readonly encode: (text: string) => Array<number>; readonly decode: (tokens: Array<number>) => string } | undefined
@@ -118,15 +165,24 @@ export const fetchPage = async (url: string, options: PageOptions, settings: Set
   let title: string
   let content: string
   if (/pdf/i.test(contentType) || isPdf(res.body)) {
-    const parsed = await parsePdfInWorker(res.body, PDF_MAX_PAGES, Math.min(PDF_TIMEOUT_MS, settings.requestTimeoutMs), signal)
+    const bounds = parseBoundsOf(settings)
+    const parsed = await parsePdfInWorker(res.body, PDF_MAX_PAGES, Math.min(PDF_TIMEOUT_MS, settings.requestTimeoutMs), signal, bounds)
     if (!parsed.ok) {
-      const why = parsed.reason === "too_many_pages" ? `the PDF has more than ${PDF_MAX_PAGES} pages` : `the PDF could not be read${parsed.detail === undefined ? "" : ` (${parsed.detail})`}`
+      const why =
+        parsed.reason === "too_many_pages"
+          ? `the PDF has more than ${PDF_MAX_PAGES} pages`
+          : parsed.reason === "inflates_too_much"
+            ? `the PDF's compressed streams inflate to more than ${parsed.bound === "stream" ? `${bounds.maxStreamInflated} bytes in one stream` : `${bounds.maxInflated} bytes in all`}`
+            : parsed.reason === "too_much_memory"
+              ? `parsing the PDF took more than ${bounds.maxMemory} bytes of memory`
+              : `the PDF could not be read${parsed.detail === undefined ? "" : ` (${parsed.detail})`}`
       return { ok: false, url, httpStatus: res.status, error: why }
     }
     title = nameOf(url)
     content = parsed.text.join("\n\n").trim()
   } else if (/html/i.test(contentType) || (contentType === "" && /^\s*</.test(decodeText(res.body.subarray(0, 512), "")))) {
-    const page = htmlToMarkdown(decodeText(res.body, contentType), url)
+    const page = await htmlToMarkdownInWorker(decodeText(res.body, contentType), url, Math.min(HTML_TIMEOUT_MS, settings.requestTimeoutMs), signal)
+    if (!page.ok) return { ok: false, url, httpStatus: res.status, error: page.error }
     title = page.title
     content = page.content
   } else if (TEXTUAL.test(contentType) || contentType === "") {

@@ -392,20 +392,21 @@ describe("the size of a send", () => {
 })
 
 describe("the safe outbound fetcher", () => {
-  test("a loopback destination is refused unless outbound.allow_private_addresses", async () => {
+  test("a loopback destination is refused at creation unless outbound.allow_private_addresses; nothing is delivered", async () => {
     const receiver = startReceiver()
     cleanups.push(receiver.stop)
     const gw = await gateway({ allowPrivateAddresses: false })
-    const id = await createDestination(gw, { name: "c", type: "otel-collector", config: { endpoint: receiver.url } })
-    const test1 = (await (await gw.fetch(`/v1/observability/destinations/${id}/test`, { method: "POST" })).json()) as {
-      data: { ok: boolean; status: number; message: string }
-    }
-    expect(test1.data.ok).toBe(false)
-    expect(test1.data.status).toBe(0)
-    expect(test1.data.message).toContain("private or reserved address")
+    const res = await gw.fetch("/v1/observability/destinations", {
+      method: "POST",
+      json: { name: "c", type: "otel-collector", config: { endpoint: receiver.url } },
+    })
+    expect(res.status).toBe(400)
+    const body = (await res.json()) as { error: { message: string } }
+    expect(body.error.message).toContain("config.endpoint: the host 127.0.0.1 resolves to a private or reserved address")
+    expect(body.error.message).toContain("outbound.allow_private_addresses")
     await ask(gw, { input: "to loopback" })
-    await waitFor(async () => (await deliveryOf(gw, id)).last_error !== null)
-    expect((await deliveryOf(gw, id)).last_error).toContain("outbound.allow_private_addresses")
+    const listed = (await (await gw.fetch("/v1/observability/destinations")).json()) as { data: ReadonlyArray<unknown> }
+    expect(listed.data).toHaveLength(0)
     expect(receiver.received.length).toBe(0)
   })
 })

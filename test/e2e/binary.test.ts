@@ -2,8 +2,8 @@
  * The compiled binary (`scripts/build` → dist/gateway, built here when missing or older than the
  * sources) end to end: it starts from a folder without the project (the demo catalog and the
  * migrations are embedded), serves the openai client in front of the mock upstream, exposes
- * /metrics, parses a PDF in its embedded worker, serves the web console from its embedded bundle,
- * and exits 0 on SIGTERM.
+ * /metrics, parses a PDF and reads a web page in its embedded workers, serves the web console
+ * from its embedded bundle, and exits 0 on SIGTERM.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { execSync } from "node:child_process"
@@ -135,6 +135,39 @@ describe("dist/gateway", () => {
       proc.kill("SIGTERM")
       expect(await proc.exited).toBe(0)
     } finally {
+      await upstream.stop()
+    }
+  }, 30_000)
+
+  test("reads a linked web page in its embedded page worker (web-fetch) and sends the text upstream", async () => {
+    const upstream = await startMockUpstream({ port: 0, tokens: 2 })
+    const page = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: () => new Response("<p>The binary read this page.</p>", { headers: { "content-type": "text/html" } }),
+    })
+    try {
+      const config = join(dir, "page.json")
+      writeFileSync(
+        config,
+        JSON.stringify({
+          providers: [{ id: "mock", kind: "openai-chat", base_url: upstream.url }],
+          models: [{ id: "page/text", context_length: 128000, endpoints: [{ provider: "mock", upstream_model: "m", pricing: { prompt: 1, completion: 2 } }] }],
+          outbound: { allow_private_addresses: true },
+        }),
+      )
+      const { proc, url } = await start({ DATABASE_URL: join(dir, "page.db"), GATEWAY_CONFIG: config })
+      const res = await fetch(`${url}/v1/responses`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "page/text", input: `Summarise http://127.0.0.1:${page.port}/p`, plugins: [{ id: "web-fetch" }] }),
+      })
+      expect(res.status).toBe(200)
+      expect(JSON.stringify(upstream.requests.map((r) => r.body))).toContain("The binary read this page.")
+      proc.kill("SIGTERM")
+      expect(await proc.exited).toBe(0)
+    } finally {
+      page.stop(true)
       await upstream.stop()
     }
   }, 30_000)

@@ -587,6 +587,38 @@ describe("PATCH /observability/destinations/{id}", () => {
   })
 })
 
+describe("receivers on private, loopback or metadata addresses (outbound.allow_private_addresses off)", () => {
+  test("creation is refused with a 400 naming the setting and the rule, for every URL a kind takes", async () => {
+    const cases: ReadonlyArray<[Record<string, unknown>, string]> = [
+      [{ type: "webhook", config: { url: "http://127.0.0.1:9/in" } }, "config.url"],
+      [{ type: "webhook", config: { url: "http://localhost:9/in" } }, "config.url"],
+      [{ type: "otel-collector", config: { endpoint: "http://169.254.169.254/latest/meta-data/" } }, "config.endpoint"],
+      [{ type: "langfuse", config: { ...LANGFUSE, baseUrl: "http://[::1]:3000" } }, "config.baseUrl"],
+      [{ type: "clickhouse", config: { ...KINDS.clickhouse!.config, host: "10.0.0.5:8443" } }, "config.host"],
+      [{ type: "sentry", config: { dsn: "https://k@o1.ingest.sentry.io/1", otlpEndpoint: "http://[::ffff:0:192.168.1.1]/otlp" } }, "config.otlpEndpoint"],
+    ]
+    const before = await listIds()
+    for (const [json, field] of cases) {
+      const message = await refusedCreate(json)
+      expect([field, message]).toEqual([field, expect.stringContaining(`${field}: the host`)])
+      expect(message).toContain("private or reserved address")
+      expect(message).toContain("outbound.allow_private_addresses")
+    }
+    expect(await listIds()).toEqual(before)
+  })
+
+  test("an update to such a URL is refused and changes nothing; a public name still passes", async () => {
+    const made = await create({ type: "webhook", config: { url: "https://hooks.example.com/in" } })
+    const res = await patch(made.id, { config: { url: "http://127.0.0.1:8080/in" } })
+    expect(await expectError(res, 400)).toContain("config.url: the host 127.0.0.1 resolves to a private or reserved address")
+    expect(await resolvedConfig(made.id)).toEqual({ url: "https://hooks.example.com/in" })
+    // A kind change that brings a private URL is refused the same way.
+    const switched = await patch(made.id, { type: "otel-collector", config: { endpoint: "http://10.1.2.3:4318" } })
+    expect(await expectError(switched, 400)).toContain("config.endpoint")
+    expect((await getOne(made.id)).type).toBe("webhook")
+  })
+})
+
 describe("DELETE /observability/destinations/{id}", () => {
   test("answers {deleted: true}; the destination is gone", async () => {
     const made = await create({})

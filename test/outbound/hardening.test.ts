@@ -46,6 +46,36 @@ describe("addresses refused by default", () => {
     }
   })
 
+  test("IPv6 forms that embed a private IPv4 address are private like the address they embed", () => {
+    const embedding = [
+      "::127.0.0.1", // IPv4-compatible
+      "::7f00:1",
+      "::a9fe:a9fe", // compatible, the metadata address in hex
+      "::ffff:0:10.0.0.1", // IPv4-translated
+      "::ffff:0:a9fe:a9fe",
+      "2002:7f00:1::", // 6to4 of 127.0.0.1
+      "2002:a9fe:a9fe::1", // 6to4 of 169.254.169.254
+      "2001:0:4136:e378:8000:63bf:80ff:fffe", // Teredo, client 127.0.0.1 (inverted)
+      "2001:0:a00:1::1", // Teredo through a server at 10.0.0.1
+      "fec0::1", // site-local
+      "feff::1",
+    ]
+    for (const a of embedding) expect([a, isPrivateAddress(a)]).toEqual([a, true])
+  })
+
+  test("IPv6 forms that embed a public IPv4 address, and public IPv6 addresses, pass", () => {
+    for (const a of ["2002:808:808::1", "::ffff:0:8.8.8.8", "2001:0:4136:e378:8000:63bf:f7f7:f7f7", "2606:4700::1111", "2001:4860:4860::8888"]) {
+      expect([a, isPrivateAddress(a)]).toEqual([a, false])
+    }
+  })
+
+  test("a URL with an IPv4-compatible or 6to4 form of loopback is refused before any connection", async () => {
+    for (const url of ["http://[::127.0.0.1]:9/", "http://[::ffff:0:127.0.0.1]:9/", "http://[2002:7f00:1::]:9/", "http://[fec0::1]:9/"]) {
+      const e = await failure(safeFetch(url, { method: "GET" }, deny))
+      expect([url, e.kind]).toEqual([url, "refused"])
+    }
+  })
+
   test("127.0.0.1, 10.x and the metadata address are refused before any connection", async () => {
     for (const url of ["http://127.0.0.1:9/", "http://10.1.2.3/", "http://169.254.169.254/latest/meta-data/", "http://[::1]:9/"]) {
       const e = await failure(safeFetch(url, { method: "GET" }, deny))

@@ -10,6 +10,8 @@ import { decodeMessagesRequest } from "./request.js"
 export const messagesFormat: ClientFormat = {
   name: "messages",
   decode: decodeMessagesRequest,
+  // The system prompt may become a system message ahead of the messages' items: the first slice's.
+  slicedItems: { key: "messages", firstOnly: ["system"] },
   encoder: (request, options: MessagesEncoderOptions) => new MessagesEncoder(request, options),
   errorBody: messagesErrorBody,
 }

@@ -11,6 +11,7 @@ import type { ClientFormat } from "../../pipeline/format.js"
 export const responsesFormat: ClientFormat = {
   name: "responses",
   decode: decodeResponsesRequest,
+  slicedItems: { key: "input" },
   // The caller's own body (not the decoded request, whose defaults would hide the preset's values).
   ownFields: (body) => body as Record<string, unknown>,
   encoder: (request, options) => new ResponseAssembler(resultBaseOf(request, { model: options.model }), { stream: options.stream, annotations: options.annotations }),

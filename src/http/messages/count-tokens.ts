@@ -13,12 +13,12 @@ import { errorResponseIn } from "../../pipeline/format.js"
 import { applyPreset, presetSlugOf } from "../../routing/presets.js"
 import { Auth, requestSecret } from "../../services/Auth.js"
 import { PresetStore } from "../../services/PresetStore.js"
-import { BODY_TIMED_OUT, bodyTimedOut, makeBodyDeadline, readCappedText } from "../body.js"
+import { BODY_TIMED_OUT, bodyTimedOut, makeBodyDeadline, readCappedText, tooManyUnfinished, type UnfinishedBodies } from "../body.js"
 import { parseJson } from "../../pipeline/ingress.js"
 
 const CLOSE = { connection: "close" }
 
-export const makeCountTokensRoute = (runtime: Runtime.Runtime<Auth | PresetStore>, settings: Settings) => {
+export const makeCountTokensRoute = (runtime: Runtime.Runtime<Auth | PresetStore>, settings: Settings, bodies?: UnfinishedBodies) => {
   const auth = Context.get(runtime.context, Auth)
   const presets = Context.get(runtime.context, PresetStore)
   const bodyDeadline = makeBodyDeadline(settings.bodyTimeoutMs, settings.maxBodyBytes)
@@ -49,9 +49,15 @@ export const makeCountTokensRoute = (runtime: Runtime.Runtime<Auth | PresetStore
   return async (req: Request): Promise<Response> => {
     const principal = await run(Effect.either(auth.authenticateSecret(requestSecret(req.headers))))
     if (Either.isLeft(principal)) return refuse(principal.left, CLOSE)
+    const slot = bodies?.enter(principal.right.hash, req)
+    if (typeof slot === "string") return refuse(tooManyUnfinished(slot, bodies as UnfinishedBodies), CLOSE)
     const read = readCappedText(req, settings.maxBodyBytes)
-    if (!(read instanceof Promise)) return refuse(read, CLOSE)
-    const bodyText = await bodyDeadline(read, req.headers.get("content-length"))
+    if (!(read instanceof Promise)) {
+      if (slot !== undefined) bodies?.leave(slot)
+      return refuse(read, CLOSE)
+    }
+    const arriving = bodyDeadline(read, req.headers.get("content-length"))
+    const bodyText = await (slot === undefined ? arriving : arriving.finally(() => bodies?.leave(slot)))
     if (bodyText === BODY_TIMED_OUT) return refuse(bodyTimedOut(settings.bodyTimeoutMs), CLOSE)
     if (typeof bodyText !== "string") return refuse(bodyText, CLOSE)
     const counted = await run(Effect.either(count(principal.right.userId, bodyText)))

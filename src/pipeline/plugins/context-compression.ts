@@ -279,33 +279,41 @@ export const compress = (
   const n = items.length
   const keep = new Array<boolean>(n).fill(true)
   const units = unitsOf(items)
+  // Each unit's items, so that dropping a unit costs its size: the whole pass stays O(n log n).
+  const members = new Map<number, Array<number>>()
+  for (let i = 0; i < n; i++) {
+    const u = units[i] as number
+    const list = members.get(u)
+    if (list === undefined) members.set(u, [i])
+    else list.push(i)
+  }
+  let total = fixed
+  for (let i = 0; i < n; i++) total += costs[i] as number
   const dropUnit = (u: number) => {
-    for (let i = 0; i < n; i++) if (units[i] === u) keep[i] = false
+    for (const i of members.get(u) ?? []) {
+      if (!keep[i]) continue
+      keep[i] = false
+      total -= costs[i] as number
+    }
   }
   // Protected: system/developer messages, the first user message, the last item (with its unit).
-  const isProtected = new Array<boolean>(n).fill(false)
   const firstUser = items.findIndex((item) => roleOf(item) === "user")
-  const lastUnit = n > 0 ? units[n - 1] : undefined
-  for (let i = 0; i < n; i++) {
-    const role = roleOf(items[i] as InputItem)
-    if (role === "system" || role === "developer" || i === firstUser) isProtected[i] = true
-  }
-  for (let i = 0; i < n; i++) if (units[i] === lastUnit) isProtected[i] = true
   // A unit with a protected item is protected whole.
   const protectedUnit = new Set<number>()
-  for (let i = 0; i < n; i++) if (isProtected[i]) protectedUnit.add(units[i] as number)
+  if (n > 0) protectedUnit.add(units[n - 1] as number)
+  for (let i = 0; i < n; i++) {
+    const role = roleOf(items[i] as InputItem)
+    if (role === "system" || role === "developer" || i === firstUser) protectedUnit.add(units[i] as number)
+  }
 
-  // The upstream's message cap: half from the start, half from the end (units whole).
+  // The upstream's message cap: half from the start, half from the end (units whole: a unit
+  // that straddles the cut goes whole).
   if (cap !== undefined && n > cap) {
     const head = Math.floor(cap / 2)
     const tailFrom = n - (cap - head)
     for (let i = head; i < tailFrom; i++) dropUnit(units[i] as number)
-    // A unit that straddles the cut goes whole; a kept count over the cap drops the oldest kept in the tail.
-    for (let i = 0; i < n; i++) if (!keep[i]) dropUnit(units[i] as number)
   }
 
-  let total = fixed
-  for (let i = 0; i < n; i++) if (keep[i]) total += costs[i] as number
   if (total > budget) {
     // Middle-out over the droppable units, by distance from the middle of the conversation.
     const order: Array<number> = []
@@ -320,12 +328,7 @@ export const compress = (
     order.sort((a, b) => Math.abs(a - middle) - Math.abs(b - middle) || a - b)
     for (const u of order) {
       if (total <= budget) break
-      for (let i = 0; i < n; i++) {
-        if (units[i] === u && keep[i]) {
-          keep[i] = false
-          total -= costs[i] as number
-        }
-      }
+      dropUnit(u)
     }
   }
 

@@ -127,40 +127,78 @@ const MAX_PARSE_WORKERS = 2
 let parsing = 0
 const parseQueue: Array<() => void> = []
 
-/** Parses a PDF in a fresh Worker (off the event loop), terminated at `timeoutMs` or when the request is cancelled. */
-export const parsePdfInWorker = async (bytes: Uint8Array, maxPages: number, timeoutMs: number, signal?: AbortSignal): Promise<PdfResult> => {
+/** What one parse may use: inflated stream bytes (checked in the worker first) and memory. */
+export interface ParseBounds {
+  /** Bytes the file's compressed streams may inflate to together. */
+  readonly maxInflated: number
+  /** Bytes one compressed stream may inflate to. */
+  readonly maxStreamInflated: number
+  /** Bytes the process's resident memory may grow by while the parse runs; past it the worker is ended. */
+  readonly maxMemory: number
+}
+
+export const DEFAULT_PARSE_BOUNDS: ParseBounds = {
+  maxInflated: 200 * 1024 * 1024,
+  maxStreamInflated: 50 * 1024 * 1024,
+  maxMemory: 512 * 1024 * 1024,
+}
+
+/** How often a parse's memory is read (a bomb that slips past the inflation check grows ~100 MB between reads at most). */
+const MEMORY_CHECK_MS = 25
+
+/** Parses a PDF in a fresh Worker (off the event loop), terminated at `timeoutMs`, past its memory bound, or when the request is cancelled. */
+export const parsePdfInWorker = async (
+  bytes: Uint8Array,
+  maxPages: number,
+  timeoutMs: number,
+  signal?: AbortSignal,
+  bounds: ParseBounds = DEFAULT_PARSE_BOUNDS,
+): Promise<PdfResult> => {
   if (parsing >= MAX_PARSE_WORKERS) await new Promise<void>((resolve) => parseQueue.push(resolve))
   parsing++
   try {
     if (signal?.aborted === true) return { ok: false, reason: "unreadable", detail: "the request ended" }
-    return await parseOnce(bytes, maxPages, timeoutMs, signal)
+    return await parseOnce(bytes, maxPages, timeoutMs, bounds, signal)
   } finally {
     parsing--
     parseQueue.shift()?.()
   }
 }
 
-const parseOnce = (bytes: Uint8Array, maxPages: number, timeoutMs: number, signal?: AbortSignal): Promise<PdfResult> =>
+// Bun's Worker takes no heap limit (`resourceLimits` is ignored, and inflated bytes live outside
+// the heap): the parent reads the process's resident memory instead and ends the worker past it.
+const parseOnce = (bytes: Uint8Array, maxPages: number, timeoutMs: number, bounds: ParseBounds, signal?: AbortSignal): Promise<PdfResult> =>
   new Promise((resolve) => {
     const worker = new Worker(workerUrl, { smol: true })
+    const baseline = process.memoryUsage.rss()
     let done = false
     const end = (result: PdfResult) => {
       if (done) return
       done = true
       clearTimeout(timer)
+      clearInterval(watch)
       signal?.removeEventListener("abort", onAbort)
       worker.terminate()
       resolve(result)
     }
     const timer = setTimeout(() => end({ ok: false, reason: "unreadable", detail: `not parsed within ${timeoutMs} ms` }), timeoutMs)
+    const watch = setInterval(() => {
+      if (process.memoryUsage.rss() - baseline > bounds.maxMemory) end({ ok: false, reason: "too_much_memory" })
+    }, MEMORY_CHECK_MS)
     const onAbort = () => end({ ok: false, reason: "unreadable", detail: "the request ended" })
     signal?.addEventListener("abort", onAbort, { once: true })
     worker.onmessage = (event: MessageEvent<PdfResult>) => end(event.data)
     worker.onerror = () => end({ ok: false, reason: "unreadable", detail: "the parser failed" })
-    worker.postMessage({ bytes, maxPages } satisfies PdfJob)
+    worker.postMessage({
+      bytes,
+      maxPages,
+      maxInflated: bounds.maxInflated,
+      maxStreamInflated: bounds.maxStreamInflated,
+    } satisfies PdfJob)
   })
 
 interface Limits {
+  readonly bounds: ParseBounds
   readonly maxBytes: number
   readonly maxPages: number
   readonly parseTimeoutMs: number
@@ -169,10 +207,21 @@ interface Limits {
   readonly cacheEntries: number
 }
 
+/** The PDF parse bounds of `plugins.file_parser` (web_fetch's PDFs are held to them too). */
+export const parseBoundsOf = (settings: Settings): ParseBounds => {
+  const parser = settings.catalog.plugins?.file_parser
+  return {
+    maxInflated: parser?.max_inflated_bytes ?? DEFAULT_PARSE_BOUNDS.maxInflated,
+    maxStreamInflated: parser?.max_stream_inflated_bytes ?? DEFAULT_PARSE_BOUNDS.maxStreamInflated,
+    maxMemory: parser?.max_parse_memory_bytes ?? DEFAULT_PARSE_BOUNDS.maxMemory,
+  }
+}
+
 const limitsOf = (settings: Settings): Limits => {
   const outbound = settings.catalog.outbound
   const parser: FileParserConfig | undefined = settings.catalog.plugins?.file_parser
   return {
+    bounds: parseBoundsOf(settings),
     maxBytes: parser?.max_file_bytes ?? outbound?.max_bytes ?? DEFAULT_MAX_BYTES,
     maxPages: parser?.max_pages ?? DEFAULT_MAX_PAGES,
     parseTimeoutMs: parser?.parse_timeout_ms ?? DEFAULT_PARSE_TIMEOUT_MS,
@@ -295,10 +344,22 @@ const loadPart = async (
     remember(key, { pages: read.pages, text: read.text }, limits.cacheEntries)
     return { name, hash, pages: read.pages, text: read.text, source: "parsed", cost: read.cost }
   }
-  const result = await parsePdfInWorker(bytes, limits.maxPages, limits.parseTimeoutMs, signal)
+  const result = await parsePdfInWorker(bytes, limits.maxPages, limits.parseTimeoutMs, signal, limits.bounds)
   if (!result.ok) {
     if (result.reason === "too_many_pages") {
       return refuse(`${at}: the PDF ${name} has ${result.pages} pages, more than ${limits.maxPages} (plugins.file_parser.max_pages)`)
+    }
+    if (result.reason === "inflates_too_much") {
+      return refuse(
+        result.bound === "stream"
+          ? `${at}: a compressed stream of the PDF ${name} inflates to more than ${limits.bounds.maxStreamInflated} bytes (plugins.file_parser.max_stream_inflated_bytes)`
+          : `${at}: the compressed streams of the PDF ${name} inflate to more than ${limits.bounds.maxInflated} bytes in all (plugins.file_parser.max_inflated_bytes)`,
+      )
+    }
+    if (result.reason === "too_much_memory") {
+      return refuse(
+        `${at}: parsing the PDF ${name} took more than ${limits.bounds.maxMemory} bytes of memory (plugins.file_parser.max_parse_memory_bytes); the parse was stopped`,
+      )
     }
     return refuse(`${at}: the PDF ${name} could not be read${result.detail === undefined ? "" : ` (${result.detail})`}`)
   }
