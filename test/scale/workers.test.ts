@@ -130,13 +130,22 @@ describe("serve --workers 2", () => {
     expect(counts.get("1") ?? 0).toBeGreaterThan(0)
   })
 
-  test("a key revoked through one worker is refused by the other at once", async () => {
+  test("a key revoked through one worker is refused by the other within a second (a notice through the supervisor)", async () => {
     const created = (await (await call("/v1/keys", { method: "POST", json: { name: "revoked" } })).json()) as { key: string; data: { hash: string } }
     // On fresh connections both workers read (and cache) the key.
     for (let i = 0; i < 12; i++) expect((await call("/v1/key", { key: created.key })).status).toBe(200)
     expect((await call(`/v1/keys/${created.data.hash}`, { method: "PATCH", json: { disabled: true } })).status).toBe(200)
-    const after = await Promise.all(Array.from({ length: 12 }, () => call("/v1/key", { key: created.key })))
-    expect(after.map((r) => r.status)).toEqual(Array(12).fill(401))
+    // Heard through the supervisor within the bound, well before the cached row's 2 s expiry (which
+    // is what the other worker would wait for without the notice). No timed assertion on speed.
+    const started = Date.now()
+    for (;;) {
+      const after = await Promise.all(Array.from({ length: 12 }, () => call("/v1/key", { key: created.key })))
+      const statuses = after.map((r) => r.status)
+      if (statuses.every((s) => s === 401)) break
+      expect(statuses.filter((s) => s !== 200 && s !== 401)).toEqual([])
+      if (Date.now() - started > 1_000) throw new Error(`still accepted by a worker after 1 s: ${statuses.join(",")}`)
+      await Bun.sleep(20)
+    }
   })
 
   test("a $0.05 key at $0.01 a request admits exactly 5 of 200 concurrent requests across the workers", async () => {
