@@ -124,11 +124,13 @@ export interface Ingress {
 }
 
 /**
- * The most input items (`input` or `messages` entries) one request may carry: 60,000, far past
- * what any model's context holds (a million-token context is ~17 tokens an item), so only a
- * hostile or broken client meets it. Bounds the work every stage does per item (docs/plugins.md).
+ * The most input items (`input` or `messages` entries) one request may carry: 10,000, past the
+ * longest agent conversations (a few thousand items), so only a hostile or broken client meets it.
+ * Bounds the work every stage does per item and what one request holds the event loop: at the cap
+ * a request of tiny items (its JSON parsed, decoded in slices, the upstream body encoded) holds it
+ * some tens of ms, where 50,000 items held it ~150 ms (docs/plugins.md).
  */
-export const MAX_INPUT_ITEMS = 60_000
+export const MAX_INPUT_ITEMS = 10_000
 
 /**
  * Items decoded in one slice of the event loop: ~15 µs an item through the Responses Schema (~3
