@@ -60,7 +60,7 @@ export const ServicesLayer = Layer.mergeAll(Auth.Default, KeyStore.Default, User
   // Request rate limits per key, shared through Redis when it is configured (SharedState).
   RateLimits.Default,
   SharedState.Default,
-  // The outbox hook on the ledger writer and the delivery worker (issue 25).
+  // The outbox hook on the ledger writer and the delivery worker (docs/broadcast.md).
   Broadcast.Default,
   // Deletes records and content past retention.* in the background (nothing when unset).
   Retention.Default,
@@ -84,7 +84,7 @@ export const appLayer = (config: Layer.Layer<GatewayConfig, unknown>) => {
     HttpApiBuilder.Router.Live,
     HttpApiBuilder.Middleware.layer,
     HttpServer.layerContext,
-    // No server spans or per-fiber runtime metrics unless traces are exported (DESIGN §4).
+    // No server spans or per-fiber runtime metrics unless traces are exported: each costs every request.
     Layer.setTracerEnabled(false),
     RuntimeFlags.disableRuntimeMetrics,
     // The router's default (100) would turn a long path parameter into "No such endpoint"

@@ -1,5 +1,5 @@
 /**
- * One Bun server, two planes (DESIGN §4). The front door is Bun's router: every control
+ * One Bun server, two planes (docs/pipeline.md). The front door is Bun's router: every control
  * endpoint of the HttpApi is a route to its web handler, POST /v1/responses is a native
  * route, and anything else is a 404 or 405 in the spec's envelope. Bodies over the maximum
  * are refused with 413 before they are read.

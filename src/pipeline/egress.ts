@@ -1,7 +1,7 @@
 /**
  * Egress: the format's encoder turns the turn's normalized events into the answer, a JSON body
  * or an SSE stream, and the answer's end finishes the request (finish.ts). The per-chunk relay is
- * plain code on Bun's direct stream (an Effect Stream step costs 15-20 µs per chunk, DESIGN §4);
+ * plain code on Bun's direct stream (an Effect Stream step costs 15-20 µs per chunk);
  * its code was moved here from the Responses route as it was.
  */
 import type { ResponsesRequest } from "../domain/responses.js"

@@ -1,7 +1,7 @@
 /**
  * Ingress: who is calling (from the headers, before a byte of the body is read) and what they
  * sent (the body parsed under the depth cap, then the client format's decoder → the one
- * normalized request). Plain code over reads the key store keeps in memory (DESIGN §4); a key
+ * normalized request). Plain code over reads the key store keeps in memory (no Effect per request); a key
  * not in memory is `Missing` and loaded on the runtime.
  */
 import { Effect, Either, Option } from "effect"

@@ -1,10 +1,10 @@
 /**
- * The one owner of requests' lives (issue 22 §1, finish): which requests are in flight (admitted
+ * The one owner of requests' lives (docs/pipeline.md): which requests are in flight (admitted
  * under the caps, until their answer's last byte), the settlements and records still being
  * handed to the store, and the streams still open. Shutdown waits on it (`idle`, `cutStreams`,
  * `drain`), `/metrics` reads its count, and finish.ts settles and records each request exactly once.
  *
- * Plain code: admission and leaving run per request (DESIGN §4). Looking an address up
+ * Plain code: admission and leaving run per request. Looking an address up
  * (`server.requestIP`) costs a few µs, so it is done only when it can matter: while fewer than
  * `maxPerAddress` requests are in flight in all, no address can be at its cap, and a request is
  * admitted unattributed. The first request that finds `maxPerAddress` or more in flight looks up

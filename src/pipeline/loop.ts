@@ -1,5 +1,5 @@
 /**
- * The server-tool loop (issue 24 §2): a request that declares server tools (src/tools/declare.ts)
+ * The server-tool loop (docs/server-tools.md): a request that declares server tools (src/tools/declare.ts)
  * runs turns until the model answers. Each turn offers the server tools as function tools; when
  * the model calls one, the loop runs it (`ServerTool.run`), appends the call and its output to the
  * conversation and calls the model again. A call to one of the client's own function tools ends

@@ -5,7 +5,7 @@
  *
  * The decision is plain code over reads the services keep in memory; only a read that misses
  * memory, and a reservation, run on the runtime (a request on a cached, unlimited key makes no
- * runtime call: ~60 µs less CPU per request than one `Effect.gen` per step, DESIGN §4).
+ * runtime call: ~60 µs less CPU per request than one `Effect.gen` per step).
  * Those loads (the plugins' outbound calls among them) count in the request's deadline: route.ts
  * gives the pending preparation a stop signal, and a load still running when it aborts is
  * interrupted (its calls aborted) and the request refused (408, or its client gone), recorded.

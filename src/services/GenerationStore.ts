@@ -1,6 +1,6 @@
 /**
  * Generation records, their stored content, and their spend rows, written by group commit
- * (DESIGN §5): `record` only appends to an in-memory queue (no I/O on the request's path);
+ * (docs/operations.md, "Ledger durability"): `record` only appends to an in-memory queue (no I/O on the request's path);
  * the writer commits the queue in ONE transaction every `windowMs` or every `maxBatch` rows,
  * whichever comes first. The writer is plain code on a timer (a fiber woken per window cost
  * more than the rows it wrote); on a SQLite file it writes with prepared statements on its own

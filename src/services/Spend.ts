@@ -1,5 +1,5 @@
 /**
- * Spending limits and credits (DESIGN §6): reserve the worst case before the call, settle the
+ * Spending limits and credits (docs/operations.md, "Money and holds"): reserve the worst case before the call, settle the
  * actual after, on every path. The check and the reservation are one conditional UPDATE of the
  * key's row, atomic on SQLite and Postgres alike, so concurrent requests (and processes sharing
  * one database) can never together pass the limit by more than one request's reservation.
@@ -13,7 +13,7 @@
  * a process starting releases those its instance id left under another boot id (its own crash)
  * at once. Settlement deletes a hold as before.
  *
- * Budget leases (issue 21): a limited key's requests do not each take the key's row. The process
+ * Budget leases (docs/operations.md, "Budget leases"): a limited key's requests do not each take the key's row. The process
  * takes a slice of the key's remaining budget in one conditional UPDATE (src/store/budget-slices.ts:
  * the slice is in `reserved_nano`, so the slices of all processes never together pass the limit)
  * and admits requests against it in memory (`admit`, plain code: no I/O, no fiber); a request's

@@ -1,5 +1,5 @@
 /**
- * Durable delivery (issue 25 §1): retries after a 500 and after a receiver that is down, a dead
+ * Durable delivery: retries after a 500 and after a receiver that is down, a dead
  * row after the last attempt (and redelivery), rows written before a restart delivered after it,
  * two gateways on one database delivering every row, the cap per destination, retention, and
  * the safe fetcher refusing a loopback destination unless private addresses are allowed.

@@ -1,5 +1,5 @@
 /**
- * The safe outbound fetcher's hardening (issue 23): the connection goes to the address that was
+ * The safe outbound fetcher's hardening: the connection goes to the address that was
  * checked (no DNS rebinding), the address forms that hide a private host, redirects to loopback,
  * the User-Agent, no proxy, the all-or-nothing size cap and the process-wide concurrency limit.
  */

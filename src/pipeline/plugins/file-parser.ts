@@ -1,5 +1,5 @@
 /**
- * The `file-parser` plugin (issue 23): PDF parts of the request (Responses `input_file`, Chat
+ * The `file-parser` plugin (docs/plugins.md): PDF parts of the request (Responses `input_file`, Chat
  * `file`, Messages `document`, all `input_file` once decoded) become text before the model reads
  * them, or go to the upstream as files (`native`).
  *
