@@ -234,7 +234,7 @@ const outageRun = (durable: boolean) =>
         await Bun.sleep(7_000)
         harness.proxy.restore()
         const after = run.okCount()
-        await until("answers after the stop", () => run.okCount() >= after + 20)
+        await until("answers after the stop", () => run.okCount() >= after + 20, 60_000)
         await Bun.sleep(1_000)
         await run.stop()
         await until("the spool committed", async () => (await spoolOf(harness)) === 0)
