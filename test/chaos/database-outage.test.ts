@@ -249,7 +249,7 @@ const outageRun = (durable: boolean) =>
         await spendToTheLimit(harness, key, LIMIT * 1e9)
         await expectNothingHeld(harness, key.hash)
       },
-      55_000,
+      120_000,
     )
   })
 
