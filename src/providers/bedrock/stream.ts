@@ -1,42 +1,20 @@
 /**
  * A ConverseStream body: AWS's binary event-stream framing, split by each frame's length prefix
  * as bytes arrive (a frame may span reads, a read may hold many), each frame decoded (and its
- * CRCs checked) by @smithy/eventstream-codec and translated to ProviderEvents in the transport's
- * read callback. Per-frame work is plain code, as for the SSE formats (http.ts).
+ * CRCs checked) by frame.ts (a decoder of our own, held to @smithy/eventstream-codec by a test)
+ * and translated to ProviderEvents in the transport's read callback. Per-frame work is plain code, as for the SSE formats (http.ts).
  *
  * Events: messageStart, contentBlockStart (a tool call's id and name), contentBlockDelta (text,
  * a tool call's input JSON, reasoning), contentBlockStop, messageStop (the stop reason), metadata
  * (usage): the last. An `exception` frame is the upstream's failure after the first byte.
  */
-import { EventStreamCodec } from "@smithy/eventstream-codec"
-import { fromUtf8, toUtf8 } from "@smithy/util-utf8"
 import type { UpstreamLink } from "../http"
 import type { BodySink, UpstreamResponse } from "../http1"
 import { ProviderError, type FinishReason, type ProviderEvent, type Usage } from "../types"
+import { decodeFrame } from "./frame"
 import { RESPONSE_TOOL } from "./request"
 import { bedrockFinishReason, bedrockStreamFailure, bedrockUsage, type ConverseStreamEvent } from "./wire"
 
-/**
- * The header names and values of Converse frames repeat (":event-type", "contentBlockDelta", …):
- * the codec's toUtf8 answers those it has seen from a few byte-compared entries instead of a
- * TextDecoder call each (six a frame). codec.decode read ~4-8 µs a frame with the plain toUtf8
- * and a third of that with these (micro-benchmark, Bun 1.4, a busy machine).
- */
-const SEEN_MAX = 16
-const seen: Array<{ readonly bytes: Uint8Array; readonly text: string }> = []
-const headerUtf8 = (bytes: Uint8Array): string => {
-  entries: for (let k = 0; k < seen.length; k++) {
-    const entry = seen[k] as { readonly bytes: Uint8Array; readonly text: string }
-    if (entry.bytes.length !== bytes.length) continue
-    for (let i = 0; i < bytes.length; i++) if (entry.bytes[i] !== bytes[i]) continue entries
-    return entry.text
-  }
-  const text = toUtf8(bytes)
-  if (seen.length < SEEN_MAX && bytes.length <= 64) seen.push({ bytes: bytes.slice(), text })
-  return text
-}
-
-const codec = new EventStreamCodec(headerUtf8, fromUtf8)
 const text = new TextDecoder()
 
 /** A frame is at least its prelude (12 bytes) and message CRC (4). */
@@ -47,11 +25,6 @@ const DONE: Step = { done: true, value: undefined }
 
 /** Batches queued beyond this pause the upstream's socket until the reader catches up. */
 const HIGH_WATER = 16
-
-const headerString = (headers: Record<string, { type: string; value: unknown }>, name: string): string | undefined => {
-  const header = headers[name]
-  return header !== undefined && header.type === "string" ? (header.value as string) : undefined
-}
 
 /** Turns decoded Converse stream events into ProviderEvents; one per call, fed in order. */
 export class ConverseStreamTranslator {
@@ -248,13 +221,12 @@ export class ConverseStreamEvents implements AsyncIterableIterator<ReadonlyArray
 
   private frame(frame: Uint8Array): void {
     if (this.translator.done) return
-    const message = codec.decode(frame)
-    const headers = message.headers as Record<string, { type: string; value: unknown }>
-    const messageType = headerString(headers, ":message-type")
+    const message = decodeFrame(frame)
+    const messageType = message.messageType
     const body = text.decode(message.body)
     if (messageType === "exception" || messageType === "error") {
-      const type = headerString(headers, ":exception-type") ?? headerString(headers, ":error-code")
-      let detail = headerString(headers, ":error-message") ?? body
+      const type = message.exceptionType ?? message.errorCode
+      let detail = message.errorMessage ?? body
       try {
         const parsed = JSON.parse(body) as { message?: unknown }
         if (typeof parsed.message === "string") detail = parsed.message
@@ -269,7 +241,7 @@ export class ConverseStreamEvents implements AsyncIterableIterator<ReadonlyArray
     } catch {
       throw new ProviderError("server", "bedrock upstream sent an event that is not JSON")
     }
-    this.translator.push(headerString(headers, ":event-type") ?? "", payload, this.taken)
+    this.translator.push(message.eventType ?? "", payload, this.taken)
   }
 
   read(): void {
