@@ -8,7 +8,10 @@ import { describe, expect, test } from "bun:test"
 import { EventStreamCodec, Int64 } from "@smithy/eventstream-codec"
 import { fromUtf8, toUtf8 } from "@smithy/util-utf8"
 import { decodeFrame } from "../../src/providers/bedrock/frame"
-import { FrameSplitter } from "../../src/providers/bedrock/stream"
+import { ConverseStreamTranslator, FrameSplitter, textDeltaInPlace } from "../../src/providers/bedrock/stream"
+import type { ConverseStreamEvent } from "../../src/providers/bedrock/wire"
+import type { ProviderEvent } from "../../src/providers/types"
+import { literalTexts } from "./helpers"
 
 type Headers = Parameters<EventStreamCodec["encode"]>[0]["headers"]
 
@@ -37,15 +40,15 @@ const reference = (frame: Uint8Array) => {
     body: Array.from(message.body),
   }
 }
-const own = (frame: Uint8Array) => {
-  const f = decodeFrame(frame)
+const own = (frame: Uint8Array, start = 0, end = frame.length) => {
+  const f = decodeFrame(frame, start, end)
   return {
     messageType: f.messageType,
     eventType: f.eventType,
     exceptionType: f.exceptionType,
     errorCode: f.errorCode,
     errorMessage: f.errorMessage,
-    body: Array.from(f.body),
+    body: Array.from(frame.subarray(f.bodyStart, f.bodyEnd)),
   }
 }
 const refuses = (decode: () => unknown): boolean => {
@@ -106,12 +109,13 @@ describe("the event-stream frame decoder reads what the reference codec reads", 
     })
   }
 
-  test("a frame inside a larger buffer (a view at an offset) decodes the same as a copy of it", () => {
+  test("a frame inside a larger buffer (a view at an offset, or a range of it) decodes the same as a copy of it", () => {
     const frame = FRAMES[1]?.[1] as Uint8Array
     const buffer = new Uint8Array(frame.length + 37)
+    buffer.fill(0xee)
     buffer.set(frame, 19)
-    const view = buffer.subarray(19, 19 + frame.length)
-    expect(own(view)).toEqual(reference(frame))
+    expect(own(buffer.subarray(19, 19 + frame.length))).toEqual(reference(frame))
+    expect(own(buffer, 19, 19 + frame.length)).toEqual(reference(frame))
   })
 })
 
@@ -185,7 +189,7 @@ describe("frames split at awkward boundaries reach the decoder whole", () => {
   /** The stream fed in reads of `size` bytes (each read a lent buffer, reused for the next). */
   const readsOf = (size: number) => {
     const decoded: Array<ReturnType<typeof own>> = []
-    const splitter = new FrameSplitter(1 << 20, (frame) => decoded.push(own(frame)))
+    const splitter = new FrameSplitter(1 << 20, (bytes, start, end) => decoded.push(own(bytes, start, end)))
     const lent = new Uint8Array(size + 8)
     for (let at = 0; at < joined.length; at += size) {
       const piece = joined.subarray(at, Math.min(at + size, joined.length))
@@ -205,5 +209,70 @@ describe("frames split at awkward boundaries reach the decoder whole", () => {
 
   test("one read of the whole stream: every frame decodes as the reference decodes it", () => {
     expect(readsOf(joined.length)).toEqual(expected)
+  })
+})
+
+describe("a text delta's payload read in place gives the events JSON.parse and the translator give", () => {
+  /** The general way: the payload parsed, its event translated. */
+  const parsed = (body: string): Array<ProviderEvent> => {
+    const out: Array<ProviderEvent> = []
+    new ConverseStreamTranslator(false).push("contentBlockDelta", JSON.parse(body) as ConverseStreamEvent, out)
+    return out
+  }
+  /** In place, from the payload's bytes at an offset of a larger read; undefined when it goes the general way. */
+  const inPlace = (body: string): Array<ProviderEvent> | undefined => {
+    const bytes = fromUtf8(`xyz${body}qq`)
+    const out: Array<ProviderEvent> = []
+    if (!textDeltaInPlace(bytes, 3, bytes.length - 2, out)) return undefined
+    // Compared as the general way gives them: the literal checked to decode to the delta, then dropped.
+    return out.flatMap(literalTexts).map((e) => {
+      if (e.type !== "text" || e.json === undefined) return e
+      expect(JSON.parse(e.json)).toBe(e.delta)
+      return { type: "text", delta: e.delta }
+    })
+  }
+
+  const taken = [
+    ["AWS's shape with padding", '{"contentBlockIndex":0,"delta":{"text":"Hello"},"p":"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123"}'],
+    ["no padding", '{"contentBlockIndex":12,"delta":{"text":"Hello"}}'],
+    ["empty padding", '{"contentBlockIndex":3,"delta":{"text":" world"},"p":""}'],
+    ["JSON escapes in the text", '{"contentBlockIndex":0,"delta":{"text":"a \\"quote\\", a \\\\ and\\na \\u00e9 \\/ \\t"},"p":"ab"}'],
+    ["text that is not ASCII", '{"contentBlockIndex":0,"delta":{"text":"日本語 ✓ 🌍"},"p":"abc"}'],
+    ["an empty text (no event)", '{"contentBlockIndex":0,"delta":{"text":""},"p":"abc"}'],
+  ] as const
+  for (const [what, body] of taken) {
+    test(`${what}: read in place, the same events`, () => {
+      expect(inPlace(body)).toEqual(parsed(body))
+    })
+  }
+
+  const general = [
+    ["another key order", '{"delta":{"text":"Hello"},"contentBlockIndex":0,"p":"abc"}'],
+    ["whitespace", '{"contentBlockIndex": 0,"delta":{"text":"Hello"},"p":"abc"}'],
+    ["a second text key after the literal (JSON.parse keeps the last)", '{"contentBlockIndex":0,"delta":{"text":"a","text":"b"},"p":"abc"}'],
+    ["another key after the padding", '{"contentBlockIndex":0,"delta":{"text":"a"},"p":"abc","delta":{"text":"b"}}'],
+    ["padding with other characters", '{"contentBlockIndex":0,"delta":{"text":"a"},"p":"ab\\"c"}'],
+    ["a leading zero in the index", '{"contentBlockIndex":01,"delta":{"text":"a"}}'],
+    ["a tool call's input", '{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{}"}},"p":"abc"}'],
+    ["an escape JSON does not have in the text", '{"contentBlockIndex":0,"delta":{"text":"a\\qb"},"p":"abc"}'],
+    ["a raw control character in the text", '{"contentBlockIndex":0,"delta":{"text":"a\tb"},"p":"abc"}'],
+    ["a cut payload", '{"contentBlockIndex":0,"delta":{"text":"abc'],
+  ] as const
+  for (const [what, body] of general) {
+    test(`${what}: left to the general way`, () => {
+      expect(inPlace(body)).toBeUndefined()
+    })
+  }
+
+  test("deltas of one read go on as one run of literals of that read, in order", () => {
+    const bodies = ['{"contentBlockIndex":0,"delta":{"text":"one "},"p":"a"}', '{"contentBlockIndex":0,"delta":{"text":"two"},"p":"abcd"}']
+    const bytes = fromUtf8(bodies.join(""))
+    const out: Array<ProviderEvent> = []
+    const first = (bodies[0] as string).length
+    expect(textDeltaInPlace(bytes, 0, first, out)).toBe(true)
+    expect(textDeltaInPlace(bytes, first, bytes.length, out)).toBe(true)
+    expect(out.length).toBe(1)
+    expect(out[0]?.type).toBe("text_literals")
+    expect(out.flatMap(literalTexts).map((e) => (e as { delta: string }).delta)).toEqual(["one ", "two"])
   })
 })

@@ -11,7 +11,7 @@ import { bedrockAuthFrom } from "../../src/providers/bedrock/credentials"
 import { FrameSplitter } from "../../src/providers/bedrock/stream"
 import { modelPath } from "../../src/providers/bedrock/wire"
 import { ProviderError, type ProviderConfig } from "../../src/providers/types"
-import { eventsOf, providerErrorOf, textRequest, weatherTool } from "./helpers"
+import { eventsOf, literalTexts, providerErrorOf, textRequest, weatherTool } from "./helpers"
 
 /** AWS's SigV4 test suite (aws-sig-v4-test-suite): its credentials, date, region and service. */
 const SUITE = {
@@ -80,7 +80,7 @@ describe("event-stream frames split by their length prefix", () => {
   test("cut at every byte position into two reads, the same frames come out", () => {
     for (let cut = 0; cut <= whole.length; cut++) {
       const got: Array<string> = []
-      const splitter = new FrameSplitter(1 << 20, (frame) => got.push(Buffer.from(frame).toString("hex")))
+      const splitter = new FrameSplitter(1 << 20, (bytes, start, end) => got.push(Buffer.from(bytes.subarray(start, end)).toString("hex")))
       splitter.feed(whole, 0, cut)
       splitter.feed(whole, cut, whole.length)
       expect(got).toEqual(frames.map((f) => Buffer.from(f).toString("hex")))
@@ -89,7 +89,7 @@ describe("event-stream frames split by their length prefix", () => {
   })
   test("fed one byte at a time, the same frames come out", () => {
     const got: Array<string> = []
-    const splitter = new FrameSplitter(1 << 20, (frame) => got.push(Buffer.from(frame).toString("hex")))
+    const splitter = new FrameSplitter(1 << 20, (bytes, start, end) => got.push(Buffer.from(bytes.subarray(start, end)).toString("hex")))
     for (let i = 0; i < whole.length; i++) splitter.feed(whole, i, i + 1)
     expect(got).toEqual(frames.map((f) => Buffer.from(f).toString("hex")))
   })
@@ -186,6 +186,14 @@ describe("bedrock adapter against the fake Bedrock", () => {
       { type: "usage", usage: { inputTokens: 13, cachedTokens: 2, cacheWriteTokens: 0, outputTokens: 7, reasoningTokens: 0 } },
       { type: "finish", reason: "stop" },
     ])
+  })
+
+  test("ConverseStream: ASCII text deltas go on as the upstream's literals, in place in its read (no text event each)", async () => {
+    const call = await bedrockProvider.open(textRequest("x"), sigv4({ "x-mock-tokens": "3" }), options(true))
+    const types: Array<string> = []
+    for await (const batch of call.events) for (const e of batch) types.push(e.type)
+    expect(types).toContain("text_literals")
+    expect(types).not.toContain("text")
   })
 
   test("ConverseStream written 7 bytes at a time: the same events", async () => {
@@ -289,7 +297,7 @@ describe("bedrock errors map to the contract's kinds", () => {
     const seen: Array<string> = []
     const failure = await providerErrorOf(
       (async () => {
-        for await (const batch of call.events) for (const e of batch) seen.push(e.type)
+        for await (const batch of call.events) for (const e of batch.flatMap(literalTexts)) seen.push(e.type)
       })(),
     )
     expect(failure.kind).toBe("rate_limited")

@@ -4,7 +4,7 @@
  * payload, message CRC32. The message CRC32 is checked with Bun's native `Bun.hash.crc32`, the prelude's (8 bytes) in JS, and of the
  * headers only the five the stream reads become strings (`:message-type`, `:event-type`,
  * `:exception-type`, `:error-code`, `:error-message`); the others are walked over, checked for
- * their type tag and length, and not decoded. The payload is a view of the frame, not a copy.
+ * their type tag and length, and not decoded. The payload is a range of the bytes, not a copy.
  *
  * @smithy/eventstream-codec is the reference: a test feeds the same frames through both (every
  * header value type, exception frames, frames split across reads, corrupt CRCs) and compares the
@@ -20,8 +20,9 @@ export interface ConverseFrame {
   readonly exceptionType: string | undefined
   readonly errorCode: string | undefined
   readonly errorMessage: string | undefined
-  /** The payload: a view of the frame's bytes. */
-  readonly body: Uint8Array
+  /** The payload: `bytes[bodyStart, bodyEnd)` of the bytes decoded (not copied). */
+  readonly bodyStart: number
+  readonly bodyEnd: number
 }
 
 /** Prelude: total length (4), headers length (4), prelude CRC (4); then the message CRC (4). */
@@ -83,9 +84,9 @@ for (let n = 0; n < 256; n++) {
   for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1
   CRC_TABLE[n] = c
 }
-const preludeCrc = (b: Uint8Array): number => {
+const preludeCrc = (b: Uint8Array, start: number): number => {
   let c = -1
-  for (let i = 0; i < 8; i++) c = (CRC_TABLE[(c ^ (b[i] as number)) & 0xff] as number) ^ (c >>> 8)
+  for (let i = start; i < start + 8; i++) c = (CRC_TABLE[(c ^ (b[i] as number)) & 0xff] as number) ^ (c >>> 8)
   return (c ^ -1) >>> 0
 }
 
@@ -96,24 +97,24 @@ const uint32 = (b: Uint8Array, at: number): number =>
 const VALUE_SIZE = [0, 0, 1, 2, 4, 8, -1, -1, 8, 16]
 
 /**
- * The frame in `frame` (exactly one frame's bytes), or an Error saying why it is not one: a length
+ * The frame in `bytes[start, end)` (exactly one frame's bytes), or an Error saying why it is not one: a length
  * that does not match, a CRC that does not, a header that overruns or has an unknown type tag.
  */
-export const decodeFrame = (frame: Uint8Array): ConverseFrame => {
-  const total = frame.length
+export const decodeFrame = (frame: Uint8Array, start = 0, end = frame.length): ConverseFrame => {
+  const total = end - start
   if (total < MIN_FRAME) throw new Error("Provided message too short to accommodate event stream message overhead")
-  if (uint32(frame, 0) !== total) throw new Error("Reported message length does not match received message length")
-  const headersLength = uint32(frame, 4)
-  if (uint32(frame, 8) !== preludeCrc(frame)) throw new Error("The prelude checksum does not match the calculated CRC32 checksum")
-  if (uint32(frame, total - 4) !== Bun.hash.crc32(frame.subarray(0, total - 4))) throw new Error("The message checksum does not match the calculated CRC32 checksum")
-  const headersEnd = PRELUDE + headersLength
-  if (headersEnd > total - 4) throw new Error("The headers length overruns the message")
+  if (uint32(frame, start) !== total) throw new Error("Reported message length does not match received message length")
+  const headersLength = uint32(frame, start + 4)
+  if (uint32(frame, start + 8) !== preludeCrc(frame, start)) throw new Error("The prelude checksum does not match the calculated CRC32 checksum")
+  if (uint32(frame, end - 4) !== Bun.hash.crc32(frame.subarray(start, end - 4))) throw new Error("The message checksum does not match the calculated CRC32 checksum")
+  if (headersLength > total - MIN_FRAME) throw new Error("The headers length overruns the message")
+  const headersEnd = start + PRELUDE + headersLength
   let messageType: string | undefined
   let eventType: string | undefined
   let exceptionType: string | undefined
   let errorCode: string | undefined
   let errorMessage: string | undefined
-  let at = PRELUDE
+  let at = start + PRELUDE
   while (at < headersEnd) {
     const nameLength = frame[at] as number
     const nameStart = at + 1
@@ -142,5 +143,5 @@ export const decodeFrame = (frame: Uint8Array): ConverseFrame => {
     else if (id === ERROR_CODE) errorCode = value
     else errorMessage = value
   }
-  return { messageType, eventType, exceptionType, errorCode, errorMessage, body: frame.subarray(headersEnd, total - 4) }
+  return { messageType, eventType, exceptionType, errorCode, errorMessage, bodyStart: headersEnd, bodyEnd: end - 4 }
 }

@@ -10,12 +10,63 @@
  */
 import type { UpstreamLink } from "../http"
 import type { BodySink, UpstreamResponse } from "../http1"
+import { BytePattern, isPlainLiteral, jsonLiteralEndInBytes, jsonStringValue } from "../json-literal"
 import { ProviderError, type FinishReason, type ProviderEvent, type Usage } from "../types"
 import { decodeFrame } from "./frame"
 import { RESPONSE_TOOL } from "./request"
 import { bedrockFinishReason, bedrockStreamFailure, bedrockUsage, type ConverseStreamEvent } from "./wire"
 
 const text = new TextDecoder()
+
+/**
+ * A text delta's payload exactly as ConverseStream writes it, `{"contentBlockIndex":N,"delta":{"text":"…"}}`,
+ * or with AWS's padding after it, `…},"p":"abc…"}` (letters and digits): read in place, as the SSE
+ * path reads a learned chunk (openai-chat/stream.ts). With no whitespace, escape or other key
+ * outside the literal, JSON.parse would give exactly that object, and a text delta's event does
+ * not depend on its block: so the literal alone is the event, and the payload is not decoded or
+ * parsed. Printable ASCII literals go on as their bytes (a run of them one `text_literals` event,
+ * as on the SSE path); another literal is decoded and parsed alone (JSON.parse is the validation).
+ * Anything else goes the general way (false).
+ */
+const DELTA_HEAD = new BytePattern(new TextEncoder().encode('{"contentBlockIndex":'))
+const DELTA_TEXT = new BytePattern(new TextEncoder().encode(',"delta":{"text":'))
+const DELTA_PAD = new BytePattern(new TextEncoder().encode('},"p":"'))
+const CLOSE_BRACE = 125
+const QUOTE = 34
+const isAlnum = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122)
+
+export const textDeltaInPlace = (bytes: Uint8Array, start: number, end: number, out: Array<ProviderEvent>): boolean => {
+  if (!DELTA_HEAD.foundAt(bytes, start, end)) return false
+  let at = start + DELTA_HEAD.length
+  const digits = at
+  while (at < end && at - digits < 9 && (bytes[at] as number) >= 48 && (bytes[at] as number) <= 57) at++
+  // One digit at least; no leading zero (not JSON).
+  if (at === digits || (bytes[digits] === 48 && at - digits > 1)) return false
+  if (!DELTA_TEXT.foundAt(bytes, at, end)) return false
+  const open = at + DELTA_TEXT.length
+  const close = jsonLiteralEndInBytes(bytes, open, end)
+  if (close === -1) return false
+  // The rest: `}}`, or `},"p":"<letters and digits>"}`.
+  if (!(close + 2 === end && bytes[close] === CLOSE_BRACE && bytes[close + 1] === CLOSE_BRACE)) {
+    if (!DELTA_PAD.foundAt(bytes, close, end)) return false
+    let pad = close + DELTA_PAD.length
+    while (pad < end && isAlnum(bytes[pad] as number)) pad++
+    if (!(pad + 2 === end && bytes[pad] === QUOTE && bytes[pad + 1] === CLOSE_BRACE)) return false
+  }
+  if (close - open === 2) return true
+  if (isPlainLiteral(bytes, open + 1, close - 1)) {
+    // `out` holds this stream's events only: a run last in it, of these bytes, is this stream's own.
+    const last = out[out.length - 1]
+    if (last?.type === "text_literals" && last.source === bytes) (last.spans as Array<number>).push(open, close)
+    else out.push({ type: "text_literals", source: bytes, spans: [open, close] })
+    return true
+  }
+  const json = text.decode(bytes.subarray(open, close))
+  const delta = jsonStringValue(json)
+  if (delta === undefined) return false
+  out.push({ type: "text", delta, json })
+  return true
+}
 
 /** A frame is at least its prelude (12 bytes) and message CRC (4). */
 const MIN_FRAME = 16
@@ -93,8 +144,8 @@ export class ConverseStreamTranslator {
 }
 
 /**
- * Splits `bytes` into frames, carrying a partial frame over to the next read. Returns the frames'
- * events through `onFrame`; throws a ProviderError on a frame that cannot be one.
+ * Splits `bytes` into frames, carrying a partial frame over to the next read. Hands each frame to
+ * `onFrame` as a range of the read (or of its own copy when it spanned reads); throws a ProviderError on a frame that cannot be one.
  */
 export class FrameSplitter {
   /**
@@ -106,7 +157,7 @@ export class FrameSplitter {
 
   constructor(
     private readonly maxFrame: number,
-    private readonly onFrame: (frame: Uint8Array) => void,
+    private readonly onFrame: (bytes: Uint8Array, start: number, end: number) => void,
   ) {}
 
   get holding(): boolean {
@@ -134,12 +185,12 @@ export class FrameSplitter {
       if (this.filled < held.length) return
       this.pending = undefined
       this.filled = 0
-      this.onFrame(held)
+      this.onFrame(held, 0, held.length)
     }
     while (end - from >= 4) {
       const total = this.lengthAt(bytes, from)
       if (end - from < total) break
-      this.onFrame(bytes.subarray(from, from + total))
+      this.onFrame(bytes, from, from + total)
       from += total
     }
     if (from === end) return
@@ -178,7 +229,7 @@ export class ConverseStreamEvents implements AsyncIterableIterator<ReadonlyArray
     private readonly link: UpstreamLink,
     maxFrame: number,
   ) {
-    this.splitter = new FrameSplitter(maxFrame, (frame) => this.frame(frame))
+    this.splitter = new FrameSplitter(maxFrame, (bytes, start, end) => this.frame(bytes, start, end))
     response.pipe(this)
   }
 
@@ -219,11 +270,12 @@ export class ConverseStreamEvents implements AsyncIterableIterator<ReadonlyArray
     }
   }
 
-  private frame(frame: Uint8Array): void {
+  private frame(bytes: Uint8Array, start: number, end: number): void {
     if (this.translator.done) return
-    const message = decodeFrame(frame)
+    const message = decodeFrame(bytes, start, end)
     const messageType = message.messageType
-    const body = text.decode(message.body)
+    if (messageType === "event" && message.eventType === "contentBlockDelta" && textDeltaInPlace(bytes, message.bodyStart, message.bodyEnd, this.taken)) return
+    const body = text.decode(bytes.subarray(message.bodyStart, message.bodyEnd))
     if (messageType === "exception" || messageType === "error") {
       const type = message.exceptionType ?? message.errorCode
       let detail = message.errorMessage ?? body
