@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { AwsV4Signer } from "aws4fetch"
 import { eventFrame, MOCK_ACCESS_KEY_ID, MOCK_BEDROCK_API_KEY, MOCK_SECRET_ACCESS_KEY, type MockBedrock, piecesOf, startMockBedrock } from "../../scripts/mock-bedrock"
 import { bedrockProvider } from "../../src/providers/bedrock/adapter"
-import { bedrockAuthFrom } from "../../src/providers/bedrock/credentials"
+import { authHeaders, bedrockAuthFrom } from "../../src/providers/bedrock/credentials"
 import { FrameSplitter } from "../../src/providers/bedrock/stream"
 import { modelPath } from "../../src/providers/bedrock/wire"
 import { ProviderError, type ProviderConfig } from "../../src/providers/types"
@@ -35,6 +35,51 @@ describe("SigV4: AWS's published test vectors", () => {
       const signed = await new AwsV4Signer({ method, url, ...SUITE }).sign()
       expect(signed.headers.get("authorization")).toBe(CREDENTIAL + signature)
     })
+  }
+})
+
+describe("SigV4: the provider's own signer signs as aws4fetch's AwsV4Signer does", () => {
+  const urls = [
+    "https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/converse-stream",
+    "https://bedrock-runtime.eu-west-3.amazonaws.com/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Ainference-profile%2Fus.anthropic.claude-3-7-sonnet-20250219-v1%3A0/converse",
+    "http://127.0.0.1:4567/model/amazon.titan-embed-text-v2%3A0/invoke",
+    "https://proxy.example.com:8443/base//path/model/x%20y(1)!/invoke?b=2&a=1&a=0&c=%20*",
+  ]
+  const bodies = ["", '{"messages":[{"role":"user","content":[{"text":"Hello ✓ 日本"}]}]}', "x".repeat(70000)]
+  const datetimes = ["20150830T123600Z", "20261129T235959Z"]
+  for (const [i, url] of urls.entries()) {
+    for (const token of [undefined, "FQoGZXIvYXdzE+token/with=chars"]) {
+      test(`url ${i}, ${token === undefined ? "no session token" : "a session token"}: the same headers on every body and day`, async () => {
+        for (const body of bodies) {
+          for (const datetime of datetimes) {
+            const auth = bedrockAuthFrom(
+              { id: "br", kind: "bedrock", region: "eu-west-3", access_key_id_env: "K", secret_access_key_env: "S", ...(token === undefined ? {} : { session_token_env: "T" }) },
+              undefined,
+              { K: "AKIDEXAMPLE", S: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", T: token },
+            )
+            if (auth instanceof ProviderError) throw auth
+            const expected: Record<string, string> = {}
+            const signed = await new AwsV4Signer({
+              method: "POST",
+              url,
+              body,
+              accessKeyId: "AKIDEXAMPLE",
+              secretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+              ...(token === undefined ? {} : { sessionToken: token }),
+              service: "bedrock",
+              region: "eu-west-3",
+              datetime,
+            }).sign()
+            signed.headers.forEach((value, name) => {
+              expected[name] = value
+            })
+            // Twice: the second with the day's signing key from the cache.
+            expect(authHeaders(auth, url, body, datetime)).toEqual(expected)
+            expect(authHeaders(auth, url, body, datetime)).toEqual(expected)
+          }
+        }
+      })
+    }
   }
 })
 
