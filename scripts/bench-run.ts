@@ -370,7 +370,7 @@ const startGateway = (name: "gateway" | "baseline" | "twin", binary: string, por
       HOST: "127.0.0.1",
       GATEWAY_DATA_DIR: dataDir,
       DATABASE_URL: join(dataDir, "gateway.db"),
-      GATEWAY_CONFIG: join(runDir, name === "gateway" || (name === "baseline" && options.baselineThisConfig) ? "config-gateway.json" : "config.json"),
+      GATEWAY_CONFIG: join(runDir, name !== "baseline" || options.baselineThisConfig ? "config-gateway.json" : "config.json"),
       GATEWAY_MANAGEMENT_KEY: managementKey,
       GATEWAY_LOG_LEVEL: options.logLevel,
       ...BEDROCK_KEYS,
@@ -752,7 +752,7 @@ const specOf = (target: Target, scenario: Scenario, durationMs: number): LoadSpe
 })
 const targetsOf = (scenario: Scenario): Array<Target> =>
   scenario.thisBuild
-    ? targets.filter((t) => t.kind === "gateway" || (t.kind === "baseline" && options.baselineThisConfig))
+    ? targets.filter((t) => t.kind === "gateway" || t.kind === "twin" || (t.kind === "baseline" && options.baselineThisConfig))
     : scenario.chatOf !== undefined
     ? targets.filter((t) => isGateway(t.kind) && !chatSkipped.has(t.kind))
     : scenario.postgres !== undefined
