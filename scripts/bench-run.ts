@@ -47,8 +47,8 @@
  * openai-chat provider on scripts/mock-embeddings.ts; reported beside json-c32's CPU per request.
  * Bedrock stream row (`bedrock-stream-c1`): 200 deltas through the event-stream decoder from
  * scripts/mock-bedrock.ts (SigV4-signed), beside stream-c1's CPU per event. Both run on this build
- * only (`--gateway`): its config adds the two providers, which an older baseline would refuse; with
- * `--baseline-this-config` on the baseline too (an A/B of a change to either path).
+ * (`--gateway`, and its `--floor` twin) only: its config adds the two providers, which an older
+ * baseline would refuse; with `--baseline-this-config` on the baseline too (an A/B of either path).
  * Writes bench/results/latest.md (a full run only) and prints it.
  */
 import { execSync } from "node:child_process"
