@@ -22,6 +22,9 @@
  *                            [--alternate]  (with --restart: the two builds trade slots every other round, the port,
  *                                            the load generator and the order they are started and warmed up in, so
  *                                            whatever favours a slot weighs on both builds alike)
+ *                            [--baseline-this-config]  (with --baseline: the baseline is given this build's config too,
+ *                                                       for a baseline that knows its providers' kinds: the embeddings
+ *                                                       and Bedrock rows then run on it as well, in the same units)
  *                            [--floor]  (with --baseline: a second instance of this build, its twin, measured in the same
  *                                        rounds and slots as the two builds; the report states the paired change of
  *                                        this build against its twin, the harness's own floor in that run)
@@ -44,7 +47,8 @@
  * openai-chat provider on scripts/mock-embeddings.ts; reported beside json-c32's CPU per request.
  * Bedrock stream row (`bedrock-stream-c1`): 200 deltas through the event-stream decoder from
  * scripts/mock-bedrock.ts (SigV4-signed), beside stream-c1's CPU per event. Both run on this build
- * only (`--gateway`): its config adds the two providers, which an older baseline would refuse.
+ * (`--gateway`, and its `--floor` twin) only: its config adds the two providers, which an older
+ * baseline would refuse; with `--baseline-this-config` on the baseline too (an A/B of either path).
  * Writes bench/results/latest.md (a full run only) and prints it.
  */
 import { execSync } from "node:child_process"
@@ -94,6 +98,8 @@ const options = {
   held: !has("no-held") && only.length === 0,
   gateway: text("gateway", ""),
   baseline: text("baseline", ""),
+  /** The baseline knows the embeddings and Bedrock providers: it gets this build's config and their rows. */
+  baselineThisConfig: has("baseline-this-config"),
   /** Same-build A/Bs read +6.7 % one way round and -0.7 % the other: one process instance is a sample. */
   restart: has("restart"),
   /** Rounds minutes apart read up to 1.6x apart here; loads at the same time share the machine's spell. */
@@ -108,6 +114,7 @@ const options = {
 }
 const fullRun = only.length === 0
 if (options.alternate && !options.restart) throw new Error("--alternate needs --restart (the builds change slots when they start afresh)")
+if (options.baselineThisConfig && options.baseline === "") throw new Error("--baseline-this-config goes with --baseline")
 if (options.floor && options.baseline === "") throw new Error("--floor goes with --baseline (it states the A/B's floor)")
 
 const root = join(import.meta.dir, "..")
@@ -363,7 +370,7 @@ const startGateway = (name: "gateway" | "baseline" | "twin", binary: string, por
       HOST: "127.0.0.1",
       GATEWAY_DATA_DIR: dataDir,
       DATABASE_URL: join(dataDir, "gateway.db"),
-      GATEWAY_CONFIG: join(runDir, name === "gateway" ? "config-gateway.json" : "config.json"),
+      GATEWAY_CONFIG: join(runDir, name !== "baseline" || options.baselineThisConfig ? "config-gateway.json" : "config.json"),
       GATEWAY_MANAGEMENT_KEY: managementKey,
       GATEWAY_LOG_LEVEL: options.logLevel,
       ...BEDROCK_KEYS,
@@ -745,7 +752,7 @@ const specOf = (target: Target, scenario: Scenario, durationMs: number): LoadSpe
 })
 const targetsOf = (scenario: Scenario): Array<Target> =>
   scenario.thisBuild
-    ? targets.filter((t) => t.kind === "gateway")
+    ? targets.filter((t) => t.kind === "gateway" || t.kind === "twin" || (t.kind === "baseline" && options.baselineThisConfig))
     : scenario.chatOf !== undefined
     ? targets.filter((t) => isGateway(t.kind) && !chatSkipped.has(t.kind))
     : scenario.postgres !== undefined
@@ -1199,16 +1206,19 @@ if (ran("embed-c32") || ran("bedrock-stream-c1")) {
   out()
   out("| row | req/s | p50 ms | CPU µs/req | CPU µs/event | compared with | its CPU | ratio | errors |")
   out("|---|---:|---:|---:|---:|---|---:|---:|---:|")
+  const kinds: Array<Kind> = options.baselineThisConfig ? ["gateway", "baseline"] : ["gateway"]
   for (const [id, against, perEvent] of [["embed-c32", "json-c32", false], ["bedrock-stream-c1", "stream-c1", true]] as const) {
     if (!ran(id)) continue
-    const f = figures(byId(id), "gateway")
-    if (f === undefined) continue
-    const other = ran(against) ? figures(byId(against), "gateway") : undefined
-    const mine = perEvent ? f.cpuPerEvent : f.cpuPerReq
-    const theirs = other === undefined ? Number.NaN : perEvent ? other.cpuPerEvent : other.cpuPerReq
-    out(
-      `| ${id} | ${f0(f.rps)} | ${f3(f.p50)} | ${f1(f.cpuPerReq)} | ${f2(f.cpuPerEvent)} | ${against} (${perEvent ? "µs/event" : "µs/req"}) | ${perEvent ? f2(theirs) : f1(theirs)} | ${ratio(mine, theirs)} | ${f.errors} |`,
-    )
+    for (const kind of kinds) {
+      const f = figures(byId(id), kind)
+      if (f === undefined) continue
+      const other = ran(against) ? figures(byId(against), kind) : undefined
+      const mine = perEvent ? f.cpuPerEvent : f.cpuPerReq
+      const theirs = other === undefined ? Number.NaN : perEvent ? other.cpuPerEvent : other.cpuPerReq
+      out(
+        `| ${id}${kind === "gateway" ? "" : ` (${kind})`} | ${f0(f.rps)} | ${f3(f.p50)} | ${f1(f.cpuPerReq)} | ${f2(f.cpuPerEvent)} | ${against} (${perEvent ? "µs/event" : "µs/req"}) | ${perEvent ? f2(theirs) : f1(theirs)} | ${ratio(mine, theirs)} | ${f.errors} |`,
+      )
+    }
   }
   out()
 }

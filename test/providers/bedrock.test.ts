@@ -7,11 +7,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { AwsV4Signer } from "aws4fetch"
 import { eventFrame, MOCK_ACCESS_KEY_ID, MOCK_BEDROCK_API_KEY, MOCK_SECRET_ACCESS_KEY, type MockBedrock, piecesOf, startMockBedrock } from "../../scripts/mock-bedrock"
 import { bedrockProvider } from "../../src/providers/bedrock/adapter"
-import { bedrockAuthFrom } from "../../src/providers/bedrock/credentials"
+import { authHeaders, bedrockAuthFrom } from "../../src/providers/bedrock/credentials"
 import { FrameSplitter } from "../../src/providers/bedrock/stream"
 import { modelPath } from "../../src/providers/bedrock/wire"
 import { ProviderError, type ProviderConfig } from "../../src/providers/types"
-import { eventsOf, providerErrorOf, textRequest, weatherTool } from "./helpers"
+import { eventsOf, literalTexts, providerErrorOf, textRequest, weatherTool } from "./helpers"
 
 /** AWS's SigV4 test suite (aws-sig-v4-test-suite): its credentials, date, region and service. */
 const SUITE = {
@@ -35,6 +35,51 @@ describe("SigV4: AWS's published test vectors", () => {
       const signed = await new AwsV4Signer({ method, url, ...SUITE }).sign()
       expect(signed.headers.get("authorization")).toBe(CREDENTIAL + signature)
     })
+  }
+})
+
+describe("SigV4: the provider's own signer signs as aws4fetch's AwsV4Signer does", () => {
+  const urls = [
+    "https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/converse-stream",
+    "https://bedrock-runtime.eu-west-3.amazonaws.com/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Ainference-profile%2Fus.anthropic.claude-3-7-sonnet-20250219-v1%3A0/converse",
+    "http://127.0.0.1:4567/model/amazon.titan-embed-text-v2%3A0/invoke",
+    "https://proxy.example.com:8443/base//path/model/x%20y(1)!/invoke?b=2&a=1&a=0&c=%20*",
+  ]
+  const bodies = ["", '{"messages":[{"role":"user","content":[{"text":"Hello ✓ 日本"}]}]}', "x".repeat(70000)]
+  const datetimes = ["20150830T123600Z", "20261129T235959Z"]
+  for (const [i, url] of urls.entries()) {
+    for (const token of [undefined, "FQoGZXIvYXdzE+token/with=chars"]) {
+      test(`url ${i}, ${token === undefined ? "no session token" : "a session token"}: the same headers on every body and day`, async () => {
+        for (const body of bodies) {
+          for (const datetime of datetimes) {
+            const auth = bedrockAuthFrom(
+              { id: "br", kind: "bedrock", region: "eu-west-3", access_key_id_env: "K", secret_access_key_env: "S", ...(token === undefined ? {} : { session_token_env: "T" }) },
+              undefined,
+              { K: "AKIDEXAMPLE", S: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", T: token },
+            )
+            if (auth instanceof ProviderError) throw auth
+            const expected: Record<string, string> = {}
+            const signed = await new AwsV4Signer({
+              method: "POST",
+              url,
+              body,
+              accessKeyId: "AKIDEXAMPLE",
+              secretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+              ...(token === undefined ? {} : { sessionToken: token }),
+              service: "bedrock",
+              region: "eu-west-3",
+              datetime,
+            }).sign()
+            signed.headers.forEach((value, name) => {
+              expected[name] = value
+            })
+            // Twice: the second with the day's signing key from the cache.
+            expect(authHeaders(auth, url, body, datetime)).toEqual(expected)
+            expect(authHeaders(auth, url, body, datetime)).toEqual(expected)
+          }
+        }
+      })
+    }
   }
 })
 
@@ -80,7 +125,7 @@ describe("event-stream frames split by their length prefix", () => {
   test("cut at every byte position into two reads, the same frames come out", () => {
     for (let cut = 0; cut <= whole.length; cut++) {
       const got: Array<string> = []
-      const splitter = new FrameSplitter(1 << 20, (frame) => got.push(Buffer.from(frame).toString("hex")))
+      const splitter = new FrameSplitter(1 << 20, (bytes, start, end) => got.push(Buffer.from(bytes.subarray(start, end)).toString("hex")))
       splitter.feed(whole, 0, cut)
       splitter.feed(whole, cut, whole.length)
       expect(got).toEqual(frames.map((f) => Buffer.from(f).toString("hex")))
@@ -89,7 +134,7 @@ describe("event-stream frames split by their length prefix", () => {
   })
   test("fed one byte at a time, the same frames come out", () => {
     const got: Array<string> = []
-    const splitter = new FrameSplitter(1 << 20, (frame) => got.push(Buffer.from(frame).toString("hex")))
+    const splitter = new FrameSplitter(1 << 20, (bytes, start, end) => got.push(Buffer.from(bytes.subarray(start, end)).toString("hex")))
     for (let i = 0; i < whole.length; i++) splitter.feed(whole, i, i + 1)
     expect(got).toEqual(frames.map((f) => Buffer.from(f).toString("hex")))
   })
@@ -186,6 +231,14 @@ describe("bedrock adapter against the fake Bedrock", () => {
       { type: "usage", usage: { inputTokens: 13, cachedTokens: 2, cacheWriteTokens: 0, outputTokens: 7, reasoningTokens: 0 } },
       { type: "finish", reason: "stop" },
     ])
+  })
+
+  test("ConverseStream: ASCII text deltas go on as the upstream's literals, in place in its read (no text event each)", async () => {
+    const call = await bedrockProvider.open(textRequest("x"), sigv4({ "x-mock-tokens": "3" }), options(true))
+    const types: Array<string> = []
+    for await (const batch of call.events) for (const e of batch) types.push(e.type)
+    expect(types).toContain("text_literals")
+    expect(types).not.toContain("text")
   })
 
   test("ConverseStream written 7 bytes at a time: the same events", async () => {
@@ -289,7 +342,7 @@ describe("bedrock errors map to the contract's kinds", () => {
     const seen: Array<string> = []
     const failure = await providerErrorOf(
       (async () => {
-        for await (const batch of call.events) for (const e of batch) seen.push(e.type)
+        for await (const batch of call.events) for (const e of batch.flatMap(literalTexts)) seen.push(e.type)
       })(),
     )
     expect(failure.kind).toBe("rate_limited")

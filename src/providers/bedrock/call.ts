@@ -33,7 +33,7 @@ export const postToBedrock = async (
   if (auth instanceof ProviderError) throw auth
   const url = bedrockBaseUrl(config) + path
   const headers: Record<string, string> = { "content-type": "application/json", accept }
-  const signed = await authHeaders(auth, url, body)
+  const signed = authHeaders(auth, url, body)
   for (const name in signed) headers[name] = signed[name] as string
   // The operator's headers go unsigned (AWS accepts unsigned headers beside the signed ones).
   if (config.headers !== undefined) for (const name in config.headers) headers[name] = config.headers[name] as string

@@ -1,43 +1,72 @@
 /**
  * A ConverseStream body: AWS's binary event-stream framing, split by each frame's length prefix
  * as bytes arrive (a frame may span reads, a read may hold many), each frame decoded (and its
- * CRCs checked) by @smithy/eventstream-codec and translated to ProviderEvents in the transport's
- * read callback. Per-frame work is plain code, as for the SSE formats (http.ts).
+ * CRCs checked) by frame.ts (a decoder of our own, held to @smithy/eventstream-codec by a test)
+ * and translated to ProviderEvents in the transport's read callback. Per-frame work is plain code, as for the SSE formats (http.ts).
  *
  * Events: messageStart, contentBlockStart (a tool call's id and name), contentBlockDelta (text,
  * a tool call's input JSON, reasoning), contentBlockStop, messageStop (the stop reason), metadata
  * (usage): the last. An `exception` frame is the upstream's failure after the first byte.
  */
-import { EventStreamCodec } from "@smithy/eventstream-codec"
-import { fromUtf8, toUtf8 } from "@smithy/util-utf8"
 import type { UpstreamLink } from "../http"
 import type { BodySink, UpstreamResponse } from "../http1"
+import { BytePattern, isPlainLiteral, jsonLiteralEndInBytes, jsonStringValue } from "../json-literal"
 import { ProviderError, type FinishReason, type ProviderEvent, type Usage } from "../types"
+import { decodeFrame } from "./frame"
 import { RESPONSE_TOOL } from "./request"
 import { bedrockFinishReason, bedrockStreamFailure, bedrockUsage, type ConverseStreamEvent } from "./wire"
 
-/**
- * The header names and values of Converse frames repeat (":event-type", "contentBlockDelta", …):
- * the codec's toUtf8 answers those it has seen from a few byte-compared entries instead of a
- * TextDecoder call each (six a frame). codec.decode read ~4-8 µs a frame with the plain toUtf8
- * and a third of that with these (micro-benchmark, Bun 1.4, a busy machine).
- */
-const SEEN_MAX = 16
-const seen: Array<{ readonly bytes: Uint8Array; readonly text: string }> = []
-const headerUtf8 = (bytes: Uint8Array): string => {
-  entries: for (let k = 0; k < seen.length; k++) {
-    const entry = seen[k] as { readonly bytes: Uint8Array; readonly text: string }
-    if (entry.bytes.length !== bytes.length) continue
-    for (let i = 0; i < bytes.length; i++) if (entry.bytes[i] !== bytes[i]) continue entries
-    return entry.text
-  }
-  const text = toUtf8(bytes)
-  if (seen.length < SEEN_MAX && bytes.length <= 64) seen.push({ bytes: bytes.slice(), text })
-  return text
-}
-
-const codec = new EventStreamCodec(headerUtf8, fromUtf8)
 const text = new TextDecoder()
+
+/**
+ * A text delta's payload exactly as ConverseStream writes it, `{"contentBlockIndex":N,"delta":{"text":"…"}}`,
+ * or with AWS's padding after it, `…},"p":"abc…"}` (letters and digits): read in place, as the SSE
+ * path reads a learned chunk (openai-chat/stream.ts). With no whitespace, escape or other key
+ * outside the literal, JSON.parse would give exactly that object, and a text delta's event does
+ * not depend on its block: so the literal alone is the event, and the payload is not decoded or
+ * parsed. Printable ASCII literals go on as their bytes (a run of them one `text_literals` event,
+ * as on the SSE path); another literal is decoded and parsed alone (JSON.parse is the validation).
+ * Anything else goes the general way (false).
+ */
+const DELTA_HEAD = new BytePattern(new TextEncoder().encode('{"contentBlockIndex":'))
+const DELTA_TEXT = new BytePattern(new TextEncoder().encode(',"delta":{"text":'))
+const DELTA_PAD = new BytePattern(new TextEncoder().encode('},"p":"'))
+const CLOSE_BRACE = 125
+const QUOTE = 34
+const isAlnum = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122)
+
+export const textDeltaInPlace = (bytes: Uint8Array, start: number, end: number, out: Array<ProviderEvent>): boolean => {
+  if (!DELTA_HEAD.foundAt(bytes, start, end)) return false
+  let at = start + DELTA_HEAD.length
+  const digits = at
+  while (at < end && at - digits < 9 && (bytes[at] as number) >= 48 && (bytes[at] as number) <= 57) at++
+  // One digit at least; no leading zero (not JSON).
+  if (at === digits || (bytes[digits] === 48 && at - digits > 1)) return false
+  if (!DELTA_TEXT.foundAt(bytes, at, end)) return false
+  const open = at + DELTA_TEXT.length
+  const close = jsonLiteralEndInBytes(bytes, open, end)
+  if (close === -1) return false
+  // The rest: `}}`, or `},"p":"<letters and digits>"}`.
+  if (!(close + 2 === end && bytes[close] === CLOSE_BRACE && bytes[close + 1] === CLOSE_BRACE)) {
+    if (!DELTA_PAD.foundAt(bytes, close, end)) return false
+    let pad = close + DELTA_PAD.length
+    while (pad < end && isAlnum(bytes[pad] as number)) pad++
+    if (!(pad + 2 === end && bytes[pad] === QUOTE && bytes[pad + 1] === CLOSE_BRACE)) return false
+  }
+  if (close - open === 2) return true
+  if (isPlainLiteral(bytes, open + 1, close - 1)) {
+    // `out` holds this stream's events only: a run last in it, of these bytes, is this stream's own.
+    const last = out[out.length - 1]
+    if (last?.type === "text_literals" && last.source === bytes) (last.spans as Array<number>).push(open, close)
+    else out.push({ type: "text_literals", source: bytes, spans: [open, close] })
+    return true
+  }
+  const json = text.decode(bytes.subarray(open, close))
+  const delta = jsonStringValue(json)
+  if (delta === undefined) return false
+  out.push({ type: "text", delta, json })
+  return true
+}
 
 /** A frame is at least its prelude (12 bytes) and message CRC (4). */
 const MIN_FRAME = 16
@@ -47,11 +76,6 @@ const DONE: Step = { done: true, value: undefined }
 
 /** Batches queued beyond this pause the upstream's socket until the reader catches up. */
 const HIGH_WATER = 16
-
-const headerString = (headers: Record<string, { type: string; value: unknown }>, name: string): string | undefined => {
-  const header = headers[name]
-  return header !== undefined && header.type === "string" ? (header.value as string) : undefined
-}
 
 /** Turns decoded Converse stream events into ProviderEvents; one per call, fed in order. */
 export class ConverseStreamTranslator {
@@ -120,8 +144,8 @@ export class ConverseStreamTranslator {
 }
 
 /**
- * Splits `bytes` into frames, carrying a partial frame over to the next read. Returns the frames'
- * events through `onFrame`; throws a ProviderError on a frame that cannot be one.
+ * Splits `bytes` into frames, carrying a partial frame over to the next read. Hands each frame to
+ * `onFrame` as a range of the read (or of its own copy when it spanned reads); throws a ProviderError on a frame that cannot be one.
  */
 export class FrameSplitter {
   /**
@@ -133,7 +157,7 @@ export class FrameSplitter {
 
   constructor(
     private readonly maxFrame: number,
-    private readonly onFrame: (frame: Uint8Array) => void,
+    private readonly onFrame: (bytes: Uint8Array, start: number, end: number) => void,
   ) {}
 
   get holding(): boolean {
@@ -161,12 +185,12 @@ export class FrameSplitter {
       if (this.filled < held.length) return
       this.pending = undefined
       this.filled = 0
-      this.onFrame(held)
+      this.onFrame(held, 0, held.length)
     }
     while (end - from >= 4) {
       const total = this.lengthAt(bytes, from)
       if (end - from < total) break
-      this.onFrame(bytes.subarray(from, from + total))
+      this.onFrame(bytes, from, from + total)
       from += total
     }
     if (from === end) return
@@ -205,7 +229,7 @@ export class ConverseStreamEvents implements AsyncIterableIterator<ReadonlyArray
     private readonly link: UpstreamLink,
     maxFrame: number,
   ) {
-    this.splitter = new FrameSplitter(maxFrame, (frame) => this.frame(frame))
+    this.splitter = new FrameSplitter(maxFrame, (bytes, start, end) => this.frame(bytes, start, end))
     response.pipe(this)
   }
 
@@ -246,15 +270,15 @@ export class ConverseStreamEvents implements AsyncIterableIterator<ReadonlyArray
     }
   }
 
-  private frame(frame: Uint8Array): void {
+  private frame(bytes: Uint8Array, start: number, end: number): void {
     if (this.translator.done) return
-    const message = codec.decode(frame)
-    const headers = message.headers as Record<string, { type: string; value: unknown }>
-    const messageType = headerString(headers, ":message-type")
-    const body = text.decode(message.body)
+    const message = decodeFrame(bytes, start, end)
+    const messageType = message.messageType
+    if (messageType === "event" && message.eventType === "contentBlockDelta" && textDeltaInPlace(bytes, message.bodyStart, message.bodyEnd, this.taken)) return
+    const body = text.decode(bytes.subarray(message.bodyStart, message.bodyEnd))
     if (messageType === "exception" || messageType === "error") {
-      const type = headerString(headers, ":exception-type") ?? headerString(headers, ":error-code")
-      let detail = headerString(headers, ":error-message") ?? body
+      const type = message.exceptionType ?? message.errorCode
+      let detail = message.errorMessage ?? body
       try {
         const parsed = JSON.parse(body) as { message?: unknown }
         if (typeof parsed.message === "string") detail = parsed.message
@@ -269,7 +293,7 @@ export class ConverseStreamEvents implements AsyncIterableIterator<ReadonlyArray
     } catch {
       throw new ProviderError("server", "bedrock upstream sent an event that is not JSON")
     }
-    this.translator.push(headerString(headers, ":event-type") ?? "", payload, this.taken)
+    this.translator.push(message.eventType ?? "", payload, this.taken)
   }
 
   read(): void {
