@@ -37,31 +37,45 @@ export const gcra = (rule: RateRule, tat: number, now: number): RateVerdict & { 
 }
 
 /**
- * The same rule in Redis, on the server's clock (TIME), so processes with skewed clocks agree.
- * KEYS[1]: the key's TAT; ARGV: emission interval and tolerance in ms. Returns
- * {admitted 0|1, TAT after, now} as integers (ms).
+ * The same rule in Redis, on the server's clock (TIME), so processes with skewed clocks agree,
+ * granting up to ARGV[3] requests at once (a block a process then admits without a call; see
+ * RateLimits.ts): as many as the bucket has room for, at least one or none. KEYS[1]: the key's
+ * TAT; ARGV: emission interval and tolerance in ms, the requests wanted. Returns {granted, TAT
+ * after, now} as integers (ms).
  */
 export const GCRA_SCRIPT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local emission = tonumber(ARGV[1])
 local tolerance = tonumber(ARGV[2])
+local wanted = tonumber(ARGV[3] or '1')
 local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
 if tat < now then tat = now end
-if now < tat - tolerance then return {0, tat, now} end
-local next_tat = tat + emission
+local room = math.floor((now + tolerance - tat) / emission) + 1
+if room < 1 then return {0, tat, now} end
+local granted = math.min(wanted, room)
+local next_tat = tat + granted * emission
 redis.call('SET', KEYS[1], tostring(next_tat), 'PX', math.max(1, math.ceil(next_tat - now)))
-return {1, next_tat, now}
+return {granted, next_tat, now}
 `
 
-/** The verdict the script's answer means (the same arithmetic as `gcra`). */
-export const verdictOfScript = (rule: RateRule, admitted: boolean, tat: number, now: number): RateVerdict => {
+/** The verdict the script's answer means (the same arithmetic as `gcra`): admitted when it granted any. */
+export const verdictOfScript = (rule: RateRule, granted: number, tat: number, now: number): RateVerdict => {
   const emission = rule.intervalMs / rule.requests
   const tolerance = rule.intervalMs - emission
-  if (!admitted) return { admitted: false, limit: rule.requests, remaining: 0, resetAt: tat, retryAfterMs: Math.max(1, tat - tolerance - now) }
+  if (granted < 1) return { admitted: false, limit: rule.requests, remaining: 0, resetAt: tat, retryAfterMs: Math.max(1, tat - tolerance - now) }
   const remaining = Math.max(0, Math.floor((now + tolerance - tat) / emission) + 1)
   return { admitted: true, limit: rule.requests, remaining: Math.min(rule.requests, remaining), resetAt: tat, retryAfterMs: 0 }
 }
+
+/**
+ * How many requests one Redis call may take for this process at once: what the limit allows in
+ * `blockMs` (so a block is used up in about that long at the limit's pace), and at most a quarter
+ * of the limit over the live processes (so no process sits on much of it). 1 for small limits:
+ * then every request is one exact call.
+ */
+export const blockSizeOf = (rule: RateRule, peers: number, blockMs: number): number =>
+  Math.max(1, Math.min(Math.floor((rule.requests * blockMs) / rule.intervalMs), Math.floor(rule.requests / (4 * Math.max(1, peers)))))
 
 /** The keys' TATs in this process: exact for one process; the fallback share while Redis is away. */
 export class LocalRateLimiter {

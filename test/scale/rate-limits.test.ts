@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Option, Redacted } from "effect"
 import { demoCatalog } from "../../src/config/Config.js"
-import { gcra, LocalRateLimiter } from "../../src/routing/rate-limits.js"
+import { blockSizeOf, gcra, LocalRateLimiter } from "../../src/routing/rate-limits.js"
 import { freshDatabase, type TestDatabase } from "../support/db.js"
 import { expectError, startTestGateway, type TestGateway } from "../support/gateway.js"
 
@@ -44,6 +44,15 @@ describe("GCRA: a burst of `requests`, then one per interval / requests", () => 
     const later = gcra(rule, tat, 3_000)
     expect(later.admitted).toBe(true)
     expect(later.remaining).toBe(2)
+  })
+})
+
+describe("blocks taken from Redis at once", () => {
+  test("a small limit is one request a call; a large one what its pace allows in the block's time, at most a quarter of it per process", () => {
+    expect(blockSizeOf({ requests: 10, intervalMs: 10_000 }, 2, 1_000)).toBe(1)
+    expect(blockSizeOf({ requests: 100, intervalMs: 1_000 }, 2, 1_000)).toBe(12)
+    expect(blockSizeOf({ requests: 1_000_000, intervalMs: 3_600_000 }, 1, 1_000)).toBe(277)
+    expect(blockSizeOf({ requests: 3, intervalMs: 1_000 }, 1, 1_000)).toBe(1)
   })
 })
 

@@ -68,6 +68,28 @@ describe.skipIf(!hasRedisServer)("shared state in Redis, two gateways", () => {
     }
   })
 
+  test("a high limit is taken from Redis in blocks: far fewer scripts than requests, never more answers than the limit", async () => {
+    const scripts = async () => {
+      const { RedisClient } = await import("bun")
+      const client = new RedisClient(redis.url)
+      await client.connect()
+      const info = String(await client.send("INFO", ["commandstats"]))
+      client.close()
+      return Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0)
+    }
+    // 40 per 10 s: blocks of min(4 a second's pace, 40 / (4 × 2 processes)) = 4.
+    const key = await keyWith(40, "10s")
+    const before = await scripts()
+    const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => ask(i % 2 === 0 ? a : b, key)))
+    const ok = answers.filter((r) => r.status === 200).length
+    expect(ok).toBeGreaterThanOrEqual(4)
+    // The burst is 40 (one more per process is the bound): requests taken and not used are lost to the key, never added.
+    expect(ok).toBeLessThanOrEqual(42)
+    expect(answers.filter((r) => r.status !== 200 && r.status !== 429)).toEqual([])
+    const calls = (await scripts()) - before
+    expect(calls).toBeLessThan(answers.length / 4)
+  })
+
   test("Redis stopped mid-load: no request fails, /v1/ready is degraded; back, the count is shared again", async () => {
     const key = await keyWith(100_000, "1h")
     const load = async (until: () => boolean) => {
