@@ -5,10 +5,8 @@
  * a batch split into the upstream's per-call limit and joined in order.
  */
 import { Either, ParseResult, Schema } from "effect"
-import { errorDetailOf, errorFromStatus } from "./errors"
-import { sharedTransport, DEFAULT_TIMEOUT_MS } from "./http"
-import { DEFAULT_MAX_CONNECTIONS, type HeaderReader, type UpstreamResponse } from "./http1"
-import { DEFAULT_UPSTREAM_LIMITS, type ProviderConfig, ProviderError } from "./types"
+import { postJson as postJsonAnswer, type StatusError } from "./json-post"
+import { type ProviderConfig, ProviderError } from "./types"
 
 export interface Embeddings {
   /** One vector per input, in the inputs' order. */
@@ -23,11 +21,9 @@ export interface EmbedContext {
   readonly apiKey?: string | undefined
 }
 
-export type StatusError = (status: number, bodyText: string, fallback: string, headers: HeaderReader) => ProviderError
+export type { StatusError }
 
-const defaultStatusError: StatusError = (status, text, fallback, headers) => errorFromStatus(status, errorDetailOf(text, fallback), headers)
-
-/** POSTs `body` as JSON and decodes the answer with `schema`; any failure is a `ProviderError`. */
+/** POSTs `body` as JSON (json-post.ts: the one path of the calls that are not a model turn) and decodes the answer with `schema`. */
 export const postJson = async <A, I>(
   name: string,
   url: string,
@@ -36,38 +32,9 @@ export const postJson = async <A, I>(
   schema: Schema.Schema<A, I>,
   signal: AbortSignal,
   config: ProviderConfig,
-  statusError: StatusError = defaultStatusError,
+  statusError?: StatusError,
 ): Promise<A> => {
-  if (signal.aborted) throw new ProviderError("connection", "the upstream call was aborted by the caller")
-  const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json", ...auth, ...config.headers }
-  const timeoutMs = config.timeout_ms ?? DEFAULT_TIMEOUT_MS
-  const deadline = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)])
-  let response: UpstreamResponse
-  let text: string
-  try {
-    response = await sharedTransport()({
-      url,
-      headers,
-      body: JSON.stringify(body),
-      signal: deadline,
-      maxConnections: config.max_connections ?? DEFAULT_MAX_CONNECTIONS,
-    })
-    text = await response.text(DEFAULT_UPSTREAM_LIMITS.bodyBytes)
-  } catch (cause) {
-    if (cause instanceof ProviderError) throw cause
-    if (signal.aborted) throw new ProviderError("connection", "the upstream call was aborted by the caller")
-    if (deadline.aborted) throw new ProviderError("timeout", `the upstream did not answer within ${timeoutMs} ms`)
-    throw new ProviderError("connection", `upstream connection failed: ${cause instanceof Error ? cause.message : String(cause)}`)
-  }
-  if (response.status < 200 || response.status > 299) {
-    throw statusError(response.status, text, `${name} upstream answered ${response.status} ${response.statusText}`.trim(), response.headers)
-  }
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch {
-    throw new ProviderError("server", `${name} upstream sent a body that is not JSON`)
-  }
+  const json = await postJsonAnswer(url, auth, body, config, { signal }, statusError)
   const decoded = Schema.decodeUnknownEither(schema, { onExcessProperty: "ignore" })(json)
   if (Either.isLeft(decoded)) {
     const issue = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)[0]

@@ -5,11 +5,23 @@
  */
 import { errorDetailOf, errorFromStatus } from "./errors"
 import { DEFAULT_TIMEOUT_MS, sharedTransport, UpstreamLink } from "./http"
-import { DEFAULT_MAX_CONNECTIONS, type UpstreamResponse } from "./http1"
+import { DEFAULT_MAX_CONNECTIONS, type HeaderReader, type UpstreamResponse } from "./http1"
 import { DEFAULT_UPSTREAM_LIMITS, ProviderError, type ProviderConfig } from "./types"
 import type { UpstreamCallOptions } from "./embeddings/types"
 
-export const postJson = async (url: string, headers: Record<string, string>, body: unknown, config: ProviderConfig, options: UpstreamCallOptions): Promise<unknown> => {
+/** A non-2xx answer as a `ProviderError` (a provider whose errors have a shape of their own passes its reader). */
+export type StatusError = (status: number, bodyText: string, fallback: string, headers: HeaderReader) => ProviderError
+
+const defaultStatusError: StatusError = (status, text, fallback, headers) => errorFromStatus(status, errorDetailOf(text, fallback), headers)
+
+export const postJson = async (
+  url: string,
+  headers: Readonly<Record<string, string>>,
+  body: unknown,
+  config: ProviderConfig,
+  options: UpstreamCallOptions,
+  statusError: StatusError = defaultStatusError,
+): Promise<unknown> => {
   if (options.signal.aborted) throw new ProviderError("connection", "the upstream call was aborted by the caller")
   const all: Record<string, string> = { "content-type": "application/json", accept: "application/json", ...headers }
   if (config.headers !== undefined) for (const name in config.headers) all[name] = config.headers[name] as string
@@ -39,7 +51,7 @@ export const postJson = async (url: string, headers: Record<string, string>, bod
   }
   link.close()
   if (response.status < 200 || response.status > 299) {
-    throw errorFromStatus(response.status, errorDetailOf(text, `${config.kind} upstream answered ${response.status}`), response.headers)
+    throw statusError(response.status, text, `${config.kind} upstream answered ${response.status}`, response.headers)
   }
   try {
     return JSON.parse(text)
