@@ -369,9 +369,8 @@ export class Router extends Effect.Service<Router>()("Router", {
     const router = makeRouter(yield* Catalog)
     // With Redis, sticky sessions, cooldowns and the rolling figures are the processes' together.
     const shared = yield* SharedState
-    if (shared.link !== undefined) {
-      const link = shared.link
-      const stop = shareRouting(router, link, link.subscriber(), { self: shared.self, stickyTtlMs: DEFAULT_STICKY_OPTIONS.ttlMs })
+    if (shared.link !== undefined && shared.subscriber !== undefined) {
+      const stop = shareRouting(router, shared.link, shared.subscriber, { self: shared.self, stickyTtlMs: DEFAULT_STICKY_OPTIONS.ttlMs })
       yield* Effect.addFinalizer(() => Effect.sync(stop))
     }
     return router

@@ -71,7 +71,7 @@ interface Message {
   readonly o: string
 }
 
-/** Connects `router` to the others through `link` (commands) and `subscriber` (the channel); returns the stop. */
+/** Connects `router` to the others through `link` (commands) and `subscriber` (the channel, SharedState's: not closed here); returns the stop. */
 export const shareRouting = (router: SharedRouter, link: RedisLink, subscriber: RedisLink, options: SharedRoutingOptions): (() => void) => {
   const { self, stickyTtlMs } = options
   const latency = new Map<string, number>()
@@ -180,6 +180,5 @@ export const shareRouting = (router: SharedRouter, link: RedisLink, subscriber: 
   router.shareWith(share)
   return () => {
     clearInterval(timer)
-    subscriber.close()
   }
 }

@@ -73,7 +73,8 @@ export class Notifications extends Effect.Service<Notifications>()("Notification
     const options = yield* NotificationOptions
     const runtime = yield* Effect.runtime<never>()
     const log = (effect: Effect.Effect<void>) => Runtime.runFork(runtime)(effect)
-    const redis = (yield* SharedState).link
+    const shared = yield* SharedState
+    const redis = shared.link
     const enabled = redis === undefined && isPostgresUrl(config.databaseUrl)
     // A worker of `serve --workers` on SQLite without Redis: its siblings hear it through the supervisor.
     const worker = redis === undefined && !enabled ? workerChannel() : undefined
@@ -228,16 +229,15 @@ export class Notifications extends Effect.Service<Notifications>()("Notification
       yield* Effect.addFinalizer(() => Effect.sync(() => process.off("message", onMessage)))
     }
 
-    if (redis !== undefined) {
-      // Heard on a connection of its own (a subscribed connection takes no other commands); every
-      // (re)connection resubscribes and resyncs: notices sent while it was away are lost.
-      const subscriber = redis.subscriber()
+    if (shared.subscriber !== undefined) {
+      // Heard on SharedState's subscribed connection; every (re)connection resubscribes and
+      // resyncs: notices sent while it was away are lost.
+      const subscriber = shared.subscriber
       subscriber.onConnect(() => {
         stats.connects++
         resync()
       })
       subscriber.subscribe(REDIS_CHANNEL, (text) => dispatch(text))
-      yield* Effect.addFinalizer(() => Effect.sync(() => subscriber.close()))
     }
 
     if (enabled) {

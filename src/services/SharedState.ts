@@ -35,6 +35,8 @@ export class SharedState extends Effect.Service<SharedState>()("SharedState", {
             log: (level, message) =>
               Runtime.runFork(runtime)(level === "warn" ? Effect.logWarning(message) : Effect.logInfo(message)),
           })
+    // One connection for every subscription (notices, routing): a subscribed connection takes no other commands.
+    const subscriber = link?.subscriber()
     const self = `${settings.instanceId}:${crypto.randomUUID().slice(0, 8)}`
     /** Live processes as last counted in Redis (this one included); without Redis, the supervisor's workers. */
     let peers = Math.max(1, Number(process.env["GATEWAY_WORKERS_TOTAL"] ?? "1") || 1)
@@ -58,6 +60,7 @@ export class SharedState extends Effect.Service<SharedState>()("SharedState", {
       yield* Effect.addFinalizer(() =>
         Effect.sync(() => {
           clearInterval(timer)
+          subscriber?.close()
           link.close()
         }),
       )
@@ -67,6 +70,6 @@ export class SharedState extends Effect.Service<SharedState>()("SharedState", {
       outages: link?.outages ?? 0,
       lastError: link?.lastError,
     })
-    return { link, self, peers: () => peers, status } as const
+    return { link, subscriber, self, peers: () => peers, status } as const
   }),
 }) {}
