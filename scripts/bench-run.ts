@@ -585,6 +585,12 @@ interface Scenario {
   readonly chatOf?: string
   /** This build only (the embeddings and Bedrock rows: its config has their providers). */
   readonly thisBuild?: true
+  /**
+   * The row this one is read against (embeddings against json-c32, Bedrock against stream-c1):
+   * measured in the same rounds when both run, so their ratio is paired round by round rather
+   * than of two loads minutes apart (which moved 0.86-1.37x between runs of one build).
+   */
+  readonly beside?: string
 }
 /** A batch of 16 inputs of ~60 characters each. */
 const EMBED_INPUTS = Array.from({ length: 16 }, (_, i) => `Benchmark passage number ${i}: a sentence or two to embed here.`)
@@ -619,8 +625,8 @@ const allScenarios: Array<Scenario> = [
   { id: "json-c32-pg", connections: 32, shape: JSON_SHAPE, events: 0, postgres: "one" },
   { id: "json-c32-limited-pg", connections: 32, shape: JSON_SHAPE, events: 0, limitedKey: true, postgres: "one" },
   { id: "json-c32-limited-2pg", connections: 32, shape: JSON_SHAPE, events: 0, limitedKey: true, postgres: "two" },
-  { id: "embed-c32", connections: 32, shape: EMBED_SHAPE, events: 0, thisBuild: true },
-  { id: "bedrock-stream-c1", connections: 1, shape: BEDROCK_SHAPE, events: STREAM_TOKENS, thisBuild: true },
+  { id: "embed-c32", connections: 32, shape: EMBED_SHAPE, events: 0, thisBuild: true, beside: "json-c32" },
+  { id: "bedrock-stream-c1", connections: 1, shape: BEDROCK_SHAPE, events: STREAM_TOKENS, thisBuild: true, beside: "stream-c1" },
 ]
 const scenarios = only.length === 0 ? allScenarios : allScenarios.filter((s) => only.includes(s.id))
 const unknownIds = only.filter((id) => id !== "unread" && !allScenarios.some((s) => s.id === id))
@@ -801,11 +807,13 @@ let exact: Awaited<ReturnType<typeof exactness>>
 
 /**
  * Scenarios measured in the same rounds: each alone, but a chat scenario with the Responses one it
- * is compared with when both run (its ratio is then of loads interleaved, not minutes apart).
+ * is compared with, and the embeddings and Bedrock rows with the rows they are read against, when
+ * both run (their ratio is then of loads interleaved, not minutes apart).
  */
+const pairedWith = (s: Scenario) => s.chatOf ?? s.beside
 const groups: Array<Array<Scenario>> = scenarios
-  .filter((s) => s.chatOf === undefined || !scenarios.some((r) => r.id === s.chatOf))
-  .map((s) => [s, ...scenarios.filter((c) => c.chatOf === s.id)])
+  .filter((s) => pairedWith(s) === undefined || !scenarios.some((r) => r.id === pairedWith(s)))
+  .map((s) => [s, ...scenarios.filter((c) => pairedWith(c) === s.id)])
 
 /** What a round measures at once: each target alone, or with `--together` the A/B's two builds as one. */
 const unitsOf = (scenario: Scenario): Array<Array<Target>> => {
@@ -1068,6 +1076,20 @@ const pairedChange = (scenario: Scenario, against: Kind = "baseline"): number =>
   return ratios.length === 0 ? Number.NaN : median(ratios) - 1
 }
 
+/** The median of the per-round ratios of one build's CPU per event (or per request) in row `id` to row `against` (same rounds). */
+const pairedRowRatio = (id: Scenario, against: Scenario, kind: Kind, perEvent: boolean): number => {
+  const per = (scenario: Scenario) =>
+    (samples.get(key(scenario.id, kind)) ?? []).map((s) =>
+      s.result.requests > 0 ? s.cpuUs / (s.result.requests * (perEvent ? scenario.events : 1)) : Number.NaN,
+    )
+  const theirs = per(against)
+  const ratios = per(id).flatMap((mine, i) => {
+    const other = theirs[i]
+    return other !== undefined && Number.isFinite(mine) && Number.isFinite(other) && other > 0 ? [mine / other] : []
+  })
+  return ratios.length === 0 ? Number.NaN : median(ratios)
+}
+
 const f1 = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : "–")
 const f2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : "–")
 const f3 = (n: number) => (Number.isFinite(n) ? n.toFixed(3) : "–")
@@ -1204,8 +1226,8 @@ if (ran("embed-c32") || ran("bedrock-stream-c1")) {
       `${STREAM_TOKENS} text deltas (AWS event-stream frames, SigV4-signed request, scripts/mock-bedrock.ts) to /v1/responses, 1 connection, beside stream-c1's CPU per event.`,
   )
   out()
-  out("| row | req/s | p50 ms | CPU µs/req | CPU µs/event | compared with | its CPU | ratio | errors |")
-  out("|---|---:|---:|---:|---:|---|---:|---:|---:|")
+  out("| row | req/s | p50 ms | CPU µs/req | CPU µs/event | compared with | its CPU | ratio | paired ratio (same rounds) | errors |")
+  out("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|")
   const kinds: Array<Kind> = options.baselineThisConfig ? ["gateway", "baseline"] : ["gateway"]
   for (const [id, against, perEvent] of [["embed-c32", "json-c32", false], ["bedrock-stream-c1", "stream-c1", true]] as const) {
     if (!ran(id)) continue
@@ -1216,7 +1238,7 @@ if (ran("embed-c32") || ran("bedrock-stream-c1")) {
       const mine = perEvent ? f.cpuPerEvent : f.cpuPerReq
       const theirs = other === undefined ? Number.NaN : perEvent ? other.cpuPerEvent : other.cpuPerReq
       out(
-        `| ${id}${kind === "gateway" ? "" : ` (${kind})`} | ${f0(f.rps)} | ${f3(f.p50)} | ${f1(f.cpuPerReq)} | ${f2(f.cpuPerEvent)} | ${against} (${perEvent ? "µs/event" : "µs/req"}) | ${perEvent ? f2(theirs) : f1(theirs)} | ${ratio(mine, theirs)} | ${f.errors} |`,
+        `| ${id}${kind === "gateway" ? "" : ` (${kind})`} | ${f0(f.rps)} | ${f3(f.p50)} | ${f1(f.cpuPerReq)} | ${f2(f.cpuPerEvent)} | ${against} (${perEvent ? "µs/event" : "µs/req"}) | ${perEvent ? f2(theirs) : f1(theirs)} | ${ratio(mine, theirs)} | ${ran(against) ? f2(pairedRowRatio(byId(id), byId(against), kind, perEvent)) : "–"}× | ${f.errors} |`,
       )
     }
   }
