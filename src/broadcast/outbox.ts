@@ -168,17 +168,30 @@ export const makeOutbox = (deps: {
     }
     if (missing === undefined) return rowsOf(entries, (ws) => fresh(ws, now))
     const asked = generation
-    return deps.load([...missing]).then((loaded) => {
-      const at = Date.now()
-      if (asked === generation) for (const [ws, targets] of loaded) cache.set(ws, { targets, at })
-      return rowsOf(entries, (ws) => loaded.get(ws) ?? fresh(ws, at))
-    })
+    return deps.load([...missing]).then(
+      (loaded) => {
+        const at = Date.now()
+        if (asked === generation) for (const [ws, targets] of loaded) cache.set(ws, { targets, at })
+        return rowsOf(entries, (ws) => loaded.get(ws) ?? fresh(ws, at))
+      },
+      (e: unknown) => {
+        // The store is away (an outage): the targets last read still decide, so the batch, which
+        // goes to the ledger spool, keeps its outbox rows. A workspace never read fails the batch
+        // as the load did (the writer spools it and asks this hook again when it commits it).
+        for (const ws of missing) if (cache.get(ws) === undefined) throw e
+        return rowsOf(entries, (ws) => cache.get(ws)?.targets)
+      },
+    )
   }
 
+  // An invalidated entry stays as the fallback of a load that fails; `fresh` no longer answers it.
   const invalidate = (workspaceId?: string) => {
     generation++
-    if (workspaceId === undefined) cache.clear()
-    else cache.delete(workspaceId)
+    if (workspaceId === undefined) for (const [ws, hit] of cache) cache.set(ws, { targets: hit.targets, at: Number.NEGATIVE_INFINITY })
+    else {
+      const hit = cache.get(workspaceId)
+      if (hit !== undefined) cache.set(workspaceId, { targets: hit.targets, at: Number.NEGATIVE_INFINITY })
+    }
   }
 
   return { hook, invalidate }

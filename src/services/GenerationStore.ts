@@ -103,6 +103,11 @@ interface Pending {
   readonly urgent?: boolean
 }
 
+/** A ledger hook could not read the store (an outage): the batch's hook rows are made when it is committed. */
+class StoreAway {
+  constructor(readonly cause: unknown) {}
+}
+
 /** How long a busy SQLite database is waited out before the batch counts as failed (at most the commit timeout). */
 const BUSY_RETRY_MS = 5
 const BUSY_GIVE_UP_MS = 10_000
@@ -182,14 +187,26 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
       sqlite === undefined
         ? inTime(runPromiseExit(writeRows(items, extra)).then(settled))
         : besideMainNow(() => sqlite.write(items, extra))
-    /** The hooks' rows for a batch (the broadcast outbox); a hook that fails adds nothing rather than losing the batch. */
-    const extraRows = async (items: ReadonlyArray<LedgerItem>): Promise<ReadonlyArray<LedgerRows>> => {
+    /**
+     * The hooks' rows for a batch (the broadcast outbox); a hook that fails adds nothing rather than
+     * losing the batch. A hook that could not read the store (an outage) makes no rows yet: the
+     * batch is spooled with its hooks still to ask, and they are asked again when it is committed.
+     */
+    const extraRows = async (items: ReadonlyArray<LedgerItem>): Promise<ReadonlyArray<LedgerRows> | StoreAway> => {
       try {
         return await hooks.rowsFor(items.map((i) => i.entry))
       } catch (e) {
+        if (isStoreUnavailable(e)) return new StoreAway(e)
         log(Effect.logError("A ledger hook failed; the batch is written without its rows", describeFailure(e)))
         return []
       }
+    }
+    /** A spooled batch's hook rows: stored, or made now (the store was away when it was spooled). */
+    const spooledExtra = async (b: SpooledBatch): Promise<ReadonlyArray<LedgerRows>> => {
+      if (b.extra !== undefined) return b.extra
+      const made = await extraRows(b.items)
+      if (made instanceof StoreAway) throw made.cause
+      return made
     }
     /** A settlement whose row could not be written, alone: the hold is released all the same. */
     const settleAlone = (settlement: SettleArgs): Promise<void> =>
@@ -267,9 +284,10 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     const attempt = async (
       items: ReadonlyArray<LedgerItem>,
       withHooks = true,
-    ): Promise<{ readonly failure: unknown; readonly extra: ReadonlyArray<LedgerRows> }> => {
+    ): Promise<{ readonly failure: unknown; readonly extra: ReadonlyArray<LedgerRows> | undefined }> => {
       const giveUpAt = Date.now() + Math.min(BUSY_GIVE_UP_MS, commitTimeoutMs)
       const extra = withHooks ? await extraRows(items) : []
+      if (extra instanceof StoreAway) return { failure: extra.cause, extra: undefined }
       for (;;) {
         try {
           await writeBatch(items, extra)
@@ -287,7 +305,7 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
      * Puts a batch the database cannot take in the spool; the ids it could not keep either (the
      * spool's file refused it: a full or read-only disk), each logged.
      */
-    const toSpool = async (items: ReadonlyArray<LedgerItem>, extra: ReadonlyArray<LedgerRows>): Promise<ReadonlySet<string>> => {
+    const toSpool = async (items: ReadonlyArray<LedgerItem>, extra: ReadonlyArray<LedgerRows> | undefined): Promise<ReadonlySet<string>> => {
       try {
         await spool.append(items, extra)
         stats.spooledRows += items.length
@@ -316,7 +334,10 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     const commit = async (items: ReadonlyArray<LedgerItem>): Promise<ReadonlySet<string>> => {
       if (items.length === 0) return NOTHING_LOST
       // In order: while the spool holds batches, what comes after them waits behind them.
-      if (spool.busy()) return toSpool(items, await extraRows(items))
+      if (spool.busy()) {
+        const extra = await extraRows(items)
+        return toSpool(items, extra instanceof StoreAway ? undefined : extra)
+      }
       const first = await attempt(items)
       if (first.failure === undefined) return NOTHING_LOST
       if (isStoreUnavailable(first.failure)) {
@@ -407,7 +428,9 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
         const todo = chunk.filter((b) => b.items[0] !== undefined && !written.has(b.items[0].entry.id))
         if (todo.length > 0) {
           const items = todo.flatMap((b) => b.items)
-          const failure = await writeSpooled(items, todo.flatMap((b) => b.extra))
+          const extra: Array<LedgerRows> = []
+          for (const b of todo) extra.push(...(await spooledExtra(b)))
+          const failure = await writeSpooled(items, extra)
           if (failure !== undefined) {
             if (isStoreUnavailable(failure)) {
               unavailable("committing the ledger spool", failure)
@@ -448,11 +471,12 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
 
     /** A spooled batch alone after its chunk failed for a wrong row; throws (an outage) to be tried again later. */
     const replayAlone = async (b: SpooledBatch) => {
-      const failure = await writeSpooled(b.items, b.extra)
+      const extra = await spooledExtra(b)
+      const failure = await writeSpooled(b.items, extra)
       if (failure === undefined) return
       if (isStoreUnavailable(failure)) throw failure
       for (const item of b.items) {
-        let rowFailure = await writeSpooled([item], b.extra.length > 0 && b.items.length === 1 ? b.extra : [])
+        let rowFailure = await writeSpooled([item], extra.length > 0 && b.items.length === 1 ? extra : [])
         if (rowFailure === undefined) continue
         if (isStoreUnavailable(rowFailure)) throw rowFailure
         // Written meanwhile (a commit that stalled, then went through): nothing is missing.

@@ -7,7 +7,8 @@
  * that arrives while a write is on disk goes in the next one). The file is touched only when a
  * commit has failed: it does not exist while the database takes every batch.
  *
- * The file is JSON lines: `{"s":seq,"i":[items],"x":[hook rows]}` for a batch, and `{"a":seq}`
+ * The file is JSON lines: `{"s":seq,"i":[items],"x":[hook rows]}` for a batch (no `x` when the
+ * hooks could not read the store: they are asked when the batch is committed), and `{"a":seq}`
  * once every batch up to `seq` is committed. A process that starts with the file reads the
  * batches after the last `a` (a line cut short by a crash is the last one, and is skipped: its
  * append never reported durable) and commits them before it serves. The file is removed once
@@ -24,7 +25,8 @@ import type { SettleArgs } from "./settlement.js"
 export interface SpooledBatch {
   readonly seq: number
   readonly items: ReadonlyArray<LedgerItem>
-  readonly extra: ReadonlyArray<LedgerRows>
+  /** Its hooks' rows; undefined when the hooks could not read the store then (they are asked at commit). */
+  readonly extra: ReadonlyArray<LedgerRows> | undefined
   /** Its line's length in the file. */
   readonly bytes: number
   /** Epoch ms at which it was spooled (read from the file: when the process read it). */
@@ -55,7 +57,7 @@ interface StoredLine {
   readonly x?: ReadonlyArray<LedgerRows>
 }
 
-const lineOf = (seq: number, items: ReadonlyArray<LedgerItem>, extra: ReadonlyArray<LedgerRows>): string =>
+const lineOf = (seq: number, items: ReadonlyArray<LedgerItem>, extra: ReadonlyArray<LedgerRows> | undefined): string =>
   `${JSON.stringify({
     s: seq,
     i: items.map((item) =>
@@ -87,7 +89,7 @@ export const readSpoolFile = (path: string): Array<SpooledBatch> => {
     if (typeof parsed.a === "number") committed = Math.max(committed, parsed.a)
     else if (typeof parsed.s === "number" && Array.isArray(parsed.i)) {
       const items = parsed.i.map((i): LedgerItem => (i.settlement === undefined ? { entry: i.entry } : { entry: i.entry, settlement: readSettlement(i.settlement) }))
-      batches.push({ seq: parsed.s, items, extra: parsed.x ?? [], bytes: Buffer.byteLength(line) + 1, at: now })
+      batches.push({ seq: parsed.s, items, extra: parsed.x, bytes: Buffer.byteLength(line) + 1, at: now })
     }
   }
   return batches.filter((b) => b.seq > committed)
@@ -97,7 +99,7 @@ export interface LedgerSpool {
   /** The batches not yet committed, oldest first. */
   readonly batches: () => ReadonlyArray<SpooledBatch>
   /** Adds a batch; resolves once it is on disk (fsync'd), rejects when the file cannot take it. */
-  readonly append: (items: ReadonlyArray<LedgerItem>, extra: ReadonlyArray<LedgerRows>) => Promise<void>
+  readonly append: (items: ReadonlyArray<LedgerItem>, extra: ReadonlyArray<LedgerRows> | undefined) => Promise<void>
   /** It holds batches, or appends are on their way to disk: the ledger writer spools what comes next, in order. */
   readonly busy: () => boolean
   /** The oldest `n` batches are committed: they leave the spool (and the file once it is empty). */

@@ -4,7 +4,8 @@
  * restart, an 8 s stop) or stalled (a connection that stops without closing), under load: 16
  * connections on a key with a limit, streams and JSON answers. Afterwards every answered 200
  * has its record, each charged once (the key's usage is the sum of its records' costs), no answer
- * was a 500, the key spends exactly up to its limit, and a graceful stop leaves no slice held.
+ * was a 500, an enabled destination (a webhook) receives every answered generation, the key
+ * spends exactly up to its limit, and a graceful stop leaves no slice held.
  * Postgres only: the proxy sits on a TCP connection, which a SQLite file has not (its analogue, a
  * write path that fails, is in sqlite-write-failures.test.ts, with the spool's bound: on Postgres
  * a lost connection also empties the key cache, so nothing is answered long enough to fill it).
@@ -16,12 +17,13 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Option, Redacted } from "effect"
 import { metricsAuth, TEST_METRICS_TOKEN } from "../support/gateway.js"
-import { demoCatalog, GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
+import { DEFAULT_BROADCAST, demoCatalog, GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
 import { type RunningServer, startServer } from "../../src/http/server.js"
 import { pennyCatalog } from "../support/catalog.js"
 import { engine, freshDatabase, type TestDatabase } from "../support/db.js"
 import { untilListening } from "../support/spawned.js"
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js"
+import { type Receiver, rootsBy, startReceiver } from "../broadcast/support.js"
 
 /** $0.01 a request (the penny model's request price), worst case included. */
 const PENNY = { model: "test/penny", input: "hi", max_output_tokens: 3 }
@@ -93,7 +95,17 @@ const startHarness = async (overrides: Partial<Settings>): Promise<Harness> => {
   const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432))
   const dir = mkdtempSync(join(tmpdir(), "gw-outage-"))
   const config = GatewayConfig.layer(
-    testSettings({ databaseUrl: proxy.through(db.url), dataDir: dir, catalog: pennyCatalog, commitTimeoutMs: 1_000, metricsToken: Redacted.make(TEST_METRICS_TOKEN), ...overrides }),
+    testSettings({
+      databaseUrl: proxy.through(db.url),
+      dataDir: dir,
+      catalog: pennyCatalog,
+      commitTimeoutMs: 1_000,
+      metricsToken: Redacted.make(TEST_METRICS_TOKEN),
+      // The webhook receiver is on loopback; delivery polls often so the test need not wait long.
+      allowPrivateAddresses: true,
+      broadcast: { ...DEFAULT_BROADCAST, pollMs: 50, retryBaseMs: 100 },
+      ...overrides,
+    }),
   )
   const server = await startServer(config)
   return { db, proxy, server, admin: Option.getOrThrow(server.createdSecret), dir }
@@ -117,6 +129,24 @@ const makeKey = async (h: Harness, limit: number) => {
   expect(res.status).toBe(201)
   const body = (await res.json()) as { key: string; data: { hash: string } }
   return { secret: body.key, hash: body.data.hash }
+}
+
+/** Broadcast on for the management key's workspace (the limited key's too), and a webhook destination to `receiver`. */
+const enableWebhook = async (h: Harness, receiver: Receiver) => {
+  const auth = { authorization: `Bearer ${h.admin}`, "content-type": "application/json" }
+  const me = (await (await fetch(`${h.server.url}/v1/key`, { headers: auth })).json()) as { data: { workspace_id: string } }
+  const patched = await fetch(`${h.server.url}/v1/workspaces/${me.data.workspace_id}`, {
+    method: "PATCH",
+    headers: auth,
+    body: JSON.stringify({ is_observability_broadcast_enabled: true }),
+  })
+  expect(patched.status).toBe(200)
+  const made = await fetch(`${h.server.url}/v1/observability/destinations`, {
+    method: "POST",
+    headers: auth,
+    body: JSON.stringify({ name: "outage-hook", type: "webhook", config: { url: `${receiver.url}/hook` } }),
+  })
+  expect(made.status).toBe(201)
 }
 
 const spoolOf = async (h: Harness): Promise<number | undefined> => {
@@ -208,11 +238,16 @@ const expectNothingHeld = async (h: Harness, hash: string) => {
 const outageRun = (durable: boolean) =>
   describe(`a restart and an 8 s stop of Postgres under load, durable answers ${durable ? "on" : "off"}`, () => {
     let h: Harness | undefined
-    afterAll(() => stopHarness(h))
+    const receiver = startReceiver()
+    afterAll(async () => {
+      await stopHarness(h)
+      receiver.stop()
+    })
     test(
-      "every answered 200 is recorded and charged once, no 500, the key spends exactly to its limit, a graceful stop holds nothing",
+      "every answered 200 is recorded, charged once and broadcast, no 500, the key spends exactly to its limit, a graceful stop holds nothing",
       async () => {
         h = await startHarness({ durableAnswers: durable })
+        await enableWebhook(h, receiver)
         // Out of reach of the paced load during the outage (~15 s at most ~160 a second): spent to the end after recovery.
         const LIMIT = 60
         const key = await makeKey(h, LIMIT)
@@ -242,6 +277,15 @@ const outageRun = (durable: boolean) =>
         await until("the spool committed", async () => (await spoolOf(harness)) === 0)
         const { answered } = await expectNothingLost(harness, key.hash, run.answers)
         expect(answered).toBeGreaterThan(0)
+        // The enabled destination receives every answered generation, the spooled ones included
+        // (their outbox rows were spooled and committed with them).
+        const ids = run.answers.filter((a) => a.status === 200).map((a) => a.id as string)
+        const missing = () => {
+          const got = rootsBy(receiver.received)
+          return ids.filter((id) => !got.has(id))
+        }
+        await until("every answered generation at the webhook", () => missing().length === 0, 60_000).catch(() => undefined)
+        expect(missing()).toEqual([])
         // Some were answered while the database was away and went through the spool, or were refused with 503.
         const metrics = await (await fetch(`${harness.server.url}/metrics`, { headers: metricsAuth })).text()
         const spooled = Number(/gateway_ledger_spooled_rows_total (\d+)/.exec(metrics)?.[1] ?? 0)

@@ -206,6 +206,54 @@ describe("the ledger writer when its database cannot take a commit", () => {
   })
 })
 
+describe("a ledger hook that cannot read the store (an outage)", () => {
+  test("the batch is spooled with its hooks still to ask; they are asked again at commit, so their rows are not lost", async () => {
+    const dir = tempDir()
+    const file = join(dir, "gateway.db")
+    const config = GatewayConfig.layer(testSettings({ databaseUrl: file, dataDir: dir, instanceId: "spool-hooks", commitTimeoutMs: 200 }))
+    const options = Layer.succeed(GenerationWriterOptions, { windowMs: 5, maxBatch: 200, retryDelayMs: 1 })
+    const rt = ManagedRuntime.make(
+      Layer.merge(GenerationStore.Default, LedgerHooks.Default).pipe(Layer.provide(options), Layer.provideMerge(StoreLive), Layer.provide(config)),
+    )
+    try {
+      await rt.runtime()
+      const own = new Database(file)
+      own.run("CREATE TABLE hook_rows (generation_id TEXT PRIMARY KEY)")
+      const hooks = await rt.runPromise(LedgerHooks)
+      // The hook reads the store first (as the broadcast outbox does for a workspace it has not seen): refused while `away`.
+      let away = true
+      let asked = 0
+      hooks.register(async (entries) => {
+        asked++
+        if (away) throw Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" })
+        return [{ table: "hook_rows", columns: ["generation_id"], rows: entries.map((e) => ({ generation_id: e.id })) }]
+      })
+      const store = await rt.runPromise(GenerationStore)
+      const entries = Array.from({ length: 4 }, () => generationEntry())
+      const kept = await Promise.all(entries.map((e) => new Promise<boolean>((resolve) => store.recordSync(e, resolve))))
+      expect(kept).toEqual([true, true, true, true])
+      expect(store.spoolStats().generations).toBe(4)
+      // In the file without hook rows: they are made when the batch is committed.
+      const spooled = readSpoolFile(join(dir, "ledger-spool.spool-hooks.jsonl"))
+      expect(spooled.map((b) => b.extra)).toEqual(spooled.map(() => undefined))
+      expect(own.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM generations").get()?.n).toBe(0)
+      const askedWhileAway = asked
+      away = false
+      const deadline = Date.now() + 10_000
+      while (store.spoolStats().generations > 0 && Date.now() < deadline) await Bun.sleep(20)
+      const ids = entries.map((e) => e.id).sort()
+      const generations = own.query<{ id: string }, []>("SELECT id FROM generations").all().map((r) => r.id)
+      const hooked = own.query<{ generation_id: string }, []>("SELECT generation_id FROM hook_rows").all().map((r) => r.generation_id)
+      own.close()
+      expect(asked).toBeGreaterThan(askedWhileAway)
+      expect(generations.sort()).toEqual(ids)
+      expect(hooked.sort()).toEqual(ids)
+    } finally {
+      await rt.dispose()
+    }
+  })
+})
+
 describe("a spool without a file (an in-memory database)", () => {
   test("holds batches in memory and empties without touching the disk", async () => {
     const spool = openSpool(undefined, { maxGenerations: 10, maxBytes: 1 << 30 })
