@@ -76,9 +76,18 @@ export class RateLimits extends Effect.Service<RateLimits>()("RateLimits", {
       refusedUntil: number
     }
     const blocks = new Map<string, Block>()
+    let blocksMade = 0
+    /** Blocks that can answer nothing more (spent or expired, no refusal in force, nothing being taken): dropped. */
+    const sweepBlocks = (now: number) => {
+      for (const [key, block] of blocks) {
+        if (block.taking === undefined && block.until <= now && block.refusedUntil <= now) blocks.delete(key)
+      }
+    }
     const blockOf = (key: string, rule: RateRule): Block => {
       let block = blocks.get(key)
       if (block === undefined) {
+        // Now and then, as the local limiter does: a key no longer sending holds no block.
+        if (++blocksMade % 1024 === 0) sweepBlocks(Date.now())
         block = {
           tokens: 0,
           until: 0,
@@ -159,7 +168,7 @@ export class RateLimits extends Effect.Service<RateLimits>()("RateLimits", {
       return checkShared(hash, rule)
     }
 
-    return { ruleOf, check } as const
+    return { ruleOf, check, blockCount: () => blocks.size } as const
   }),
   dependencies: [SharedState.Default],
 }) {}

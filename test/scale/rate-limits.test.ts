@@ -185,3 +185,33 @@ describe("the CLI", () => {
   })
 })
 
+
+describe("blocks taken from Redis, kept per key", () => {
+  test("a key that stopped sending holds no block: spent, expired blocks are swept as new ones are made", async () => {
+    const { Effect, Layer } = await import("effect")
+    const { RateLimits } = await import("../../src/services/RateLimits.js")
+    const { SharedState } = await import("../../src/services/SharedState.js")
+    const { GatewayConfig, testSettings } = await import("../../src/config/Config.js")
+    // Redis as the script answers: every block asked for is granted (a large limit: blocks of many requests).
+    const link = {
+      connected: true,
+      preload: () => undefined,
+      evalScript: async (_script: string, _keys: Array<string>, args: Array<string>) => [Number(args[2]), Date.now(), Date.now()],
+    }
+    const shared = Layer.succeed(
+      SharedState,
+      SharedState.make({ link: link as never, subscriber: undefined, self: "test", peers: () => 1, status: () => ({ redis: "ok", outages: 0, lastError: undefined }) }),
+    )
+    const limits = await Effect.runPromise(
+      RateLimits.pipe(Effect.provide(RateLimits.DefaultWithoutDependencies.pipe(Layer.provide(shared), Layer.provide(GatewayConfig.layer(testSettings({})))))),
+    )
+    const rule = { requests: 100_000, intervalMs: 60_000 }
+    for (let i = 0; i < 1_000; i++) expect((await limits.check(`key-${i}`, rule)).admitted).toBe(true)
+    expect(limits.blockCount()).toBe(1_000)
+    // Their blocks expire (a block is admitted from for a second); the keys send nothing more.
+    await Bun.sleep(1_100)
+    for (let i = 1_000; i < 1_100; i++) await limits.check(`key-${i}`, rule)
+    // The sweep ran when the 1,024th block was made: only blocks that can still answer are kept.
+    expect(limits.blockCount()).toBe(100)
+  })
+})
