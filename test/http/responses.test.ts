@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test"
 import { Either, ParseResult } from "effect"
 import { ResponseResult } from "../../src/domain/responses.js"
+import { FAKE_REASONING, fakeWords } from "../../src/providers/fake.js"
 import { expectError, useGateway } from "../support/gateway.js"
 import { checkStreamRules, parseSse, typesOf } from "../support/sse.js"
 
@@ -78,7 +79,8 @@ describe("POST /responses, JSON answers", () => {
     const body = (await (await post({ model: "demo/echo", input: "think [reasoning]" })).json()) as Record<string, any>
     expect(body.output.map((o: { type: string }) => o.type)).toEqual(["reasoning", "message"])
     expect(body.output[0].summary[0]).toMatchObject({ type: "summary_text" })
-    expect(body.usage.output_tokens_details.reasoning_tokens).toBeGreaterThan(0)
+    // One token per word of the fake's reasoning.
+    expect(body.usage.output_tokens_details.reasoning_tokens).toBe(fakeWords(FAKE_REASONING).length)
   })
 
   test("X-Service-Metadata: enabled adds service_metadata (the legacy header too)", async () => {

@@ -148,7 +148,7 @@ describe("the fusion plugin", () => {
       expect(entry.data["model"]).toBe("test/judge")
 
       // Each inner call is recorded under the request's generation id (made before the decision).
-      expect(p.generationId).toBeDefined()
+      expect(p.generationId).toMatch(/^gen-/)
       const e = await servicesOf(services())
       const generations = entry.data["generations"] as ReadonlyArray<string>
       expect(generations).toHaveLength(3)

@@ -10,6 +10,7 @@ import type { ApiError } from "../../src/domain/errors.js"
 import { decodeResponsesRequest } from "../../src/domain/responses.js"
 import { makeRouter, type RouteInput, type RoutePlan, type RouterOptions } from "../../src/routing/Router.js"
 import { buildCatalog } from "../../src/services/Catalog.js"
+import { sessionScopeOf } from "../../src/routing/sticky.js"
 
 type Extra = Partial<Omit<EndpointEntry, "provider" | "pricing">>
 
@@ -412,7 +413,9 @@ describe("a single-endpoint model with no preferences (the short path)", () => {
   test("a session, fallbacks or a suffix take the general path (sticky, fallback, the variant's sort)", () => {
     const { router } = routerWith()
     const sticky = planOf(router, { model: "v/solo" }, { sessionKey: "s1", userId: "u1" })
-    expect(sticky.stickyScope).toBeDefined()
+    // The caller's own session: the same session id of another user is another scope.
+    expect(sticky.stickyScope).toBe(sessionScopeOf("u1", "s1"))
+    expect(planOf(router, { model: "v/solo" }, { sessionKey: "s1", userId: "u2" }).stickyScope).not.toBe(sticky.stickyScope)
     expect(planOf(router, { model: "v/solo", models: ["v/b"] }).strategy).toBe("fallback")
     expect(planOf(router, { model: "v/solo:floor" }).strategy).toBe("sort:price")
   })

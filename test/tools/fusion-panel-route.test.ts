@@ -84,9 +84,9 @@ describe("the fusion server tool: panelists with web tools", () => {
     const { events } = parseSse(await res.text())
     checkStreamRules(events)
     const done = events.find((e) => e.json?.type === "response.output_item.done" && (e.json["item"] as { type?: string }).type === "openrouter:fusion")
-    const item = done?.json?.["item"] as { sources?: unknown } | undefined
+    const item = done?.json?.["item"] as { sources?: ReadonlyArray<{ url: string }> } | undefined
     expect(OutputFusionServerToolItem$inboundSchema.safeParse(item).success).toBe(true)
-    expect(item?.sources).toBeDefined()
+    expect(item?.sources?.map((s) => s.url)).toContain(MOCK_PAGES[0]!.url)
   })
 
   test("tools: [] — the panel does not search; nothing is added to the request's cost", async () => {
