@@ -16,7 +16,7 @@ import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient, type SqlError } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { Context, Effect, Layer } from "effect"
-import { enterMain, type Gate, leaveMain, mainOpen, makeGate } from "./sqlite-gate.js"
+import { enterMain, type Gate, leaveMain, mainOpen, makeGate, writerOut } from "./sqlite-gate.js"
 
 /** The main connection's state, for writers on other connections of the same file. */
 export class MainConnection extends Context.Tag("MainConnection")<
@@ -71,4 +71,9 @@ export const sqliteLayer = (filename: string): Layer.Layer<SqlClient.SqlClient |
 export const besideMain =
   (sql: SqlClient.SqlClient, main: Context.Tag.Service<MainConnection>) =>
   <A>(write: () => A): Effect.Effect<A, SqlError.SqlError> =>
-    Effect.suspend(() => (main.idle() ? Effect.sync(write) : sql.withTransaction(Effect.sync(write))))
+    Effect.suspend(() => {
+      const now = Effect.suspend(() => (main.idle() ? Effect.sync(write) : sql.withTransaction(Effect.sync(write))))
+      // The delivery Worker writing (src/store/sqlite-gate.ts): after it, not a busy try and a pause.
+      const out = main.gate === undefined ? undefined : writerOut(main.gate)
+      return out === undefined ? now : Effect.zipRight(Effect.promise(() => out), now)
+    })

@@ -92,3 +92,15 @@ export const asWriter = async <A>(gate: Gate, write: () => A | Promise<A>): Prom
     Atomics.notify(gate, 0)
   }
 }
+
+/**
+ * For the main thread's writers on connections of their own (the ledger, spend): while the other
+ * thread's writer is in, a write would find the file locked and try again after a pause (1 ms,
+ * doubling); waiting on the gate instead resumes as soon as it is out. Undefined when none is in.
+ */
+export const writerOut = (gate: Gate): Promise<void> | undefined => {
+  if ((Atomics.load(gate, 0) & IN) === 0) return undefined
+  return (async () => {
+    for (let s = Atomics.load(gate, 0); (s & IN) !== 0; s = Atomics.load(gate, 0)) await waitChange(gate, s, 50)
+  })()
+}
