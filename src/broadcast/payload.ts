@@ -566,11 +566,26 @@ const spanJson = (d: SpanData): string => {
 
 const encoder = new TextEncoder()
 
+/**
+ * A generation's spans as JSON, written once per item: an item is one generation as one body
+ * shape sees it (src/broadcast/engine.ts keeps them per batch and shape), so the destinations
+ * and the sends that carry it share the text and a body is a concatenation.
+ */
+const spansJson = new WeakMap<TraceItem, string>()
+const spansJsonOf = (item: TraceItem): string => {
+  let json = spansJson.get(item)
+  if (json === undefined) {
+    json = spanDataOf(item).map(spanJson).join(",")
+    spansJson.set(item, json)
+  }
+  return json
+}
+
 /** The batch's OTLP/HTTP JSON body (`ExportTraceServiceRequest`). */
 export const otlpOf = (items: ReadonlyArray<TraceItem>): Uint8Array => {
   if (items.length === 0) return encoder.encode('{"resourceSpans":[]}')
   let spans = ""
-  for (const item of items) for (const d of spanDataOf(item)) spans += (spans === "" ? "" : ",") + spanJson(d)
+  for (const item of items) spans += (spans === "" ? "" : ",") + spansJsonOf(item)
   return encoder.encode(
     `{"resourceSpans":[{"resource":${RESOURCE_JSON},"scopeSpans":[{"scope":${SCOPE_JSON},"spans":[${spans}],"schemaUrl":${SCHEMA_URL_JSON}}]}]}`,
   )
