@@ -12,8 +12,13 @@ const workerUrl = import.meta.url.includes("/$bunfs/")
   ? "./src/broadcast/delivery-worker.ts"
   : new URL("./delivery-worker.ts", import.meta.url).href
 
-/** A Worker that died is started again after this long (at once would spin on a start that keeps failing). */
+/**
+ * A Worker that died is started again after this long (at once would spin on a start that keeps
+ * failing); doubling, up to RESTART_MAX_MS, while each one dies within RESTART_RESET_MS.
+ */
 const RESTART_MS = 200
+const RESTART_MAX_MS = 10_000
+const RESTART_RESET_MS = 30_000
 
 export interface DeliveryHost {
   readonly stats: () => BroadcastStats
@@ -39,9 +44,11 @@ export const startDeliveryHost = (init: Omit<WorkerStart, "type" | "orphanLeases
   let started = 0
   let finished: (() => void) | undefined
   let worker: Worker | undefined
+  let restartMs = RESTART_MS
 
   const spawn = () => {
     started++
+    const bornAt = Date.now()
     const orphans = [...leases].filter((until) => until > Date.now())
     leases = new Set()
     const w = new Worker(workerUrl)
@@ -79,7 +86,9 @@ export const startDeliveryHost = (init: Omit<WorkerStart, "type" | "orphanLeases
       for (const done of maintained.values()) done()
       maintained.clear()
       finished?.()
-      if (!stopping) setTimeout(() => stopping || spawn(), RESTART_MS)
+      const delay = Date.now() - bornAt >= RESTART_RESET_MS ? RESTART_MS : restartMs
+      restartMs = Math.min(RESTART_MAX_MS, delay * 2)
+      if (!stopping) setTimeout(() => stopping || spawn(), delay)
     })
     // The process ends when the server does, not when the Worker does (Bun's Worker has `unref`; the DOM type does not).
     ;(w as Worker & { unref: () => void }).unref()
