@@ -1,44 +1,85 @@
 /**
- * Broadcast's cost: JSON c=32 against two gateways in one run, one whose workspace
- * has three enabled destinations (otel-collector, webhook, langfuse, each a loopback receiver)
- * and one with none; interleaved rounds, CPU per request of each gateway process, and whether
- * the receivers saw every generation of the broadcasting one. Prints a small table; does not
- * write bench/results. `bun scripts/bench-broadcast.ts [--rounds 3] [--seconds 5]`
+ * Broadcast's cost as users feel it: two gateways of the same build in one run, one whose
+ * workspace has three enabled destinations (otel-collector, webhook, langfuse, each a loopback
+ * receiver) and one with none (`--floor`: none on both, the run's noise). The gateways are
+ * pinned to core 0, this process (the load generator and the receivers) to core 1. Each round,
+ * for each gateway in alternating order:
+ * - JSON at 32 connections, closed loop: requests per second, CPU per request of the whole
+ *   process (/proc/<pid>/stat) and of the thread that serves requests (/proc/<pid>/task/<pid>/stat:
+ *   the main thread's id is the process's; the delivery Worker is another thread);
+ * - open loop at a fixed rate, 70 % of the no-destination gateway's closed-loop rate in the same
+ *   round (the same for both): p50 and p99 latency (from when each request was due).
+ * Then every receiver must have seen every generation the broadcasting gateway answered
+ * (warm-up included) once. Prints a table; does not write bench/results.
+ *   bun scripts/bench-broadcast.ts [--rounds 6] [--seconds 5] [--floor]
  */
-import { readFileSync, rmSync } from "node:fs"
+import { execSync } from "node:child_process"
+import { readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { execSync } from "node:child_process"
-import { runLoad } from "./bench-load.js"
+import { type LoadResult, runLoad } from "./bench-load.js"
 
 const arg = (name: string, fallback: number) => {
   const at = process.argv.indexOf(`--${name}`)
   return at >= 0 ? Number(process.argv[at + 1]) : fallback
 }
-const rounds = arg("rounds", 3)
+const rounds = arg("rounds", 6)
 const seconds = arg("seconds", 5)
+const floor = process.argv.includes("--floor")
 const root = join(import.meta.dir, "..")
 const clockTicks = Number(execSync("getconf CLK_TCK").toString().trim()) || 100
-const cpuMicros = (pid: number): number => {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+/** utime + stime of a /proc stat file, in µs. */
+const cpuOf = (path: string): number => {
+  const stat = readFileSync(path, "utf8")
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / clockTicks
 }
+const processCpu = (pid: number) => cpuOf(`/proc/${pid}/stat`)
+const mainThreadCpu = (pid: number) => cpuOf(`/proc/${pid}/task/${pid}/stat`)
+/** Every thread's CPU in µs by id, and its name ("Worker" for a Bun Worker's thread). */
+const threadCpus = (pid: number): Map<string, { readonly name: string; readonly us: number }> => {
+  const out = new Map<string, { readonly name: string; readonly us: number }>()
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      out.set(tid, { name: readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim(), us: cpuOf(`/proc/${pid}/task/${tid}/stat`) })
+    } catch {
+      // ended between the listing and the read
+    }
+  }
+  return out
+}
+/** The CPU of the delivery Worker's threads (a restarted one has a new id: new ids count from 0). */
+const workerCpu = (before: ReturnType<typeof threadCpus>, after: ReturnType<typeof threadCpus>): number => {
+  let us = 0
+  for (const [tid, t] of after) if (t.name === "Worker") us += t.us - (before.get(tid)?.us ?? 0)
+  return us
+}
 
-// Three receivers: each counts the generations (root spans) it is sent.
-const seen = [new Set<string>(), new Set<string>(), new Set<string>()]
+// This process (load generator, receivers) on core 1; the gateways on core 0.
+const pinned = (() => {
+  try {
+    execSync(`taskset -a -p -c 1 ${process.pid}`, { stdio: "ignore" })
+    return true
+  } catch {
+    return false
+  }
+})()
+
+// Three receivers: each counts the generations (root spans) it is sent, and how often each.
+const seen = [new Map<string, number>(), new Map<string, number>(), new Map<string, number>()]
+type Attributes = Array<{ key: string; value: { stringValue?: string } }>
 const receivers = seen.map((ids) =>
   Bun.serve({
     port: 0,
     hostname: "127.0.0.1",
     fetch: async (req) => {
-      const body = (await req.json()) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<{ attributes: Array<{ key: string; value: { stringValue?: string } }> }> }> }> }
+      const body = (await req.json()) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<{ attributes: Attributes }> }> }> }
       for (const r of body.resourceSpans) {
         for (const s of r.scopeSpans) {
           for (const span of s.spans) {
             if (span.attributes.some((a) => a.key === "gateway.attempt.index")) continue
             const id = span.attributes.find((a) => a.key === "gen_ai.response.id")?.value.stringValue
-            if (id !== undefined) ids.add(id)
+            if (id !== undefined) ids.set(id, (ids.get(id) ?? 0) + 1)
           }
         }
       }
@@ -62,7 +103,8 @@ const freePort = () => {
 const start = async (name: string) => {
   const port = freePort()
   const dataDir = join(tmpdir(), `bench-broadcast-${name}-${process.pid}`)
-  const proc = Bun.spawn([process.execPath, join(root, "src", "main.ts"), "serve"], {
+  const command = [process.execPath, join(root, "src", "main.ts"), "serve"]
+  const proc = Bun.spawn(pinned ? ["taskset", "-c", "0", ...command] : command, {
     env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", GATEWAY_DATA_DIR: dataDir, GATEWAY_CONFIG: configFile, GATEWAY_MANAGEMENT_KEY: managementKey, GATEWAY_LOG_LEVEL: "none" },
     stdout: "ignore",
     stderr: "inherit",
@@ -84,55 +126,115 @@ const api = (base: string, path: string, init: { method?: string; json?: unknown
 
 const none = await start("none")
 const three = await start("three")
-const workspace = ((await api(three.base, "/v1/key")) as { data: { workspace_id: string } }).data.workspace_id
-await api(three.base, `/v1/workspaces/${workspace}`, { method: "PATCH", json: { is_observability_broadcast_enabled: true } })
-const [r0, r1, r2] = receivers.map((r) => `http://127.0.0.1:${r.port}`)
-await api(three.base, "/v1/observability/destinations", { method: "POST", json: { name: "collector", type: "otel-collector", config: { endpoint: r0 } } })
-await api(three.base, "/v1/observability/destinations", { method: "POST", json: { name: "hook", type: "webhook", config: { url: r1 } } })
-await api(three.base, "/v1/observability/destinations", { method: "POST", json: { name: "lf", type: "langfuse", config: { publicKey: "pk-lf-bench", secretKey: "sk-lf-bench", baseUrl: r2 } } })
+if (!floor) {
+  const workspace = ((await api(three.base, "/v1/key")) as { data: { workspace_id: string } }).data.workspace_id
+  await api(three.base, `/v1/workspaces/${workspace}`, { method: "PATCH", json: { is_observability_broadcast_enabled: true } })
+  const [r0, r1, r2] = receivers.map((r) => `http://127.0.0.1:${r.port}`)
+  await api(three.base, "/v1/observability/destinations", { method: "POST", json: { name: "collector", type: "otel-collector", config: { endpoint: r0 } } })
+  await api(three.base, "/v1/observability/destinations", { method: "POST", json: { name: "hook", type: "webhook", config: { url: r1 } } })
+  await api(three.base, "/v1/observability/destinations", {
+    method: "POST",
+    json: { name: "lf", type: "langfuse", config: { publicKey: "pk-lf-bench", secretKey: "sk-lf-bench", baseUrl: r2 } },
+  })
+}
 
 const body = JSON.stringify({ model: "demo/free", input: "Say hello to the benchmark." })
-const samples = new Map<string, Array<{ cpuUs: number; requests: number }>>([
+const load = (g: typeof none, spec: { mode: "loop" | "rate"; durationMs: number; ratePerSec?: number; connections?: number }) =>
+  runLoad({ host: "127.0.0.1", port: g.port, path: "/v1/responses", headers: { authorization: `Bearer ${managementKey}` }, body, connections: 32, ...spec })
+
+interface Round {
+  threadUs: number
+  workerUs: number
+  processUs: number
+  rps: number
+  p50: number
+  p99: number
+}
+const samples = new Map<string, Array<Round>>([
   ["none", []],
   ["three", []],
 ])
-let sent = 0
-// The whole run too: delivery the worker defers past a round (and the drain at the end) counts there.
-const runStart = new Map([none, three].map((g) => [g.name, cpuMicros(g.proc.pid)]))
-const runRequests = new Map<string, number>([["none", 0], ["three", 0]])
+/** Generations the broadcasting gateway answered (every phase, warm-up included). */
+let answered = 0
+let errors = 0
+const tally = (g: typeof none, r: LoadResult) => {
+  if (g === three) answered += r.requests
+  errors += r.errors
+  if (r.errors > 0) console.error(`${g.name}: ${r.errors} errors, e.g. ${r.errorSamples[0]}`)
+}
+
+// Warm-up (counted at the receivers): the JIT, the pools, the first outbox batches.
+for (const g of [none, three]) tally(g, await load(g, { mode: "loop", durationMs: 2_000 }))
+
+let rate = 0
+const rates: Array<number> = []
 for (let round = 0; round < rounds; round++) {
   const order = round % 2 === 0 ? [none, three] : [three, none]
+  type Closed = Omit<Round, "p50" | "p99">
+  const closed = new Map<string, Closed>()
   for (const g of order) {
-    const before = cpuMicros(g.proc.pid)
-    const result = await runLoad({ host: "127.0.0.1", port: g.port, path: "/v1/responses", headers: { authorization: `Bearer ${managementKey}` }, body, connections: 32, mode: "loop", durationMs: seconds * 1000, warmupMs: round === 0 ? 1000 : 0 })
-    samples.get(g.name)?.push({ cpuUs: cpuMicros(g.proc.pid) - before, requests: result.requests })
-    runRequests.set(g.name, (runRequests.get(g.name) ?? 0) + result.requests)
-    if (g === three) sent += result.requests
-    console.error(`round ${round} ${g.name}: ${result.requests} req, ${result.rps.toFixed(0)}/s, ${result.errors} errors`)
+    const [p0, t0, all0] = [processCpu(g.proc.pid), mainThreadCpu(g.proc.pid), threadCpus(g.proc.pid)]
+    const r = await load(g, { mode: "loop", durationMs: seconds * 1000 })
+    const [p1, t1, all1] = [processCpu(g.proc.pid), mainThreadCpu(g.proc.pid), threadCpus(g.proc.pid)]
+    tally(g, r)
+    const n = Math.max(1, r.requests)
+    closed.set(g.name, { threadUs: (t1 - t0) / n, workerUs: workerCpu(all0, all1) / n, processUs: (p1 - p0) / n, rps: r.rps })
   }
+  // 70 % of what the no-destination gateway just answered: the rate follows the machine (shared, its
+  // capacity moves between rounds), both gateways get the same one in a round.
+  rate = Math.round(0.7 * (closed.get("none")?.rps ?? 1000))
+  rates.push(rate)
+  for (const g of order) {
+    // Enough sockets that a busy moment queues requests at the server, not here.
+    const r = await load(g, { mode: "rate", durationMs: seconds * 1000, ratePerSec: rate, connections: 64 })
+    tally(g, r)
+    const c = closed.get(g.name) as Closed
+    samples.get(g.name)?.push({ ...c, p50: r.latency.p50, p99: r.latency.p99 })
+  }
+  const line = (name: string) => {
+    const s = samples.get(name)?.at(-1) as Round
+    return `${name} @${rate}/s thread ${s.threadUs.toFixed(1)} µs, Worker ${s.workerUs.toFixed(1)} µs, process ${s.processUs.toFixed(1)} µs, ${s.rps.toFixed(0)}/s, p50 ${s.p50.toFixed(2)} p99 ${s.p99.toFixed(2)} ms`
+  }
+  console.error(`round ${round}: ${line("none")} | ${line("three")}`)
 }
-// The broadcasting gateway delivers within a few seconds of the last request. `sent` leaves out
-// the warm-up's requests: wait until the receivers agree and nothing more arrives for a second.
+
+// Delivery ends within a few seconds of the last request: until the receivers have it all, or stop changing for 3 s.
+const complete = () => floor || seen.every((s) => s.size >= answered)
 let last = ""
-for (let i = 0, quiet = 0; i < 300 && quiet < 10; i++) {
+for (let i = 0, quiet = 0; i < 600 && quiet < 30 && !complete(); i++) {
   await Bun.sleep(100)
   const now = seen.map((s) => s.size).join("/")
-  quiet = now === last && seen.every((s) => s.size === seen[0]?.size && s.size >= sent) ? quiet + 1 : 0
+  quiet = now === last ? quiet + 1 : 0
   last = now
 }
 
-const median = (xs: Array<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN
-const perRequest = (name: string) => median((samples.get(name) ?? []).map((s) => s.cpuUs / Math.max(1, s.requests)))
-const a = perRequest("none")
-const b = perRequest("three")
-console.log("| gateway | CPU µs per request (median) |")
-console.log("|---|---|")
-console.log(`| no destinations | ${a.toFixed(1)} |`)
-console.log(`| three destinations | ${b.toFixed(1)} (${(((b - a) / a) * 100).toFixed(1)} %) |`)
-const whole = (g: typeof none) => (cpuMicros(g.proc.pid) - (runStart.get(g.name) ?? 0)) / Math.max(1, runRequests.get(g.name) ?? 0)
-const [wa, wb] = [whole(none), whole(three)]
-console.log(`| whole run, drain included | ${wa.toFixed(1)} vs ${wb.toFixed(1)} (${(((wb - wa) / wa) * 100).toFixed(1)} %) |`)
-console.log(`receivers saw ${seen.map((s) => s.size).join(" / ")} of ${sent} generations (warm-up requests included in what they saw)`)
+const median = (xs: Array<number>) => {
+  const sorted = [...xs].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
+}
+const med = (name: string, key: keyof Round) => median((samples.get(name) ?? []).map((s) => s[key]))
+const row = (label: string, key: keyof Round, digits: number) => {
+  const [a, b] = [med("none", key), med("three", key)]
+  console.log(`| ${label} | ${a.toFixed(digits)} | ${b.toFixed(digits)} | ${(b / a).toFixed(3)}× |`)
+}
+console.log(
+  `${rounds} rounds of ${seconds} s, ${pinned ? "gateways on core 0, load and receivers on core 1" : "not pinned (no taskset)"}; ${floor ? "FLOOR: no destinations on either" : "three destinations against none"}; open loop at ${rates.join(", ")}/s`,
+)
+console.log("| median of rounds | none | three | ratio |")
+console.log("|---|---|---|---|")
+row("request thread CPU µs / request (c=32)", "threadUs", 1)
+row("delivery Worker thread CPU µs / request (c=32)", "workerUs", 1)
+row("process CPU µs / request (c=32)", "processUs", 1)
+row("requests / s (c=32)", "rps", 0)
+row("p50 ms at 70 % (open loop)", "p50", 2)
+row("p99 ms at 70 % (open loop)", "p99", 2)
+if (!floor) {
+  const duplicates = seen.map((s) => [...s.values()].reduce((n, k) => n + k - 1, 0))
+  console.log(
+    `receivers saw ${seen.map((s) => s.size).join(" / ")} of ${answered} generations (warm-up included), duplicates ${duplicates.join(" / ")}; ${errors} errors`,
+  )
+}
 
 for (const g of [none, three]) {
   g.proc.kill("SIGTERM")

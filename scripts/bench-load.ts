@@ -11,6 +11,10 @@
  * - `hold`: `connections` sockets each send the request once (opened at `rampPerSec`) and read
  *   the answer to its end. When every one has its first byte, an `{"event":"all-open"}` line is
  *   printed (the orchestrator samples the server's RSS then); the result follows at the end.
+ * - `rate`: open loop: requests start at `ratePerSec` for `durationMs` whatever the answers do,
+ *   over a pool of `connections` keep-alive sockets (a request due while every socket is busy
+ *   waits for the next one free); latency counts from when the request was due, not from when a
+ *   socket took it, so a stall shows in the tail (no coordinated omission).
  * - `unread`: as `hold`, but each socket reads the answer's first bytes and then nothing (a client
  *   that stopped reading); `holdMs` after all have their first byte, every socket is closed. An
  *   answer counts when its status is 200, an error when its connection closes before the end.
@@ -27,7 +31,9 @@ export interface LoadSpec {
   readonly headers: Readonly<Record<string, string>>
   readonly body: string
   readonly connections: number
-  readonly mode: "loop" | "hold" | "unread"
+  readonly mode: "loop" | "hold" | "unread" | "rate"
+  /** rate: requests started per second. */
+  readonly ratePerSec?: number
   /** loop: how long to measure. */
   readonly durationMs?: number
   /** loop: stop after this many answers in all (with or without durationMs). */
@@ -143,14 +149,18 @@ export const runLoad = (spec: LoadSpec, onEvent: (event: string) => void = () =>
       })
     }
 
-    const send = (c: Conn) => {
+    /** rate: due times of requests waiting for a free socket, and the sockets free. */
+    const backlog: Array<number> = []
+    const idle: Array<Conn> = []
+
+    const send = (c: Conn, dueAt = performance.now()) => {
       if (stopping || c.socket === undefined) return
       c.state = "head"
       c.buf = ""
       c.tail = ""
       c.firstByteAt = 0
       c.bytes = 0
-      c.sentAt = performance.now()
+      c.sentAt = dueAt
       const written = c.socket.write(request)
       if (written !== request.byteLength) {
         // Tiny requests go out whole on loopback; anything else is a broken socket.
@@ -176,6 +186,12 @@ export const runLoad = (spec: LoadSpec, onEvent: (event: string) => void = () =>
         return
       }
       if (spec.requests !== undefined && answered >= spec.requests) return done()
+      if (spec.mode === "rate") {
+        const due = backlog.shift()
+        if (due === undefined) idle.push(c)
+        else send(c, due)
+        return
+      }
       send(c)
     }
 
@@ -241,7 +257,8 @@ export const runLoad = (spec: LoadSpec, onEvent: (event: string) => void = () =>
         socket: {
           open: (socket) => {
             c.socket = socket
-            send(c)
+            if (spec.mode === "rate") idle.push(c)
+            else send(c)
           },
           data: (_socket, chunk) => {
             if (c.state === "idle") return
@@ -312,6 +329,42 @@ export const runLoad = (spec: LoadSpec, onEvent: (event: string) => void = () =>
       },
       spec.deadlineMs ?? (spec.durationMs ?? 0) + (spec.warmupMs ?? 0) + 120_000,
     )
+
+    if (spec.mode === "rate") {
+      for (let i = 0; i < spec.connections; i++) {
+        const c = newConn()
+        conns.push(c)
+        void connect(c)
+      }
+      const rate = spec.ratePerSec ?? 1000
+      // Once the sockets are open: every millisecond, the requests due by now start.
+      setTimeout(() => {
+        measureStart = performance.now()
+        let started = 0
+        const tick = setInterval(() => {
+          if (stopping) return clearInterval(tick)
+          const now = performance.now()
+          const due = Math.floor(((now - measureStart) * rate) / 1000)
+          for (; started < due; started++) {
+            const at = measureStart + (started * 1000) / rate
+            const c = idle.pop()
+            if (c === undefined || c.socket === undefined) backlog.push(at)
+            else send(c, at)
+          }
+        }, 1)
+        setTimeout(() => {
+          clearInterval(tick)
+          // The requests started are answered before the end (up to the deadline).
+          const wait = setInterval(() => {
+            if (backlog.length === 0 && conns.every((c) => c.state === "idle")) {
+              clearInterval(wait)
+              done()
+            }
+          }, 5)
+        }, spec.durationMs ?? 5_000)
+      }, 200)
+      return
+    }
 
     if (spec.mode !== "loop") {
       const perTick = Math.max(1, Math.round((spec.rampPerSec ?? 500) / 20))

@@ -103,18 +103,28 @@ export const sqlDeliveryQueue = (sql: SqlClient.SqlClient, run: Run): DeliveryQu
   }
 }
 
+/** Runs a write on another connection of the file where it cannot break a main-connection transaction. */
+export type Beside = <A>(write: () => A) => Promise<A>
+
+/** On the main connection's thread: at once when no transaction is open there, else inside its permit. */
+export const besideMain =
+  (sql: SqlClient.SqlClient, main: Context.Tag.Service<MainConnection>, run: Run): Beside =>
+  <A>(write: () => A): Promise<A> => {
+    if (!main.idle()) return run(sql.withTransaction(Effect.sync(write)).pipe(Effect.orDie))
+    try {
+      return Promise.resolve(write())
+    } catch (e) {
+      return Promise.reject(e)
+    }
+  }
+
 /**
  * A SQLite file: prepared statements on a connection of the worker's own (lists bound as one JSON
- * array through `json_each`, so each statement is prepared once). Its writes commit at once when
- * no transaction is open on the main connection, else inside that connection's permit (a commit
- * between a read and a write of a transaction there would fail its write: src/store/sqlite-client.ts).
+ * array through `json_each`, so each statement is prepared once). Its writes go through `beside`:
+ * a commit between a read and a write of a transaction on the main connection would fail that
+ * write (src/store/sqlite-client.ts); from the delivery Worker, through the gate (src/store/sqlite-gate.ts).
  */
-export const sqliteDeliveryQueue = (
-  filename: string,
-  sql: SqlClient.SqlClient,
-  main: Context.Tag.Service<MainConnection>,
-  run: Run,
-): DeliveryQueue => {
+export const sqliteDeliveryQueue = (filename: string, beside: Beside): DeliveryQueue => {
   const db = new Database(filename, { readwrite: true, create: false, strict: true })
   try {
     db.run("PRAGMA busy_timeout = 5000")
@@ -153,14 +163,6 @@ export const sqliteDeliveryQueue = (
       dropContents.run(ids)
       noteSuccess.run(new Date(now).toISOString(), destinationId)
     })
-    const beside = <A>(write: () => A): Promise<A> => {
-      if (!main.idle()) return run(sql.withTransaction(Effect.sync(write)).pipe(Effect.orDie))
-      try {
-        return Promise.resolve(write())
-      } catch (e) {
-        return Promise.reject(e)
-      }
-    }
     return {
       anyDue: (now) => {
         try {

@@ -74,6 +74,74 @@ const notFound = (id: string) => new NotFound({ message: `Observability destinat
 export const DESTINATION_CHANGED = "destination.changed"
 const decodeDestinationChanged = Schema.decodeUnknownOption(Schema.Struct({ workspace_id: Schema.String }))
 
+/**
+ * A destination read with its secrets in plain text, for delivery: the service below and the
+ * delivery Worker (which has no service of its own, only a connection and the secret key).
+ */
+export const destinationReader = (sql: SqlClient.SqlClient, secrets: Pick<Secrets, "isSealed" | "open">) => {
+  const openValue = (value: string) => (secrets.isSealed(value) ? secrets.open(value) : Either.right(value))
+
+  /** The stored config in plain text, or the first value that cannot be decrypted. */
+  const openConfig = (row: DestinationRow) => {
+    const stored = JSON.parse(row.config) as DestinationConfig
+    const out: Record<string, string | Record<string, string>> = {}
+    for (const [key, value] of Object.entries(stored)) {
+      if (typeof value === "string") {
+        const plain = openValue(value)
+        if (Either.isLeft(plain)) return Either.left(plain.left)
+        out[key] = plain.right
+      } else {
+        const map: Record<string, string> = {}
+        for (const [name, v] of Object.entries(value)) {
+          const plain = openValue(v)
+          if (Either.isLeft(plain)) return Either.left(plain.left)
+          map[name] = plain.right
+        }
+        out[key] = map
+      }
+    }
+    return Either.right(out as DestinationConfig)
+  }
+
+  const plainConfig = (row: DestinationRow) =>
+    Either.match(openConfig(row), {
+      onLeft: (e) => Effect.die(new Error(`Observability destination ${row.id}: ${e.message}`)),
+      onRight: Effect.succeed,
+    })
+
+  const base = (row: DestinationRow) => ({
+    id: row.id,
+    workspace_id: row.workspace_id,
+    name: row.name,
+    type: row.type,
+    enabled: Number(row.enabled) === 1,
+    privacy_mode: Number(row.privacy_mode) === 1,
+    sampling_rate: Number(row.sampling_rate),
+    api_key_hashes: row.api_key_hashes === null ? null : (JSON.parse(row.api_key_hashes) as Array<string>),
+    filter_rules: row.filter_rules === null ? null : (JSON.parse(row.filter_rules) as FilterRules),
+    regions: JSON.parse(row.regions) as Destination["regions"],
+    broadcast_generation_cost: Number(row.broadcast_generation_cost) === 1,
+    broadcast_generation_identity: Number(row.broadcast_generation_identity) === 1,
+    broadcast_generation_request_context: Number(row.broadcast_generation_request_context) === 1,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  })
+
+  const load = (id: string) =>
+    sql<DestinationRow>`SELECT * FROM observability_destinations WHERE id = ${id}`.pipe(
+      Effect.map((rows) => Option.fromNullable(rows[0])),
+      Effect.orDie,
+    )
+
+  const resolve = (row: DestinationRow) =>
+    Effect.map(plainConfig(row), (config): ResolvedDestination => ({ ...base(row), config }))
+
+  /** One destination with its secrets in plain text (delivery), whoever owns it. */
+  const resolved = (id: string) =>
+    Effect.flatMap(load(id), (row) => (Option.isNone(row) ? Effect.succeed(Option.none()) : Effect.asSome(resolve(row.value))))
+  return { openConfig, plainConfig, base, load, resolve, resolved } as const
+}
+
 export class Destinations extends Effect.Service<Destinations>()("Destinations", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
@@ -82,6 +150,7 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
     const keys = yield* KeyStore
     const notifications = yield* Notifications
     const settings = yield* GatewayConfig
+    const { openConfig, plainConfig, base, load, resolve, resolved } = destinationReader(sql, secrets)
 
     const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
 
@@ -134,54 +203,6 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
         }),
       )
 
-    const openValue = (value: string) => (secrets.isSealed(value) ? secrets.open(value) : Either.right(value))
-
-    /** The stored config in plain text, or the first value that cannot be decrypted. */
-    const openConfig = (row: DestinationRow) => {
-      const stored = JSON.parse(row.config) as DestinationConfig
-      const out: Record<string, string | Record<string, string>> = {}
-      for (const [key, value] of Object.entries(stored)) {
-        if (typeof value === "string") {
-          const plain = openValue(value)
-          if (Either.isLeft(plain)) return Either.left(plain.left)
-          out[key] = plain.right
-        } else {
-          const map: Record<string, string> = {}
-          for (const [name, v] of Object.entries(value)) {
-            const plain = openValue(v)
-            if (Either.isLeft(plain)) return Either.left(plain.left)
-            map[name] = plain.right
-          }
-          out[key] = map
-        }
-      }
-      return Either.right(out as DestinationConfig)
-    }
-
-    const plainConfig = (row: DestinationRow) =>
-      Either.match(openConfig(row), {
-        onLeft: (e) => Effect.die(new Error(`Observability destination ${row.id}: ${e.message}`)),
-        onRight: Effect.succeed,
-      })
-
-    const base = (row: DestinationRow) => ({
-      id: row.id,
-      workspace_id: row.workspace_id,
-      name: row.name,
-      type: row.type,
-      enabled: Number(row.enabled) === 1,
-      privacy_mode: Number(row.privacy_mode) === 1,
-      sampling_rate: Number(row.sampling_rate),
-      api_key_hashes: row.api_key_hashes === null ? null : (JSON.parse(row.api_key_hashes) as Array<string>),
-      filter_rules: row.filter_rules === null ? null : (JSON.parse(row.filter_rules) as FilterRules),
-      regions: JSON.parse(row.regions) as Destination["regions"],
-      broadcast_generation_cost: Number(row.broadcast_generation_cost) === 1,
-      broadcast_generation_identity: Number(row.broadcast_generation_identity) === 1,
-      broadcast_generation_request_context: Number(row.broadcast_generation_request_context) === 1,
-      created_at: row.created_at,
-      updated_at: row.updated_at,
-    })
-
     /** The wire object: secrets masked. A secret that cannot be decrypted shows fully masked (and is logged). */
     const view = (row: DestinationRow): Effect.Effect<Destination> =>
       Effect.flatMap(deliveryOf(row), (delivery) =>
@@ -194,12 +215,6 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
               delivery,
             }),
         }),
-      )
-
-    const load = (id: string) =>
-      sql<DestinationRow>`SELECT * FROM observability_destinations WHERE id = ${id}`.pipe(
-        Effect.map((rows) => Option.fromNullable(rows[0])),
-        Effect.orDie,
       )
 
     /** The row, if the user may see it; otherwise 404 (existence does not leak). */
@@ -338,13 +353,6 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
         ).pipe(Effect.orDie)
         yield* changed(row.workspace_id)
       })
-
-    const resolve = (row: DestinationRow) =>
-      Effect.map(plainConfig(row), (config): ResolvedDestination => ({ ...base(row), config }))
-
-    /** One destination with its secrets in plain text (delivery), whoever owns it. */
-    const resolved = (id: string) =>
-      Effect.flatMap(load(id), (row) => (Option.isNone(row) ? Effect.succeed(Option.none()) : Effect.asSome(resolve(row.value))))
 
     /** The enabled destinations of a workspace, secrets in plain text (delivery). */
     const enabledFor = (workspaceId: string) =>

@@ -38,6 +38,7 @@ import type { SettleArgs } from "../store/settlement.js"
 import { type LedgerSpool, openSpool, type SpooledBatch } from "../store/spool.js"
 import { isStoreUnavailable, StoreTimeout } from "../store/unavailable.js"
 import { MainConnection } from "../store/sqlite-client.js"
+import { writerOut } from "../store/sqlite-gate.js"
 import { LedgerHooks } from "./LedgerHooks.js"
 
 export type { GenerationContent, GenerationEntry, StoredGeneration } from "../domain/generations.js"
@@ -159,6 +160,9 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
     }
     /** `write` now when the main connection is idle, else inside its permit; rejects with what it threw. */
     const besideMainNow = (write: () => void): Promise<void> => {
+      // The delivery Worker writing (src/store/sqlite-gate.ts): after it, not a busy try and a pause.
+      const out = main.gate === undefined ? undefined : writerOut(main.gate)
+      if (out !== undefined) return out.then(() => besideMainNow(write))
       if (!main.idle()) return runPromiseExit(sql.withTransaction(Effect.sync(write))).then(settled)
       try {
         write()

@@ -16,6 +16,7 @@ import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient, type SqlError } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { Context, Effect, Layer } from "effect"
+import { enterMain, type Gate, leaveMain, mainOpen, makeGate, writerOut } from "./sqlite-gate.js"
 
 /** The main connection's state, for writers on other connections of the same file. */
 export class MainConnection extends Context.Tag("MainConnection")<
@@ -23,6 +24,8 @@ export class MainConnection extends Context.Tag("MainConnection")<
   {
     /** No transaction is open on the main connection, nor waiting for its permit. */
     readonly idle: () => boolean
+    /** A SQLite file's: the same count in shared memory, for a writer on another thread (src/store/sqlite-gate.ts). */
+    readonly gate?: Gate
   }
 >() {}
 
@@ -32,15 +35,17 @@ export const noMainConnection = Layer.succeed(MainConnection, { idle: () => fals
 const counted = (filename: string) =>
   Effect.gen(function* () {
     const client = yield* SqliteClient.make({ filename })
-    let open = 0
+    // The count of open transactions, shared with the delivery Worker's writes (an atomic add when none waits).
+    const gate = makeGate()
+    const leave = Effect.sync(() => leaveMain(gate))
     const withTransaction: SqlClient.SqlClient["withTransaction"] = (effect) =>
       Effect.suspend(() => {
-        open++
-        return Effect.ensuring(
-          client.withTransaction(effect),
-          Effect.sync(() => {
-            open--
-          }),
+        const entered = enterMain(gate)
+        const inside = Effect.ensuring(client.withTransaction(effect), leave)
+        if (entered === true) return inside
+        // Counted once the wait ends: uninterruptible until `leave` is sure to run.
+        return Effect.uninterruptibleMask((restore) =>
+          Effect.zipRight(Effect.promise(() => entered), Effect.ensuring(restore(client.withTransaction(effect)), leave)),
         )
       })
     // The client is also the `sql` template tag (a function): a Proxy keeps it callable and
@@ -50,7 +55,7 @@ const counted = (filename: string) =>
     })
     return Context.make(SqliteClient.SqliteClient, sql).pipe(
       Context.add(SqlClient.SqlClient, sql),
-      Context.add(MainConnection, { idle: () => open === 0 }),
+      Context.add(MainConnection, { idle: () => mainOpen(gate) === 0, gate }),
     )
   })
 
@@ -66,4 +71,9 @@ export const sqliteLayer = (filename: string): Layer.Layer<SqlClient.SqlClient |
 export const besideMain =
   (sql: SqlClient.SqlClient, main: Context.Tag.Service<MainConnection>) =>
   <A>(write: () => A): Effect.Effect<A, SqlError.SqlError> =>
-    Effect.suspend(() => (main.idle() ? Effect.sync(write) : sql.withTransaction(Effect.sync(write))))
+    Effect.suspend(() => {
+      const now = Effect.suspend(() => (main.idle() ? Effect.sync(write) : sql.withTransaction(Effect.sync(write))))
+      // The delivery Worker writing (src/store/sqlite-gate.ts): after it, not a busy try and a pause.
+      const out = main.gate === undefined ? undefined : writerOut(main.gate)
+      return out === undefined ? now : Effect.zipRight(Effect.promise(() => out), now)
+    })

@@ -172,3 +172,55 @@ describe("dist/gateway", () => {
     }
   }, 30_000)
 })
+
+describe("dist/gateway broadcast", () => {
+  test("delivers generations to a destination from its embedded delivery Worker", async () => {
+    const seen = new Set<string>()
+    const receiver = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: async (req) => {
+        const body = (await req.json()) as {
+          resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<{ attributes: Array<{ key: string; value: { stringValue?: string } }> }> }> }>
+        }
+        for (const span of body.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans))) {
+          const id = span.attributes.find((a) => a.key === "gen_ai.response.id")?.value.stringValue
+          if (id !== undefined) seen.add(id)
+        }
+        return new Response("{}")
+      },
+    })
+    try {
+      const config = join(dir, "broadcast.json")
+      const demo = JSON.parse(await Bun.file(join(root, "config", "demo.json")).text()) as Record<string, unknown>
+      writeFileSync(config, JSON.stringify({ ...demo, outbound: { allow_private_addresses: true } }))
+      const { proc, url } = await start({ DATABASE_URL: join(dir, "broadcast.db"), GATEWAY_CONFIG: config })
+      const call = (path: string, init: { method?: string; json?: unknown } = {}) =>
+        fetch(`${url}${path}`, {
+          method: init.method ?? (init.json === undefined ? "GET" : "POST"),
+          headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+          ...(init.json === undefined ? {} : { body: JSON.stringify(init.json) }),
+        })
+      const workspace = ((await (await call("/v1/key")).json()) as { data: { workspace_id: string } }).data.workspace_id
+      expect((await call(`/v1/workspaces/${workspace}`, { method: "PATCH", json: { is_observability_broadcast_enabled: true } })).status).toBe(200)
+      const created = await call("/v1/observability/destinations", {
+        json: { name: "c", type: "otel-collector", config: { endpoint: `http://127.0.0.1:${receiver.port}` } },
+      })
+      expect(created.status).toBe(201)
+      const ids: Array<string> = []
+      for (let i = 0; i < 5; i++) {
+        const res = await call("/v1/responses", { json: { model: "demo/echo", input: `broadcast ${i}` } })
+        expect(res.status).toBe(200)
+        await res.text()
+        ids.push(res.headers.get("x-generation-id") as string)
+      }
+      const until = Date.now() + 10_000
+      while (!ids.every((id) => seen.has(id)) && Date.now() < until) await Bun.sleep(50)
+      expect(ids.filter((id) => !seen.has(id))).toEqual([])
+      proc.kill("SIGTERM")
+      expect(await proc.exited).toBe(0)
+    } finally {
+      receiver.stop(true)
+    }
+  }, 30_000)
+})
