@@ -21,7 +21,7 @@ import { type BroadcastStats, makeDeliveryEngine, optionsOf, sendAll, type TestR
 import { makeOutbox, type WorkspaceTargets } from "./outbox.js"
 import { requeueDead } from "./queue.js"
 import { type DeliveryContent, type DeliveryPayload, otlpOf, traceItemOf } from "./payload.js"
-import { type DeliveryHost, startDeliveryHost } from "./worker-host.js"
+import { type DeliveryHost, lazyHost, startDeliveryHost } from "./worker-host.js"
 
 export { backoffMs, type BroadcastStats, retryAfterMs, type TestResult } from "./engine.js"
 
@@ -72,9 +72,34 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
         return out as ReadonlyMap<string, WorkspaceTargets>
       }).pipe(Effect.orDie)
 
+    /** Whether any destination exists (in any workspace). */
+    const anyDestination = sql<{ n: number }>`SELECT COUNT(*) AS n FROM (SELECT 1 FROM observability_destinations LIMIT 1) AS d`.pipe(
+      Effect.map((rows) => Number(rows[0]?.n ?? 0) > 0),
+    )
     const outbox = makeOutbox({ load: (ids) => run(loadTargets(ids)), seal: secrets.seal })
-    const unregister = hooks.register(outbox.hook)
-    const unlisten = destinations.onChange((workspaceId) => outbox.invalidate(workspaceId))
+    // Called on commits only, once the layer (and `worker` below) is built.
+    const ensureWorker = () => worker.ensure?.()
+    const unregister = hooks.register((entries) => {
+      const rows = outbox.hook(entries)
+      if (rows instanceof Promise) {
+        return rows.then((r) => {
+          if (r.length > 0) ensureWorker()
+          return r
+        })
+      }
+      if (rows.length > 0) ensureWorker()
+      return rows
+    })
+    const unlisten = destinations.onChange((workspaceId) => {
+      outbox.invalidate(workspaceId)
+      // A destination made (here or in another process): the Worker may have work from now on.
+      if (worker.ensure !== undefined && worker.starts?.() === 0) {
+        run(anyDestination).then(
+          (any) => (any ? ensureWorker() : undefined),
+          () => ensureWorker(),
+        )
+      }
+    })
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
         unregister()
@@ -84,7 +109,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
 
     // ---- delivery: the Worker, or this thread for an in-memory database ----
 
-    const worker: Omit<DeliveryHost, "kill" | "starts"> & Partial<Pick<DeliveryHost, "kill" | "starts">> =
+    const worker: Omit<DeliveryHost, "kill" | "starts"> & Partial<Pick<DeliveryHost, "kill" | "starts">> & { readonly ensure?: () => void } =
       url === ":memory:"
         ? (() => {
             const queue = sqlDeliveryQueue(sql, run)
@@ -101,19 +126,34 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
             engine.start()
             return { stats: engine.stats, maintain: engine.maintain, resetBreaker: engine.resetBreaker, finish: engine.finish }
           })()
-        : startDeliveryHost(
-            {
-              databaseUrl: url,
-              pgPoolSize: config.pgPoolSize,
-              secretKey: Option.match(config.secretKey, { onNone: () => null, onSome: Redacted.value }),
-              dataDir: config.dataDir,
-              allowPrivateAddresses: config.allowPrivateAddresses,
-              broadcast: settings,
-              logLevel: config.logLevel,
-              gate: main.gate ?? null,
-            },
-            (message) => log(Effect.logError(message)),
+        : lazyHost(() =>
+            startDeliveryHost(
+              {
+                databaseUrl: url,
+                pgPoolSize: config.pgPoolSize,
+                secretKey: Option.match(config.secretKey, { onNone: () => null, onSome: Redacted.value }),
+                dataDir: config.dataDir,
+                allowPrivateAddresses: config.allowPrivateAddresses,
+                broadcast: settings,
+                logLevel: config.logLevel,
+                gate: main.gate ?? null,
+              },
+              (message) => log(Effect.logError(message)),
+            ),
           )
+    // The Worker starts once there may be something to deliver: a destination (at start, or made
+    // later), rows left from an earlier run, or the first batch the outbox adds rows for. A gateway
+    // that broadcasts nothing never pays its heap (~67 MB) and its start (~1.2 s of CPU from source).
+    if (worker.ensure !== undefined) {
+      const rowsWaiting = sql<{ n: number }>`SELECT COUNT(*) AS n FROM (SELECT 1 FROM broadcast_deliveries WHERE state = 'pending' LIMIT 1) AS w`.pipe(
+        Effect.map((rows) => Number(rows[0]?.n ?? 0) > 0),
+      )
+      const start = yield* Effect.all([anyDestination, rowsWaiting]).pipe(
+        Effect.map(([made, waiting]) => made || waiting),
+        Effect.orElseSucceed(() => true),
+      )
+      if (start) worker.ensure()
+    }
 
     // At shutdown: the ledger's last rows are committed first, then what is due is sent within the grace.
     yield* Effect.addFinalizer(() =>

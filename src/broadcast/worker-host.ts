@@ -125,3 +125,31 @@ export const startDeliveryHost = (init: Omit<WorkerStart, "type" | "orphanLeases
     starts: () => started,
   }
 }
+
+const NO_OUTCOMES: ReadonlyMap<string, number> = new Map()
+
+/**
+ * A host whose Worker is started by `ensure` (or by the first call that needs it: maintenance,
+ * a breaker reset): until then its counters are zero and a finish has nothing to send.
+ */
+export const lazyHost = (start: () => DeliveryHost): DeliveryHost & { readonly ensure: () => void } => {
+  let host: DeliveryHost | undefined
+  const ensure = () => {
+    host ??= start()
+  }
+  return {
+    ensure,
+    stats: () => host?.stats() ?? { outcomes: NO_OUTCOMES, pending: 0, lagSeconds: 0 },
+    maintain: () => {
+      ensure()
+      return (host as DeliveryHost).maintain()
+    },
+    resetBreaker: (destinationId) => {
+      ensure()
+      host?.resetBreaker(destinationId)
+    },
+    finish: (deadline) => host?.finish(deadline) ?? Promise.resolve(),
+    kill: () => host?.kill(),
+    starts: () => host?.starts() ?? 0,
+  }
+}

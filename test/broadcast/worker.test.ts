@@ -50,7 +50,8 @@ describe("the delivery Worker", () => {
       await setBroadcast(gw, true)
       await createDestination(gw, { name: "c", type: "otel-collector", config: { endpoint: `http://127.0.0.1:${receiver.port}` } })
       const broadcast = () => gw.server.runtime.runPromise(Broadcast)
-      expect((await broadcast()).workerStarts()).toBe(1)
+      // Started once a destination exists (a gateway without one starts none: below).
+      await waitFor(async () => (await broadcast()).workerStarts() === 1, 5_000, "the Worker started")
 
       const ids = await Promise.all(Array.from({ length: 24 }, (_, i) => ask(gw, { input: `survive ${i}` })))
       await waitFor(() => got.length > 0, 10_000, "a send in flight")
@@ -67,6 +68,20 @@ describe("the delivery Worker", () => {
     },
     TIMEOUT_MS,
   )
+})
+
+describe("a gateway that broadcasts nothing", () => {
+  test("starts no delivery Worker until a destination is made", async () => {
+    const gw: TestGateway & { stop: () => Promise<void> } = await startTestGateway({ allowPrivateAddresses: true })
+    cleanups.push(() => gw.stop())
+    const broadcast = () => gw.server.runtime.runPromise(Broadcast)
+    await setBroadcast(gw, true)
+    await ask(gw, { input: "nobody listens" })
+    expect((await broadcast()).workerStarts()).toBe(0)
+    await createDestination(gw, { name: "late", type: "otel-collector", config: { endpoint: "http://127.0.0.1:9" } })
+    const b = await broadcast()
+    await waitFor(() => b.workerStarts() === 1, 5_000, "the Worker started")
+  }, 30_000)
 })
 
 describe("the SQLite gate", () => {
