@@ -15,7 +15,8 @@ import { newId } from "../../http/responses/assembler.js"
 import { DONE } from "../../http/responses/sse.js"
 import type { EncodedStatus, Encoder, FinishExtras, ServerToolUse, StreamFailure } from "../../pipeline/format.js"
 import { latin1Slice } from "../../providers/json-literal.js"
-import type { FinishReason, ProviderEvent, Usage } from "../../providers/types.js"
+import type { FinishReason, ProviderEvent } from "../../providers/types.js"
+import type { Usage } from "../../domain/pricing.js"
 
 // ---------------------------------------------------------------------------------------------
 // Wire shapes (what the encoder writes; the tests decode them with the clients' schemas)

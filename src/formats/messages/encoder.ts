@@ -16,7 +16,8 @@ import type { ResponsesRequest } from "../../domain/responses.js"
 import { randomPool, takeRandom } from "../../domain/random.js"
 import type { EncodedStatus, Encoder, EncoderOptions, FinishExtras, StreamFailure } from "../../pipeline/format.js"
 import { latin1Slice } from "../../providers/json-literal.js"
-import type { FinishReason, ProviderEvent, Usage } from "../../providers/types.js"
+import type { FinishReason, ProviderEvent } from "../../providers/types.js"
+import type { Usage } from "../../domain/pricing.js"
 import { streamErrorJson } from "./errors.js"
 
 // ---------------------------------------------------------------------------------------------

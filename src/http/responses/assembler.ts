@@ -25,7 +25,8 @@ import {
   type ResultToolChoice,
 } from "../../domain/responses.js"
 import type { Types } from "effect"
-import type { FinishReason, ProviderEvent, Usage } from "../../providers/types.js"
+import type { FinishReason, ProviderEvent } from "../../providers/types.js"
+import type { Usage } from "../../domain/pricing.js"
 import type { CitableLink, FinishExtras, ServerToolCall, ServerToolOpening } from "../../pipeline/format.js"
 import type { ServerToolProgress } from "../../tools/types.js"
 import { isValidUsage } from "../../domain/pricing.js"
