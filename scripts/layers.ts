@@ -31,6 +31,11 @@ export const FLOORS: ReadonlyArray<Floor> = [
     why: "the upstream providers' wire formats and the guarded outbound fetch: they need only the domain, and the config lists its kinds from them",
   },
   { name: "config", paths: ["src/config/"], why: "the environment and the config file, decoded once at start into domain shapes" },
+  {
+    name: "lib",
+    paths: ["src/lib/"],
+    why: "libraries that know no request: PDF text in a worker, JSON healing, web search engines, page fetch and extraction; the plugins and the server tools both use them",
+  },
   { name: "store", paths: ["src/store/"], why: "SQLite and Postgres, migrations and the ledger's writers: tables, no product rule" },
   {
     name: "services",

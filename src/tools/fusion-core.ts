@@ -13,7 +13,7 @@
 import type { FusionConfig } from "../config/file.js"
 import { servesModel } from "../routing/model-id.js"
 import type { ValidateFunction } from "ajv"
-import { heal, loadHealing, validatorOf } from "../pipeline/plugins/response-healing.js"
+import { heal, loadHealing, validatorOf } from "../lib/json-healing.js"
 import { answerWithTools, CALLS_AFTER_JUDGE, CALLS_AFTER_PANELIST, noToolUse, type PanelAnswer, type PanelSetup, type PanelToolUse, type RunModel } from "./panel.js"
 
 export type { RunModel } from "./panel.js"
