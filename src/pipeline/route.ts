@@ -46,7 +46,7 @@ import { type PipelineEntry, recordedRefusals, StagesStopped } from "./stages.js
 import { type Attempt, CLIENT_CLOSED, CLIENT_CLOSED_MESSAGE, DeadlineExceeded, deadlineMessageOf, turnRunnerFor } from "./turns.js"
 import { makeToolLoop } from "./loop.js"
 import { makeFusionPlugin } from "./plugins/fusion.js"
-import { makeInnerCalls } from "../tools/inner-calls.js"
+import { makeInnerCalls } from "./inner-calls.js"
 
 type Services = KeyStore | ContentPolicy | PresetStore | Router | Guardrails | GenerationStore | Spend
 
