@@ -65,6 +65,14 @@ export const worstCaseCost = (pricing: Pricing, inputTokens: number, maxOutputTo
 /** A cheap estimate of prompt tokens from the request's characters (≈4 per token), rounded up. */
 export const estimateTokens = (chars: number) => Math.max(1, Math.ceil(chars / 4))
 
+/** How image and file parts count in a prompt's tokens: a fixed allowance each, whatever their bytes. */
+export interface PartAllowance {
+  /** Tokens counted for one image part, whatever its size. */
+  readonly maxTokensPerImage: number
+  /** Tokens counted for one file part, whatever its size. */
+  readonly maxTokensPerFile: number
+}
+
 /** A count an upstream may report: a non-negative whole number (1e12 passes here, the caps below bound it). */
 const isCount = (n: unknown): boolean => typeof n === "number" && Number.isSafeInteger(n) && n >= 0
 

@@ -12,7 +12,7 @@ import { bearerSecret, INVALID_KEY, MISSING_CREDENTIALS, type PrincipalShape, pr
 import type { WorkspaceSettings } from "../services/ContentPolicy.js"
 import { hashSecret, type KeyRow, type KeyStore } from "../services/KeyStore.js"
 import type { ResolvedPreset } from "../services/PresetStore.js"
-import type { ClientFormat } from "./format.js"
+import type { ClientFormat } from "../formats/format.js"
 import type { ModerationVerdict } from "./plugins/moderation.js"
 import type { StageState } from "./stages.js"
 

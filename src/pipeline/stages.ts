@@ -16,7 +16,7 @@ import type { RoutePlan } from "../routing/Router.js"
 import type { Citable } from "../tools/types.js"
 import type { PrincipalShape } from "../services/Auth.js"
 import type { WorkspaceSettings } from "../services/ContentPolicy.js"
-import type { ClientFormat } from "./format.js"
+import type { ClientFormat } from "../formats/format.js"
 import type { Loaded, Missing } from "./ingress.js"
 
 /** One entry of `service_metadata.pipeline` (the contract's guardrail stage object is one kind). */

@@ -11,9 +11,9 @@
  */
 import type { Types } from "effect"
 import { isValidUsage } from "../../domain/pricing.js"
-import { newId } from "../../http/responses/assembler.js"
-import { DONE } from "../../http/responses/sse.js"
-import type { EncodedStatus, Encoder, FinishExtras, ServerToolUse, StreamFailure } from "../../pipeline/format.js"
+import { newId } from "../responses/assembler.js"
+import { DONE } from "../sse.js"
+import type { EncodedStatus, Encoder, FinishExtras, ServerToolUse, StreamFailure } from "../format.js"
 import { latin1Slice } from "../../providers/json-literal.js"
 import type { FinishReason, ProviderEvent } from "../../providers/types.js"
 import type { Usage } from "../../domain/pricing.js"

@@ -8,7 +8,7 @@
  */
 import { estimateTokens } from "../../domain/pricing.js"
 import type { ResponsesRequest } from "../../domain/responses.js"
-import type { PartAllowance } from "../../http/responses/bounds.js"
+import type { PartAllowance } from "../../domain/pricing.js"
 
 /**
  * `bodyText`: the count_tokens body as sent; `request`: its translation (a preset applied);

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test"
 import Anthropic from "@anthropic-ai/sdk"
 import type { ResponsesRequest } from "../../../src/domain/responses.js"
 import { MessagesEncoder } from "../../../src/formats/messages/encoder.js"
-import type { FinishExtras, StreamFailure } from "../../../src/pipeline/format.js"
+import type { FinishExtras, StreamFailure } from "../../../src/formats/format.js"
 import type { ProviderEvent } from "../../../src/providers/types.js"
 import type { Usage } from "../../../src/domain/pricing.js"
 
