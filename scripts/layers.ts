@@ -34,7 +34,7 @@ export const FLOORS: ReadonlyArray<Floor> = [
   {
     name: "lib",
     paths: ["src/lib/"],
-    why: "libraries that know no request: PDF text in a worker, JSON healing, web search engines, page fetch and extraction; the plugins and the server tools both use them",
+    why: "libraries that know no request: PDF text in a worker, JSON healing, web search engines, page fetch and extraction (the plugins and the server tools both use them), the JSON-lines log writer",
   },
   { name: "store", paths: ["src/store/"], why: "SQLite and Postgres, migrations and the ledger's writers: tables, no product rule" },
   {

@@ -7,7 +7,7 @@
 import { estimateTokens, worstCaseCost } from "../domain/pricing.js"
 import type { ResponsesRequest } from "../domain/responses.js"
 import type { RoutePlan } from "../routing/Router.js"
-import { inputBound, outputBound, promptTokenBound } from "../http/responses/bounds.js"
+import { inputBound, outputBound, promptTokenBound } from "./bounds.js"
 import type { PartAllowance } from "../domain/pricing.js"
 
 export interface Money {

@@ -13,7 +13,7 @@ import { errorResponseIn } from "../../formats/format.js"
 import { applyPreset, presetSlugOf } from "../../routing/presets.js"
 import { Auth, requestSecret } from "../../services/Auth.js"
 import { PresetStore } from "../../services/PresetStore.js"
-import { BODY_TIMED_OUT, bodyTimedOut, makeBodyDeadline, readCappedText, tooManyUnfinished, type UnfinishedBodies } from "../body.js"
+import { BODY_TIMED_OUT, bodyTimedOut, makeBodyDeadline, readCappedText, tooManyUnfinished, type UnfinishedBodies } from "../../pipeline/body.js"
 import { parseJson } from "../../pipeline/ingress.js"
 
 const CLOSE = { connection: "close" }

@@ -2,10 +2,10 @@
  * How many output tokens an endpoint may produce for a request. One function decides both what
  * is sent upstream and what is reserved, so a request can never spend past its reservation.
  */
-import type { ResponsesRequest } from "../../domain/responses.js"
-import { providerFor } from "../../providers/index.js"
-import type { PartAllowance } from "../../domain/pricing.js"
-import type { Endpoint } from "../../services/Catalog.js"
+import type { ResponsesRequest } from "../domain/responses.js"
+import { providerFor } from "../providers/index.js"
+import type { PartAllowance } from "../domain/pricing.js"
+import type { Endpoint } from "../services/Catalog.js"
 import { reasoningConfig } from "./normalize.js"
 
 /** Output tokens asked for when neither the request nor the endpoint bounds them. */
