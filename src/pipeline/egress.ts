@@ -19,7 +19,7 @@ import type { RequestTrace } from "./trace.js"
 import { RequestTimeout } from "../domain/errors.js"
 import type { Finish, Outcome, RequestLife } from "./finish.js"
 import type { RequestLifecycle } from "./lifecycle.js"
-import type { PostModelRun } from "./post-model.js"
+import type { PostModelRun } from "./stages.js"
 import { DeadlineExceeded, statusOfFailure } from "./turns.js"
 
 /** Upstream events translated per write to a stream: ~11 KB of text deltas (~235 bytes each), under the sink's 16 KB. */

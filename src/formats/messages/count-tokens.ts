@@ -6,9 +6,8 @@
  * agents call it before each turn to decide when to compact, and an estimate in the same units
  * as the gateway's charges is what the gateway can answer for every model.
  */
-import { estimateTokens } from "../../domain/pricing.js"
+import { estimateTokens, type PartAllowance } from "../../domain/pricing.js"
 import type { ResponsesRequest } from "../../domain/responses.js"
-import type { PartAllowance } from "../../domain/pricing.js"
 
 /**
  * `bodyText`: the count_tokens body as sent; `request`: its translation (a preset applied);

@@ -10,7 +10,7 @@
 import { Effect } from "effect"
 import { type Settings, testSettings } from "../../config/Config.js"
 import { fetchPage, type PageOutcome } from "../../lib/page.js"
-import { Missing } from "../ingress.js"
+import { Missing } from "../stages.js"
 import type { PluginStage } from "./plugin.js"
 import { lastUserMessage, today, withContextAbove } from "./web-context.js"
 
