@@ -138,6 +138,7 @@ export interface EgressDeps {
   readonly shutdownMessage: string
 }
 
+// long: its length is `stream`'s, the measured relay inside it (see there)
 export const makeEgress = (deps: EgressDeps) => {
   const { router, lifecycle, finish, stalls, durable, keepAliveMs, deadlineMessage, stallMessage, shutdownMessage } = deps
 
@@ -210,6 +211,7 @@ export const makeEgress = (deps: EgressDeps) => {
   }
 
   /** Streaming: the first byte goes out now; from here a failure is the format's failure event, never a fallback. */
+  // long: the measured relay: one stream's state is this closure's locals, shared by `pull` and the upstream's read callback with no object or promise per event (bench/NOTES.md, "No promise per relayed event")
   const stream = (answering: Answering): Response => {
     const { life, request, plan, chosen, call, assembler, attemptStartedAt, upstreamAbort, cleanup, finishExtras, trace, post } = answering
     const generationId = life.generationId
@@ -241,6 +243,7 @@ export const makeEgress = (deps: EgressDeps) => {
     streamGcPacer.opened()
     const relay: Bun.DirectUnderlyingSource<string> = {
       type: "direct",
+      // long: the relay loop on the hot path (per upstream read: backpressure, batched writes, keep-alive, the stall cut), measured as one piece (bench/NOTES.md, "Writes of 48 events")
       pull(controller: ReadableStreamDirectController) {
         let settled: () => void = () => undefined
         const streamed = new Promise<void>((resolve) => {
