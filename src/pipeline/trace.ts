@@ -3,7 +3,7 @@
  * route: its request id, the time spent waiting on the upstream, the provider, and for a stream the
  * call that ends it. The pipeline writes it; the front door gives it its end (`TraceEnd`), where a
  * finished trace becomes metrics, a `Server-Timing` header and one log line (src/http/metrics.ts,
- * src/http/log.ts).
+ * src/http/request-log.ts).
  */
 import type { AttemptTiming } from "../broadcast/own-traces.js"
 
