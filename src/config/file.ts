@@ -9,6 +9,7 @@ import { Schema } from "effect"
 import { searchEngineIds } from "../domain/web.js"
 import { RateLimit } from "../domain/keys.js"
 import { Category, DefaultParameters, InputModality, OutputModality, Parameter } from "../domain/models.js"
+import { Pricing } from "../domain/pricing.js"
 
 const nonEmpty = Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
 const nonNegative = Schema.Number.pipe(Schema.nonNegative({ message: () => "must be a number ≥ 0" }))
@@ -58,16 +59,6 @@ export const ProviderEntry = Schema.Struct({
   session_token_env: Schema.optional(nonEmpty),
 })
 export type ProviderEntry = typeof ProviderEntry.Type
-
-/** USD per million tokens; `request` is USD per request. */
-export const Pricing = Schema.Struct({
-  prompt: nonNegative,
-  completion: nonNegative,
-  cached_prompt: Schema.optional(nonNegative),
-  cache_write: Schema.optional(nonNegative),
-  request: Schema.optional(nonNegative),
-})
-export type Pricing = typeof Pricing.Type
 
 export const Capability = Schema.Literal("tools", "reasoning", "json_schema", "json_object", "images", "files")
 

@@ -1,6 +1,29 @@
 /** Cost of a generation: usage × the price of the endpoint that served it (USD per million tokens). */
-import type { Pricing } from "../config/file.js"
-import type { Usage } from "../providers/types.js"
+import { Schema } from "effect"
+
+const nonNegative = Schema.Number.pipe(Schema.nonNegative({ message: () => "must be a number ≥ 0" }))
+
+/** USD per million tokens; `request` is USD per request. */
+export const Pricing = Schema.Struct({
+  prompt: nonNegative,
+  completion: nonNegative,
+  cached_prompt: Schema.optional(nonNegative),
+  cache_write: Schema.optional(nonNegative),
+  request: Schema.optional(nonNegative),
+})
+export type Pricing = typeof Pricing.Type
+
+/** Tokens one answer used, as every upstream reports them once normalized. */
+export interface Usage {
+  readonly inputTokens: number
+  /** Of inputTokens, how many were read from the provider's prompt cache. */
+  readonly cachedTokens: number
+  /** Tokens written to the prompt cache (Anthropic), included in inputTokens. */
+  readonly cacheWriteTokens: number
+  readonly outputTokens: number
+  /** Of outputTokens, how many were reasoning. */
+  readonly reasoningTokens: number
+}
 
 const PER_TOKEN = 1 / 1_000_000
 
@@ -41,6 +64,14 @@ export const worstCaseCost = (pricing: Pricing, inputTokens: number, maxOutputTo
 
 /** A cheap estimate of prompt tokens from the request's characters (≈4 per token), rounded up. */
 export const estimateTokens = (chars: number) => Math.max(1, Math.ceil(chars / 4))
+
+/** How image and file parts count in a prompt's tokens: a fixed allowance each, whatever their bytes. */
+export interface PartAllowance {
+  /** Tokens counted for one image part, whatever its size. */
+  readonly maxTokensPerImage: number
+  /** Tokens counted for one file part, whatever its size. */
+  readonly maxTokensPerFile: number
+}
 
 /** A count an upstream may report: a non-negative whole number (1e12 passes here, the caps below bound it). */
 const isCount = (n: unknown): boolean => typeof n === "number" && Number.isSafeInteger(n) && n >= 0

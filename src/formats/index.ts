@@ -3,7 +3,7 @@
  * mounts every entry with the same handler (src/http/server.ts); the request path is the same
  * for all of them (src/pipeline/), only ingress, egress and the error envelope differ.
  */
-import type { ClientFormat } from "../pipeline/format.js"
+import type { ClientFormat } from "./format.js"
 import { chatFormat } from "./chat/index.js"
 import { messagesFormat } from "./messages/index.js"
 import { responsesFormat } from "./responses/index.js"

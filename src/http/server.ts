@@ -13,7 +13,7 @@ import { GatewayConfig } from "../config/Config.js"
 import { type ApiError, errorResponse, InternalError, MethodNotAllowed, NotFound, ServiceUnavailable } from "../domain/errors.js"
 import { isStoreUnavailable } from "../store/unavailable.js"
 import { formats as mountedFormats, type MountedFormat } from "../formats/index.js"
-import { errorResponseIn } from "../pipeline/format.js"
+import { errorResponseIn } from "../formats/format.js"
 import { bootstrap } from "../services/bootstrap.js"
 import { GenerationStore } from "../services/GenerationStore.js"
 import { KeyStore } from "../services/KeyStore.js"
@@ -31,9 +31,11 @@ import {
   tooLarge,
   tooManyUnfinished,
   UnfinishedBodies,
-} from "./body.js"
-import { loggerLayer, logWriter, makeErrorLog, makeRequestLogger } from "./log.js"
-import { GatewayMetrics, RequestTrace, requestIdOf, serverTiming, type TraceEnd } from "./metrics.js"
+} from "../pipeline/body.js"
+import { loggerLayer, logWriter, makeErrorLog } from "../lib/log.js"
+import { makeRequestLogger } from "./request-log.js"
+import { GatewayMetrics, requestIdOf } from "./metrics.js"
+import { RequestTrace, serverTiming, type TraceEnd } from "../pipeline/trace.js"
 import { parseJson } from "../pipeline/ingress.js"
 import { RequestLifecycle, type Refusal } from "../pipeline/lifecycle.js"
 import { makeModelRoute } from "../pipeline/route.js"

@@ -5,20 +5,25 @@
  * (`drain`). With `ledger.durable_answers`, the answer's last byte waits for the commit.
  */
 import { Effect, Option, type Types } from "effect"
-import { capUsage, costOf, estimateTokens, fromNanoUsd } from "../domain/pricing.js"
+import { capUsage, costOf, estimateTokens, fromNanoUsd, type Usage } from "../domain/pricing.js"
 import type { GenerationEntry, PreviousError } from "../domain/generations.js"
 import { isoTime } from "../domain/time.js"
-import type { Usage } from "../providers/types.js"
 import type { Endpoint } from "../services/Catalog.js"
 import type { GenerationStore } from "../services/GenerationStore.js"
 import { type Reservation, Spend } from "../services/Spend.js"
-import { storedInput } from "../http/responses/content.js"
-import { inputBound, outputBound } from "../http/responses/bounds.js"
-import type { ErrorLog } from "../http/log.js"
-import type { Encoder } from "./format.js"
+import { storedInput } from "./content.js"
+import { inputBound, outputBound } from "./bounds.js"
+import type { ErrorLog } from "../lib/log.js"
+import type { Encoder } from "../formats/format.js"
 import type { RequestLifecycle } from "./lifecycle.js"
 import type { Prepared } from "./pre-model.js"
-import type { Attempt } from "./turns.js"
+
+/** One attempt, for `service_metadata.attempts`. */
+export interface Attempt {
+  readonly model: string
+  readonly provider: string
+  readonly status: number
+}
 
 /** One request's life past its decision: what finish reads, and whether it has run. */
 export interface RequestLife {

@@ -9,37 +9,9 @@ import { type ApiError, BadRequest, Unauthorized } from "../domain/errors.js"
 import { keyShaped } from "../domain/keys.js"
 import type { ResponsesRequest } from "../domain/responses.js"
 import { bearerSecret, INVALID_KEY, MISSING_CREDENTIALS, type PrincipalShape, principalOf } from "../services/Auth.js"
-import type { WorkspaceSettings } from "../services/ContentPolicy.js"
-import { hashSecret, type KeyRow, type KeyStore } from "../services/KeyStore.js"
-import type { ResolvedPreset } from "../services/PresetStore.js"
-import type { ClientFormat } from "./format.js"
-import type { ModerationVerdict } from "./plugins/moderation.js"
-import type { StageState } from "./stages.js"
-
-/** Reads that missed memory, loaded from the store for this one request. */
-export interface Loaded {
-  principal?: PrincipalShape
-  key?: { readonly hash: string; readonly row: KeyRow | undefined }
-  settings?: { readonly workspaceId: string; readonly value: WorkspaceSettings }
-  preset?: { readonly userId: string; readonly slug: string; readonly value: ResolvedPreset | undefined }
-  /** The moderation API's verdict on this request (plugins/moderation.ts), or the refusal of its budget check. */
-  moderation?: ModerationVerdict
-  moderationRefused?: ApiError
-  /** The stages' state when they last waited on a load: what a request stopped there (deadline, client gone) is recorded as. */
-  waitedIn?: StageState
-  /** The request's generation id, made early when a stage's own calls must name it (fusion's inner calls). */
-  generationId?: string
-  /** The session scope whose sticky endpoints were read from the other processes (shared routing state). */
-  stickyFetched?: string
-  /** A long body decoded in slices off the decision (`decodeBody`), or its refusal. */
-  decoded?: Ingress | ApiError
-}
-
-/** A read that is not in memory: `load` fetches it into the request's `Loaded`, then the decision is made again. */
-export class Missing {
-  readonly _tag = "Missing"
-  constructor(readonly load: Effect.Effect<void>) {}
-}
+import { hashSecret, type KeyStore } from "../services/KeyStore.js"
+import type { ClientFormat } from "../formats/format.js"
+import { type Ingress, type Loaded, Missing } from "./stages.js"
 
 /** Deeper bodies are refused: every later JSON.stringify of them would overflow the stack. */
 export const MAX_JSON_DEPTH = 128
@@ -115,12 +87,6 @@ export const authenticate = (keys: KeyStore, headers: Headers, loaded: Loaded): 
   loaded.key ??= { hash, row: key.row }
   const principal = principalOf(hash, key.row, Date.now())
   return Either.isLeft(principal) ? principal.left : principal.right
-}
-
-/** What ingress hands the stages: the parsed body (the preset stage reads the caller's own fields) and the request. */
-export interface Ingress {
-  readonly body: unknown
-  readonly request: ResponsesRequest
 }
 
 /**

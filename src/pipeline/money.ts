@@ -4,10 +4,10 @@
  * while no stage past the preset rewrote it, else the request as sent on). Spend.ts holds the
  * worst case against the key and the credits (the reservation) when the key has a limit.
  */
-import { estimateTokens, worstCaseCost } from "../domain/pricing.js"
+import { estimateTokens, type PartAllowance, worstCaseCost } from "../domain/pricing.js"
 import type { ResponsesRequest } from "../domain/responses.js"
 import type { RoutePlan } from "../routing/Router.js"
-import { inputBound, outputBound, type PartAllowance, promptTokenBound } from "../http/responses/bounds.js"
+import { inputBound, outputBound, promptTokenBound } from "./bounds.js"
 
 export interface Money {
   /** Prompt tokens estimated (characters ÷ 4), charged for calls cut without usage. */

@@ -4,21 +4,8 @@
  * request none applies to gets no per-batch step at all (`postModelFor` is undefined).
  */
 import type { ResponsesRequest } from "../domain/responses.js"
-import type { ProviderEvent } from "../providers/types.js"
 import { responseHealingStage } from "./plugins/response-healing.js"
-import type { PipelineEntry } from "./stages.js"
-
-/** One request's run of a stage: each upstream batch → the batch the next stage (or the encoder) gets. */
-export type PostModelRun = (events: ReadonlyArray<ProviderEvent>) => ReadonlyArray<ProviderEvent>
-
-export interface PostModelStage {
-  readonly name: string
-  /**
-   * Its run for `request`, or undefined when it does not apply (e.g. its plugin is not enabled).
-   * `report`: adds an entry to the answer's `service_metadata.pipeline` (before the answer ends).
-   */
-  readonly start: (request: ResponsesRequest, report: (entry: PipelineEntry) => void) => PostModelRun | undefined
-}
+import type { PipelineEntry, PostModelRun, PostModelStage } from "./stages.js"
 
 /** The post-model stages, in order: one line per stage. */
 export const postModelStages: ReadonlyArray<PostModelStage> = [responseHealingStage]

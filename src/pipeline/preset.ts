@@ -8,8 +8,7 @@ import { BadRequest } from "../domain/errors.js"
 import { missingInput } from "../domain/responses.js"
 import { applyPreset, presetSlugOf } from "../routing/presets.js"
 import type { PresetStore, ResolvedPreset } from "../services/PresetStore.js"
-import { Missing } from "./ingress.js"
-import type { PreModelStage } from "./stages.js"
+import { Missing, type PreModelStage } from "./stages.js"
 
 export const makePresetStage = (presets: PresetStore): PreModelStage => ({
   name: "preset",

@@ -7,8 +7,7 @@ import { type ApiError, BadRequest } from "../domain/errors.js"
 import type { ResponsesRequest } from "../domain/responses.js"
 import type { RoutePlan, Router } from "../routing/Router.js"
 import { sessionScopeOf } from "../routing/sticky.js"
-import { Missing } from "./ingress.js"
-import type { StageState } from "./stages.js"
+import { Missing, type StageState } from "./stages.js"
 
 /** The body's session_id wins over the x-session-id header (contract rule 2). */
 export const sessionIdOf = (request: ResponsesRequest, header: string | null): Either.Either<string | null, BadRequest> => {

@@ -1,5 +1,6 @@
 /**
- * The pre-model stages' contract (docs/pipeline.md): each stage reads the request as the stages before
+ * The stages' contract (docs/pipeline.md), what ingress, the stages and the plugins share, so none
+ * of them imports another for it. Pre-model: each stage reads the request as the stages before
  * it left it and may rewrite it, narrow or replace the route plan, block (an ApiError: a 403 with
  * its pipeline entry, a 400), or add a `service_metadata.pipeline` entry. A stage is plain code
  * (it runs per request); a read it needs that is not in memory is `Missing`, loaded on the
@@ -7,7 +8,8 @@
  *
  * In order: preset.ts, guardrails.ts, then one stage per plugin of the request (plugins/index.ts).
  * Routing runs when a stage needs the plan and again after a stage rewrote the request; the money
- * (money.ts) is worked out on the request as the last stage left it.
+ * (money.ts) is worked out on the request as the last stage left it. Post-model stages (the
+ * shape at the end of this file) run over the upstream's events (post-model.ts).
  */
 import type { Effect } from "effect"
 import type { ApiError } from "../domain/errors.js"
@@ -16,8 +18,47 @@ import type { RoutePlan } from "../routing/Router.js"
 import type { Citable } from "../tools/types.js"
 import type { PrincipalShape } from "../services/Auth.js"
 import type { WorkspaceSettings } from "../services/ContentPolicy.js"
-import type { ClientFormat } from "./format.js"
-import type { Loaded, Missing } from "./ingress.js"
+import type { ClientFormat } from "../formats/format.js"
+import type { ProviderEvent } from "../providers/types.js"
+import type { KeyRow } from "../services/KeyStore.js"
+import type { ResolvedPreset } from "../services/PresetStore.js"
+
+/** Reads that missed memory, loaded from the store for this one request. */
+export interface Loaded {
+  principal?: PrincipalShape
+  key?: { readonly hash: string; readonly row: KeyRow | undefined }
+  settings?: { readonly workspaceId: string; readonly value: WorkspaceSettings }
+  preset?: { readonly userId: string; readonly slug: string; readonly value: ResolvedPreset | undefined }
+  /** The moderation API's verdict on this request (plugins/moderation.ts), or the refusal of its budget check. */
+  moderation?: ModerationVerdict
+  moderationRefused?: ApiError
+  /** The stages' state when they last waited on a load: what a request stopped there (deadline, client gone) is recorded as. */
+  waitedIn?: StageState
+  /** The request's generation id, made early when a stage's own calls must name it (fusion's inner calls). */
+  generationId?: string
+  /** The session scope whose sticky endpoints were read from the other processes (shared routing state). */
+  stickyFetched?: string
+  /** A long body decoded in slices off the decision (`decodeBody`), or its refusal. */
+  decoded?: Ingress | ApiError
+}
+
+/** A read that is not in memory: `load` fetches it into the request's `Loaded`, then the decision is made again. */
+export class Missing {
+  readonly _tag = "Missing"
+  constructor(readonly load: Effect.Effect<void>) {}
+}
+
+/** What ingress hands the stages: the parsed body (the preset stage reads the caller's own fields) and the request. */
+export interface Ingress {
+  readonly body: unknown
+  readonly request: ResponsesRequest
+}
+
+/** The moderation plugin's verdict (plugins/moderation.ts), here because `Loaded` carries it. */
+export type ModerationVerdict =
+  | { readonly kind: "clean"; readonly cost: number }
+  | { readonly kind: "flagged"; readonly cost: number; readonly reasons: ReadonlyArray<string>; readonly input: string }
+  | { readonly kind: "failed"; readonly reason: string }
 
 /** One entry of `service_metadata.pipeline` (the contract's guardrail stage object is one kind). */
 export interface PipelineEntry {
@@ -144,4 +185,20 @@ export const applyChange = (state: StageState, change: StageChange, byPreset: bo
     if (state.pipeline === undefined) state.pipeline = [change.entry]
     else state.pipeline.push(change.entry)
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Post-model stages (post-model.ts runs them)
+// ---------------------------------------------------------------------------------------------
+
+/** One request's run of a stage: each upstream batch → the batch the next stage (or the encoder) gets. */
+export type PostModelRun = (events: ReadonlyArray<ProviderEvent>) => ReadonlyArray<ProviderEvent>
+
+export interface PostModelStage {
+  readonly name: string
+  /**
+   * Its run for `request`, or undefined when it does not apply (e.g. its plugin is not enabled).
+   * `report`: adds an entry to the answer's `service_metadata.pipeline` (before the answer ends).
+   */
+  readonly start: (request: ResponsesRequest, report: (entry: PipelineEntry) => void) => PostModelRun | undefined
 }

@@ -14,22 +14,15 @@ import { ProviderError, type UpstreamCall, type UpstreamLimits } from "../provid
 import type { ResponsesRequest } from "../domain/responses.js"
 import type { RoutePlan, Router } from "../routing/Router.js"
 import type { Endpoint } from "../services/Catalog.js"
-import { toNormalizedRequest } from "../http/responses/normalize.js"
-import { apiErrorOf, asProviderError, isRetryable } from "../http/responses/upstream-errors.js"
-import { outputBound } from "../http/responses/bounds.js"
-import type { RequestTrace } from "../http/metrics.js"
-import { type ErrorLog, makeErrorLog } from "../http/log.js"
-import type { Outcome } from "./finish.js"
+import { toNormalizedRequest } from "./normalize.js"
+import { apiErrorOf, asProviderError, isRetryable } from "./upstream-errors.js"
+import { outputBound } from "./bounds.js"
+import type { RequestTrace } from "./trace.js"
+import { type ErrorLog, makeErrorLog } from "../lib/log.js"
+import type { Attempt, Outcome } from "./finish.js"
 
 /** The request's own deadline passed (the abort's reason). */
 export class DeadlineExceeded extends Error {}
-
-/** One attempt, for `service_metadata.attempts`. */
-export interface Attempt {
-  readonly model: string
-  readonly provider: string
-  readonly status: number
-}
 
 /** nginx's "client closed request": the record of a request its client left before any answer. */
 export const CLIENT_CLOSED = 499

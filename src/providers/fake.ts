@@ -24,7 +24,8 @@
  */
 import type { AbortLike } from "./abort"
 import { schemaExample } from "./fake-schema"
-import { ProviderError, type InputItem, type NormalizedRequest, type Provider, type ProviderEvent, type UpstreamCall, type Usage } from "./types"
+import { ProviderError, type InputItem, type NormalizedRequest, type Provider, type ProviderEvent, type UpstreamCall } from "./types"
+import type { Usage } from "../domain/pricing"
 
 export const FAKE_REASONING = "Thinking it over step by step."
 

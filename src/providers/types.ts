@@ -10,6 +10,7 @@
 import type { ProviderKind } from "./kinds"
 
 import type { AbortLike } from "./abort"
+import type { Usage } from "../domain/pricing"
 
 export type Role = "system" | "developer" | "user" | "assistant"
 
@@ -78,17 +79,6 @@ export interface NormalizedRequest {
   readonly cacheControl?: CacheControl
   readonly user?: string
   readonly metadata?: Record<string, string>
-}
-
-export interface Usage {
-  readonly inputTokens: number
-  /** Of inputTokens, how many were read from the provider's prompt cache. */
-  readonly cachedTokens: number
-  /** Tokens written to the prompt cache (Anthropic), included in inputTokens. */
-  readonly cacheWriteTokens: number
-  readonly outputTokens: number
-  /** Of outputTokens, how many were reasoning. */
-  readonly reasoningTokens: number
 }
 
 export type FinishReason = "stop" | "length" | "tool_calls" | "content_filter" | "error"

@@ -4,7 +4,8 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { GatewayConfig } from "../config/Config.js"
-import type { EndpointEntry, ModelEntry, Pricing, ProviderEntry } from "../config/file.js"
+import type { EndpointEntry, ModelEntry, ProviderEntry } from "../config/file.js"
+import type { Pricing } from "../domain/pricing.js"
 import type { ProviderConfig } from "../providers/types.js"
 
 export interface Endpoint {

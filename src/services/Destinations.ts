@@ -20,6 +20,9 @@ import {
   SECRET_MAPS,
   type UpdateDestinationPayload,
 } from "../domain/destinations.js"
+// Up a floor, on purpose: deleting a destination deletes its outbox deliveries in the same
+// transaction, and the outbox's SQL is broadcast's (queue.ts uses only the SQL client, none of
+// broadcast's worker, so no circle can close through it).
 import { deleteDeliveries } from "../broadcast/queue.js"
 import { GatewayConfig } from "../config/Config.js"
 import { BadRequest, NotFound } from "../domain/errors.js"
@@ -143,6 +146,7 @@ export const destinationReader = (sql: SqlClient.SqlClient, secrets: Pick<Secret
 }
 
 export class Destinations extends Effect.Service<Destinations>()("Destinations", {
+  // long: the service's layer body, one closure by design: its methods share the SQL client, caches and subscriptions it opens (Effect.Service)
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const secrets = yield* Secrets

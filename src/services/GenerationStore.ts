@@ -131,6 +131,7 @@ const describeFailure = (e: unknown): string => {
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 export class GenerationStore extends Effect.Service<GenerationStore>()("GenerationStore", {
+  // long: the service's layer body, one closure by design: the group-commit writer's queue, timers, prepared statements and spool live in its scope (Effect.Service)
   scoped: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const config = yield* GatewayConfig

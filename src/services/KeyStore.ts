@@ -155,6 +155,7 @@ export const KEY_CHANGED = "key.changed"
 const decodeKeyChanged = Schema.decodeUnknownOption(Schema.Struct({ hash: Schema.String }))
 
 export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
+  // long: the service's layer body, one closure by design: its methods share the SQL client, caches and subscriptions it opens (Effect.Service)
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const notifications = yield* Notifications

@@ -7,7 +7,8 @@
  * the handlers' layer over the one Router the data plane reports to (handlers/models.ts).
  */
 import { Either } from "effect"
-import type { Pricing, ProviderEntry } from "../config/file.js"
+import type { ProviderEntry } from "../config/file.js"
+import type { Pricing } from "../domain/pricing.js"
 import { BadRequest, NotFound } from "../domain/errors.js"
 import {
   BENCHMARK_SCORES,

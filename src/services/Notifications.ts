@@ -67,6 +67,7 @@ export type NoticeHandler = (payload: unknown, own: boolean) => void
 
 export class Notifications extends Effect.Service<Notifications>()("Notifications", {
   dependencies: [SharedState.Default],
+  // long: the service's layer body, one closure by design: the LISTEN connection, its subscribers, the heartbeat and the finalizers that close them live in its scope (Effect.Service)
   scoped: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const config = yield* GatewayConfig

@@ -95,6 +95,7 @@ const slugTaken = (slug: string) =>
   new BadRequest({ message: `Invalid request: slug: '${slug}' is already used by another of your workspaces` })
 
 export class WorkspaceStore extends Effect.Service<WorkspaceStore>()("WorkspaceStore", {
+  // long: the service's layer body, one closure by design: its methods share the SQL client and the Users service it reads (Effect.Service)
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const users = yield* Users

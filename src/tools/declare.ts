@@ -12,18 +12,12 @@ import { BadRequest } from "../domain/errors.js"
 import type { ResponsesRequest } from "../domain/responses.js"
 import { serverToolOf } from "./index.js"
 import { namesTool, serverToolTypeOf } from "./names.js"
-import type { ServerTool } from "./types.js"
+import type { DeclaredTool, ServerTool } from "./types.js"
 
 export { serverToolTypeOf } from "./names.js"
 
 /** The contract's default and hard cap of server-tool calls per request. */
 export const MAX_TOOL_CALLS = 30
-
-/** One server tool of the request, with the client's `parameters` for it. */
-export interface DeclaredTool {
-  readonly tool: ServerTool
-  readonly parameters: Readonly<Record<string, unknown>>
-}
 
 const positive = (what: string) => Schema.Number.pipe(Schema.positive({ message: () => `${what} must be a number > 0` }))
 const count = (what: string) => Schema.Int.pipe(Schema.positive({ message: () => `${what} must be an integer ≥ 1` }))

@@ -6,7 +6,6 @@
  * `openrouter:datetime`, …). The two are separate shapes on purpose.
  */
 import type { Settings } from "../config/Config.js"
-import type { FusionAnalysis } from "./fusion-core.js"
 
 /** The tool types as clients of the hosted service send them (the output items use these too). */
 export type ServerToolType = "openrouter:web_search" | "openrouter:web_fetch" | "openrouter:datetime" | "openrouter:fusion"
@@ -41,6 +40,15 @@ export type ServerToolProgress =
   /** `judge_model` is the SDK's deprecated alias of `analyst_model`, still required by its schema. */
   | { readonly event: "analysis.in_progress"; readonly analyst_model: string; readonly judge_model: string }
   | { readonly event: "analysis.completed"; readonly analysis: FusionAnalysis }
+
+/** The analysis as the SDK's `FusionAnalysisResult` has it on the wire. */
+export interface FusionAnalysis {
+  readonly consensus: ReadonlyArray<string>
+  readonly contradictions: ReadonlyArray<{ readonly topic: string; readonly stances: ReadonlyArray<{ readonly model: string; readonly stance: string }> }>
+  readonly partial_coverage: ReadonlyArray<{ readonly point: string; readonly models: ReadonlyArray<string> }>
+  readonly unique_insights: ReadonlyArray<{ readonly model: string; readonly insight: string }>
+  readonly blind_spots: ReadonlyArray<string>
+}
 
 /** One citable source a tool returned: links the answer cites that match one become `url_citation` annotations. */
 export interface Citable {
@@ -99,4 +107,10 @@ export interface ServerTool {
    * Never rejects for a bad argument or a failed fetch: that is a failed tool result the model sees.
    */
   readonly run: (args: unknown, toolParameters: Readonly<Record<string, unknown>>, ctx: ServerToolContext) => Promise<ServerToolResult>
+}
+
+/** One server tool of the request, with the client's `parameters` for it. */
+export interface DeclaredTool {
+  readonly tool: ServerTool
+  readonly parameters: Readonly<Record<string, unknown>>
 }

@@ -9,7 +9,7 @@
 import { Either, Schema } from "effect"
 import { describeParseError } from "../domain/validation.js"
 import { WebFetchParameters } from "../domain/web.js"
-import { fetchPage, type PageOutcome } from "./page.js"
+import { fetchPage, type PageOutcome } from "../lib/page.js"
 import type { ServerTool, ServerToolResult } from "./types.js"
 
 const decodeParameters = Schema.decodeUnknownEither(WebFetchParameters, { errors: "first" })

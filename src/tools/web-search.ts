@@ -11,10 +11,8 @@ import { Either, Schema } from "effect"
 import type { Settings } from "../config/Config.js"
 import { describeParseError } from "../domain/validation.js"
 import { WebSearchParameters } from "../domain/web.js"
-import { hitsAsText, runSearch } from "./search/index.js"
+import { hitsAsText, runSearch, SEARCH_NOT_CONFIGURED } from "../lib/search/index.js"
 import type { ServerTool, ServerToolResult } from "./types.js"
-
-export const SEARCH_NOT_CONFIGURED = "web search is not configured on this gateway"
 
 const DEFAULT_MAX_RESULTS = 5
 const DEFAULT_MAX_TOTAL_RESULTS = 50

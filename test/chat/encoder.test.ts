@@ -7,8 +7,9 @@
 import { describe, expect, test } from "bun:test"
 import { ChatResult$inboundSchema, ChatStreamChunk$inboundSchema } from "@openrouter/sdk/models"
 import { ChatEncoder, type ChatEncoderBase, newChatId } from "../../src/formats/chat/encoder.js"
-import type { FinishExtras } from "../../src/pipeline/format.js"
-import type { FinishReason, ProviderEvent, Usage } from "../../src/providers/types.js"
+import type { FinishExtras } from "../../src/formats/format.js"
+import type { FinishReason, ProviderEvent } from "../../src/providers/types.js"
+import type { Usage } from "../../src/domain/pricing.js"
 import { parseSse } from "../support/sse.js"
 
 const BASE: ChatEncoderBase = { id: "chatcmpl-test", created: 1_700_000_000, model: "acme/model-1", provider: "acme" }

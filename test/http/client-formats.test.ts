@@ -10,7 +10,7 @@ import { BadRequest } from "../../src/domain/errors.js"
 import { decodeResponsesRequest } from "../../src/domain/responses.js"
 import { formats } from "../../src/formats/index.js"
 import { responsesFormat } from "../../src/formats/responses/index.js"
-import type { ClientFormat, Encoder, FinishExtras } from "../../src/pipeline/format.js"
+import type { ClientFormat, Encoder, FinishExtras } from "../../src/formats/format.js"
 import { expectError, startTestGateway, type TestGateway } from "../support/gateway.js"
 
 /** A format of its own envelope (`{toy: {status, reason}}`) whose body carries the prompt as `say`. */

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test"
-import { LineWriter } from "../../src/http/log.js"
+import { LineWriter } from "../../src/lib/log.js"
 
 describe("LineWriter", () => {
   test("lines wait for the flush interval, then go out together in one write", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test"
-import { twoDecimals } from "../../src/http/metrics.js"
+import { twoDecimals } from "../../src/pipeline/trace.js"
 import { expectError, metricsAuth, startTestGateway, useGateway } from "../support/gateway.js"
 
 /** Room for a test that starts a gateway of its own (seconds on Postgres on a busy machine). */

@@ -3,7 +3,7 @@
  * mid-stream, the client gone), so the memory pacer (gc-pacer.ts) never drifts on.
  */
 import { expect, test } from "bun:test"
-import { streamGcPacer } from "../../src/http/responses/gc-pacer.js"
+import { streamGcPacer } from "../../src/pipeline/gc-pacer.js"
 import { eventually } from "../providers/helpers.js"
 import { useGateway } from "../support/gateway.js"
 

@@ -1,6 +1,6 @@
 /** Failures on the request path go to the log as one JSON line with the request's id, not to stderr. */
 import { describe, expect, test } from "bun:test"
-import { LineWriter, makeErrorLog } from "../../src/http/log.js"
+import { LineWriter, makeErrorLog } from "../../src/lib/log.js"
 
 const capture = () => {
   const lines: Array<Record<string, unknown>> = []

@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test"
 import { PDFDocument, StandardFonts } from "pdf-lib"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
-import { clearFileParserCache, parsePdfInWorker } from "../../src/pipeline/plugins/file-parser.js"
+import { clearFileParserCache } from "../../src/pipeline/plugins/file-parser.js"
+import { parsePdfInWorker } from "../../src/lib/pdf.js"
 import { expectError } from "../support/gateway.js"
 import { catalogOf, endpoint, type Gateway, mockProvider, model, startGateway } from "../routing/helpers.js"
 

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
-import { extractJson, heal, loadHealing, unsafePattern, validatorOf } from "../../src/pipeline/plugins/response-healing.js"
+import { extractJson, heal, loadHealing, unsafePattern, validatorOf } from "../../src/lib/json-healing.js"
 import { catalogOf, endpoint, type Gateway, mockProvider, model, startGateway } from "../routing/helpers.js"
 
 let mock: MockUpstream

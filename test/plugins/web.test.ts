@@ -12,7 +12,7 @@ import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstrea
 import { testSettings } from "../../src/config/Config.js"
 import type { ConfigFile } from "../../src/config/file.js"
 import { decodeResponsesRequest } from "../../src/domain/responses.js"
-import { Missing } from "../../src/pipeline/ingress.js"
+import { Missing } from "../../src/pipeline/stages.js"
 import { makeWebPlugin } from "../../src/pipeline/plugins/web.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
 import { costAt, endpoint, mockProvider, model } from "../routing/helpers.js"

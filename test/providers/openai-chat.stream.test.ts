@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test"
 import { BytePattern, isPlainLiteral, jsonLiteralEnd, jsonStringValue } from "../../src/providers/json-literal"
 import { ChatStreamTranslator } from "../../src/providers/openai-chat/stream"
 import { ProviderError, type ProviderEvent } from "../../src/providers/types"
-import { ResponseAssembler } from "../../src/http/responses/assembler"
+import { ResponseAssembler } from "../../src/formats/responses/assembler"
 import { literalTexts } from "./helpers"
 
 const HEAD = '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":['

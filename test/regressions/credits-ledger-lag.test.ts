@@ -8,7 +8,7 @@
 import { expect, test } from "bun:test"
 import { Effect } from "effect"
 import { demoCatalog } from "../../src/config/Config.js"
-import { PROMPT_FRAMING_TOKENS } from "../../src/http/responses/bounds.js"
+import { PROMPT_FRAMING_TOKENS } from "../../src/pipeline/bounds.js"
 import { KeyStore } from "../../src/services/KeyStore.js"
 import { startTestGateway } from "../support/gateway.js"
 

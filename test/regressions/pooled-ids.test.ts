@@ -2,7 +2,7 @@
 import { expect, test } from "bun:test"
 import { newGenerationId } from "../../src/domain/generations"
 import { randomPool, takeRandom } from "../../src/domain/random"
-import { newId } from "../../src/http/responses/assembler"
+import { newId } from "../../src/formats/responses/assembler"
 
 test("10,000 generation ids and response ids are well-formed and all distinct", () => {
   const generations = new Set<string>()

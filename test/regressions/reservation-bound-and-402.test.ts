@@ -7,7 +7,7 @@
  */
 import { describe, expect, test } from "bun:test"
 import { demoCatalog } from "../../src/config/Config.js"
-import { PROMPT_FRAMING_TOKENS } from "../../src/http/responses/bounds.js"
+import { PROMPT_FRAMING_TOKENS } from "../../src/pipeline/bounds.js"
 import { expectError, startTestGateway, type TestGateway, useGateway } from "../support/gateway.js"
 
 const gw = useGateway()

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { ConfigFile } from "../../src/config/file.js"
-import { PROMPT_FRAMING_TOKENS } from "../../src/http/responses/bounds.js"
+import { PROMPT_FRAMING_TOKENS } from "../../src/pipeline/bounds.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
 
 /**

@@ -2,9 +2,10 @@ import { describe, expect, test } from "bun:test"
 import { Either } from "effect"
 import OpenAI from "openai"
 import { decodeResponsesRequest } from "../../src/domain/responses.js"
-import { ResponseAssembler, type ResultBase, resultBaseOf } from "../../src/http/responses/assembler.js"
-import { debugChunk } from "../../src/http/responses/sse.js"
-import type { ProviderEvent, Usage } from "../../src/providers/types.js"
+import { ResponseAssembler, type ResultBase, resultBaseOf } from "../../src/formats/responses/assembler.js"
+import { debugChunk } from "../../src/formats/sse.js"
+import type { ProviderEvent } from "../../src/providers/types.js"
+import type { Usage } from "../../src/domain/pricing.js"
 import { counterIds, decodeResult, parseSse, payloads, REQUIRED_RESULT_KEYS } from "./helpers.js"
 
 const BASE: ResultBase = { id: "resp_test", created_at: 1_700_000_000, model: "acme/model-1" }

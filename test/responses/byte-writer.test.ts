@@ -1,6 +1,6 @@
 /** The byte buffer streamed text deltas are written into, and its decimal writer. */
 import { expect, test } from "bun:test"
-import { ByteWriter, MAX_INTEGER_DIGITS, writeInteger } from "../../src/http/responses/byte-writer.js"
+import { ByteWriter, MAX_INTEGER_DIGITS, writeInteger } from "../../src/formats/responses/byte-writer.js"
 
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes)
 

@@ -3,7 +3,7 @@
  * falls below the threshold and closes stop, one full collection, and nothing after.
  */
 import { expect, test } from "bun:test"
-import { makeGcPacer } from "../../src/http/responses/gc-pacer"
+import { makeGcPacer } from "../../src/pipeline/gc-pacer"
 
 /** A pacer whose collections are counted, paced and full apart; full ones at least `gapMs` apart. */
 const counted = (threshold: number, intervalMs: number, gapMs = 0) => {

@@ -9,7 +9,7 @@ import { Either } from "effect"
 import { DEFAULT_MAX_TOKENS_PER_FILE, DEFAULT_MAX_TOKENS_PER_IMAGE, parseConfigFile, testSettings } from "../../src/config/Config.js"
 import { decodeResponsesRequest } from "../../src/domain/responses.js"
 import { capUsage, estimateTokens, isValidUsage } from "../../src/domain/pricing.js"
-import { PROMPT_FRAMING_TOKENS, promptTokenBound, TOOLS_PROMPT_TOKENS } from "../../src/http/responses/bounds.js"
+import { PROMPT_FRAMING_TOKENS, promptTokenBound, TOOLS_PROMPT_TOKENS } from "../../src/pipeline/bounds.js"
 
 const PARTS = { maxTokensPerImage: 2000, maxTokensPerFile: 30_000 }
 

@@ -105,6 +105,13 @@ describe("functions over 150 lines", () => {
     expect(longFunctions("src/low/a.ts", text)).toEqual([{ file: "src/low/a.ts", line: 151, name: "long", lines: 151, reason: undefined }])
   })
 
+  test("an unexplained long function fails the whole check, not the structure-only one (--structure)", () => {
+    const report = analyse(tree({ "src/low/a.ts": `${fn("long", 151)}\n` }), FLOORS)
+    expect(report.long.map((f) => f.reason)).toEqual([undefined])
+    expect(holds(report)).toBe(false)
+    expect(holds(report, true)).toBe(true)
+  })
+
   test("a `// long: <reason>` comment on the first line or just above it explains the function", () => {
     const above = `// long: one switch over every event kind\n${fn("above", 160)}\n`
     expect(longFunctions("src/low/a.ts", above)).toEqual([

@@ -5,7 +5,7 @@
  * takes its place in the output between the turns' messages.
  */
 import { describe, expect, test } from "bun:test"
-import { ResponseAssembler, citationsIn, resultBaseOf } from "../../src/http/responses/assembler.js"
+import { ResponseAssembler, citationsIn, resultBaseOf } from "../../src/formats/responses/assembler.js"
 import type { ResponsesRequest } from "../../src/domain/responses.js"
 import { counterIds, decodeResult, parseSse, payloads } from "../responses/helpers.js"
 

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { deflateSync } from "node:zlib"
 import { PDFDocument, PDFName } from "pdf-lib"
 import { demoCatalog, testSettings } from "../../src/config/Config.js"
-import { fetchPage, htmlToMarkdownInWorker } from "../../src/tools/page.js"
+import { fetchPage, htmlToMarkdownInWorker } from "../../src/lib/page.js"
 
 /** ~5 MB of article: what held the loop 2.1-2.7 s when it was read on it. */
 const BIG = `<html><head><title>Big report</title></head><body><article><h1>Big report</h1>${Array.from(

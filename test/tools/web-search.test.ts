@@ -11,7 +11,8 @@ import { demoCatalog, GatewayConfig, parseConfigFile, type Settings, searchSetti
 import type { SearchConfig } from "../../src/config/file.js"
 import { serverToolOf } from "../../src/tools/index.js"
 import type { ServerToolContext } from "../../src/tools/types.js"
-import { SEARCH_NOT_CONFIGURED, webSearchParametersProblem, webSearchTool } from "../../src/tools/web-search.js"
+import { webSearchParametersProblem, webSearchTool } from "../../src/tools/web-search.js"
+import { SEARCH_NOT_CONFIGURED } from "../../src/lib/search/index.js"
 
 let mock: MockSearch
 

@@ -10,12 +10,12 @@
  * so no delta is serialized twice.
  */
 import type { Types } from "effect"
-import { isValidUsage } from "../../domain/pricing.js"
-import { newId } from "../../http/responses/assembler.js"
-import { DONE } from "../../http/responses/sse.js"
-import type { EncodedStatus, Encoder, FinishExtras, ServerToolUse, StreamFailure } from "../../pipeline/format.js"
+import { isValidUsage, type Usage } from "../../domain/pricing.js"
+import { newId } from "../responses/assembler.js"
+import { DONE } from "../sse.js"
+import type { EncodedStatus, Encoder, FinishExtras, ServerToolUse, StreamFailure } from "../format.js"
 import { latin1Slice } from "../../providers/json-literal.js"
-import type { FinishReason, ProviderEvent, Usage } from "../../providers/types.js"
+import type { FinishReason, ProviderEvent } from "../../providers/types.js"
 
 // ---------------------------------------------------------------------------------------------
 // Wire shapes (what the encoder writes; the tests decode them with the clients' schemas)

@@ -5,7 +5,7 @@
 import { Either } from "effect"
 import { envelopeOf } from "../../domain/errors.js"
 import type { ResponsesRequest } from "../../domain/responses.js"
-import type { ClientFormat } from "../../pipeline/format.js"
+import type { ClientFormat } from "../format.js"
 import { ChatEncoder, newChatId } from "./encoder.js"
 import { type ChatOptions, decodeChatBody } from "./request.js"
 

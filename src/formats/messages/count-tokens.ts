@@ -2,13 +2,12 @@
  * POST /v1/messages/count_tokens: the gateway's own count of a Messages prompt, the estimate it
  * charges a call that ended without the upstream's usage (`estimateTokens`, characters ÷ 4,
  * src/domain/pricing.ts), with images and files counted at their fixed allowance instead of
- * their base64 (as `promptTokenBound` does, src/http/responses/bounds.ts). No tokenizer: coding
+ * their base64 (as `promptTokenBound` does, src/pipeline/bounds.ts). No tokenizer: coding
  * agents call it before each turn to decide when to compact, and an estimate in the same units
  * as the gateway's charges is what the gateway can answer for every model.
  */
-import { estimateTokens } from "../../domain/pricing.js"
+import { estimateTokens, type PartAllowance } from "../../domain/pricing.js"
 import type { ResponsesRequest } from "../../domain/responses.js"
-import type { PartAllowance } from "../../http/responses/bounds.js"
 
 /**
  * `bodyText`: the count_tokens body as sent; `request`: its translation (a preset applied);

@@ -11,12 +11,12 @@
  * the answer's text.
  */
 import type { Types } from "effect"
-import { isValidUsage } from "../../domain/pricing.js"
+import { isValidUsage, type Usage } from "../../domain/pricing.js"
 import type { ResponsesRequest } from "../../domain/responses.js"
 import { randomPool, takeRandom } from "../../domain/random.js"
-import type { EncodedStatus, Encoder, EncoderOptions, FinishExtras, StreamFailure } from "../../pipeline/format.js"
+import type { EncodedStatus, Encoder, EncoderOptions, FinishExtras, StreamFailure } from "../format.js"
 import { latin1Slice } from "../../providers/json-literal.js"
-import type { FinishReason, ProviderEvent, Usage } from "../../providers/types.js"
+import type { FinishReason, ProviderEvent } from "../../providers/types.js"
 import { streamErrorJson } from "./errors.js"
 
 // ---------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
  * contract's `error.metadata` rides along inside `error`, routing metadata beside it.
  */
 import type { ApiError } from "../../domain/errors.js"
-import type { StreamFailure } from "../../pipeline/format.js"
+import type { StreamFailure } from "../format.js"
 
 export type AnthropicErrorType =
   | "invalid_request_error"

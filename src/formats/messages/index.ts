@@ -2,7 +2,7 @@
  * The Anthropic Messages client format (POST /v1/messages, docs/messages.md): its decoder into the
  * normalized request, its encoder of the normalized events, and Anthropic's error envelope.
  */
-import type { ClientFormat } from "../../pipeline/format.js"
+import type { ClientFormat } from "../format.js"
 import { MessagesEncoder, type MessagesEncoderOptions } from "./encoder.js"
 import { messagesErrorBody } from "./errors.js"
 import { decodeMessagesRequest } from "./request.js"

@@ -5,8 +5,8 @@
  */
 import { envelopeOf } from "../../domain/errors.js"
 import { decodeResponsesRequest } from "../../domain/responses.js"
-import { ResponseAssembler, resultBaseOf } from "../../http/responses/assembler.js"
-import type { ClientFormat } from "../../pipeline/format.js"
+import { ResponseAssembler, resultBaseOf } from "./assembler.js"
+import type { ClientFormat } from "../format.js"
 
 export const responsesFormat: ClientFormat = {
   name: "responses",

@@ -26,9 +26,9 @@ import type { PrincipalShape } from "../../services/Auth.js"
 import type { Endpoint, ModelKind } from "../../services/Catalog.js"
 import type { GenerationStore } from "../../services/GenerationStore.js"
 import type { Reservation, Spend } from "../../services/Spend.js"
-import { apiErrorOf, asProviderError, isRetryable } from "../responses/upstream-errors.js"
-import type { ErrorLog } from "../log.js"
-import type { Deadlines } from "../responses/deadlines.js"
+import { apiErrorOf, asProviderError, isRetryable } from "../../pipeline/upstream-errors.js"
+import type { ErrorLog } from "../../lib/log.js"
+import type { Deadlines } from "../../pipeline/deadlines.js"
 
 /** What an attempt on one endpoint gave: its value and the input tokens the upstream counted (undefined: none). */
 export interface Answered<T> {

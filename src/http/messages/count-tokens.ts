@@ -9,11 +9,11 @@ import { type ApiError, BadRequest } from "../../domain/errors.js"
 import { countInputTokens } from "../../formats/messages/count-tokens.js"
 import { messagesFormat } from "../../formats/messages/index.js"
 import { decodeCountTokensRequest } from "../../formats/messages/request.js"
-import { errorResponseIn } from "../../pipeline/format.js"
+import { errorResponseIn } from "../../formats/format.js"
 import { applyPreset, presetSlugOf } from "../../routing/presets.js"
 import { Auth, requestSecret } from "../../services/Auth.js"
 import { PresetStore } from "../../services/PresetStore.js"
-import { BODY_TIMED_OUT, bodyTimedOut, makeBodyDeadline, readCappedText, tooManyUnfinished, type UnfinishedBodies } from "../body.js"
+import { BODY_TIMED_OUT, bodyTimedOut, makeBodyDeadline, readCappedText, tooManyUnfinished, type UnfinishedBodies } from "../../pipeline/body.js"
 import { parseJson } from "../../pipeline/ingress.js"
 
 const CLOSE = { connection: "close" }

@@ -11,7 +11,7 @@ import { type ApiError, errorResponse, NotFound } from "../../domain/errors.js"
 import { AnthropicModelInfo, OpenAIModel } from "../../domain/models.js"
 import { quote } from "../../domain/validation.js"
 import { messagesFormat } from "../../formats/messages/index.js"
-import { errorResponseIn } from "../../pipeline/format.js"
+import { errorResponseIn } from "../../formats/format.js"
 import { Auth, requestSecret } from "../../services/Auth.js"
 import { Catalog, type Model } from "../../services/Catalog.js"
 

@@ -22,10 +22,9 @@ import type { FileParserConfig } from "../../config/file.js"
 import { type ApiError, BadGateway, BadRequest } from "../../domain/errors.js"
 import { type ContentPartInput, type FileAnnotation, fileAnnotationsIn, type InputItem, type ResponsesRequest } from "../../domain/responses.js"
 import { OutboundError, safeFetch } from "../../outbound/fetch.js"
-import { Missing } from "../ingress.js"
-import type { PipelineEntry, StageState } from "../stages.js"
+import { Missing, type PipelineEntry, type StageState } from "../stages.js"
 import type { PluginStage } from "./plugin.js"
-import type { PdfJob, PdfResult } from "./pdf-worker.js"
+import { type ParseBounds, parseBoundsOf, parsePdfInWorker } from "../../lib/pdf.js"
 
 export const ENGINES = ["pdf-text", "mistral-ocr", "native", "cloudflare-ai"] as const
 export type Engine = (typeof ENGINES)[number]
@@ -117,86 +116,6 @@ const nameOf = (located: Located): string => located.file.filename ?? `input[${l
 
 const sha256 = (bytes: Uint8Array): string => new Bun.CryptoHasher("sha256").update(bytes).digest("hex")
 
-/** In the compiled binary (scripts/build adds the worker as an entry point, root `.`) it is found by its path from the root. */
-const workerUrl = import.meta.url.includes("/$bunfs/")
-  ? "./src/pipeline/plugins/pdf-worker.ts"
-  : new URL("./pdf-worker.ts", import.meta.url).href
-
-/** PDF workers alive at once (each holds a parse's memory); the rest wait their turn within their time limit. */
-const MAX_PARSE_WORKERS = 2
-let parsing = 0
-const parseQueue: Array<() => void> = []
-
-/** What one parse may use: inflated stream bytes (checked in the worker first) and memory. */
-export interface ParseBounds {
-  /** Bytes the file's compressed streams may inflate to together. */
-  readonly maxInflated: number
-  /** Bytes one compressed stream may inflate to. */
-  readonly maxStreamInflated: number
-  /** Bytes the process's resident memory may grow by while the parse runs; past it the worker is ended. */
-  readonly maxMemory: number
-}
-
-export const DEFAULT_PARSE_BOUNDS: ParseBounds = {
-  maxInflated: 200 * 1024 * 1024,
-  maxStreamInflated: 50 * 1024 * 1024,
-  maxMemory: 512 * 1024 * 1024,
-}
-
-/** How often a parse's memory is read (a bomb that slips past the inflation check grows ~100 MB between reads at most). */
-const MEMORY_CHECK_MS = 25
-
-/** Parses a PDF in a fresh Worker (off the event loop), terminated at `timeoutMs`, past its memory bound, or when the request is cancelled. */
-export const parsePdfInWorker = async (
-  bytes: Uint8Array,
-  maxPages: number,
-  timeoutMs: number,
-  signal?: AbortSignal,
-  bounds: ParseBounds = DEFAULT_PARSE_BOUNDS,
-): Promise<PdfResult> => {
-  if (parsing >= MAX_PARSE_WORKERS) await new Promise<void>((resolve) => parseQueue.push(resolve))
-  parsing++
-  try {
-    if (signal?.aborted === true) return { ok: false, reason: "unreadable", detail: "the request ended" }
-    return await parseOnce(bytes, maxPages, timeoutMs, bounds, signal)
-  } finally {
-    parsing--
-    parseQueue.shift()?.()
-  }
-}
-
-// Bun's Worker takes no heap limit (`resourceLimits` is ignored, and inflated bytes live outside
-// the heap): the parent reads the process's resident memory instead and ends the worker past it.
-const parseOnce = (bytes: Uint8Array, maxPages: number, timeoutMs: number, bounds: ParseBounds, signal?: AbortSignal): Promise<PdfResult> =>
-  new Promise((resolve) => {
-    const worker = new Worker(workerUrl, { smol: true })
-    const baseline = process.memoryUsage.rss()
-    let done = false
-    const end = (result: PdfResult) => {
-      if (done) return
-      done = true
-      clearTimeout(timer)
-      clearInterval(watch)
-      signal?.removeEventListener("abort", onAbort)
-      worker.terminate()
-      resolve(result)
-    }
-    const timer = setTimeout(() => end({ ok: false, reason: "unreadable", detail: `not parsed within ${timeoutMs} ms` }), timeoutMs)
-    const watch = setInterval(() => {
-      if (process.memoryUsage.rss() - baseline > bounds.maxMemory) end({ ok: false, reason: "too_much_memory" })
-    }, MEMORY_CHECK_MS)
-    const onAbort = () => end({ ok: false, reason: "unreadable", detail: "the request ended" })
-    signal?.addEventListener("abort", onAbort, { once: true })
-    worker.onmessage = (event: MessageEvent<PdfResult>) => end(event.data)
-    worker.onerror = () => end({ ok: false, reason: "unreadable", detail: "the parser failed" })
-    worker.postMessage({
-      bytes,
-      maxPages,
-      maxInflated: bounds.maxInflated,
-      maxStreamInflated: bounds.maxStreamInflated,
-    } satisfies PdfJob)
-  })
-
 interface Limits {
   readonly bounds: ParseBounds
   readonly maxBytes: number
@@ -205,16 +124,6 @@ interface Limits {
   readonly outboundTimeoutMs: number
   readonly allowPrivate: boolean
   readonly cacheEntries: number
-}
-
-/** The PDF parse bounds of `plugins.file_parser` (web_fetch's PDFs are held to them too). */
-export const parseBoundsOf = (settings: Settings): ParseBounds => {
-  const parser = settings.catalog.plugins?.file_parser
-  return {
-    maxInflated: parser?.max_inflated_bytes ?? DEFAULT_PARSE_BOUNDS.maxInflated,
-    maxStreamInflated: parser?.max_stream_inflated_bytes ?? DEFAULT_PARSE_BOUNDS.maxStreamInflated,
-    maxMemory: parser?.max_parse_memory_bytes ?? DEFAULT_PARSE_BOUNDS.maxMemory,
-  }
 }
 
 const limitsOf = (settings: Settings): Limits => {

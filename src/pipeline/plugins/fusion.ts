@@ -24,8 +24,7 @@ import { storesContent } from "../../services/ContentPolicy.js"
 import { chooseFusion, fusionAskProblem, type FusionRun, runFusion, synthesisTextOf } from "../../tools/fusion-core.js"
 import type { InnerCalls, UpstreamCallBudget } from "../../tools/inner-calls.js"
 import { panelToolsOf } from "../../tools/panel.js"
-import { Missing } from "../ingress.js"
-import type { PipelineEntry, StageState } from "../stages.js"
+import { Missing, type PipelineEntry, type StageState } from "../stages.js"
 import { notAvailable, type PluginStage } from "./plugin.js"
 
 /** The registry's stage until the route wires the inner calls in (makeFusionPlugin). */

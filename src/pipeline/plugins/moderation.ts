@@ -13,20 +13,13 @@ import type { ConfigFile, ModerationConfig, ProviderEntry } from "../../config/f
 import { type ApiError, BadRequest, Forbidden, ServiceUnavailable } from "../../domain/errors.js"
 import type { ResponsesRequest } from "../../domain/responses.js"
 import { estimateTokens } from "../../domain/pricing.js"
-import { Missing } from "../ingress.js"
-import { type PreModelStage, recordedRefusals, type StageState } from "../stages.js"
+import { Missing, type ModerationVerdict, type PreModelStage, recordedRefusals, type StageState } from "../stages.js"
 import type { PluginStage } from "./plugin.js"
 
 export const NOT_CONFIGURED = "moderation is not configured on this gateway"
 
 /** Characters of the request's text sent to the API, at most (the rest is not moderated: say so in the README). */
 const MAX_MODERATED_CHARS = 200_000
-
-/** What the moderation API said about one request. */
-export type ModerationVerdict =
-  | { readonly kind: "clean"; readonly cost: number }
-  | { readonly kind: "flagged"; readonly cost: number; readonly reasons: ReadonlyArray<string>; readonly input: string }
-  | { readonly kind: "failed"; readonly reason: string }
 
 /** The moderation API of the config, ready to call. */
 export interface ModerationClient {

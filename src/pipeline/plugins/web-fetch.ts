@@ -1,7 +1,7 @@
 /**
  * The `web-fetch` plugin (docs/plugins.md): the pages the last user message links to (its http(s)
  * URLs, at most 5, fewer with `max_uses`) are fetched before the model, through the safe outbound
- * fetcher (tools/page.ts: HTML as markdown, PDF text, plain text), and their content goes in a
+ * fetcher (src/lib/page.ts: HTML as markdown, PDF text, plain text), and their content goes in a
  * system message just above that message. Fields as the tool's: `max_content_tokens`,
  * `allowed_domains` / `blocked_domains`, `max_uses`. A page that cannot be fetched is named there
  * with the reason (the model is told, the request goes on). Fetches are loaded on the runtime as a
@@ -9,8 +9,8 @@
  */
 import { Effect } from "effect"
 import { type Settings, testSettings } from "../../config/Config.js"
-import { fetchPage, type PageOutcome } from "../../tools/page.js"
-import { Missing } from "../ingress.js"
+import { fetchPage, type PageOutcome } from "../../lib/page.js"
+import { Missing } from "../stages.js"
 import type { PluginStage } from "./plugin.js"
 import { lastUserMessage, today, withContextAbove } from "./web-context.js"
 

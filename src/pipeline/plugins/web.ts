@@ -13,9 +13,8 @@
 import { Effect } from "effect"
 import { type Settings, testSettings } from "../../config/Config.js"
 import { type ApiError, BadGateway, BadRequest } from "../../domain/errors.js"
-import { hitsAsText, runSearch, type SearchOutcome } from "../../tools/search/index.js"
-import { SEARCH_NOT_CONFIGURED } from "../../tools/web-search.js"
-import { Missing } from "../ingress.js"
+import { hitsAsText, runSearch, SEARCH_NOT_CONFIGURED, type SearchOutcome } from "../../lib/search/index.js"
+import { Missing } from "../stages.js"
 import type { PluginStage } from "./plugin.js"
 import { lastUserMessage, today, withContextAbove } from "./web-context.js"
 

@@ -3,7 +3,8 @@
  * mappings both paths share: usage, stop reason, error.
  */
 import { errorFromEvent } from "../errors"
-import type { FinishReason, ProviderError, Usage } from "../types"
+import type { FinishReason, ProviderError } from "../types"
+import type { Usage } from "../../domain/pricing"
 
 export interface AnthropicUsage {
   readonly input_tokens?: number | null

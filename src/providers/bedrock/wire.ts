@@ -4,7 +4,8 @@
  */
 import type { HeaderReader } from "../http1"
 import { errorDetailOf, isContextLengthError, retryAfterSeconds } from "../errors"
-import { ProviderError, type FinishReason, type ProviderErrorKind, type Usage } from "../types"
+import { ProviderError, type FinishReason, type ProviderErrorKind } from "../types"
+import type { Usage } from "../../domain/pricing"
 
 export interface BedrockUsage {
   readonly inputTokens?: number

@@ -6,7 +6,8 @@
  * and usage then finish are emitted when the answer ends (the stream has no terminal event).
  */
 import type { SseEvent } from "../sse"
-import { type FinishReason, ProviderError, type ProviderEvent, type Usage } from "../types"
+import { type FinishReason, ProviderError, type ProviderEvent } from "../types"
+import type { Usage } from "../../domain/pricing"
 import type { StreamTranslator } from "../wire"
 import { callIdOf } from "./signature"
 import { type GeminiResponse, geminiFinishReason, geminiUsage, googleEventError } from "./wire"

@@ -6,7 +6,8 @@
  */
 import { errorDetailOf, errorFromStatus, isContextLengthError, retryAfterSeconds } from "../errors"
 import type { HeaderReader } from "../http1"
-import { type FinishReason, ProviderError, type ProviderErrorKind, type Usage } from "../types"
+import { type FinishReason, ProviderError, type ProviderErrorKind } from "../types"
+import type { Usage } from "../../domain/pricing"
 
 export interface GeminiPart {
   readonly text?: string

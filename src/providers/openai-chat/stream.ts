@@ -14,7 +14,8 @@
 import { errorFromEvent } from "../errors"
 import { BytePattern, isPlainLiteral, jsonLiteralEnd, jsonLiteralEndInBytes, jsonStringValue } from "../json-literal"
 import type { SseEvent } from "../sse"
-import { ProviderError, type FinishReason, type ProviderEvent, type Usage } from "../types"
+import { ProviderError, type FinishReason, type ProviderEvent } from "../types"
+import type { Usage } from "../../domain/pricing"
 import type { StreamTranslator } from "../wire"
 import { type ChatChunk, chatFinishReason, chatUsage } from "./wire"
 

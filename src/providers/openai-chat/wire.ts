@@ -2,7 +2,8 @@
  * The Chat Completions answer shapes the adapter reads (JSON and stream chunks), and the
  * mappings both paths share: usage and finish reason.
  */
-import type { FinishReason, Usage } from "../types"
+import type { FinishReason } from "../types"
+import type { Usage } from "../../domain/pricing"
 
 export interface ChatUsage {
   readonly prompt_tokens?: number

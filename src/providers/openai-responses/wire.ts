@@ -3,7 +3,8 @@
  * the mappings the JSON and stream paths share: usage, finish reason, failure.
  */
 import { errorFromEvent } from "../errors"
-import type { FinishReason, ProviderError, Usage } from "../types"
+import type { FinishReason, ProviderError } from "../types"
+import type { Usage } from "../../domain/pricing"
 
 export interface ResponsesUsage {
   readonly input_tokens?: number

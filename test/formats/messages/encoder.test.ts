@@ -2,8 +2,9 @@ import { describe, expect, test } from "bun:test"
 import Anthropic from "@anthropic-ai/sdk"
 import type { ResponsesRequest } from "../../../src/domain/responses.js"
 import { MessagesEncoder } from "../../../src/formats/messages/encoder.js"
-import type { FinishExtras, StreamFailure } from "../../../src/pipeline/format.js"
-import type { ProviderEvent, Usage } from "../../../src/providers/types.js"
+import type { FinishExtras, StreamFailure } from "../../../src/formats/format.js"
+import type { ProviderEvent } from "../../../src/providers/types.js"
+import type { Usage } from "../../../src/domain/pricing.js"
 
 const REQUEST: ResponsesRequest = { stream: true, store: false, model: "acme/model-1" }
 const USAGE: Usage = { inputTokens: 100, cachedTokens: 30, cacheWriteTokens: 20, outputTokens: 7, reasoningTokens: 0 }

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test"
 import { Either } from "effect"
 import { decodeResponsesRequest, type ResponsesRequest } from "../../../src/domain/responses.js"
-import { toNormalizedRequest } from "../../../src/http/responses/normalize.js"
+import { toNormalizedRequest } from "../../../src/pipeline/normalize.js"
 import {
   decodeCountTokensRequest,
   decodeMessagesPreset,

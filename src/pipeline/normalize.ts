@@ -4,8 +4,8 @@
  * item kinds of server-side tools, non-function tools and tool choices. Nulls become absent keys.
  */
 import { Either, type Types } from "effect"
-import { BadRequest } from "../../domain/errors.js"
-import { quote } from "../../domain/validation.js"
+import { BadRequest } from "../domain/errors.js"
+import { quote } from "../domain/validation.js"
 import {
   type ContentPartInput,
   type InputItem,
@@ -15,7 +15,7 @@ import {
   type ResponsesRequest,
   type ToolChoiceInput,
   type ToolInput,
-} from "../../domain/responses.js"
+} from "../domain/responses.js"
 import type {
   ContentPart,
   FunctionTool,
@@ -24,7 +24,7 @@ import type {
   ReasoningConfig,
   ResponseFormat,
   ToolChoice,
-} from "../../providers/types.js"
+} from "../providers/types.js"
 
 type Result<A> = Either.Either<A, BadRequest>
 

@@ -1,16 +1,17 @@
 /**
- * Structured logs: one JSON line per request on stdout (`GATEWAY_LOG_LEVEL`, default info), and the
- * services' own `Effect.log*` lines in the same shape. No body content unless the level is debug;
- * `none` writes nothing. Lines are written in batches (see `LineWriter`).
+ * Structured logs: JSON lines on stdout (`GATEWAY_LOG_LEVEL`, default info), written in batches
+ * (see `LineWriter`): the request path's error lines (`makeErrorLog`), the services' own
+ * `Effect.log*` lines, and the server's one line per request (src/http/request-log.ts), all in
+ * one shape. `none` writes nothing.
  */
 import { Cause, HashMap, Layer, Logger, LogLevel } from "effect"
 import type { Settings } from "../config/Config.js"
 import { isoTime } from "../domain/time.js"
-import type { RequestTrace } from "./metrics.js"
 
 export type LogLevelName = Settings["logLevel"]
 
-const RANK: Record<LogLevelName, number> = { debug: 0, info: 1, warn: 2, error: 3, none: 4 }
+/** Levels by rank: a line is written when its level ranks at least the configured one. */
+export const RANK: Record<LogLevelName, number> = { debug: 0, info: 1, warn: 2, error: 3, none: 4 }
 
 /** How long a line may wait in the buffer before it is written. */
 const LOG_FLUSH_MS = 50
@@ -61,44 +62,6 @@ export class LineWriter {
 }
 
 export const logWriter = new LineWriter()
-
-const round2 = (ms: number) => Math.round(ms * 100) / 100
-
-/** Writes one line per finished request; `undefined` when the level leaves request lines out. */
-export const makeRequestLogger = (level: LogLevelName) => {
-  const rank = RANK[level]
-  if (rank >= RANK.none) return undefined
-  const debug = rank === RANK.debug
-  return (trace: RequestTrace, status: number, totalMs: number): void => {
-    // A request line is info, a server error is an error.
-    const lineLevel = status >= 500 ? "error" : "info"
-    if (RANK[lineLevel] < rank) return
-    const line: Record<string, unknown> = {
-      time: isoTime(Date.now()),
-      level: lineLevel,
-      msg: "request",
-      request_id: trace.id,
-      method: trace.method,
-      route: trace.route,
-      status,
-      duration_ms: round2(totalMs),
-    }
-    if (trace.provider !== undefined) {
-      line["model"] = trace.model
-      line["provider"] = trace.provider
-      line["upstream_ms"] = round2(trace.upstreamMs)
-      line["gateway_ms"] = round2((trace.streaming ? trace.headMs : totalMs) - trace.upstreamMs)
-      if (trace.firstTokenMs !== undefined) line["ttft_ms"] = round2(trace.firstTokenMs)
-    }
-    if (trace.generationId !== undefined) line["generation_id"] = trace.generationId
-    if (trace.streaming) {
-      line["stream"] = true
-      line["outcome"] = trace.outcome
-    }
-    if (debug && trace.body !== undefined) line["request_body"] = trace.body
-    logWriter.write(JSON.stringify(line))
-  }
-}
 
 const effectLevel: Record<LogLevelName, LogLevel.LogLevel> = {
   debug: LogLevel.Debug,

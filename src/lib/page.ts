@@ -1,15 +1,15 @@
 /**
  * One page fetched for the model (the web_fetch tool and the `web-fetch` plugin), through the safe
  * outbound fetcher (src/outbound/fetch.ts: SSRF rules, redirects re-checked, size and time caps):
- * HTML becomes readable markdown (tools/html.ts, in a worker off the event loop), a PDF its text
- * (the file parser's worker), plain text stays as it is. `maxContentTokens` cuts the content
+ * HTML becomes readable markdown (html.ts, in a worker off the event loop), a PDF its text
+ * (pdf.ts, in its worker), plain text stays as it is. `maxContentTokens` cuts the content
  * (o200k tokens, gpt-tokenizer loaded on the first page that needs it); without it the content is cut
  * at DEFAULT_MAX_CONTENT_CHARACTERS. Never rejects: a failure is `{ok: false, error}` the model reads.
  */
 import { STATUS_CODES } from "node:http"
 import type { Settings } from "../config/Config.js"
 import { OutboundError, safeFetch } from "../outbound/fetch.js"
-import { parseBoundsOf, parsePdfInWorker } from "../pipeline/plugins/file-parser.js"
+import { parseBoundsOf, parsePdfInWorker } from "./pdf.js"
 import { domainFilter } from "./domains.js"
 import type { HtmlJob, HtmlResult } from "./html.js"
 
@@ -40,7 +40,7 @@ export type PageOutcome =
   | { readonly ok: false; readonly url: string; readonly error: string; readonly httpStatus?: number }
 
 /** The page worker (scripts/build adds it as an entry point; in the binary it is found by its path from the root `.`). */
-const htmlWorkerUrl = import.meta.url.includes("/$bunfs/") ? "./src/tools/html-worker.ts" : new URL("./html-worker.ts", import.meta.url).href
+const htmlWorkerUrl = import.meta.url.includes("/$bunfs/") ? "./src/lib/html-worker.ts" : new URL("./html-worker.ts", import.meta.url).href
 
 /** Page workers at most (each holds a page's DOM while it reads it); the rest wait their turn within their time limit. */
 const MAX_HTML_WORKERS = 2

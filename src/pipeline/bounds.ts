@@ -2,9 +2,10 @@
  * How many output tokens an endpoint may produce for a request. One function decides both what
  * is sent upstream and what is reserved, so a request can never spend past its reservation.
  */
-import type { ResponsesRequest } from "../../domain/responses.js"
-import { providerFor } from "../../providers/index.js"
-import type { Endpoint } from "../../services/Catalog.js"
+import type { ResponsesRequest } from "../domain/responses.js"
+import { providerFor } from "../providers/index.js"
+import type { PartAllowance } from "../domain/pricing.js"
+import type { Endpoint } from "../services/Catalog.js"
 import { reasoningConfig } from "./normalize.js"
 
 /** Output tokens asked for when neither the request nor the endpoint bounds them. */
@@ -31,13 +32,6 @@ export const outputBound = (request: ResponsesRequest, endpoint: Endpoint): Outp
  * never more than the endpoint's context (a longer prompt is refused upstream).
  */
 export const inputBound = (promptBound: number, endpoint: Endpoint): number => Math.min(promptBound, endpoint.contextLength)
-
-export interface PartAllowance {
-  /** Tokens counted for one image part, whatever its size. */
-  readonly maxTokensPerImage: number
-  /** Tokens counted for one file part, whatever its size. */
-  readonly maxTokensPerFile: number
-}
 
 /** The upstream's own framing of a prompt (chat template, a short system prompt of its own): input the body does not carry. */
 export const PROMPT_FRAMING_TOKENS = 256

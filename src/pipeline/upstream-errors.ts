@@ -7,8 +7,8 @@ import {
   RateLimited,
   Unprocessable,
   UpstreamTimeout,
-} from "../../domain/errors.js"
-import { ProviderError, type ProviderErrorKind } from "../../providers/types.js"
+} from "../domain/errors.js"
+import { ProviderError, type ProviderErrorKind } from "../providers/types.js"
 
 /** Failures before the first byte that move to the next candidate: nothing has reached the client yet (docs/routing.md). */
 const RETRYABLE: ReadonlySet<ProviderErrorKind> = new Set([

@@ -1,5 +1,5 @@
 /** The stored form of a request's input: `{messages: [{role, content}]}` with text only. */
-import type { ResponsesRequest } from "../../domain/responses.js"
+import type { ResponsesRequest } from "../domain/responses.js"
 
 export interface StoredMessage {
   readonly role: string

@@ -1,5 +1,5 @@
 /**
- * The page worker: HTML pages read one at a time, off the event loop (tools/page.ts keeps up to
+ * The page worker: HTML pages read one at a time, off the event loop (page.ts keeps up to
  * two, and ends one at a page's time limit). Messages: in `HtmlJob`, out `HtmlResult`.
  */
 import { type HtmlJob, type HtmlResult, htmlToMarkdown } from "./html.js"

@@ -12,6 +12,9 @@ import { exa } from "./exa.js"
 import { searxng } from "./searxng.js"
 import { tavily } from "./tavily.js"
 
+/** Why a search cannot run (the web_search tool's `unavailable`, the web plugin's 400): no `search` in the config. */
+export const SEARCH_NOT_CONFIGURED = "web search is not configured on this gateway"
+
 export const searchEngines: { readonly [Id in SearchEngineId]: SearchEngine } = { searxng, exa, tavily, brave }
 
 /** Characters of one result's excerpt by `search_context_size` (as the hosted service sizes Exa's), and without one. */

@@ -25,16 +25,16 @@ import {
   type ResultToolChoice,
 } from "../../domain/responses.js"
 import type { Types } from "effect"
-import type { FinishReason, ProviderEvent, Usage } from "../../providers/types.js"
-import type { CitableLink, FinishExtras, ServerToolCall, ServerToolOpening } from "../../pipeline/format.js"
+import type { FinishReason, ProviderEvent } from "../../providers/types.js"
+import { isValidUsage, type Usage } from "../../domain/pricing.js"
+import type { CitableLink, FinishExtras, ServerToolCall, ServerToolOpening } from "../format.js"
 import type { ServerToolProgress } from "../../tools/types.js"
-import { isValidUsage } from "../../domain/pricing.js"
 import { randomPool, takeRandom } from "../../domain/random.js"
 import { latin1Slice } from "../../providers/json-literal.js"
 import { ByteWriter, MAX_INTEGER_DIGITS, writeInteger } from "./byte-writer.js"
-import { DONE, sseEvent, sseFrame } from "./sse.js"
+import { DONE, sseEvent, sseFrame } from "../sse.js"
 
-export { debugChunk } from "./sse.js"
+export { debugChunk } from "../sse.js"
 
 // ---------------------------------------------------------------------------------------------
 // Ids and the result base
@@ -137,7 +137,7 @@ export interface AssemblerOptions {
 }
 
 /** What the route adds when an answer ends (the encoder seam's own type). */
-export type { FinishExtras } from "../../pipeline/format.js"
+export type { FinishExtras } from "../format.js"
 
 export interface ResponseFailure {
   /** A string code, e.g. `server_error`, `rate_limit_exceeded`. */

@@ -1,5 +1,5 @@
 /**
- * The file-parser's PDF worker: one parse per worker, off the event loop. The page count is read
+ * The PDF worker (pdf.ts, for the file-parser plugin and web_fetch): one parse per worker, off the event loop. The page count is read
  * first and checked against `maxPages` before any text is extracted; the parent terminates the
  * worker at its time limit and when the process's memory grows past its bound while it parses.
  * Before the parser sees the file, every zlib stream in it (what FlateDecode reads) is inflated

@@ -10,7 +10,8 @@
 import type { Either } from "effect"
 import { type ApiError, errorHeaders, ServiceUnavailable } from "../domain/errors.js"
 import type { FileAnnotation, ResponsesRequest } from "../domain/responses.js"
-import type { FinishReason, ProviderEvent, Usage } from "../providers/types.js"
+import type { FinishReason, ProviderEvent } from "../providers/types.js"
+import type { Usage } from "../domain/pricing.js"
 import type { ServerToolProgress } from "../tools/types.js"
 
 /** What the route adds when an answer ends: the charged usage and cost, and routing metadata when asked. */
