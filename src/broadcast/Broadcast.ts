@@ -14,6 +14,7 @@
  * dead rows are deleted after the retention. Plain async code on a timer: nothing here runs on
  * a request's path.
  */
+import { clearTimer, now as clockNow, setTimer, type TimerHandle } from "../clock.js"
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, Exit, Option, Runtime } from "effect"
 import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
@@ -198,7 +199,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
       if (hit !== undefined && now - hit.at < 60_000) return hit.name
       return run(sql<{ name: string }>`SELECT name FROM api_keys WHERE hash = ${hash}`.pipe(Effect.orDie)).then((rows) => {
         const name = rows[0]?.name ?? null
-        keyNames.set(hash, { name, at: Date.now() })
+        keyNames.set(hash, { name, at: clockNow() })
         return name
       })
     }
@@ -271,7 +272,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
       batchIds.length === 0
         ? Promise.resolve()
         : run(
-            sql`UPDATE broadcast_deliveries SET state = 'dead', claimed_until = 0, finished_at = ${Date.now()},
+            sql`UPDATE broadcast_deliveries SET state = 'dead', claimed_until = 0, finished_at = ${clockNow()},
               last_error = ${error} WHERE destination_id = ${destinationId} AND batch_id IN ${sql.in(batchIds)}`.pipe(Effect.asVoid, Effect.orDie),
           )
 
@@ -285,7 +286,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
 
     /** A failed send: each row retried later, or dead after its last attempt. */
     const markFailed = async (destinationId: string, rows: ReadonlyArray<ClaimedRow>, result: Extract<SendResult, { ok: false }>, kind: string) => {
-      const now = Date.now()
+      const now = clockNow()
       const dead: Array<ClaimedRow> = []
       const retry = new Map<number, Array<ClaimedRow>>()
       for (const row of rows) {
@@ -369,7 +370,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
       const test = filterOf(destination)
       const options = optionsOf(destination)
       const shape = optionsKey(options)
-      const now = Date.now()
+      const now = clockNow()
       const items: Array<TraceItem> = []
       const kept: Array<ClaimedRow> = []
       const refused: Array<string> = []
@@ -468,13 +469,13 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
       if (result.ok) {
         breaker.failures = 0
         breaker.opens = 0
-        await queue.delivered(destination.id, kept.map((r) => r.batch_id), Date.now())
+        await queue.delivered(destination.id, kept.map((r) => r.batch_id), clockNow())
         count(kind, "delivered", items.length)
         return
       }
       breaker.failures++
       if (breaker.failures >= BREAKER_THRESHOLD) {
-        breaker.openUntil = Date.now() + Math.min(BREAKER_MAX_MS, BREAKER_OPEN_MS * 2 ** breaker.opens)
+        breaker.openUntil = clockNow() + Math.min(BREAKER_MAX_MS, BREAKER_OPEN_MS * 2 ** breaker.opens)
         breaker.opens++
         breaker.failures = 0
       }
@@ -485,7 +486,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
     // ---- the loop ----
 
     let stopped = false
-    let timer: ReturnType<typeof setTimeout> | undefined
+    let timer: TimerHandle | undefined
     const running = new Set<Promise<void>>()
     let ticking: Promise<void> | undefined
 
@@ -518,9 +519,9 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
       const worker = async () => {
         for (let send = sends.shift(); send !== undefined; send = sends.shift()) {
           const batchIds = send.map((r) => r.batch_id)
-          const left = deadline - Date.now()
-          if (left <= 0 || breakerOf(destinationId).openUntil > Date.now()) {
-            await release(destinationId, batchIds, Math.max(Date.now(), breakerOf(destinationId).openUntil))
+          const left = deadline - clockNow()
+          if (left <= 0 || breakerOf(destinationId).openUntil > clockNow()) {
+            await release(destinationId, batchIds, Math.max(clockNow(), breakerOf(destinationId).openUntil))
             continue
           }
           inFlight.set(destinationId, (inFlight.get(destinationId) ?? 0) + 1)
@@ -528,7 +529,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
             await deliverBatch(destination, send, Math.min(settings.timeoutMs, left), pass)
           } catch (e) {
             log(Effect.logError(`Broadcast to destination ${destinationId} failed`, String(e)))
-            await release(destinationId, batchIds, Date.now() + settings.retryBaseMs).catch(() => undefined)
+            await release(destinationId, batchIds, clockNow() + settings.retryBaseMs).catch(() => undefined)
           } finally {
             inFlight.set(destinationId, (inFlight.get(destinationId) ?? 1) - 1)
           }
@@ -539,7 +540,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
 
     /** Claims what is due and starts its delivery (the sends run beyond the tick); how many rows it claimed. */
     const tick = async (deadline: number): Promise<number> => {
-      const now = Date.now()
+      const now = clockNow()
       // A read first: an idle queue costs no write (on SQLite an UPDATE takes the write lock even when it changes nothing).
       if (!(await queue.anyDue(now))) return 0
       const claimed = await queue.claim(now, now + settings.timeoutMs * 2 + 5_000, unavailable(now), MAX_CLAIM)
@@ -566,7 +567,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
     let lastMaintenance = 0
     /** Caps per destination (the oldest pending batches dropped), retention, and the queue gauges. */
     const maintain = async () => {
-      const now = Date.now()
+      const now = clockNow()
       const over = await run(
         sql<{ destination_id: string; n: number; type: string }>`SELECT b.destination_id, SUM(b.generations) AS n, d.type
           FROM broadcast_deliveries b JOIN observability_destinations d ON d.id = b.destination_id
@@ -641,9 +642,9 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
       let claimed = 0
       ticking = (async () => {
         try {
-          claimed = await tick(Date.now() + settings.timeoutMs)
-          if (Date.now() - lastMaintenance >= MAINTENANCE_MS) {
-            lastMaintenance = Date.now()
+          claimed = await tick(clockNow() + settings.timeoutMs)
+          if (clockNow() - lastMaintenance >= MAINTENANCE_MS) {
+            lastMaintenance = clockNow()
             await maintain()
           }
         } catch (e) {
@@ -652,16 +653,16 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
       })().finally(() => {
         ticking = undefined
         // A full claim means more is due: the next pass starts at once.
-        if (!stopped) timer = setTimeout(loop, claimed >= MAX_CLAIM ? 0 : settings.pollMs)
+        if (!stopped) timer = setTimer(loop, claimed >= MAX_CLAIM ? 0 : settings.pollMs)
       })
     }
-    timer = setTimeout(loop, 0)
+    timer = setTimer(loop, 0)
 
     // At shutdown: the ledger's last rows are committed first, then what is due is sent within the grace.
     yield* Effect.addFinalizer(() =>
       Effect.promise(async () => {
         stopped = true
-        if (timer !== undefined) clearTimeout(timer)
+        if (timer !== undefined) clearTimer(timer)
         await ticking
         const deadline = Date.now() + Math.min(config.shutdownGraceMs, settings.timeoutMs)
         try {

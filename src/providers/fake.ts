@@ -24,7 +24,17 @@
  */
 import type { AbortLike } from "./abort"
 import { schemaExample } from "./fake-schema"
-import { ProviderError, type InputItem, type NormalizedRequest, type Provider, type ProviderEvent, type UpstreamCall, type Usage } from "./types"
+import {
+  type CallOptions,
+  type InputItem,
+  type NormalizedRequest,
+  type Provider,
+  type ProviderConfig,
+  ProviderError,
+  type ProviderEvent,
+  type UpstreamCall,
+  type Usage,
+} from "./types"
 
 export const FAKE_REASONING = "Thinking it over step by step."
 
@@ -216,7 +226,15 @@ async function* play(plan: Script, signal: AbortLike): AsyncGenerator<ReadonlyAr
   }
 }
 
-const open = async (request: NormalizedRequest, _config: unknown, options: { stream: boolean; signal: AbortLike }): Promise<UpstreamCall> => {
+/**
+ * Scripted providers of the test kit (src/testing/fake-provider.ts), by the `base_url` a fake
+ * provider entry names them with: such an entry answers through its script instead of the markers.
+ */
+export const scriptedProviders = new Map<string, Provider>()
+
+const open = async (request: NormalizedRequest, config: ProviderConfig, options: CallOptions): Promise<UpstreamCall> => {
+  const scripted = config.base_url === undefined ? undefined : scriptedProviders.get(config.base_url)
+  if (scripted !== undefined) return scripted.open(request, config, options)
   if (options.signal.aborted) throw aborted()
   const failure = FAIL.exec(markersOf(request, lastUserText(request.input)))
   const fail = failure === null ? undefined : FAILURES[failure[1]]

@@ -1,0 +1,51 @@
+/**
+ * Bun's `routes` matching, for the route table `startServer` hands `Bun.serve` (src/http/server.ts),
+ * so the test kit calls the same handlers in-process: an exact path first, then a path with
+ * `:param` segments (the one with more fixed segments first), then a trailing `*` (the longest
+ * prefix first); a path matched without a handler for the method, or not matched, goes to `fetch`.
+ * test/testing/routes.test.ts sends the same requests through both and compares the answers.
+ */
+import type { RouteHandler, RouteTable } from "../http/server.js"
+
+type Methods = Partial<Record<string, RouteHandler>>
+
+interface Parametric {
+  readonly segments: ReadonlyArray<string | undefined>
+  readonly fixed: number
+  readonly methods: Methods
+}
+
+export const routeDispatcher = (table: RouteTable): ((req: Request) => Promise<Response>) => {
+  const exact = new Map<string, Methods>()
+  const parametric: Array<Parametric> = []
+  const wildcards: Array<{ readonly prefix: string; readonly methods: Methods }> = []
+  for (const [path, methods] of Object.entries(table.routes)) {
+    if (path.endsWith("*")) wildcards.push({ prefix: path.slice(0, -1), methods })
+    else if (path.includes("/:")) {
+      const segments = path.split("/").map((s) => (s.startsWith(":") ? undefined : s))
+      parametric.push({ segments, fixed: segments.filter((s) => s !== undefined).length, methods })
+    } else exact.set(path, methods)
+  }
+  parametric.sort((a, b) => b.fixed - a.fixed)
+  wildcards.sort((a, b) => b.prefix.length - a.prefix.length)
+
+  const match = (path: string): Methods | undefined => {
+    const found = exact.get(path)
+    if (found !== undefined) return found
+    const parts = path.split("/")
+    for (const route of parametric) {
+      if (route.segments.length !== parts.length) continue
+      if (route.segments.every((s, i) => (s === undefined ? parts[i] !== "" : s === parts[i]))) return route.methods
+    }
+    return wildcards.find((w) => path.startsWith(w.prefix))?.methods
+  }
+
+  return async (req) => {
+    const handler = match(new URL(req.url).pathname)?.[req.method]
+    try {
+      return await (handler ?? table.fetch)(req)
+    } catch {
+      return table.error()
+    }
+  }
+}
