@@ -14,7 +14,7 @@
  * dead rows are deleted after the retention. Plain async code on a timer: nothing here runs on
  * a request's path.
  */
-import { clearTimer, now as clockNow, setTimer, type TimerHandle } from "../clock.js"
+import { now as clockNow } from "../clock.js"
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, Exit, Option, Runtime } from "effect"
 import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
@@ -486,7 +486,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
     // ---- the loop ----
 
     let stopped = false
-    let timer: TimerHandle | undefined
+    let timer: ReturnType<typeof setTimeout> | undefined
     const running = new Set<Promise<void>>()
     let ticking: Promise<void> | undefined
 
@@ -653,16 +653,17 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
       })().finally(() => {
         ticking = undefined
         // A full claim means more is due: the next pass starts at once.
-        if (!stopped) timer = setTimer(loop, claimed >= MAX_CLAIM ? 0 : settings.pollMs)
+        // Polls on the real clock; what is due is read from the clock seam (a test's clock moves retries, not the polling).
+        if (!stopped) timer = setTimeout(loop, claimed >= MAX_CLAIM ? 0 : settings.pollMs)
       })
     }
-    timer = setTimer(loop, 0)
+    timer = setTimeout(loop, 0)
 
     // At shutdown: the ledger's last rows are committed first, then what is due is sent within the grace.
     yield* Effect.addFinalizer(() =>
       Effect.promise(async () => {
         stopped = true
-        if (timer !== undefined) clearTimer(timer)
+        if (timer !== undefined) clearTimeout(timer)
         await ticking
         const deadline = Date.now() + Math.min(config.shutdownGraceMs, settings.timeoutMs)
         try {

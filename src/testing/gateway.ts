@@ -51,6 +51,8 @@ export interface TestClient {
   readonly request: (path: string, init?: RequestInitWith) => Promise<Response>
   /** Makes a key (POST /v1/keys with `body`): its secret and hash. */
   readonly createKey: (body?: Record<string, unknown>) => Promise<{ readonly key: string; readonly hash: string }>
+  /** Waits until the requests answered so far are settled (charged) and their generation records written. */
+  readonly drain: () => Promise<void>
 }
 
 export interface TestGatewayShape extends TestClient {
@@ -77,7 +79,7 @@ const scriptedBy = (catalog: ConfigFile, fake: FakeProviderShape): ConfigFile =>
 /** Requests in-process come from the loopback address; there is no idle timeout to lift. */
 const inProcess: RequestContext = { requestIP: () => ({ address: "127.0.0.1" }), timeout: () => {} }
 
-const makeClient = (dispatch: (req: Request) => Promise<Response>, adminKey: string): TestClient => {
+const makeClient = (dispatch: (req: Request) => Promise<Response>, adminKey: string, gateway: Gateway): TestClient => {
   const fetchIn = (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
     const req = input instanceof Request && init === undefined ? input : new Request(input instanceof URL ? input.href : input, init)
     return dispatch(req)
@@ -107,6 +109,10 @@ const makeClient = (dispatch: (req: Request) => Promise<Response>, adminKey: str
       }
       return { key: json.key, hash: json.data.hash }
     },
+    drain: async () => {
+      await gateway.lifecycle.drain()
+      await gateway.runtime.runPromise(gateway.generations.flush)
+    },
   }
 }
 
@@ -128,7 +134,7 @@ export const startInProcess = async (
   gateway.bind(inProcess)
   const given = settings.managementKey
   const adminKey = Option.isSome(given) ? Redacted.value(given.value) : Option.getOrThrow(gateway.createdSecret)
-  const client = makeClient(routeDispatcher(gateway.table), adminKey)
+  const client = makeClient(routeDispatcher(gateway.table), adminKey, gateway)
   return {
     ...client,
     settings: gateway.settings,
@@ -171,4 +177,14 @@ export class TestGateway extends Context.Tag("gateway/testing/TestGateway")<Test
 
   /** Outside Effect (a `beforeAll`): a gateway on the real clock with its own FakeProvider; call `stop` after. */
   static readonly start = (options: TestGatewayOptions = {}) => startInProcess(options)
+}
+
+/** Resolves once `check()` holds (asked every 20 ms of real time), or fails after `ms`. */
+export const eventually = async (check: () => boolean | Promise<boolean>, ms = 10_000, what = "the condition"): Promise<void> => {
+  const until = Date.now() + ms
+  while (Date.now() < until) {
+    if (await check()) return
+    await Bun.sleep(20)
+  }
+  throw new Error(`timed out after ${ms} ms waiting for ${what}`)
 }
