@@ -15,6 +15,18 @@ interface Parametric {
   readonly methods: Methods
 }
 
+/**
+ * A request made in-process as it arrives over HTTP: a body is framed by a content-length (a
+ * constructed Request has none, and the handlers tell a body by its framing headers, body.ts).
+ */
+const framed = async (req: Request): Promise<Request> => {
+  if (req.body === null || req.headers.has("content-length") || req.headers.has("transfer-encoding")) return req
+  const body = await req.arrayBuffer()
+  const headers = new Headers(req.headers)
+  headers.set("content-length", String(body.byteLength))
+  return new Request(req.url, { method: req.method, headers, body, signal: req.signal })
+}
+
 export const routeDispatcher = (table: RouteTable): ((req: Request) => Promise<Response>) => {
   const exact = new Map<string, Methods>()
   const parametric: Array<Parametric> = []
@@ -40,7 +52,8 @@ export const routeDispatcher = (table: RouteTable): ((req: Request) => Promise<R
     return wildcards.find((w) => path.startsWith(w.prefix))?.methods
   }
 
-  return async (req) => {
+  return async (given) => {
+    const req = await framed(given)
     const handler = match(new URL(req.url).pathname)?.[req.method]
     try {
       return await (handler ?? table.fetch)(req)
