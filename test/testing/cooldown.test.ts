@@ -12,7 +12,8 @@ const catalog = {
       id: "acme/chat",
       context_length: 8000,
       endpoints: [
-        { provider: "primary", upstream_model: "chat-1", pricing: { prompt: 1, completion: 1 } },
+        // Free first: the router tries zero-priced endpoints before the others (docs/routing.md).
+        { provider: "primary", upstream_model: "chat-1", pricing: { prompt: 0, completion: 0 } },
         { provider: "backup", upstream_model: "chat-1", pricing: { prompt: 2, completion: 2 } },
       ],
     },
