@@ -10,7 +10,7 @@ import { join } from "node:path"
 import { Context, Effect, Either, Layer, Option, Redacted, TestContext } from "effect"
 import { demoCatalog, GatewayConfig, parseConfigFile, type Settings, testSettings } from "../config/Config.js"
 import type { ConfigFile } from "../config/file.js"
-import { type Gateway, makeGateway, type RequestContext } from "../http/server.js"
+import { type Gateway, type GatewayOptions, makeGateway, type RequestContext } from "../http/server.js"
 import { bindTestClock } from "./clock.js"
 import { FakeProvider, type FakeProviderShape, makeFakeProvider } from "./fake-provider.js"
 import { routeDispatcher } from "./routes.js"
@@ -118,7 +118,12 @@ const makeClient = (dispatch: (req: Request) => Promise<Response>, adminKey: str
 
 /** Starts a gateway in-process (no socket); `stop` ends it and removes its SQLite file. */
 export const startInProcess = async (
-  options: TestGatewayOptions & { readonly fake?: FakeProviderShape; readonly layer?: Layer.Layer<never> } = {},
+  options: TestGatewayOptions & {
+    readonly fake?: FakeProviderShape
+    readonly layer?: Layer.Layer<never>
+    /** The client formats of the data plane (default: the registry, src/formats/index.ts). */
+    readonly formats?: GatewayOptions["formats"]
+  } = {},
 ): Promise<TestGatewayShape & { readonly stop: () => Promise<void> }> => {
   const own = options.fake === undefined ? makeFakeProvider() : undefined
   const fake = options.fake ?? (own as FakeProviderShape)
@@ -130,7 +135,10 @@ export const startInProcess = async (
     ...options.settings,
     catalog,
   })
-  const gateway = await makeGateway(GatewayConfig.layer(settings), options.layer === undefined ? {} : { layer: options.layer })
+  const gateway = await makeGateway(GatewayConfig.layer(settings), {
+    ...(options.layer === undefined ? {} : { layer: options.layer }),
+    ...(options.formats === undefined ? {} : { formats: options.formats }),
+  })
   gateway.bind(inProcess)
   const given = settings.managementKey
   const adminKey = Option.isSome(given) ? Redacted.value(given.value) : Option.getOrThrow(gateway.createdSecret)

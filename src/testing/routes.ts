@@ -27,6 +27,46 @@ const framed = async (req: Request): Promise<Request> => {
   return new Request(req.url, { method: req.method, headers, body, signal: req.signal })
 }
 
+/**
+ * The answer as the client reads it: a client that aborts has gone away, as over a closed
+ * connection, so the gateway's stream is cancelled and the client's read fails.
+ */
+const untilAborted = (res: Response, body: ReadableStream<Uint8Array>, signal: AbortSignal): Response => {
+  const reader = body.getReader()
+  let out: ReadableStreamDefaultController<Uint8Array> | undefined
+  const onAbort = () => {
+    reader.cancel(signal.reason).catch(() => {})
+    try {
+      out?.error(signal.reason)
+    } catch {
+      // Already closed.
+    }
+  }
+  signal.addEventListener("abort", onAbort, { once: true })
+  const stream = new ReadableStream<Uint8Array>({
+    start: (controller) => {
+      out = controller
+    },
+    pull: async (controller) => {
+      try {
+        const { done, value } = await reader.read()
+        if (done) {
+          signal.removeEventListener("abort", onAbort)
+          controller.close()
+        } else controller.enqueue(value)
+      } catch (e) {
+        signal.removeEventListener("abort", onAbort)
+        controller.error(e)
+      }
+    },
+    cancel: (reason) => {
+      signal.removeEventListener("abort", onAbort)
+      return reader.cancel(reason)
+    },
+  })
+  return new Response(stream, { status: res.status, statusText: res.statusText, headers: res.headers })
+}
+
 export const routeDispatcher = (table: RouteTable): ((req: Request) => Promise<Response>) => {
   const exact = new Map<string, Methods>()
   const parametric: Array<Parametric> = []
@@ -55,10 +95,12 @@ export const routeDispatcher = (table: RouteTable): ((req: Request) => Promise<R
   return async (given) => {
     const req = await framed(given)
     const handler = match(new URL(req.url).pathname)?.[req.method]
+    let res: Response
     try {
-      return await (handler ?? table.fetch)(req)
+      res = await (handler ?? table.fetch)(req)
     } catch {
       return table.error()
     }
+    return res.body === null ? res : untilAborted(res, res.body, req.signal)
   }
 }

@@ -18,11 +18,11 @@ import { KeyStore } from "../../src/services/KeyStore.js"
 import { PresetStore } from "../../src/services/PresetStore.js"
 import { Spend } from "../../src/services/Spend.js"
 import { Users } from "../../src/services/Users.js"
-import { useGateway } from "../support/gateway.js"
+import { useInProcessGateway } from "../support/gateway.js"
 import { useServices } from "../support/services.js"
 
 const services = useServices()
-const gw = useGateway()
+const gw = useInProcessGateway()
 
 const preparerWith = async (registry: PluginRegistry) => {
   const rt = await services().runtime()
