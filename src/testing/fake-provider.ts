@@ -7,7 +7,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import type { AbortLike } from "../providers/abort.js"
-import { fakeInputTokens, fakeProvider, fakeWords, scriptedProviders } from "../providers/fake.js"
+import { fakeInputTokens, fakeProvider, fakeSleep, fakeWords, scriptedProviders } from "../providers/fake.js"
 import { type ChatRequestBody, chatRequestBody } from "../providers/openai-chat/request.js"
 import {
   type CallOptions,
@@ -109,20 +109,6 @@ export const Behaviour = {
 
 const aborted = () => new ProviderError("connection", "the upstream call was aborted by the caller")
 
-const waitMs = (ms: number, signal: AbortLike): Promise<void> =>
-  new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(aborted())
-    const onAbort = () => {
-      clearTimeout(timer)
-      reject(aborted())
-    }
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort)
-      resolve()
-    }, ms)
-    signal.addEventListener("abort", onAbort, { once: true })
-  })
-
 const argumentsText = (value: unknown): string => (typeof value === "string" ? value : JSON.stringify(value))
 
 /** The event batches of an answer: one a chunk, usage and finish last. */
@@ -161,7 +147,7 @@ const play = async function* (answer: FakeAnswer, batches: Array<Array<ProviderE
   for (let i = 0; i < batches.length; i++) {
     if (signal.aborted) throw aborted()
     const delay = i === 0 ? (answer.firstDelayMs ?? 0) : (answer.delayMs ?? 0)
-    if (delay > 0) await waitMs(delay, signal)
+    if (delay > 0) await fakeSleep(delay, signal)
     if (answer.faultAfter !== undefined && i === answer.faultAfter) {
       const e = providerErrorOf(answer.fault ?? { status: 500, message: "fake: failed mid-answer" })
       e.answerBegun = true

@@ -52,17 +52,20 @@ export const startTestGateway = async (
   }
 }
 
-/** One gateway for the whole test file. */
-export const useGateway = (overrides: Partial<Settings> = {}) => {
-  const ref = {} as { current: TestGateway & { stop: () => Promise<void> } }
+/** One gateway, from `start`, for the whole test file. */
+const useStarted = <G extends { stop: () => Promise<void> }>(start: () => Promise<G>) => {
+  const ref = {} as { current: G }
   beforeAll(async () => {
-    ref.current = await startTestGateway(overrides)
+    ref.current = await start()
   })
   afterAll(async () => {
     await ref.current?.stop()
   })
   return () => ref.current
 }
+
+/** One gateway for the whole test file. */
+export const useGateway = (overrides: Partial<Settings> = {}) => useStarted(() => startTestGateway(overrides))
 
 /** What tests of the pipeline use of a gateway, with no socket: the kit's in-process gateway (src/testing/). */
 export interface InProcessGateway {
@@ -104,16 +107,7 @@ export const startInProcessGateway = async (
 }
 
 /** One in-process gateway for the whole test file. */
-export const useInProcessGateway = (overrides: Partial<Settings> = {}) => {
-  const ref = {} as { current: InProcessGateway & { stop: () => Promise<void> } }
-  beforeAll(async () => {
-    ref.current = await startInProcessGateway(overrides)
-  })
-  afterAll(async () => {
-    await ref.current?.stop()
-  })
-  return () => ref.current
-}
+export const useInProcessGateway = (overrides: Partial<Settings> = {}) => useStarted(() => startInProcessGateway(overrides))
 
 /** Asserts the spec's error envelope with an integer code equal to the status; returns the message. */
 export const expectError = async (res: Response, status: number): Promise<string> => {

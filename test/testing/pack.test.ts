@@ -5,13 +5,22 @@
  * runs there with `bun test`, importing `gateway/testing` only.
  */
 import { afterAll, expect, test } from "bun:test"
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { cpSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
 const root = join(import.meta.dir, "..", "..")
 const project = mkdtempSync(join(tmpdir(), "gw-kit-project-"))
-afterAll(() => rmSync(project, { recursive: true, force: true }))
+mkdirSync(join(project, "node_modules"))
+afterAll(() => {
+  // The links to this clone's dependencies go first, one by one: a recursive removal must never reach through them.
+  const modules = join(project, "node_modules")
+  for (const name of readdirSync(modules, { withFileTypes: true }).map((d) => d.name)) {
+    const path = join(modules, name)
+    if (lstatSync(path).isSymbolicLink()) unlinkSync(path)
+  }
+  rmSync(project, { recursive: true, force: true })
+})
 
 const run = (cmd: Array<string>, cwd: string) => {
   const done = Bun.spawnSync(cmd, { cwd, stdout: "pipe", stderr: "pipe", env: { ...process.env, GATEWAY_TEST_PG_URL: "" } })
@@ -25,7 +34,7 @@ test("the packed package runs docs/testing.md's application example in a project
 
   const modules = join(project, "node_modules")
   const installed = join(modules, "gateway")
-  mkdirSync(installed, { recursive: true })
+  mkdirSync(installed)
   expect(run(["tar", "-xzf", join(project, tarball), "-C", installed, "--strip-components=1"], project).code).toBe(0)
   // The dependencies the package pins (and the SDKs the example uses), as an install would put them beside it.
   for (const name of readdirSync(join(root, "node_modules"))) {
