@@ -110,7 +110,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
     // ---- delivery: the Worker, or this thread for an in-memory database ----
 
     const worker: Omit<DeliveryHost, "kill" | "starts"> & Partial<Pick<DeliveryHost, "kill" | "starts">> & { readonly ensure?: () => void } =
-      url === ":memory:"
+      url === ":memory:" || settings.inThread === true
         ? (() => {
             const queue = sqlDeliveryQueue(sql, run)
             const engine = makeDeliveryEngine({

@@ -15,6 +15,7 @@
  * requests, with a database connection of its own; in-thread only for an in-memory database,
  * which another thread cannot open.
  */
+import { now as clockNow } from "../clock.js"
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, Exit, Option } from "effect"
 import type { BroadcastSettings } from "../config/Config.js"
@@ -108,7 +109,7 @@ const statusClass = (status: number) =>
   status >= 500 ? "server error" : status === 429 ? "rate limited" : status >= 400 ? "client error" : "unexpected status"
 
 /** `Retry-After` as milliseconds: seconds, or an HTTP date. */
-export const retryAfterMs = (value: string | null, now = Date.now()): number | undefined => {
+export const retryAfterMs = (value: string | null, now = clockNow()): number | undefined => {
   if (value === null) return undefined
   const trimmed = value.trim()
   if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
@@ -200,7 +201,7 @@ export const makeDeliveryEngine = (deps: EngineDeps) => {
     if (hit !== undefined && now - hit.at < 60_000) return hit.name
     return run(sql<{ name: string }>`SELECT name FROM api_keys WHERE hash = ${hash}`.pipe(Effect.orDie)).then((rows) => {
       const name = rows[0]?.name ?? null
-      keyNames.set(hash, { name, at: Date.now() })
+      keyNames.set(hash, { name, at: clockNow() })
       return name
     })
   }
@@ -270,7 +271,7 @@ export const makeDeliveryEngine = (deps: EngineDeps) => {
     batchIds.length === 0
       ? Promise.resolve()
       : run(
-          sql`UPDATE broadcast_deliveries SET state = 'dead', claimed_until = 0, finished_at = ${Date.now()},
+          sql`UPDATE broadcast_deliveries SET state = 'dead', claimed_until = 0, finished_at = ${clockNow()},
             last_error = ${error} WHERE destination_id = ${destinationId} AND batch_id IN ${sql.in(batchIds)}`.pipe(Effect.asVoid, Effect.orDie),
         )
 
@@ -284,7 +285,7 @@ export const makeDeliveryEngine = (deps: EngineDeps) => {
 
   /** A failed send: each row retried later, or dead after its last attempt. */
   const markFailed = async (destinationId: string, rows: ReadonlyArray<ClaimedRow>, result: Extract<SendResult, { ok: false }>, kind: string) => {
-    const now = Date.now()
+    const now = clockNow()
     const dead: Array<ClaimedRow> = []
     const retry = new Map<number, Array<ClaimedRow>>()
     for (const row of rows) {
@@ -368,7 +369,7 @@ export const makeDeliveryEngine = (deps: EngineDeps) => {
     const test = filterOf(destination)
     const options = optionsOf(destination)
     const shape = optionsKey(options)
-    const now = Date.now()
+    const now = clockNow()
     const items: Array<TraceItem> = []
     const kept: Array<ClaimedRow> = []
     const refused: Array<string> = []
@@ -467,13 +468,13 @@ export const makeDeliveryEngine = (deps: EngineDeps) => {
     if (result.ok) {
       breaker.failures = 0
       breaker.opens = 0
-      await queue.delivered(destination.id, kept.map((r) => r.batch_id), Date.now())
+      await queue.delivered(destination.id, kept.map((r) => r.batch_id), clockNow())
       count(kind, "delivered", items.length)
       return
     }
     breaker.failures++
     if (breaker.failures >= BREAKER_THRESHOLD) {
-      breaker.openUntil = Date.now() + Math.min(BREAKER_MAX_MS, BREAKER_OPEN_MS * 2 ** breaker.opens)
+      breaker.openUntil = clockNow() + Math.min(BREAKER_MAX_MS, BREAKER_OPEN_MS * 2 ** breaker.opens)
       breaker.opens++
       breaker.failures = 0
     }
@@ -517,9 +518,9 @@ export const makeDeliveryEngine = (deps: EngineDeps) => {
     const worker = async () => {
       for (let send = sends.shift(); send !== undefined; send = sends.shift()) {
         const batchIds = send.map((r) => r.batch_id)
-        const left = deadline - Date.now()
-        if (left <= 0 || breakerOf(destinationId).openUntil > Date.now()) {
-          await release(destinationId, batchIds, Math.max(Date.now(), breakerOf(destinationId).openUntil))
+        const left = deadline - clockNow()
+        if (left <= 0 || breakerOf(destinationId).openUntil > clockNow()) {
+          await release(destinationId, batchIds, Math.max(clockNow(), breakerOf(destinationId).openUntil))
           continue
         }
         inFlight.set(destinationId, (inFlight.get(destinationId) ?? 0) + 1)
@@ -527,7 +528,7 @@ export const makeDeliveryEngine = (deps: EngineDeps) => {
           await deliverBatch(destination, send, Math.min(settings.timeoutMs, left), pass)
         } catch (e) {
           log(Effect.logError(`Broadcast to destination ${destinationId} failed`, String(e)))
-          await release(destinationId, batchIds, Date.now() + settings.retryBaseMs).catch(() => undefined)
+          await release(destinationId, batchIds, clockNow() + settings.retryBaseMs).catch(() => undefined)
         } finally {
           inFlight.set(destinationId, (inFlight.get(destinationId) ?? 1) - 1)
         }
@@ -538,7 +539,7 @@ export const makeDeliveryEngine = (deps: EngineDeps) => {
 
   /** Claims what is due and starts its delivery (the sends run beyond the tick); how many rows it claimed. */
   const tick = async (deadline: number): Promise<number> => {
-    const now = Date.now()
+    const now = clockNow()
     // A read first: an idle queue costs no write (on SQLite an UPDATE takes the write lock even when it changes nothing).
     if (!(await queue.anyDue(now))) return 0
     const until = now + settings.timeoutMs * 2 + 5_000
@@ -567,7 +568,7 @@ export const makeDeliveryEngine = (deps: EngineDeps) => {
   let lastMaintenance = 0
   /** Caps per destination (the oldest pending batches dropped), retention, and the queue gauges. */
   const maintain = async () => {
-    const now = Date.now()
+    const now = clockNow()
     const over = await run(
       sql<{ destination_id: string; n: number; type: string }>`SELECT b.destination_id, SUM(b.generations) AS n, d.type
         FROM broadcast_deliveries b JOIN observability_destinations d ON d.id = b.destination_id
@@ -643,9 +644,9 @@ export const makeDeliveryEngine = (deps: EngineDeps) => {
     let claimed = 0
     ticking = (async () => {
       try {
-        claimed = await tick(Date.now() + settings.timeoutMs)
-        if (Date.now() - lastMaintenance >= MAINTENANCE_MS) {
-          lastMaintenance = Date.now()
+        claimed = await tick(clockNow() + settings.timeoutMs)
+        if (clockNow() - lastMaintenance >= MAINTENANCE_MS) {
+          lastMaintenance = clockNow()
           await maintain()
         }
       } catch (e) {
@@ -654,6 +655,7 @@ export const makeDeliveryEngine = (deps: EngineDeps) => {
     })().finally(() => {
       ticking = undefined
       // A full claim means more is due: the next pass starts at once.
+      // Polls on the real clock; what is due is read from the clock seam (a test's clock moves retries, not the polling).
       if (!stopped) timer = setTimeout(loop, claimed >= MAX_CLAIM ? 0 : settings.pollMs)
     })
   }
@@ -669,8 +671,8 @@ export const makeDeliveryEngine = (deps: EngineDeps) => {
     await ticking
     try {
       await tick(deadline)
-      while (running.size > 0 && Date.now() < deadline) {
-        await Promise.race([Promise.all([...running]), new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())))])
+      while (running.size > 0 && clockNow() < deadline) {
+        await Promise.race([Promise.all([...running]), new Promise((r) => setTimeout(r, Math.max(0, deadline - clockNow())))])
       }
     } catch (e) {
       log(Effect.logError("The broadcast worker's last pass failed", String(e)))

@@ -11,6 +11,7 @@
  * in memory (a miss loads them before the transaction opens; a change through Destinations
  * invalidates at once, other processes' changes within the cache's lifetime).
  */
+import { now as clockNow } from "../clock.js"
 import type { GenerationEntry } from "../domain/generations.js"
 import type { LedgerRows } from "../store/ledger.js"
 import { contentOf, type DeliveryContent, extrasOf, type OutboxItems } from "./payload.js"
@@ -130,7 +131,7 @@ export const makeOutbox = (deps: {
     }
     const first = generations[0]
     if (first === undefined) return []
-    const now = Date.now()
+    const now = clockNow()
     // The first wanted generation's id names the batch: a generation is committed once.
     const batchId = first.payload.id
     const items: OutboxItems = { destinations, generations }
@@ -159,7 +160,7 @@ export const makeOutbox = (deps: {
   }
 
   const hook = (entries: ReadonlyArray<GenerationEntry>) => {
-    const now = Date.now()
+    const now = clockNow()
     let missing: Set<string> | undefined
     for (const e of entries) {
       if (fresh(e.workspaceId, now) !== undefined) continue
@@ -170,7 +171,7 @@ export const makeOutbox = (deps: {
     const asked = generation
     return deps.load([...missing]).then(
       (loaded) => {
-        const at = Date.now()
+        const at = clockNow()
         if (asked === generation) for (const [ws, targets] of loaded) cache.set(ws, { targets, at })
         return rowsOf(entries, (ws) => loaded.get(ws) ?? fresh(ws, at))
       },

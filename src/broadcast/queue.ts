@@ -1,11 +1,12 @@
 /** Operations on the outbox that need no worker: the API's and the CLI's redelivery of dead rows, and deletions. */
+import { now as clockNow } from "../clock.js"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 /** Puts a destination's dead deliveries back in the queue, due now; how many generations they hold. */
 export const requeueDead = (destinationId: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ generations: number }>`UPDATE broadcast_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ${Date.now()},
+    sql<{ generations: number }>`UPDATE broadcast_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ${clockNow()},
       claimed_until = 0, finished_at = NULL, last_error = NULL
       WHERE destination_id = ${destinationId} AND state = 'dead' RETURNING generations`.pipe(
       Effect.map((rows) => rows.reduce((n, r) => n + Number(r.generations), 0)),

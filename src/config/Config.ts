@@ -160,6 +160,11 @@ export interface BroadcastSettings {
   readonly retentionMs: number
   /** How often the worker looks for due rows (at most 1 s: a batch waits no longer). */
   readonly pollMs: number
+  /**
+   * Delivery on the thread that serves requests rather than in the delivery Worker: the test kit
+   * (src/testing/), whose clock seam moves retries, and another thread does not share that clock.
+   */
+  readonly inThread?: boolean
 }
 
 export const DEFAULT_BROADCAST: BroadcastSettings = {

@@ -84,10 +84,41 @@ export interface ServerOptions {
   readonly reusePort?: boolean
 }
 
-export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, options: ServerOptions = {}) => {
+export interface GatewayOptions {
+  /** The client formats of the data plane (default: the registry, src/formats/index.ts). */
+  readonly formats?: ReadonlyArray<MountedFormat>
+  /** Added to the service graph (the test kit's clock, src/testing/). */
+  readonly layer?: Layer.Layer<never>
+}
+
+/**
+ * What handlers ask of the server a request came through: its client's address (per-address
+ * caps) and its idle timeout (lifted while an authenticated request runs). `Bun.serve`'s server
+ * is one; the test kit's in-process client (src/testing/) is another.
+ */
+export interface RequestContext {
+  readonly requestIP: (req: Request) => { readonly address: string } | null
+  readonly timeout: (req: Request, seconds: number) => void
+}
+
+export type RouteHandler = (req: Request) => Response | Promise<Response>
+
+/**
+ * The route table `Bun.serve` serves, as its `routes` (path patterns, `:param` segments, a
+ * trailing `*`) with `fetch` for whatever they do not take; the test kit dispatches the same table.
+ */
+export interface RouteTable {
+  readonly routes: Record<string, Partial<Record<Method, RouteHandler>>>
+  readonly fetch: RouteHandler
+  readonly error: () => Response
+}
+
+/** The gateway's program and route table, before any socket: `startServer` serves it; the test kit calls it in-process. */
+export const makeGateway = async (config: Layer.Layer<GatewayConfig, unknown>, options: GatewayOptions = {}) => {
   // The services' own logs: JSON lines at the configured level, like the request lines.
   const logging = Layer.unwrapEffect(Effect.map(GatewayConfig, (s) => loggerLayer(s.logLevel))).pipe(Layer.provide(config))
-  const runtime = ManagedRuntime.make(appLayer(config).pipe(Layer.provide(logging)))
+  const app = appLayer(config).pipe(Layer.provide(logging))
+  const runtime = ManagedRuntime.make(options.layer === undefined ? app : app.pipe(Layer.provide(options.layer), Layer.merge(options.layer)))
   const rt = await runtime.runtime()
   const settings = Context.get(rt.context, GatewayConfig)
   const booted = await runtime.runPromise(bootstrap)
@@ -113,14 +144,19 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   const logRequest = makeRequestLogger(settings.logLevel)
   const keepBodies = settings.logLevel === "debug"
   // Requests in progress (streams until their last event): capped, settled once, and awaited by a graceful shutdown.
-  const lifecycle = new RequestLifecycle(settings.maxInFlight, settings.maxInFlightPerIp, (req) => server.requestIP(req)?.address ?? "")
+  const lifecycle = new RequestLifecycle(settings.maxInFlight, settings.maxInFlightPerIp, (req) => context.requestIP(req)?.address ?? "")
   const idleTimeout = settings.idleTimeoutS
   let draining = false
+  // The server requests come through, bound before the first request (`bind`).
+  let context: RequestContext = {
+    requestIP: () => null,
+    timeout: () => {},
+  }
   // Bodies still arriving after the key was accepted, per key and per client address (docs/operations.md).
   const bodies = new UnfinishedBodies(
     settings.catalog.server?.max_unfinished_bodies_per_key ?? DEFAULT_MAX_UNFINISHED_BODIES.perKey,
     settings.catalog.server?.max_unfinished_bodies_per_ip ?? DEFAULT_MAX_UNFINISHED_BODIES.perAddress,
-    (req) => server.requestIP(req)?.address ?? "",
+    (req) => context.requestIP(req)?.address ?? "",
   )
 
   /**
@@ -166,7 +202,7 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
       })
       // The answer ends (a JSON body is handed over, a stream is closing): idle connections are bounded again.
       if (trace.lifted !== undefined) {
-        server.timeout(trace.lifted, idleTimeout)
+        context.timeout(trace.lifted, idleTimeout)
         trace.lifted = undefined
       }
       lifecycle.leave(trace)
@@ -237,7 +273,7 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
   /** The request is authenticated: Bun's idle timeout is lifted for it until its answer ends (`finish`). */
   const authenticated = (req: Request, trace: RequestTrace | undefined) => {
     if (idleTimeout === 0 || trace === undefined) return
-    server.timeout(req, 0)
+    context.timeout(req, 0)
     trace.lifted = req
   }
 
@@ -287,7 +323,7 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     return control(new Request(req.url, { method: req.method, headers, body: text }))
   }
 
-  const routes: Record<string, Partial<Record<Method, Handler>>> = {}
+  const routes: Record<string, Partial<Record<Method, RouteHandler>>> = {}
   // `errorOf`: a data-plane path answers its 405 in its format's envelope.
   // `errorOf` marks a data-plane path (open to browsers whatever the method).
   const known: Array<{ path: string; pattern: RegExp; methods: Array<string>; errorOf?: (e: ApiError) => Response }> = []
@@ -425,18 +461,48 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     return errorResponse(new NotFound({ message: `No such endpoint: ${req.method} ${path}` }))
   })
 
+  const table: RouteTable = {
+    routes,
+    fetch: unmatched,
+    error: () => errorResponse(new InternalError({ message: "Internal server error" })),
+  }
+  return {
+    table,
+    runtime,
+    settings,
+    lifecycle,
+    metrics,
+    generations,
+    createdSecret: booted.createdSecret,
+    /** Binds the server requests come through (before the first request). */
+    bind: (ctx: RequestContext) => {
+      context = ctx
+    },
+    /** From now on every request is refused as the gateway shutting down. */
+    drainRequests: () => {
+      draining = true
+    },
+  }
+}
+
+export type Gateway = Awaited<ReturnType<typeof makeGateway>>
+
+export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, options: ServerOptions = {}) => {
+  const gateway = await makeGateway(config, { formats: options.formats })
+  const { table, runtime, settings, lifecycle, metrics, generations } = gateway
   const server = Bun.serve({
     port: options.port ?? settings.port,
     hostname: settings.host,
     reusePort: options.reusePort ?? false,
     // We enforce the body limit ourselves (Bun's own 413 has no envelope); this is a backstop.
-    maxRequestBodySize: max * 2 + 1024,
+    maxRequestBodySize: settings.maxBodyBytes * 2 + 1024,
     // Silence on a connection closes it; an authenticated request's own deadlines replace it while it runs.
-    idleTimeout,
-    routes,
-    fetch: unmatched,
-    error: () => errorResponse(new InternalError({ message: "Internal server error" })),
+    idleTimeout: settings.idleTimeoutS,
+    routes: table.routes,
+    fetch: table.fetch,
+    error: table.error,
   })
+  gateway.bind(server)
   // Autotuned, a client connection's send buffer takes MBs of an answer its client never reads,
   // whose text the gateway keeps for the terminal events: fixed, what such a stream holds is bounded.
   if (settings.sendBufferBytes > 0) {
@@ -455,7 +521,7 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
     url: `http://${settings.host === "0.0.0.0" ? "127.0.0.1" : settings.host}:${server.port}`,
     settings,
     runtime,
-    createdSecret: booted.createdSecret,
+    createdSecret: gateway.createdSecret,
     /** Waits for in-flight settlements, then makes every queued generation record durable. */
     drain: async () => {
       await lifecycle.drain()
@@ -474,7 +540,7 @@ export const startServer = async (config: Layer.Layer<GatewayConfig, unknown>, o
      * every generation record durable, close the store. Resolves with how many requests were cut.
      */
     shutdown: async (graceMs: number = settings.shutdownGraceMs): Promise<{ readonly cut: number }> => {
-      draining = true
+      gateway.drainRequests()
       void server.stop(false)
       await lifecycle.idle(graceMs)
       const cut = lifecycle.count

@@ -24,7 +24,16 @@
  */
 import type { AbortLike } from "./abort"
 import { schemaExample } from "./fake-schema"
-import { ProviderError, type InputItem, type NormalizedRequest, type Provider, type ProviderEvent, type UpstreamCall } from "./types"
+import {
+  type CallOptions,
+  type InputItem,
+  type NormalizedRequest,
+  type Provider,
+  type ProviderConfig,
+  ProviderError,
+  type ProviderEvent,
+  type UpstreamCall,
+} from "./types"
 import type { Usage } from "../domain/pricing"
 
 export const FAKE_REASONING = "Thinking it over step by step."
@@ -193,7 +202,7 @@ const script = (request: NormalizedRequest): Script => {
 const aborted = (): ProviderError => new ProviderError("connection", "the upstream call was aborted by the caller")
 
 /** Waits `ms`, rejecting as soon as the signal aborts. */
-const sleep = (ms: number, signal: AbortLike): Promise<void> =>
+export const fakeSleep = (ms: number, signal: AbortLike): Promise<void> =>
   new Promise((resolve, reject) => {
     if (signal.aborted) return reject(aborted())
     const onAbort = (): void => {
@@ -210,14 +219,22 @@ const sleep = (ms: number, signal: AbortLike): Promise<void> =>
 async function* play(plan: Script, signal: AbortLike): AsyncGenerator<ReadonlyArray<ProviderEvent>, void, undefined> {
   for (let i = 0; i < plan.batches.length; i++) {
     if (signal.aborted) throw aborted()
-    if (i === 0 && plan.firstDelayMs > 0) await sleep(plan.firstDelayMs, signal)
-    if (i > 0 && plan.delayMs > 0) await sleep(plan.delayMs, signal)
+    if (i === 0 && plan.firstDelayMs > 0) await fakeSleep(plan.firstDelayMs, signal)
+    if (i > 0 && plan.delayMs > 0) await fakeSleep(plan.delayMs, signal)
     if (plan.failAfter !== undefined && i === plan.failAfter) throw new ProviderError("server", "fake: failed mid-stream", 500)
     yield plan.batches[i]
   }
 }
 
-const open = async (request: NormalizedRequest, _config: unknown, options: { stream: boolean; signal: AbortLike }): Promise<UpstreamCall> => {
+/**
+ * Scripted providers of the test kit (src/testing/fake-provider.ts), by the `base_url` a fake
+ * provider entry names them with: such an entry answers through its script instead of the markers.
+ */
+export const scriptedProviders = new Map<string, Provider>()
+
+const open = async (request: NormalizedRequest, config: ProviderConfig, options: CallOptions): Promise<UpstreamCall> => {
+  const scripted = config.base_url === undefined ? undefined : scriptedProviders.get(config.base_url)
+  if (scripted !== undefined) return scripted.open(request, config, options)
   if (options.signal.aborted) throw aborted()
   const failure = FAIL.exec(markersOf(request, lastUserText(request.input)))
   const fail = failure === null ? undefined : FAILURES[failure[1]]
@@ -227,7 +244,7 @@ const open = async (request: NormalizedRequest, _config: unknown, options: { str
   if (options.stream) return { upstreamBody, events: play(plan, options.signal) }
   if (plan.failAfter !== undefined) throw new ProviderError("server", "fake: failed mid-answer", 500)
   // A non-streamed answer arrives whole, after the time a stream would have taken.
-  if (plan.delayMs > 0) await sleep(plan.delayMs * (plan.batches.length - 1), options.signal)
+  if (plan.delayMs > 0) await fakeSleep(plan.delayMs * (plan.batches.length - 1), options.signal)
   const all = plan.batches.flat()
   return {
     upstreamBody,

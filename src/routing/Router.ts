@@ -28,6 +28,7 @@ import {
 import { DEFAULT_STICKY_OPTIONS, sessionScopeOf, StickySessions, type StickyOptions, stickyKeyOf } from "./sticky.js"
 import { type RouterShare, shareRouting } from "./shared-routing.js"
 import { SharedState } from "../services/SharedState.js"
+import { now as clockNow } from "../clock.js"
 
 export interface RoutePlan {
   /** The model id the caller asked for (first of `model`, `models`). */
@@ -113,7 +114,7 @@ const describeRemovals = (groups: ReadonlyArray<Group>) =>
 
 export const makeRouter = (catalog: CatalogShape, options: Partial<RouterOptions> = {}) => {
   const random = options.random ?? Math.random
-  const now = options.now ?? Date.now
+  const now = options.now ?? clockNow
   const health = new EndpointHealth(options.health)
   const sticky = new StickySessions(options.sticky)
   const rolling = new RollingStats()

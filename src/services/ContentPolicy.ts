@@ -7,6 +7,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { now as clockNow } from "../clock.js"
 
 interface LoggingSettings {
   readonly enabled: boolean
@@ -74,7 +75,7 @@ export class ContentPolicy extends Effect.Service<ContentPolicy>()("ContentPolic
     /** The workspace's settings from memory while fresh, else undefined (plain code, no I/O). */
     const peek = (workspaceId: string): WorkspaceSettings | undefined => {
       const hit = cache.get(workspaceId)
-      return hit !== undefined && Date.now() - hit.at < CACHE_TTL_MS ? hit.settings : undefined
+      return hit !== undefined && clockNow() - hit.at < CACHE_TTL_MS ? hit.settings : undefined
     }
 
     /** The workspace's settings: from memory, or loaded (and kept) on a miss. */
@@ -82,7 +83,7 @@ export class ContentPolicy extends Effect.Service<ContentPolicy>()("ContentPolic
       Effect.suspend(() => {
         const hit = peek(workspaceId)
         if (hit !== undefined) return Effect.succeed(hit)
-        const now = Date.now()
+        const now = clockNow()
         return Effect.tap(load(workspaceId), (settings) => Effect.sync(() => cache.set(workspaceId, { settings, at: now })))
       })
 

@@ -11,6 +11,7 @@ import { fromNanoUsd, toNanoUsd } from "../domain/pricing.js"
 import { windowStarts } from "../domain/windows.js"
 import { addSpendWith, dayOf, rollUp, type SpendItem } from "../store/spend-rollup.js"
 import { Notifications } from "./Notifications.js"
+import { now as clockNow } from "../clock.js"
 
 export const SECRET_PREFIX = "sk-gw-v1-"
 
@@ -194,7 +195,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
     /** The row from memory while its entry is fresh, else undefined (plain code, no I/O). */
     const peekByHash = (hash: string): KeyRow | undefined => {
       const hit = cache.get(hash)
-      if (hit === undefined || Date.now() - hit.at >= CACHE_TTL_MS) return undefined
+      if (hit === undefined || clockNow() - hit.at >= CACHE_TTL_MS) return undefined
       cacheStats.hits++
       return hit.row
     }
@@ -208,7 +209,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
       const at = misses.get(hash)
       if (at === undefined) return false
       misses.delete(hash)
-      if (Date.now() - at >= CACHE_TTL_MS) return false
+      if (clockNow() - at >= CACHE_TTL_MS) return false
       misses.set(hash, at)
       cacheStats.hits++
       return true
@@ -225,7 +226,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
         const row = peekByHash(hash)
         if (row !== undefined) return Effect.succeed(Option.some(row))
         if (peekMissing(hash)) return Effect.succeed(Option.none<KeyRow>())
-        const now = Date.now()
+        const now = clockNow()
         cacheStats.misses++
         const seen = epoch
         return Effect.tap(loadForAuth(hash), (row) =>

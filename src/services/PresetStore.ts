@@ -8,6 +8,7 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Option } from "effect"
 import type { Preset, PresetConfig, PresetVersion, VersionBody } from "../domain/presets.js"
+import { now as clockNow } from "../clock.js"
 
 export interface PresetRow {
   readonly id: string
@@ -179,14 +180,14 @@ export class PresetStore extends Effect.Service<PresetStore>()("PresetStore", {
     /** A found preset from memory while fresh, else undefined (plain code, no I/O). */
     const peek = (userId: string, slug: string): ResolvedPreset | undefined => {
       const hit = cache.get(cacheKey(userId, slug))
-      return hit !== undefined && Date.now() - hit.at < CACHE_TTL_MS ? hit.value : undefined
+      return hit !== undefined && clockNow() - hit.at < CACHE_TTL_MS ? hit.value : undefined
     }
 
     const resolve = (userId: string, slug: string): Effect.Effect<Option.Option<ResolvedPreset>> =>
       Effect.suspend(() => {
         const key = cacheKey(userId, slug)
         const hit = peek(userId, slug)
-        const now = Date.now()
+        const now = clockNow()
         if (hit !== undefined) return Effect.succeed(Option.some(hit))
         return Effect.tap(loadResolved(userId, slug), (found) =>
           Effect.sync(() => {

@@ -40,6 +40,7 @@ import { openSqliteSpend, type ReserveArgs, type ReserveOutcome, type SqliteSpen
 import { isStoreUnavailable } from "../store/unavailable.js"
 import { GenerationStore } from "./GenerationStore.js"
 import { type KeyRow, KeyStore } from "./KeyStore.js"
+import { now as clockNow } from "../clock.js"
 
 export type { Reservation } from "../store/settlement.js"
 
@@ -434,7 +435,7 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
      */
     const admit = (key: KeyRow, worstCaseUsd: number, options: { readonly isByok: boolean }): Reservation | undefined => {
       const lease = leases.get(key.hash)
-      if (lease === undefined || Date.now() >= lease.windowEndsAt) return undefined
+      if (lease === undefined || clockNow() >= lease.windowEndsAt) return undefined
       const chargesKey = chargesKeyOf(key, options)
       const chargesCredits = chargesCreditsOf(options)
       if ((chargesKey && !lease.keyPool) || (chargesCredits && !lease.creditsPool)) return undefined

@@ -5,7 +5,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test as bunTest } from "bun:test"
 import { DEFAULT_BROADCAST } from "../../src/config/Config.js"
-import { startTestGateway, type TestGateway, TEST_METRICS_TOKEN } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway, TEST_METRICS_TOKEN } from "../support/gateway.js"
 import {
   ask,
   attr,
@@ -25,13 +25,13 @@ import {
 const TIMEOUT_MS = 30_000
 const test = (name: string, fn: () => Promise<void> | void, timeout = TIMEOUT_MS) => bunTest(name, fn, timeout)
 
-let gw: TestGateway & { stop: () => Promise<void> }
+let gw: InProcessGateway & { stop: () => Promise<void> }
 let receiver: Receiver
 const made: Array<string> = []
 
 beforeAll(async () => {
   receiver = startReceiver()
-  gw = await startTestGateway({ allowPrivateAddresses: true, broadcast: { ...DEFAULT_BROADCAST, pollMs: 50, retryBaseMs: 100 } })
+  gw = await startInProcessGateway({ allowPrivateAddresses: true, broadcast: { ...DEFAULT_BROADCAST, pollMs: 50, retryBaseMs: 100 } })
   await setBroadcast(gw, true)
 }, TIMEOUT_MS)
 afterAll(async () => {

@@ -5,7 +5,7 @@
  */
 import { afterAll, describe, expect, test as bunTest } from "bun:test"
 import { tracingRequested } from "../../src/broadcast/own-traces.js"
-import { startTestGateway } from "../support/gateway.js"
+import { startInProcessGateway } from "../support/gateway.js"
 import { attr, spansIn, startReceiver, waitFor } from "./support.js"
 
 // A timeout per test: setDefaultTimeout would reach other files.
@@ -20,7 +20,7 @@ const tracedGateway = async (trustTraceparent: boolean) => {
   process.env.OTEL_EXPORTER_OTLP_ENDPOINT = `${receiver.url}/collector`
   process.env.OTEL_BSP_SCHEDULE_DELAY = "50"
   try {
-    return await startTestGateway({ trustTraceparent })
+    return await startInProcessGateway({ trustTraceparent })
   } finally {
     delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT
     delete process.env.OTEL_BSP_SCHEDULE_DELAY

@@ -8,20 +8,20 @@ import { DEFAULT_BROADCAST } from "../../src/config/Config.js"
 import { regexProblem } from "../../src/domain/destinations.js"
 import { compileFilter, type FilterSubject } from "../../src/broadcast/filters.js"
 import { sampled } from "../../src/broadcast/outbox.js"
-import { startTestGateway, type TestGateway, TEST_METRICS_TOKEN } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway, TEST_METRICS_TOKEN } from "../support/gateway.js"
 import { ask, createDestination, type Receiver, rootsBy, setBroadcast, startReceiver, waitFor } from "./support.js"
 
 // Postgres: a database per gateway, created and dropped, takes seconds (a timeout per test: setDefaultTimeout would reach other files).
 const TIMEOUT_MS = 30_000
 const test = (name: string, fn: () => Promise<void> | void, timeout = TIMEOUT_MS) => bunTest(name, fn, timeout)
 
-let gw: TestGateway & { stop: () => Promise<void> }
+let gw: InProcessGateway & { stop: () => Promise<void> }
 let receiver: Receiver
 const made: Array<string> = []
 
 beforeAll(async () => {
   receiver = startReceiver()
-  gw = await startTestGateway({ allowPrivateAddresses: true, broadcast: { ...DEFAULT_BROADCAST, pollMs: 50 } })
+  gw = await startInProcessGateway({ allowPrivateAddresses: true, broadcast: { ...DEFAULT_BROADCAST, pollMs: 50 } })
 }, TIMEOUT_MS)
 afterAll(async () => {
   await gw.stop()

@@ -2,6 +2,9 @@
 import { expect } from "bun:test"
 import type { TestGateway } from "../support/gateway.js"
 
+/** What these helpers use of a gateway, over a socket or in-process. */
+type Gateway = Pick<TestGateway, "fetch">
+
 export interface Received {
   readonly method: string
   readonly path: string
@@ -55,24 +58,24 @@ export const waitFor = async (check: () => boolean | Promise<boolean>, ms = 10_0
   throw new Error(`timed out waiting for ${what}`)
 }
 
-export const workspaceOf = async (gw: TestGateway) =>
+export const workspaceOf = async (gw: Gateway) =>
   ((await (await gw.fetch("/v1/key")).json()) as { data: { workspace_id: string } }).data.workspace_id
 
-export const setBroadcast = async (gw: TestGateway, enabled: boolean) => {
+export const setBroadcast = async (gw: Gateway, enabled: boolean) => {
   const id = await workspaceOf(gw)
   const res = await gw.fetch(`/v1/workspaces/${id}`, { method: "PATCH", json: { is_observability_broadcast_enabled: enabled } })
   expect(res.status).toBe(200)
   return id
 }
 
-export const createDestination = async (gw: TestGateway, body: Record<string, unknown>) => {
+export const createDestination = async (gw: Gateway, body: Record<string, unknown>) => {
   const res = await gw.fetch("/v1/observability/destinations", { method: "POST", json: body })
   const json = (await res.json()) as { data: { id: string } }
   if (res.status !== 201) throw new Error(`create: ${res.status} ${JSON.stringify(json)}`)
   return json.data.id
 }
 
-export const ask = async (gw: TestGateway, body: Record<string, unknown>, key?: string) => {
+export const ask = async (gw: Gateway, body: Record<string, unknown>, key?: string) => {
   const res = await gw.fetch("/v1/responses", { method: "POST", json: { model: "demo/free", ...body }, ...(key === undefined ? {} : { key }) })
   expect(res.status).toBe(200)
   await res.text()

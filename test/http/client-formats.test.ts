@@ -11,7 +11,7 @@ import { decodeResponsesRequest } from "../../src/domain/responses.js"
 import { formats } from "../../src/formats/index.js"
 import { responsesFormat } from "../../src/formats/responses/index.js"
 import type { ClientFormat, Encoder, FinishExtras } from "../../src/formats/format.js"
-import { expectError, startTestGateway, type TestGateway } from "../support/gateway.js"
+import { expectError, startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 
 /** A format of its own envelope (`{toy: {status, reason}}`) whose body carries the prompt as `say`. */
 const toyFormat: ClientFormat = {
@@ -61,9 +61,9 @@ const recording = (inner: Encoder): Encoder => ({
   },
 })
 
-let gw: TestGateway & { stop: () => Promise<void> }
+let gw: InProcessGateway & { stop: () => Promise<void> }
 beforeAll(async () => {
-  gw = await startTestGateway({}, { formats: [...formats, { path: "/v1/toy", format: toyFormat }] })
+  gw = await startInProcessGateway({}, { formats: [...formats, { path: "/v1/toy", format: toyFormat }] })
 })
 afterAll(() => gw?.stop())
 

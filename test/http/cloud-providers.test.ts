@@ -10,7 +10,7 @@ import { demoCatalog } from "../../src/config/Config.js"
 import type { ConfigFile } from "../../src/config/file.js"
 import { type MockClouds, startMockClouds } from "../../scripts/mock-clouds.js"
 import { makeServiceAccount } from "../providers/service-account.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { parseSse } from "../support/sse.js"
 
 const GEMINI_KEY = "gm-e2e-secret-key"
@@ -18,7 +18,7 @@ const AZURE_KEY = "az-e2e-secret-key"
 const PRICE = { prompt: 1, completion: 2 }
 
 let clouds: MockClouds
-let gw: TestGateway & { stop: () => Promise<void> }
+let gw: InProcessGateway & { stop: () => Promise<void> }
 
 type Provider = ConfigFile["providers"][number]
 
@@ -107,7 +107,7 @@ beforeAll(async () => {
   process.env["CLOUD_E2E_AZURE_KEY"] = AZURE_KEY
   process.env["CLOUD_E2E_WRONG_KEY"] = "wrong-e2e-secret-key"
   clouds = await startMockClouds({ geminiKey: GEMINI_KEY, azureKey: AZURE_KEY, publicKey: account.publicKey })
-  gw = await startTestGateway({ catalog: catalogFor(account.file) })
+  gw = await startInProcessGateway({ catalog: catalogFor(account.file) })
   // An RSA key is made and a gateway started (with its database): slow on a loaded machine.
 }, 30_000)
 afterAll(async () => {

@@ -1,8 +1,8 @@
 /** Control-plane bodies are checked like the data plane's: depth cap, `+json` types, the type of an empty body. */
 import { describe, expect, test } from "bun:test"
-import { expectError, useGateway } from "../support/gateway.js"
+import { expectError, useInProcessGateway } from "../support/gateway.js"
 
-const gw = useGateway()
+const gw = useInProcessGateway()
 
 const nested = (levels: number) => `${'{"a":'.repeat(levels)}1${"}".repeat(levels)}`
 

@@ -5,10 +5,10 @@ import type { GenerationEntry } from "../../src/domain/generations.js"
 import { GenerationStore, newGenerationId } from "../../src/services/GenerationStore.js"
 import { KeyStore } from "../../src/services/KeyStore.js"
 import { Users } from "../../src/services/Users.js"
-import { expectError, useGateway } from "../support/gateway.js"
+import { expectError, useInProcessGateway } from "../support/gateway.js"
 import { expectShape } from "../support/shapes.js"
 
-const gw = useGateway()
+const gw = useInProcessGateway()
 
 const MANAGEMENT_ONLY = "Only management keys can perform this operation"
 

@@ -2,12 +2,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { demoCatalog, parseConfigFile } from "../../src/config/Config.js"
 import { Either } from "effect"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 
-let gw: TestGateway & { stop: () => Promise<void> }
+let gw: InProcessGateway & { stop: () => Promise<void> }
 
 beforeAll(async () => {
-  gw = await startTestGateway({
+  gw = await startInProcessGateway({
     catalog: {
       ...demoCatalog,
       guardrails: [{ id: "gr_secrets", name: "No secrets", patterns: ["password\\s*[:=]", "\\bsk-live-[a-z0-9]+"] }],
@@ -61,7 +61,7 @@ describe("guardrails", () => {
   })
 
   test("a guardrail restricted to other workspaces does not apply", async () => {
-    const other = await startTestGateway({
+    const other = await startInProcessGateway({
       catalog: { ...demoCatalog, guardrails: [{ id: "g", name: "Elsewhere", patterns: ["blocked"], workspace_ids: ["not-mine"] }] },
     })
     try {

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test"
 import { API_KEY, expectShape } from "../support/shapes.js"
-import { expectError, useGateway } from "../support/gateway.js"
+import { expectError, useInProcessGateway } from "../support/gateway.js"
 
-const gw = useGateway()
+const gw = useInProcessGateway()
 
 interface KeyBody {
   data: Record<string, unknown> & { hash: string; label: string; limit: number | null }

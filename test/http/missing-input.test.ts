@@ -1,8 +1,8 @@
 /** POST /v1/responses needs something to answer: `input` or `prompt` (a Chat Completions body was answered "Echo: " and billed). */
 import { describe, expect, test } from "bun:test"
-import { expectError, useGateway } from "../support/gateway.js"
+import { expectError, useInProcessGateway } from "../support/gateway.js"
 
-const gw = useGateway()
+const gw = useInProcessGateway()
 
 const usage = async () => ((await (await gw().fetch("/v1/credits")).json()) as { data: { total_usage: number } }).data.total_usage
 

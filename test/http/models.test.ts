@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test"
 import { demoCatalog } from "../../src/config/Config.js"
 import type { ConfigFile } from "../../src/config/file.js"
-import { expectError, useGateway } from "../support/gateway.js"
+import { expectError, useInProcessGateway } from "../support/gateway.js"
 
 const catalog: ConfigFile = {
   ...demoCatalog,
@@ -29,7 +29,7 @@ const catalog: ConfigFile = {
 /** The models GET /v1/models lists by default: text ones (embedding and rerank models have their own listing). */
 const textModels = catalog.models.filter((m) => m.kind === undefined || m.kind === "chat")
 
-const gw = useGateway({ catalog })
+const gw = useInProcessGateway({ catalog })
 
 const MODEL_KEYS = [
   "id",

@@ -5,11 +5,11 @@ import { KeyStore } from "../../src/services/KeyStore.js"
 import { PresetStore } from "../../src/services/PresetStore.js"
 import { Users } from "../../src/services/Users.js"
 import { demoCatalogWith } from "../support/catalog.js"
-import { expectError, useGateway } from "../support/gateway.js"
+import { expectError, useInProcessGateway } from "../support/gateway.js"
 import { expectShape } from "../support/shapes.js"
 
 // Presets name catalog models only (refused at write otherwise).
-const gw = useGateway({
+const gw = useInProcessGateway({
   catalog: demoCatalogWith(["fake/echo", "fake/other", "fake/one", "fake/two", "a/one", "a/two", "mine/m", "theirs/m"]),
 })
 

@@ -1,9 +1,9 @@
 /** Errors quote at most ~200 characters of a caller's value (a 1 MB value made a 1 MB 400 body). */
 import { describe, expect, test } from "bun:test"
 import { MAX_QUOTED } from "../../src/domain/validation.js"
-import { expectError, useGateway } from "../support/gateway.js"
+import { expectError, useInProcessGateway } from "../support/gateway.js"
 
-const gw = useGateway()
+const gw = useInProcessGateway()
 
 const huge = "x".repeat(100_000)
 /** The longest run of the value quoted back. */

@@ -12,17 +12,17 @@ import { join } from "node:path"
 import { afterAll, beforeAll } from "bun:test"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
 import { demoCatalog } from "../../src/config/Config.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 
 let mock: MockUpstream
-let gateway: TestGateway & { stop: () => Promise<void> }
+let gateway: InProcessGateway & { stop: () => Promise<void> }
 const gw = () => gateway
 const UPSTREAMS = ["openai-chat", "openai-responses", "anthropic"] as const
 
 beforeAll(async () => {
   process.env["MOCK_UPSTREAM_KEY"] = "sk-upstream-secret"
   mock = await startMockUpstream()
-  gateway = await startTestGateway({
+  gateway = await startInProcessGateway({
     catalog: {
       ...demoCatalog,
       providers: [

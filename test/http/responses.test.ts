@@ -2,10 +2,10 @@ import { describe, expect, test } from "bun:test"
 import { Either, ParseResult } from "effect"
 import { ResponseResult } from "../../src/domain/responses.js"
 import { FAKE_REASONING, fakeWords } from "../../src/providers/fake.js"
-import { expectError, useGateway } from "../support/gateway.js"
+import { expectError, useInProcessGateway } from "../support/gateway.js"
 import { checkStreamRules, parseSse, typesOf } from "../support/sse.js"
 
-const gw = useGateway({ streamKeepAliveMs: 40 })
+const gw = useInProcessGateway({ streamKeepAliveMs: 40 })
 
 const decodeResult = ParseResult.decodeUnknownEither(ResponseResult, { onExcessProperty: "ignore" })
 
@@ -200,8 +200,8 @@ describe("POST /responses, upstream failures before the first byte", () => {
   })
 
   test("our own deadline is 408", async () => {
-    const { startTestGateway } = await import("../support/gateway.js")
-    const quick = await startTestGateway({ requestTimeoutMs: 100 })
+    const { startInProcessGateway } = await import("../support/gateway.js")
+    const quick = await startInProcessGateway({ requestTimeoutMs: 100 })
     try {
       const res = await quick.fetch("/v1/responses", { method: "POST", json: { model: "demo/echo", input: "a b c d [slow:100]" } })
       await expectError(res, 408)

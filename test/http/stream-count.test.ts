@@ -5,9 +5,9 @@
 import { expect, test } from "bun:test"
 import { streamGcPacer } from "../../src/pipeline/gc-pacer.js"
 import { eventually } from "../providers/helpers.js"
-import { useGateway } from "../support/gateway.js"
+import { useInProcessGateway } from "../support/gateway.js"
 
-const gw = useGateway()
+const gw = useInProcessGateway()
 
 const openStream = (input: string, signal?: AbortSignal) =>
   gw().fetch("/v1/responses", { method: "POST", json: { model: "demo/echo", input, stream: true }, ...(signal ? { signal } : {}) })

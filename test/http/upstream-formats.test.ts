@@ -9,7 +9,7 @@ import { demoCatalog } from "../../src/config/Config.js"
 import type { ConfigFile } from "../../src/config/file.js"
 import { ResponseResult } from "../../src/domain/responses.js"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { checkStreamRules, parseSse, typesOf } from "../support/sse.js"
 
 const FORMATS = ["openai-chat", "openai-responses", "anthropic"] as const
@@ -17,7 +17,7 @@ const SCENARIOS = ["text", "tool_call", "reasoning"] as const
 const PRICE = { prompt: 3, completion: 15 }
 
 let mock: MockUpstream
-let gw: TestGateway & { stop: () => Promise<void> }
+let gw: InProcessGateway & { stop: () => Promise<void> }
 
 const catalogFor = (url: string): ConfigFile => ({
   ...demoCatalog,
@@ -54,7 +54,7 @@ const catalogFor = (url: string): ConfigFile => ({
 beforeAll(async () => {
   process.env.MOCK_UPSTREAM_KEY = "sk-upstream-secret"
   mock = await startMockUpstream()
-  gw = await startTestGateway({ catalog: catalogFor(mock.url) })
+  gw = await startInProcessGateway({ catalog: catalogFor(mock.url) })
 })
 afterAll(async () => {
   await gw?.stop()
@@ -179,7 +179,7 @@ for (const kind of FORMATS) {
 
 describe("upstream failures end to end", () => {
   test("a stream the upstream resets mid-way ends with response.failed and [DONE], and the mock saw it end", async () => {
-    const extra = await startTestGateway({
+    const extra = await startInProcessGateway({
       catalog: {
         ...demoCatalog,
         providers: [{ id: "resetting", kind: "openai-chat", base_url: mock.url, headers: { "x-mock-error": "reset-mid-stream" } }],
@@ -196,7 +196,7 @@ describe("upstream failures end to end", () => {
   })
 
   test("a client that disconnects aborts the upstream stream at once", async () => {
-    const extra = await startTestGateway({
+    const extra = await startInProcessGateway({
       catalog: {
         ...demoCatalog,
         providers: [{ id: "slow", kind: "openai-chat", base_url: mock.url, headers: { "x-mock-interval-ms": "50", "x-mock-tokens": "100" } }],

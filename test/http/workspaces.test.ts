@@ -4,11 +4,11 @@ import { Effect } from "effect"
 import { KeyStore } from "../../src/services/KeyStore.js"
 import { Users } from "../../src/services/Users.js"
 import { demoCatalogWith } from "../support/catalog.js"
-import { expectError, useGateway } from "../support/gateway.js"
+import { expectError, useInProcessGateway } from "../support/gateway.js"
 import { expectShape } from "../support/shapes.js"
 
 // default_text_model names catalog models only (refused at write otherwise).
-const gw = useGateway({ catalog: demoCatalogWith(["openai/gpt-4o", "anthropic/claude", "m"]) })
+const gw = useInProcessGateway({ catalog: demoCatalogWith(["openai/gpt-4o", "anthropic/claude", "m"]) })
 
 /** Wire-compat's required keys of a workspace (plus the ones this gateway promises). */
 const WORKSPACE = {

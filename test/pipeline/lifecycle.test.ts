@@ -14,7 +14,7 @@ import type { Endpoint } from "../../src/services/Catalog.js"
 import type { GenerationStore } from "../../src/services/GenerationStore.js"
 import { decodeResponsesRequest } from "../../src/domain/responses.js"
 import { Either } from "effect"
-import { useGateway, TEST_METRICS_TOKEN } from "../support/gateway.js"
+import { useInProcessGateway, TEST_METRICS_TOKEN } from "../support/gateway.js"
 
 /** A fake that dies loudly on anything but what finish may call. */
 const dieOnOther = <T extends object>(name: string, impl: Partial<T>): T =>
@@ -141,7 +141,7 @@ describe("post-model stages", () => {
   })
 })
 
-const gw = useGateway()
+const gw = useInProcessGateway()
 
 describe("GET /metrics: requests in flight", () => {
   const inFlight = async () => {

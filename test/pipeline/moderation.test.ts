@@ -7,10 +7,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
 import type { ConfigFile, ModerationConfig } from "../../src/config/file.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { costAt, endpoint, mockProvider, model } from "../routing/helpers.js"
 
-type Gw = TestGateway & { stop: () => Promise<void> }
+type Gw = InProcessGateway & { stop: () => Promise<void> }
 let mock: MockUpstream
 let plain: Gw
 let priced: Gw
@@ -25,10 +25,10 @@ const catalog = (moderation: ModerationConfig | undefined, modHeaders: Record<st
 
 beforeAll(async () => {
   mock = await startMockUpstream({ tokens: 3 })
-  plain = await startTestGateway({ catalog: catalog(undefined) })
-  priced = await startTestGateway({ catalog: catalog({ provider: "mod", model: "omni-moderation-latest", pricing: { request: 0.01 } }) })
-  enforced = await startTestGateway({ catalog: catalog({ provider: "mod", model: "omni-moderation-latest", enforce: true }) })
-  failing = await startTestGateway({ catalog: catalog({ provider: "mod", model: "omni-moderation-latest", timeout_ms: 300 }, { "x-mock-error": "hang" }) })
+  plain = await startInProcessGateway({ catalog: catalog(undefined) })
+  priced = await startInProcessGateway({ catalog: catalog({ provider: "mod", model: "omni-moderation-latest", pricing: { request: 0.01 } }) })
+  enforced = await startInProcessGateway({ catalog: catalog({ provider: "mod", model: "omni-moderation-latest", enforce: true }) })
+  failing = await startInProcessGateway({ catalog: catalog({ provider: "mod", model: "omni-moderation-latest", timeout_ms: 300 }, { "x-mock-error": "hang" }) })
 })
 afterAll(async () => {
   for (const gw of [plain, priced, enforced, failing]) await gw?.stop()

@@ -7,11 +7,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
 import type { ModelEntry } from "../../src/config/file.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { catalogOf, endpoint, mockProvider, model, TAG } from "../routing/helpers.js"
 
 let mock: MockUpstream
-let gw: TestGateway & { stop: () => Promise<void> }
+let gw: InProcessGateway & { stop: () => Promise<void> }
 
 const scored = (id: string, provider: string, prompt: number, completion: number, scores: Record<string, number>): ModelEntry => ({
   ...model(id, endpoint(provider, prompt, completion)),
@@ -21,7 +21,7 @@ const scored = (id: string, provider: string, prompt: number, completion: number
 beforeAll(async () => {
   mock = await startMockUpstream({ tokens: 2 })
   const providers = ["p-cheap", "p-mid", "p-claude", "p-dear", "p-plain"].map((id) => mockProvider(mock, id))
-  gw = await startTestGateway({
+  gw = await startInProcessGateway({
     catalog: catalogOf(providers, [
       scored("cheap/coder", "p-cheap", 0.1, 0.2, { coding: 0.7, chat: 0.4 }),
       scored("mid/general", "p-mid", 1, 2, { coding: 0.6, chat: 0.8, writing: 0.8 }),

@@ -10,10 +10,10 @@ import { Effect } from "effect"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
 import type { ConfigFile } from "../../src/config/file.js"
 import { clearFileParserCache } from "../../src/pipeline/plugins/file-parser.js"
-import { expectError, startTestGateway, type TestGateway } from "../support/gateway.js"
+import { expectError, startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { endpoint, mockProvider, model } from "../routing/helpers.js"
 
-type Gw = TestGateway & { stop: () => Promise<void> }
+type Gw = InProcessGateway & { stop: () => Promise<void> }
 
 let mock: MockUpstream
 /** A file server that answers only when its client goes away; it notes the requests that were aborted. */
@@ -90,7 +90,7 @@ const recordOf = async (gw: Gw, id: string | null): Promise<Record_ | undefined>
 describe("a moderation call that outlasts the request's deadline", () => {
   let gw: Gw
   beforeAll(async () => {
-    gw = await startTestGateway({ catalog: catalog({ "x-mock-error": "hang" }), requestTimeoutMs: 400 })
+    gw = await startInProcessGateway({ catalog: catalog({ "x-mock-error": "hang" }), requestTimeoutMs: 400 })
   })
   afterAll(async () => {
     await gw?.stop()
@@ -116,8 +116,8 @@ describe("the model turn's deadline is what the stages left", () => {
   beforeAll(async () => {
     // Moderation takes 1 s, the model 1 s: 2 s of a 1.5 s deadline. The model alone fits.
     const slowModel = { "x-mock-delay-ms": "1000" }
-    slowStages = await startTestGateway({ catalog: catalog({ "x-mock-delay-ms": "1000" }, slowModel), requestTimeoutMs: 1500 })
-    noStages = await startTestGateway({ catalog: catalog({}, slowModel), requestTimeoutMs: 1500 })
+    slowStages = await startInProcessGateway({ catalog: catalog({ "x-mock-delay-ms": "1000" }, slowModel), requestTimeoutMs: 1500 })
+    noStages = await startInProcessGateway({ catalog: catalog({}, slowModel), requestTimeoutMs: 1500 })
   })
   afterAll(async () => {
     await slowStages?.stop()
@@ -157,7 +157,7 @@ describe("a file_url fetch (file-parser)", () => {
   }
 
   test("that outlasts the request's deadline: aborted, 408, recorded, the model never called", async () => {
-    const gw = await startTestGateway({ catalog: catalog({}), requestTimeoutMs: 400 })
+    const gw = await startInProcessGateway({ catalog: catalog({}), requestTimeoutMs: 400 })
     try {
       const before = fileAborts
       const res = await gw.fetch("/v1/responses", { method: "POST", json: fileBody() })
@@ -171,7 +171,7 @@ describe("a file_url fetch (file-parser)", () => {
   })
 
   test("whose client leaves: aborted, the request recorded as cancelled", async () => {
-    const gw = await startTestGateway({ catalog: catalog({}), requestTimeoutMs: 60_000 })
+    const gw = await startInProcessGateway({ catalog: catalog({}), requestTimeoutMs: 60_000 })
     try {
       const before = fileAborts
       const requested = fileRequests

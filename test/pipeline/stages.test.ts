@@ -4,37 +4,25 @@
  * the request (routed and priced again), narrow the plan, block, or add a pipeline entry.
  */
 import { describe, expect, test } from "bun:test"
-import { Context, Effect, Exit } from "effect"
+import { Effect, Exit } from "effect"
 import { BadRequest, Forbidden } from "../../src/domain/errors.js"
 import { decodeResponsesRequest, pluginIds } from "../../src/domain/responses.js"
 import { Either } from "effect"
 import { type PluginRegistry, plugins } from "../../src/pipeline/plugins/index.js"
 import { notAvailable, type PluginStage } from "../../src/pipeline/plugins/plugin.js"
-import { makePreparer, type Preparation, type Prepared } from "../../src/pipeline/pre-model.js"
-import { Router } from "../../src/routing/Router.js"
-import { ContentPolicy } from "../../src/services/ContentPolicy.js"
-import { Guardrails } from "../../src/services/Guardrails.js"
+import type { Preparation, Prepared } from "../../src/pipeline/pre-model.js"
 import { KeyStore } from "../../src/services/KeyStore.js"
-import { PresetStore } from "../../src/services/PresetStore.js"
-import { Spend } from "../../src/services/Spend.js"
 import { Users } from "../../src/services/Users.js"
-import { useGateway } from "../support/gateway.js"
+import { useInProcessGateway } from "../support/gateway.js"
+import { preparerOf } from "../../src/testing/stores.js"
 import { useServices } from "../support/services.js"
 
 const services = useServices()
-const gw = useGateway()
+const gw = useInProcessGateway()
 
 const preparerWith = async (registry: PluginRegistry) => {
-  const rt = await services().runtime()
-  return makePreparer(
-    {
-      keys: Context.get(rt.context, KeyStore),
-      policy: Context.get(rt.context, ContentPolicy),
-      presets: Context.get(rt.context, PresetStore),
-      router: Context.get(rt.context, Router),
-      guardrails: Context.get(rt.context, Guardrails),
-      spend: Context.get(rt.context, Spend),
-    },
+  return preparerOf(
+    services(),
     undefined,
     registry,
   )

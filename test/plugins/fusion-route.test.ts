@@ -7,13 +7,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { startMockUpstream } from "../../scripts/mock-upstream.js"
 import { endpoint, mockProvider, model, TAG } from "../routing/helpers.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { fusionCatalog, PRESETS } from "../tools/support.js"
 
 const mock = await startMockUpstream({ tokens: 1 })
-let gw: TestGateway & { stop: () => Promise<void> }
+let gw: InProcessGateway & { stop: () => Promise<void> }
 beforeAll(async () => {
-  gw = await startTestGateway({ catalog: fusionCatalog(mock, PRESETS) })
+  gw = await startInProcessGateway({ catalog: fusionCatalog(mock, PRESETS) })
 })
 afterAll(async () => {
   await gw?.stop()
@@ -95,7 +95,7 @@ describe("the fusion plugin through the server", () => {
 describe("the fusion plugin beside server tools", () => {
   test("its panel's and judge's calls count in server.max_upstream_calls with the loop's turns", async () => {
     const base = fusionCatalog(mock, PRESETS)
-    const tight = await startTestGateway({
+    const tight = await startInProcessGateway({
       catalog: {
         ...base,
         server: { max_upstream_calls: 4 },

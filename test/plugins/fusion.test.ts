@@ -18,16 +18,12 @@ import type { ApiError } from "../../src/domain/errors.js"
 import type { ClientFormat } from "../../src/formats/format.js"
 import { makeFusionPlugin } from "../../src/pipeline/plugins/fusion.js"
 import { plugins } from "../../src/pipeline/plugins/index.js"
-import { makePreparer, type Prepared } from "../../src/pipeline/pre-model.js"
+import type { Prepared } from "../../src/pipeline/pre-model.js"
 import { makeTurnRunner } from "../../src/pipeline/turns.js"
 import { PlainAbort } from "../../src/providers/abort.js"
 import { Router } from "../../src/routing/Router.js"
-import { ContentPolicy } from "../../src/services/ContentPolicy.js"
-import { Guardrails } from "../../src/services/Guardrails.js"
-import { KeyStore } from "../../src/services/KeyStore.js"
-import { PresetStore } from "../../src/services/PresetStore.js"
-import { Spend } from "../../src/services/Spend.js"
 import { TAG } from "../routing/helpers.js"
+import { preparerOf } from "../../src/testing/stores.js"
 import { useServices } from "../support/services.js"
 import { ANALYSIS, fusionCatalog, PRESETS, servicesOf } from "../tools/support.js"
 
@@ -63,16 +59,8 @@ type Outcome = Prepared | { readonly refused: string; readonly status: number; r
 const prepare = async (format: ClientFormat, body: unknown): Promise<Outcome> => {
   const runtime = services()
   const e = await servicesOf(runtime)
-  const rt = await runtime.runtime()
-  const preparer = makePreparer(
-    {
-      keys: Context.get(rt.context, KeyStore),
-      policy: Context.get(rt.context, ContentPolicy),
-      presets: Context.get(rt.context, PresetStore),
-      router: Context.get(rt.context, Router),
-      guardrails: Context.get(rt.context, Guardrails),
-      spend: Context.get(rt.context, Spend),
-    },
+  const preparer = await preparerOf(
+    runtime,
     e.settings,
     { ...plugins, fusion: makeFusionPlugin({ innerCalls: e.innerCalls, settings: e.settings }) },
   )

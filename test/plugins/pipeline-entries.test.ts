@@ -7,9 +7,9 @@
 import { describe, expect, test } from "bun:test"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { useGateway } from "../support/gateway.js"
+import { useInProcessGateway } from "../support/gateway.js"
 
-const gw = useGateway()
+const gw = useInProcessGateway()
 
 /** The plugin ids of the docs' "no entry when" table, in its order. */
 const silentWhenUnchanged = (): ReadonlyArray<string> => {

@@ -8,10 +8,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:tes
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
 import type { ConfigFile } from "../../src/config/file.js"
 import { urlsIn } from "../../src/pipeline/plugins/web-fetch.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { endpoint, mockProvider, model } from "../routing/helpers.js"
 
-type Gw = TestGateway & { stop: () => Promise<void> }
+type Gw = InProcessGateway & { stop: () => Promise<void> }
 let upstream: MockUpstream
 let pages: ReturnType<typeof Bun.serve>
 let base: string
@@ -42,8 +42,8 @@ beforeAll(async () => {
     },
   })
   base = `http://127.0.0.1:${pages.port}`
-  open = await startTestGateway({ catalog: catalog(true) })
-  closed = await startTestGateway({ catalog: catalog(false) })
+  open = await startInProcessGateway({ catalog: catalog(true) })
+  closed = await startInProcessGateway({ catalog: catalog(false) })
 })
 afterAll(async () => {
   for (const g of [open, closed]) await g?.stop()

@@ -14,10 +14,10 @@ import type { ConfigFile } from "../../src/config/file.js"
 import { decodeResponsesRequest } from "../../src/domain/responses.js"
 import { Missing } from "../../src/pipeline/stages.js"
 import { makeWebPlugin } from "../../src/pipeline/plugins/web.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { costAt, endpoint, mockProvider, model } from "../routing/helpers.js"
 
-type Gw = TestGateway & { stop: () => Promise<void> }
+type Gw = InProcessGateway & { stop: () => Promise<void> }
 let upstream: MockUpstream
 let engine: MockSearch
 let gw: Gw
@@ -34,8 +34,8 @@ const catalog = (search: ConfigFile["search"]): ConfigFile => ({
 beforeAll(async () => {
   upstream = await startMockUpstream({ tokens: 3 })
   engine = await startMockSearch()
-  gw = await startTestGateway({ catalog: catalog({ engine: "searxng", base_url: `${engine.url}/searxng`, pricing: { request: SEARCH_PRICE } }) })
-  plain = await startTestGateway({ catalog: catalog(undefined) })
+  gw = await startInProcessGateway({ catalog: catalog({ engine: "searxng", base_url: `${engine.url}/searxng`, pricing: { request: SEARCH_PRICE } }) })
+  plain = await startInProcessGateway({ catalog: catalog(undefined) })
 })
 afterAll(async () => {
   for (const g of [gw, plain]) await g?.stop()

@@ -9,12 +9,12 @@ import { Either } from "effect"
 import { MOCK_ACCESS_KEY_ID, MOCK_SECRET_ACCESS_KEY, type MockBedrock, startMockBedrock } from "../../scripts/mock-bedrock.js"
 import { demoCatalog, parseConfigFile } from "../../src/config/Config.js"
 import type { ConfigFile } from "../../src/config/file.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { parseSse } from "../support/sse.js"
 
 const PRICE = { prompt: 3, completion: 15 }
 let mock: MockBedrock
-let gw: TestGateway & { stop: () => Promise<void> }
+let gw: InProcessGateway & { stop: () => Promise<void> }
 
 const provider = (id: string, url: string, headers: Record<string, string> = {}) => ({
   id,
@@ -60,7 +60,7 @@ beforeAll(async () => {
   process.env.E2E_BEDROCK_KEY = MOCK_ACCESS_KEY_ID
   process.env.E2E_BEDROCK_SECRET = MOCK_SECRET_ACCESS_KEY
   mock = await startMockBedrock()
-  gw = await startTestGateway({ catalog: catalogFor(mock.url) })
+  gw = await startInProcessGateway({ catalog: catalogFor(mock.url) })
 })
 afterAll(async () => {
   await gw?.stop()

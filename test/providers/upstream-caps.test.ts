@@ -12,7 +12,7 @@ import { httpProvider } from "../../src/providers/http"
 import { fetchTransport, http1Transport } from "../../src/providers/http1"
 import { openAiChatWire } from "../../src/providers/openai-chat/adapter"
 import type { UpstreamLimits } from "../../src/providers/types"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { parseSse } from "../support/sse.js"
 import { configFor, eventsOf, providerErrorOf, textRequest } from "./helpers"
 
@@ -105,7 +105,7 @@ describe.each(Object.keys(transports) as Array<keyof typeof transports>)("upstre
 })
 
 describe("upstream caps through the gateway", () => {
-  let gw: TestGateway & { stop: () => Promise<void> }
+  let gw: InProcessGateway & { stop: () => Promise<void> }
   const catalog = (url: string): ConfigFile => ({
     ...demoCatalog,
     providers: [
@@ -122,7 +122,7 @@ describe("upstream caps through the gateway", () => {
     ],
   })
   beforeAll(async () => {
-    gw = await startTestGateway({
+    gw = await startInProcessGateway({
       catalog: catalog(`http://127.0.0.1:${upstream.port}/v1`),
       maxUpstreamBodyBytes: LIMITS.bodyBytes,
       maxUpstreamEventBytes: LIMITS.eventBytes,

@@ -6,9 +6,9 @@
  * Most visible on Postgres (async queries): GATEWAY_TEST_PG_URL=postgres://postgres@127.0.0.1:5432/postgres
  */
 import { expect, test } from "bun:test"
-import { useGateway } from "../support/gateway.js"
+import { useInProcessGateway } from "../support/gateway.js"
 
-const gw = useGateway()
+const gw = useInProcessGateway()
 
 test("after PATCH {disabled:true} has answered, the key is refused at once", async () => {
   const made = (await (await gw().fetch("/v1/keys", { method: "POST", json: { name: "flip" } })).json()) as {

@@ -10,10 +10,10 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { ConfigFile } from "../../src/config/file.js"
 import { KeyStore } from "../../src/services/KeyStore.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { closedPort } from "../routing/helpers.js"
 
-type GW = TestGateway & { stop: () => Promise<void> }
+type GW = InProcessGateway & { stop: () => Promise<void> }
 let gw: GW
 let credits: GW
 
@@ -44,8 +44,8 @@ const catalog = async (): Promise<ConfigFile> => {
 }
 
 beforeAll(async () => {
-  gw = await startTestGateway({ catalog: await catalog() })
-  credits = await startTestGateway({ catalog: { ...(await catalog()), credits: { enforce: true } }, creditsEnforced: true })
+  gw = await startInProcessGateway({ catalog: await catalog() })
+  credits = await startInProcessGateway({ catalog: { ...(await catalog()), credits: { enforce: true } }, creditsEnforced: true })
 })
 afterAll(async () => {
   await gw?.stop()

@@ -10,7 +10,7 @@ import { Effect } from "effect"
 import { demoCatalog } from "../../src/config/Config.js"
 import { PROMPT_FRAMING_TOKENS } from "../../src/pipeline/bounds.js"
 import { KeyStore } from "../../src/services/KeyStore.js"
-import { startTestGateway } from "../support/gateway.js"
+import { startInProcessGateway } from "../support/gateway.js"
 
 const BODY = { model: "demo/echo", input: "hi there", max_output_tokens: 3, provider: { order: ["fake"] } }
 const ACTUAL = (2 * 1 + 3 * 2) / 1e6
@@ -18,7 +18,7 @@ const ACTUAL = (2 * 1 + 3 * 2) / 1e6
 const RESERVATION = ((Buffer.byteLength(JSON.stringify(BODY)) + PROMPT_FRAMING_TOKENS) * 1.5 + 3 * 3) / 1e6
 
 test("credits for ~10 requests: 300 concurrent requests overspend by far more than one reservation", async () => {
-  const g = await startTestGateway({ catalog: { ...demoCatalog, credits: { enforce: true } }, creditsEnforced: true })
+  const g = await startInProcessGateway({ catalog: { ...demoCatalog, credits: { enforce: true } }, creditsEnforced: true })
   try {
     const me = (await (await g.fetch("/v1/key")).json()) as { data: { creator_user_id: string } }
     const granted = RESERVATION * 10

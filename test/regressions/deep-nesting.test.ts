@@ -11,9 +11,9 @@
 import { describe, expect, test } from "bun:test"
 import { Effect } from "effect"
 import { Spend } from "../../src/services/Spend.js"
-import { useGateway } from "../support/gateway.js"
+import { useInProcessGateway } from "../support/gateway.js"
 
-const gw = useGateway()
+const gw = useInProcessGateway()
 
 const DEPTH = 50_000
 const deep = `${'{"a":'.repeat(DEPTH)}1${"}".repeat(DEPTH)}`
@@ -92,10 +92,10 @@ describe("the nesting limit (128 levels, counted from the body)", () => {
 describe("deeply nested but valid JSON, HTTP upstream", () => {
   test("is a 4xx, not a 502 that also puts healthy endpoints into cooldown for everyone", async () => {
     const { startMockUpstream } = await import("../../scripts/mock-upstream.js")
-    const { startTestGateway } = await import("../support/gateway.js")
+    const { startInProcessGateway } = await import("../support/gateway.js")
     const { Router } = await import("../../src/routing/Router.js")
     const mock = await startMockUpstream({ tokens: 3 })
-    const g = await startTestGateway({
+    const g = await startInProcessGateway({
       catalog: {
         providers: [
           { id: "up-a", kind: "openai-chat", base_url: mock.url },

@@ -7,10 +7,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import type { ConfigFile } from "../../src/config/file.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 
 let upstream: ReturnType<typeof Bun.serve>
-let gw: TestGateway & { stop: () => Promise<void> }
+let gw: InProcessGateway & { stop: () => Promise<void> }
 
 const completion = {
   id: "c1",
@@ -37,7 +37,7 @@ beforeAll(async () => {
       return new Response(sse, { headers: { "content-type": "text/event-stream" } })
     },
   })
-  gw = await startTestGateway({
+  gw = await startInProcessGateway({
     catalog: {
       providers: [{ id: "flaky", kind: "openai-chat", base_url: `http://127.0.0.1:${upstream.port}/v1` }],
       models: [{ id: "flaky/m", context_length: 1000, endpoints: [{ provider: "flaky", upstream_model: "m", pricing: { prompt: 1, completion: 1 } }] }],

@@ -5,14 +5,11 @@
  */
 import { describe, expect, test } from "bun:test"
 import { Context, Effect, Exit } from "effect"
-import { makePreparer, type Preparation } from "../../src/pipeline/pre-model.js"
-import { Router } from "../../src/routing/Router.js"
+import type { Preparation } from "../../src/pipeline/pre-model.js"
 import { ContentPolicy } from "../../src/services/ContentPolicy.js"
-import { Guardrails } from "../../src/services/Guardrails.js"
 import { KeyStore } from "../../src/services/KeyStore.js"
-import { PresetStore } from "../../src/services/PresetStore.js"
-import { Spend } from "../../src/services/Spend.js"
 import { Users } from "../../src/services/Users.js"
+import { preparerOf } from "../../src/testing/stores.js"
 import { useServices } from "../support/services.js"
 
 const services = useServices()
@@ -29,14 +26,7 @@ describe("key cache statistics", () => {
     const rt = await services().runtime()
     const keys = Context.get(rt.context, KeyStore)
     const policy = Context.get(rt.context, ContentPolicy)
-    const preparer = makePreparer({
-      keys,
-      policy,
-      presets: Context.get(rt.context, PresetStore),
-      router: Context.get(rt.context, Router),
-      guardrails: Context.get(rt.context, Guardrails),
-      spend: Context.get(rt.context, Spend),
-    })
+    const preparer = await preparerOf(services())
     const { secret, row } = await services().runPromise(
       Effect.gen(function* () {
         const users = yield* Users

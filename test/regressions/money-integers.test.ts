@@ -9,15 +9,15 @@ import { Effect, Either, Option } from "effect"
 import { KeyStore } from "../../src/services/KeyStore.js"
 import { Spend } from "../../src/services/Spend.js"
 import { Users } from "../../src/services/Users.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { pennyCatalog } from "../support/catalog.js"
 
 
-type GW = TestGateway & { stop: () => Promise<void> }
+type GW = InProcessGateway & { stop: () => Promise<void> }
 let gw: GW
 // One gateway (one database) with credits enforced: its requests hold against the key and credits.
 beforeAll(async () => {
-  gw = await startTestGateway({ catalog: { ...pennyCatalog, credits: { enforce: true } }, creditsEnforced: true })
+  gw = await startInProcessGateway({ catalog: { ...pennyCatalog, credits: { enforce: true } }, creditsEnforced: true })
   const me = (await (await gw.fetch("/v1/key")).json()) as { data: { creator_user_id?: string } }
   await run(Effect.flatMap(KeyStore, (keys) => keys.addCredits(me.data.creator_user_id ?? "", 1000)))
 }, 30_000)

@@ -11,9 +11,9 @@
 import { describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { useGateway } from "../support/gateway.js"
+import { useInProcessGateway } from "../support/gateway.js"
 
-const gw = useGateway({ requestTimeoutMs: 300 })
+const gw = useInProcessGateway({ requestTimeoutMs: 300 })
 
 const ledgerOf = (hash: string) =>
   gw().server.runtime.runPromise(

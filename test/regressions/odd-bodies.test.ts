@@ -1,8 +1,8 @@
 /** REVIEW: bodies that are valid JSON but not a request object, and other caller mistakes: a 4xx in the envelope naming the field, or a plain answer where the body is a request after all. */
 import { describe, expect, test } from "bun:test"
-import { useGateway } from "../support/gateway.js"
+import { useInProcessGateway } from "../support/gateway.js"
 
-const gw = useGateway()
+const gw = useInProcessGateway()
 
 const post = (body: string, headers: Record<string, string> = {}) =>
   gw().fetch("/v1/responses", { method: "POST", headers: { "content-type": "application/json", ...headers }, body })

@@ -9,9 +9,9 @@
  */
 import { expect, test } from "bun:test"
 import { engine } from "../support/db.js"
-import { useGateway } from "../support/gateway.js"
+import { useInProcessGateway } from "../support/gateway.js"
 
-const gw = useGateway()
+const gw = useInProcessGateway()
 
 const BODY = { model: "demo/echo", input: "hi there", max_output_tokens: 3, provider: { order: ["fake"] } }
 const ACTUAL = (2 * 1 + 3 * 2) / 1e6

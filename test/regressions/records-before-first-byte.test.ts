@@ -12,10 +12,10 @@ import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstrea
 import { demoCatalog } from "../../src/config/Config.js"
 import type { ConfigFile } from "../../src/config/file.js"
 import type { GenerationError } from "../../src/domain/generations.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 
 let mock: MockUpstream
-let gw: TestGateway & { stop: () => Promise<void> }
+let gw: InProcessGateway & { stop: () => Promise<void> }
 /** Answers a 200 head and the start of a JSON body, then nothing: its answer has begun. */
 let begun: ReturnType<typeof Bun.serve>
 
@@ -35,7 +35,7 @@ beforeAll(async () => {
       ),
   })
   const hung = (id: string, timeout_ms: number) => ({ id, kind: "openai-chat", base_url: mock.url, timeout_ms, headers: { "x-mock-error": "hang" } })
-  gw = await startTestGateway({
+  gw = await startInProcessGateway({
     requestTimeoutMs: 600,
     catalog: {
       ...demoCatalog,

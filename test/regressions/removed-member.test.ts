@@ -10,9 +10,9 @@ import { describe, expect, test } from "bun:test"
 import { Effect } from "effect"
 import { KeyStore } from "../../src/services/KeyStore.js"
 import { Users } from "../../src/services/Users.js"
-import { useGateway } from "../support/gateway.js"
+import { useInProcessGateway } from "../support/gateway.js"
 
-const gw = useGateway()
+const gw = useInProcessGateway()
 
 describe("a removed workspace member", () => {
   test("cannot get back into the workspace by re-enabling a key it disabled before the removal", async () => {

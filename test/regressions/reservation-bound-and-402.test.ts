@@ -8,11 +8,11 @@
 import { describe, expect, test } from "bun:test"
 import { demoCatalog } from "../../src/config/Config.js"
 import { PROMPT_FRAMING_TOKENS } from "../../src/pipeline/bounds.js"
-import { expectError, startTestGateway, type TestGateway, useGateway } from "../support/gateway.js"
+import { expectError, startInProcessGateway, type InProcessGateway, useInProcessGateway } from "../support/gateway.js"
 
-const gw = useGateway()
+const gw = useInProcessGateway()
 
-const makeKey = async (g: TestGateway, json: Record<string, unknown>) =>
+const makeKey = async (g: InProcessGateway, json: Record<string, unknown>) =>
   (await (await g.fetch("/v1/keys", { method: "POST", json })).json()) as { key: string; data: { hash: string } }
 
 // 200 × (2 CJK characters of 3 bytes, an emoji of 4 bytes): 800 UTF-16 units, 2,000 UTF-8 bytes.
@@ -23,7 +23,7 @@ const body = (input: string, stream: boolean) => ({ model: "demo/echo", input, m
 const reservationOf = (json: object) => ((Buffer.byteLength(JSON.stringify(json)) + PROMPT_FRAMING_TOKENS) * 1 + 3 * 2) / 1e6
 
 /** Opens a stream that holds its reservation until `close` (the fake waits 2 s between words). */
-const holdOpen = async (g: TestGateway, key: string, json: object) => {
+const holdOpen = async (g: InProcessGateway, key: string, json: object) => {
   const controller = new AbortController()
   const res = await g.fetch("/v1/responses", { method: "POST", key, json, signal: controller.signal })
   expect(res.status).toBe(200)
@@ -72,7 +72,7 @@ describe("the 402 names what did not fit", () => {
   })
 
   test("credits that cannot hold the request: the credits wording, with the figures", async () => {
-    const g = await startTestGateway({ catalog: { ...demoCatalog, credits: { enforce: true } }, creditsEnforced: true })
+    const g = await startInProcessGateway({ catalog: { ...demoCatalog, credits: { enforce: true } }, creditsEnforced: true })
     try {
       const json = body("hi", false)
       const message = await expectError(await g.fetch("/v1/responses", { method: "POST", json }), 402)

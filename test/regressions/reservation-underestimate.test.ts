@@ -12,14 +12,14 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
 import type { ConfigFile } from "../../src/config/file.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 
 let mock: MockUpstream
-let gw: TestGateway & { stop: () => Promise<void> }
+let gw: InProcessGateway & { stop: () => Promise<void> }
 
 beforeAll(async () => {
   mock = await startMockUpstream({ tokens: 3 })
-  gw = await startTestGateway({
+  gw = await startInProcessGateway({
     catalog: {
       providers: [
         // The mock reports what a long thinking answer uses: 20 000 output tokens.

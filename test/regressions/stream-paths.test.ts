@@ -6,10 +6,10 @@
 import { describe, expect, test } from "bun:test"
 import { Effect } from "effect"
 import { Spend } from "../../src/services/Spend.js"
-import { useGateway } from "../support/gateway.js"
+import { useInProcessGateway } from "../support/gateway.js"
 import { checkStreamRules, parseSse } from "../support/sse.js"
 
-const gw = useGateway({ requestTimeoutMs: 400, streamKeepAliveMs: 40 })
+const gw = useInProcessGateway({ requestTimeoutMs: 400, streamKeepAliveMs: 40 })
 const open = () => gw().server.runtime.runPromise(Effect.flatMap(Spend, (s) => s.openReservations))
 const key = async () =>
   ((await (await gw().fetch("/v1/keys", { method: "POST", json: { name: `s${Math.random()}`, limit: 5 } })).json()) as { key: string }).key

@@ -10,7 +10,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { ConfigFile } from "../../src/config/file.js"
 import { PROMPT_FRAMING_TOKENS } from "../../src/pipeline/bounds.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 
 /**
  * A Chat Completions upstream that answers "ok" with the usage object given, as raw JSON text, in
@@ -54,12 +54,12 @@ const PRICE = { prompt: 1, completion: 2 }
 const MAX_OUTPUT = 16
 
 let upstream: ReturnType<typeof Bun.serve>
-let gw: TestGateway & { stop: () => Promise<void> }
+let gw: InProcessGateway & { stop: () => Promise<void> }
 
 beforeAll(async () => {
   upstream = startUpstream()
   const kinds = Object.keys(USAGES) as Array<Kind>
-  gw = await startTestGateway({
+  gw = await startInProcessGateway({
     catalog: {
       providers: kinds.map((k) => ({
         id: k,

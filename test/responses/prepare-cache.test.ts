@@ -1,10 +1,10 @@
 /** Changes to a cached key take effect at once on the in-memory (ready) path. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 
-let gw: TestGateway & { stop: () => Promise<void> }
+let gw: InProcessGateway & { stop: () => Promise<void> }
 beforeAll(async () => {
-  gw = await startTestGateway()
+  gw = await startInProcessGateway()
 })
 afterAll(async () => {
   await gw?.stop()

@@ -3,30 +3,16 @@
  * the runtime when a read misses memory or spend is reserved, the same answers either way.
  */
 import { describe, expect, test } from "bun:test"
-import { Context, Effect, Exit, Option } from "effect"
-import { makePreparer, type Preparation } from "../../src/pipeline/pre-model.js"
-import { Router } from "../../src/routing/Router.js"
-import { ContentPolicy } from "../../src/services/ContentPolicy.js"
-import { Guardrails } from "../../src/services/Guardrails.js"
+import { Effect, Exit, Option } from "effect"
+import type { Preparation } from "../../src/pipeline/pre-model.js"
 import { KeyStore } from "../../src/services/KeyStore.js"
-import { PresetStore } from "../../src/services/PresetStore.js"
-import { Spend } from "../../src/services/Spend.js"
 import { Users } from "../../src/services/Users.js"
+import { preparerOf } from "../../src/testing/stores.js"
 import { useServices } from "../support/services.js"
 
 const services = useServices()
 
-const preparer = async () => {
-  const rt = await services().runtime()
-  return makePreparer({
-    keys: Context.get(rt.context, KeyStore),
-    policy: Context.get(rt.context, ContentPolicy),
-    presets: Context.get(rt.context, PresetStore),
-    router: Context.get(rt.context, Router),
-    guardrails: Context.get(rt.context, Guardrails),
-    spend: Context.get(rt.context, Spend),
-  })
-}
+const preparer = () => preparerOf(services())
 
 /** A fresh user's key; `limit` makes every request hold a reservation. */
 const newKey = (limit: number | null = null) =>

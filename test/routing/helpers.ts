@@ -6,7 +6,7 @@
 import { expect } from "bun:test"
 import type { MockUpstream } from "../../scripts/mock-upstream.js"
 import type { ConfigFile, EndpointEntry, ModelEntry, ProviderEntry } from "../../src/config/file.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { type InProcessGateway, startInProcessGateway } from "../support/gateway.js"
 
 /** Every mock answer reports this many input tokens (and `tokens` output tokens, 3 by default). */
 export const USAGE_INPUT = 100
@@ -63,9 +63,9 @@ export const closedPort = async (): Promise<number> => {
   }
 }
 
-export type Gateway = TestGateway & { stop: () => Promise<void> }
+export type Gateway = InProcessGateway & { stop: () => Promise<void> }
 
-export const startGateway = (catalog: ConfigFile) => startTestGateway({ catalog })
+export const startGateway = (catalog: ConfigFile) => startInProcessGateway({ catalog })
 
 export interface Attempt {
   readonly model: string

@@ -4,9 +4,9 @@
  * it was sent, and a string Postgres's json cannot hold (a lone surrogate) must not lose the batch.
  */
 import { afterAll, expect, test } from "bun:test"
-import { startTestGateway } from "../support/gateway.js"
+import { startInProcessGateway } from "../support/gateway.js"
 
-const gw = await startTestGateway({})
+const gw = await startInProcessGateway({})
 afterAll(() => gw.stop())
 
 const generation = async (id: string) => {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll } from "bun:test"
 import { Option, Redacted } from "effect"
 import { GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
 import { type RunningServer, type ServerOptions, startServer } from "../../src/http/server.js"
+import { startInProcess } from "../../src/testing/gateway.js"
 import { freshDatabase, type TestDatabase } from "./db.js"
 
 /** The bearer token test gateways serve GET /metrics with (a gateway without a token refuses it). */
@@ -51,17 +52,62 @@ export const startTestGateway = async (
   }
 }
 
-/** One gateway for the whole test file. */
-export const useGateway = (overrides: Partial<Settings> = {}) => {
-  const ref = {} as { current: TestGateway & { stop: () => Promise<void> } }
+/** One gateway, from `start`, for the whole test file. */
+const useStarted = <G extends { stop: () => Promise<void> }>(start: () => Promise<G>) => {
+  const ref = {} as { current: G }
   beforeAll(async () => {
-    ref.current = await startTestGateway(overrides)
+    ref.current = await start()
   })
   afterAll(async () => {
     await ref.current?.stop()
   })
   return () => ref.current
 }
+
+/** One gateway for the whole test file. */
+export const useGateway = (overrides: Partial<Settings> = {}) => useStarted(() => startTestGateway(overrides))
+
+/** What tests of the pipeline use of a gateway, with no socket: the kit's in-process gateway (src/testing/). */
+export interface InProcessGateway {
+  /** The first management key, created at start. */
+  readonly adminKey: string
+  readonly fetch: TestGateway["fetch"]
+  /** The kit's client (its `fetch` binds an SDK in-process) and its scripted provider. */
+  readonly client: Awaited<ReturnType<typeof startInProcess>>
+  readonly server: Pick<RunningServer, "runtime" | "settings" | "drain" | "metrics">
+}
+
+/** A gateway in-process over a fresh database (Postgres when the suite runs on it), on the real clock. */
+export const startInProcessGateway = async (
+  overrides: Partial<Settings> = {},
+  serverOptions: Pick<ServerOptions, "formats"> = {},
+): Promise<InProcessGateway & { stop: () => Promise<void> }> => {
+  const db: TestDatabase = overrides.databaseUrl === undefined ? await freshDatabase() : { url: overrides.databaseUrl, drop: async () => {} }
+  const kit = await startInProcess({ databaseUrl: db.url, settings: { metricsToken: Redacted.make(TEST_METRICS_TOKEN), ...overrides }, ...serverOptions })
+  const given = overrides.managementKey ?? Option.none()
+  const adminKey = Option.isSome(given) ? Redacted.value(given.value) : kit.adminKey
+  return {
+    adminKey,
+    client: kit,
+    fetch: (path, init = {}) => {
+      const { key, json, ...rest } = init
+      return kit.request(path, { ...rest, key: key === undefined ? adminKey : key, json })
+    },
+    server: {
+      runtime: kit.runtime,
+      settings: kit.settings,
+      metrics: kit.gateway.metrics,
+      drain: kit.drain,
+    },
+    stop: async () => {
+      await kit.stop()
+      await db.drop()
+    },
+  }
+}
+
+/** One in-process gateway for the whole test file. */
+export const useInProcessGateway = (overrides: Partial<Settings> = {}) => useStarted(() => startInProcessGateway(overrides))
 
 /** Asserts the spec's error envelope with an integer code equal to the status; returns the message. */
 export const expectError = async (res: Response, status: number): Promise<string> => {

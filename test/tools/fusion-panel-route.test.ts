@@ -10,13 +10,13 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { MOCK_PAGES, type MockSearch, startMockSearch } from "../../scripts/mock-search.js"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
 import { costAt, TAG } from "../routing/helpers.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { checkStreamRules, parseSse } from "../support/sse.js"
 import { ANALYSIS, fusionCatalog, OUTPUT_TOKENS } from "./support.js"
 
 let mock: MockUpstream
 let search: MockSearch
-let gw: TestGateway & { stop: () => Promise<void> }
+let gw: InProcessGateway & { stop: () => Promise<void> }
 
 const SEARCH_PRICE = 0.004
 const QUESTION = "what is new about example widgets?"
@@ -26,7 +26,7 @@ const finalTurn = costAt(1, 2, OUTPUT_TOKENS)
 beforeAll(async () => {
   mock = await startMockUpstream({ tokens: 1 })
   search = await startMockSearch()
-  gw = await startTestGateway({
+  gw = await startInProcessGateway({
     catalog: { ...fusionCatalog(mock), search: { engine: "searxng", base_url: `${search.url}/searxng`, pricing: { request: SEARCH_PRICE } } },
   })
 })

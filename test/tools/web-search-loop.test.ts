@@ -9,10 +9,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { MOCK_PAGES, type MockSearch, startMockSearch } from "../../scripts/mock-search.js"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
 import { endpoint, mockProvider, model, USAGE_INPUT } from "../routing/helpers.js"
-import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { checkStreamRules, parseSse } from "../support/sse.js"
 
-type Gw = TestGateway & { stop: () => Promise<void> }
+type Gw = InProcessGateway & { stop: () => Promise<void> }
 let upstream: MockUpstream
 let search: MockSearch
 let gw: Gw
@@ -25,7 +25,7 @@ const turnCost = (outputTokens: number) => (USAGE_INPUT * PRICE.prompt + outputT
 beforeAll(async () => {
   upstream = await startMockUpstream({ tokens: 3 })
   search = await startMockSearch()
-  gw = await startTestGateway({
+  gw = await startInProcessGateway({
     catalog: {
       providers: [mockProvider(upstream, "chat")],
       models: [model("test/chat", endpoint("chat", PRICE.prompt, PRICE.completion))],
