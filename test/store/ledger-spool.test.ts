@@ -157,15 +157,21 @@ describe("a gateway started with a spool file", () => {
   })
 })
 
+/** The ledger writer alone over a SQLite file of its own (a 200 ms commit timeout, a 5 ms window), with the hooks' registry. */
+const writerRuntime = (instanceId: string) => {
+  const dir = tempDir()
+  const file = join(dir, "gateway.db")
+  const config = GatewayConfig.layer(testSettings({ databaseUrl: file, dataDir: dir, instanceId, commitTimeoutMs: 200 }))
+  const options = Layer.succeed(GenerationWriterOptions, { windowMs: 5, maxBatch: 200, retryDelayMs: 1 })
+  const rt = ManagedRuntime.make(
+    Layer.merge(GenerationStore.Default, LedgerHooks.Default).pipe(Layer.provide(options), Layer.provideMerge(StoreLive), Layer.provide(config)),
+  )
+  return { dir, file, rt }
+}
+
 describe("the ledger writer when its database cannot take a commit", () => {
   test("the batch is spooled with its hooks' rows, later records wait behind it, and all of them are committed once it can", async () => {
-    const dir = tempDir()
-    const file = join(dir, "gateway.db")
-    const config = GatewayConfig.layer(testSettings({ databaseUrl: file, dataDir: dir, instanceId: "spool-writer", commitTimeoutMs: 200 }))
-    const options = Layer.succeed(GenerationWriterOptions, { windowMs: 5, maxBatch: 200, retryDelayMs: 1 })
-    const rt = ManagedRuntime.make(
-      Layer.merge(GenerationStore.Default, LedgerHooks.Default).pipe(Layer.provide(options), Layer.provideMerge(StoreLive), Layer.provide(config)),
-    )
+    const { dir, file, rt } = writerRuntime("spool-writer")
     try {
       await rt.runtime()
       const own = new Database(file)
@@ -208,13 +214,7 @@ describe("the ledger writer when its database cannot take a commit", () => {
 
 describe("a ledger hook that cannot read the store (an outage)", () => {
   test("the batch is spooled with its hooks still to ask; they are asked again at commit, so their rows are not lost", async () => {
-    const dir = tempDir()
-    const file = join(dir, "gateway.db")
-    const config = GatewayConfig.layer(testSettings({ databaseUrl: file, dataDir: dir, instanceId: "spool-hooks", commitTimeoutMs: 200 }))
-    const options = Layer.succeed(GenerationWriterOptions, { windowMs: 5, maxBatch: 200, retryDelayMs: 1 })
-    const rt = ManagedRuntime.make(
-      Layer.merge(GenerationStore.Default, LedgerHooks.Default).pipe(Layer.provide(options), Layer.provideMerge(StoreLive), Layer.provide(config)),
-    )
+    const { dir, file, rt } = writerRuntime("spool-hooks")
     try {
       await rt.runtime()
       const own = new Database(file)
