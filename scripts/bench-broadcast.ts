@@ -55,6 +55,13 @@ const workerCpu = (before: ReturnType<typeof threadCpus>, after: ReturnType<type
   return us
 }
 
+/** The CPU of every thread but the main one, by thread name (the Worker's heap's GC and JIT threads, Bun's HTTP client thread, …). */
+const otherThreads = (pid: number, before: ReturnType<typeof threadCpus>, after: ReturnType<typeof threadCpus>): Map<string, number> => {
+  const out = new Map<string, number>()
+  for (const [tid, t] of after) if (tid !== String(pid)) out.set(t.name, (out.get(t.name) ?? 0) + t.us - (before.get(tid)?.us ?? 0))
+  return out
+}
+
 // This process (load generator, receivers) on core 1; the gateways on core 0.
 const pinned = (() => {
   try {
@@ -178,6 +185,8 @@ for (let round = 0; round < rounds; round++) {
     const [p1, t1, all1] = [processCpu(g.proc.pid), mainThreadCpu(g.proc.pid), threadCpus(g.proc.pid)]
     tally(g, r)
     const n = Math.max(1, r.requests)
+    const others = [...otherThreads(g.proc.pid, all0, all1)].filter(([, us]) => us / n >= 0.5).sort((a, b) => b[1] - a[1])
+    console.error(`  ${g.name}: other threads µs / request: ${others.map(([name, us]) => `${name} ${(us / n).toFixed(1)}`).join(", ")}`)
     closed.set(g.name, { threadUs: (t1 - t0) / n, workerUs: workerCpu(all0, all1) / n, processUs: (p1 - p0) / n, rps: r.rps })
   }
   // 70 % of what the no-destination gateway just answered: the rate follows the machine (shared, its

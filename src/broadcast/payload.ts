@@ -235,6 +235,8 @@ export interface TraceItem {
   readonly ids: string
   /** About what its spans weigh in an OTLP JSON body, in bytes (batches stay under `batch_max_bytes`). */
   readonly bytes: number
+  /** Its spans' OTLP JSON, written on first use (src/broadcast/payload.ts `otlpOf`). */
+  spansJson: string | undefined
 }
 
 const str = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined)
@@ -323,7 +325,7 @@ export const traceItemOf = (
       ? {}
       : { error: options.privacyMode ? { status: payload.error.status, message: `HTTP ${payload.error.status}` } : payload.error }),
   }
-  return { view, payload, options, keyName, originals, ids, bytes: bytesOf(withContent ? content : undefined) }
+  return { view, payload, options, keyName, originals, ids, bytes: bytesOf(withContent ? content : undefined), spansJson: undefined }
 }
 
 /** A generation's spans with every switch on and no content: ~3.4 KB of OTLP JSON. */
@@ -506,62 +508,52 @@ export const spansOf = (item: TraceItem): Array<ReadableSpan> => spanDataOf(item
 // resource, one scope; a test decodes both and compares them field by field), without building
 // SDK spans and the serializer's intermediate objects. Measured (CPU time, a batch of 100
 // generations with content, one attempt each, every switch on): ~28 µs a generation through the
-// serializer, ~17 µs here.
+// serializer, ~17 µs writing each span's JSON by string concatenation, ~14.5 → ~12 µs (median of
+// 20 runs of 2,000 generations, ~3.5 KB each) as plain objects in the serializer's key order given
+// to the native JSON.stringify, which writes the same bytes (the test compares them).
 
 const RESOURCE_JSON = `{"attributes":[{"key":"service.name","value":{"stringValue":${JSON.stringify(SERVICE_NAME)}}}],"droppedAttributesCount":0}`
 const SCOPE_JSON = JSON.stringify({ name: scope.name, version: scope.version })
 const SCHEMA_URL_JSON = JSON.stringify(scope.schemaUrl)
 const NANOS_PER_S = 1_000_000_000n
 
-/**
- * A JSON string: as is between quotes when nothing in it needs escaping (JSON.stringify of one
- * small string cost ~0.3 µs in Bun, the test ~0.05 µs), else JSON.stringify's own escaping.
- */
-const PLAIN = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/
-const quote = (s: string): string => (PLAIN.test(s) ? `"${s}"` : JSON.stringify(s))
-
-/** `{"key":…,"value":` per attribute name: the names repeat in every span. */
-const keyPrefixes = new Map<string, string>()
-const keyPrefix = (key: string): string => {
-  let prefix = keyPrefixes.get(key)
-  if (prefix === undefined) {
-    prefix = `{"key":${JSON.stringify(key)},"value":`
-    // Bounded: metadata and parameter names come from requests.
-    if (keyPrefixes.size < 10_000) keyPrefixes.set(key, prefix)
-  }
-  return prefix
-}
-
 /** Epoch ms as the serializer writes an HrTime: nanoseconds, a decimal string. */
-const nanosJson = (ms: number): string => {
-  if (Number.isInteger(ms) && ms > 0) return `"${ms}000000"`
+const nanos = (ms: number): string => {
+  if (Number.isInteger(ms) && ms > 0) return `${ms}000000`
   const [s, ns] = hrTime(ms)
-  return `"${(BigInt(s) * NANOS_PER_S + BigInt(ns)).toString()}"`
+  return (BigInt(s) * NANOS_PER_S + BigInt(ns)).toString()
 }
 
 /** An attribute value as OTLP's AnyValue: integers as intValue, other numbers as doubleValue. */
-const anyValueJson = (v: string | number | boolean | ReadonlyArray<string>): string => {
-  if (typeof v === "string") return `{"stringValue":${quote(v)}}`
-  if (typeof v === "number") return Number.isInteger(v) ? `{"intValue":${v}}` : `{"doubleValue":${JSON.stringify(v)}}`
-  if (typeof v === "boolean") return `{"boolValue":${v}}`
-  let out = '{"arrayValue":{"values":['
-  for (let i = 0; i < v.length; i++) out += (i === 0 ? "" : ",") + anyValueJson(v[i] as string)
-  return `${out}]}}`
+const anyValue = (v: string | number | boolean | ReadonlyArray<string>): unknown => {
+  if (typeof v === "string") return { stringValue: v }
+  if (typeof v === "number") return Number.isInteger(v) ? { intValue: v } : { doubleValue: v }
+  if (typeof v === "boolean") return { boolValue: v }
+  return { arrayValue: { values: v.map((s) => ({ stringValue: s })) } }
 }
 
-const spanJson = (d: SpanData): string => {
-  let attributes = ""
-  for (const key in d.attributes) {
-    attributes += `${attributes === "" ? "" : ","}${keyPrefix(key)}${anyValueJson(d.attributes[key] as string)}}`
-  }
-  const status = d.error === undefined ? `{"code":${SpanStatusCode.OK}}` : `{"code":${SpanStatusCode.ERROR},"message":${quote(d.error)}}`
+/** A span as the serializer writes it, its keys in its order: JSON.stringify writes the same bytes. */
+const spanObject = (d: SpanData): unknown => {
+  const attributes: Array<{ key: string; value: unknown }> = []
+  for (const key in d.attributes) attributes.push({ key, value: anyValue(d.attributes[key] as string) })
   // kind: the SDK's SpanKind + 1 (OTLP's numbering); flags: the trace flags (sampled) and "has is_remote" (0x100), not remote.
-  return (
-    `{"traceId":"${d.traceId}","spanId":"${d.spanId}"${d.parentSpanId === undefined ? "" : `,"parentSpanId":"${d.parentSpanId}"`}` +
-    `,"name":${quote(d.name)},"kind":${d.kind + 1},"startTimeUnixNano":${nanosJson(d.startMs)},"endTimeUnixNano":${nanosJson(d.endMs)}` +
-    `,"attributes":[${attributes}],"droppedAttributesCount":0,"events":[],"droppedEventsCount":0,"status":${status}` +
-    `,"links":[],"droppedLinksCount":0,"flags":257}`
-  )
+  return {
+    traceId: d.traceId,
+    spanId: d.spanId,
+    parentSpanId: d.parentSpanId,
+    name: d.name,
+    kind: d.kind + 1,
+    startTimeUnixNano: nanos(d.startMs),
+    endTimeUnixNano: nanos(d.endMs),
+    attributes,
+    droppedAttributesCount: 0,
+    events: [],
+    droppedEventsCount: 0,
+    status: d.error === undefined ? { code: SpanStatusCode.OK } : { code: SpanStatusCode.ERROR, message: d.error },
+    links: [],
+    droppedLinksCount: 0,
+    flags: 257,
+  }
 }
 
 const encoder = new TextEncoder()
@@ -571,12 +563,11 @@ const encoder = new TextEncoder()
  * shape sees it (src/broadcast/engine.ts keeps them per batch and shape), so the destinations
  * and the sends that carry it share the text and a body is a concatenation.
  */
-const spansJson = new WeakMap<TraceItem, string>()
 const spansJsonOf = (item: TraceItem): string => {
-  let json = spansJson.get(item)
+  let json = item.spansJson
   if (json === undefined) {
-    json = spanDataOf(item).map(spanJson).join(",")
-    spansJson.set(item, json)
+    json = JSON.stringify(spanDataOf(item).map(spanObject)).slice(1, -1)
+    item.spansJson = json
   }
   return json
 }
