@@ -44,7 +44,8 @@ describe("a batch over the per-call limit", () => {
 
   test("at most four parts are in flight at once", async () => {
     const seen: Array<string> = []
-    const promise = embedInParts(embedderOf(undefined, () => 10, seen), endpoint, inputs, {}, new PlainAbort(), undefined)
+    // Parts of 300 ms, looked at after 1 ms: a loaded machine's pause cannot let the first end first (10 ms parts did).
+    const promise = embedInParts(embedderOf(undefined, () => 300, seen), endpoint, inputs, {}, new PlainAbort(), undefined)
     await Bun.sleep(1)
     expect(seen).toEqual(["i0", "i2", "i4", "i6"])
     await promise
