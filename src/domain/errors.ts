@@ -2,7 +2,9 @@
  * Errors a caller can see. Each class carries its HTTP status; `envelopeOf` is the one
  * function that turns any of them into the spec's error envelope, on both planes.
  */
-import { HttpApiSchema } from "@effect/platform"
+// The module, not the package's index: the index loads all of @effect/platform (~0.3 s), and this file is
+// imported by the delivery and page Workers, which need none of it.
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Schema } from "effect"
 
 const Metadata = Schema.Record({ key: Schema.String, value: Schema.Unknown })
