@@ -2,13 +2,17 @@
  * The command line, in the same entry point as the server:
  * `gateway serve | migrate | keys create | keys list | credits add`.
  */
-import { Args, Command, HelpDoc, Options, Usage } from "@effect/cli"
+// Modules, not the package's index, which loads all of @effect/cli (see main.ts).
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as HelpDoc from "@effect/cli/HelpDoc"
+import * as Options from "@effect/cli/Options"
+import * as Usage from "@effect/cli/Usage"
 import { SqlClient } from "@effect/sql"
 import { Console, Data, Effect, Either, Layer, Option, Schema } from "effect"
 import { intervalText, RateLimit } from "./domain/keys.js"
 import { requeueDead } from "./broadcast/queue.js"
 import { GatewayConfig } from "./config/Config.js"
-import { startServer } from "./http/server.js"
 import { parseWorkers, supervise } from "./supervisor.js"
 import { type SupervisorMessage, workerChannel } from "./services/worker-channel.js"
 import { KeyStore, type KeyRow, keyRowOf, type StoredKeyRow } from "./services/KeyStore.js"
@@ -76,7 +80,9 @@ const serve = Command.make("serve", { workers: workersOption }, ({ workers }) =>
       )
     }
     const running = yield* Effect.tryPromise({
-      try: () => startServer(GatewayConfig.fromEnv, { reusePort: channel !== undefined }),
+      // Loaded here, not at the top: the other commands (keys, members, migrate…) need none of the
+      // server's modules, and each run of them would load them (~0.2 s a command).
+      try: () => import("./http/server.js").then(({ startServer }) => startServer(GatewayConfig.fromEnv, { reusePort: channel !== undefined })),
       catch: (e) => listenRefusal(e, host, port) ?? e,
     }).pipe(Effect.catchIf((e) => !(e instanceof CliError), Effect.die))
     const { settings } = running

@@ -1,7 +1,9 @@
 #!/usr/bin/env bun
 /** Entry point: the CLI (`gateway serve` starts the server). Nothing imports this file. */
-import { ValidationError } from "@effect/cli"
-import { BunContext, BunRuntime } from "@effect/platform-bun"
+// Modules, not the packages' indexes: an index loads the whole package (~0.25 s of every command's start).
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as BunContext from "@effect/platform-bun/BunContext"
+import * as BunRuntime from "@effect/platform-bun/BunRuntime"
 import { Cause, Effect, Runtime } from "effect"
 import { CliError, runCli, usageOf } from "./cli.js"
 
