@@ -1,6 +1,7 @@
 /**
  * Settings from env plus the optional JSON config file, decoded once at start.
- * Every variable is listed in the README's configuration table.
+ * Every variable is listed: the essentials in the README's Configuration table, the rest in
+ * docs/reference.md, "Environment variables and limits".
  */
 import { hostname } from "node:os"
 import { Config, ConfigError, Context, Data, Effect, Either, Layer, Option, ParseResult, Redacted } from "effect"
@@ -199,7 +200,7 @@ export const DEFAULT_MAX_TOKENS_PER_IMAGE = 2_000
 /** A file part (e.g. a PDF of ~10-20 pages, text and page images); beyond it the operator pays. */
 export const DEFAULT_MAX_TOKENS_PER_FILE = 32_000
 
-/** The connection and upstream limits' defaults (README, Configuration). */
+/** The connection and upstream limits' defaults (docs/reference.md, "Environment variables and limits"). */
 export const DEFAULT_LIMITS = {
   idleTimeoutS: 30,
   bodyTimeoutMs: 10_000,

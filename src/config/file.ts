@@ -151,7 +151,7 @@ export const GuardrailEntry = Schema.Struct({
 })
 export type GuardrailEntry = typeof GuardrailEntry.Type
 
-/** `plugins.file_parser`: PDF parsing (README, Plugins: file-parser). */
+/** `plugins.file_parser`: PDF parsing (docs/plugins.md, "file-parser"). */
 export const FileParserConfig = Schema.Struct({
   /** Bytes of one file at most (default `outbound.max_bytes`, 5 MB). */
   max_file_bytes: Schema.optional(positiveInt),

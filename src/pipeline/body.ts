@@ -153,8 +153,9 @@ export const makeBodyDeadline = (baseMs: number, maxBytes: number) => {
 }
 
 /**
- * Unfinished bodies' defaults: a key's, and a client address's (README, Configuration). A key's is
- * the smaller, so one key holder leaves room for the other keys of its address.
+ * Unfinished bodies' defaults: a key's, and a client address's (docs/reference.md, "Environment
+ * variables and limits"). A key's is the smaller, so one key holder leaves room for the other keys
+ * of its address.
  */
 export const DEFAULT_MAX_UNFINISHED_BODIES = { perKey: 64, perAddress: 256 } as const
 

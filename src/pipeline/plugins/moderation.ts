@@ -18,7 +18,7 @@ import type { PluginStage } from "./plugin.js"
 
 export const NOT_CONFIGURED = "moderation is not configured on this gateway"
 
-/** Characters of the request's text sent to the API, at most (the rest is not moderated: say so in the README). */
+/** Characters of the request's text sent to the API, at most (the rest is not moderated, as docs/plugins.md, "moderation" says). */
 const MAX_MODERATED_CHARS = 200_000
 
 /** The moderation API of the config, ready to call. */
