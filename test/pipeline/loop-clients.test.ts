@@ -5,14 +5,14 @@
  * an event's `output_index` names no item it saw added), over a loop of three turns.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { OpenRouter } from "@openrouter/sdk"
 import type { OpenResponsesResult } from "@openrouter/sdk/models"
 import * as errors from "@openrouter/sdk/models/errors"
 import type { CreateResponsesResponse } from "@openrouter/sdk/models/operations"
-import OpenAI from "openai"
+import type OpenAI from "openai"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
 import { endpoint, mockProvider, model } from "../routing/helpers.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { openaiAt, openRouterAt, validated } from "../support/sdk.js"
 
 let mock: MockUpstream
 let gw: TestGateway & { stop: () => Promise<void> }
@@ -31,18 +31,8 @@ afterAll(async () => {
   await mock?.stop()
 })
 
-const sdk = () => new OpenRouter({ apiKey: gw.adminKey, serverURL: `${gw.url}/v1`, retryConfig: { strategy: "none" } })
-const openai = () => new OpenAI({ apiKey: gw.adminKey, baseURL: `${gw.url}/v1`, maxRetries: 0 })
-
-/** Fails with the SDK's own account of what did not validate. */
-const validated = async <A>(p: PromiseLike<A>): Promise<A> => {
-  try {
-    return await p
-  } catch (e) {
-    if (e instanceof errors.ResponseValidationError) throw new Error(`ResponseValidationError: ${e.pretty()}`)
-    throw e
-  }
-}
+const sdk = () => openRouterAt(gw)
+const openai = () => openaiAt(gw)
 
 const whole = (r: CreateResponsesResponse): OpenResponsesResult => {
   if (Symbol.asyncIterator in r) throw new Error("expected a JSON result, got a stream")
