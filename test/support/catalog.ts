@@ -1,6 +1,6 @@
 /** The demo catalog plus models of the given ids (served by the fake provider): tests that store model ids need them in the catalog. */
 import { demoCatalog } from "../../src/config/Config.js"
-import type { ConfigFile } from "../../src/config/file.js"
+import type { ConfigFile, EndpointEntry, ModelEntry, ProviderEntry } from "../../src/config/file.js"
 
 export const demoCatalogWith = (ids: ReadonlyArray<string>): ConfigFile => ({
   ...demoCatalog,
@@ -66,3 +66,21 @@ export const mockScenarioCatalog = (
     ],
   }
 }
+
+/** Providers of kind `fake` (src/providers/fake), one of each id. */
+export const fakeProviders = (...ids: ReadonlyArray<string>): Array<ProviderEntry> => ids.map((id) => ({ id, kind: "fake" }))
+
+/** An endpoint of `provider` serving `echo` at $1 per million tokens in and out, unless `extra` says otherwise. */
+export const endpointOf = (provider: string, extra: Partial<Omit<EndpointEntry, "provider">> = {}): EndpointEntry => ({
+  provider,
+  upstream_model: "echo",
+  pricing: { prompt: 1, completion: 1 },
+  ...extra,
+})
+
+/** A chat model of 100,000 tokens' context served by `endpoints`. */
+export const modelOf = (id: string, first: EndpointEntry, ...rest: ReadonlyArray<EndpointEntry>): ModelEntry => ({
+  id,
+  context_length: 100_000,
+  endpoints: [first, ...rest],
+})
