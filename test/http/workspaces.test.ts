@@ -97,28 +97,7 @@ describe("POST /workspaces (create)", () => {
       data: { id: number }
     }
     const slug = uniqueSlug("prod")
-    const res = await gw().fetch("/v1/workspaces", {
-      method: "POST",
-      json: {
-        name: "Production",
-        slug,
-        description: "Production environment",
-        default_text_model: "openai/gpt-4o",
-        default_image_model: "openai/dall-e-3",
-        default_provider_sort: "throughput",
-        io_logging_api_key_ids: [key.data.id],
-        io_logging_sampling_rate: 0.25,
-        is_data_discount_logging_enabled: true,
-        is_observability_broadcast_enabled: true,
-        is_observability_io_logging_enabled: true,
-        disabled_server_tools: ["web_search"],
-      },
-    })
-    expect(res.status).toBe(201)
-    const { data } = (await res.json()) as { data: Ws }
-    expectShape(data, WORKSPACE)
-    expect(data.id).toMatch(UUID)
-    expect(data).toMatchObject({
+    const sent = {
       name: "Production",
       slug,
       description: "Production environment",
@@ -131,6 +110,14 @@ describe("POST /workspaces (create)", () => {
       is_observability_broadcast_enabled: true,
       is_observability_io_logging_enabled: true,
       disabled_server_tools: ["web_search"],
+    }
+    const res = await gw().fetch("/v1/workspaces", { method: "POST", json: sent })
+    expect(res.status).toBe(201)
+    const { data } = (await res.json()) as { data: Ws }
+    expectShape(data, WORKSPACE)
+    expect(data.id).toMatch(UUID)
+    expect(data).toMatchObject({
+      ...sent,
       created_by: (await me()).creator_user_id,
       updated_at: null,
       default_guardrail_id: `gr_${data.id}`,
