@@ -5,21 +5,19 @@
  * generation's, not a list) as the batch's list.
  */
 import { describe, expect, test } from "bun:test"
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { contentsOf, type OutboxItems } from "../../src/broadcast/payload.js"
 import { migrate } from "../../src/store/Store.js"
 import { engine } from "../support/db.js"
 import { schemaBefore, useDatabase } from "../support/migrations.js"
 
-describe(`the broadcast_batches migration (${engine})`, () => {
-  const run = useDatabase()
+const run = useDatabase()
 
+describe(`the broadcast_batches migration (${engine})`, () => {
   test("pending and dead rows become one-generation batches with their content, attempts and errors; delivered rows are not kept", async () => {
     const after = await run(
       Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        yield* schemaBefore(17)
+        const sql = yield* schemaBefore(17)
         const row = (id: string, state: string, content: string | null, attempts: number, error: string | null) =>
           sql`INSERT INTO broadcast_deliveries (id, destination_id, generation_id, created_at, payload, content, state, attempts,
             next_attempt_at, claimed_until, last_error, finished_at)

@@ -4,21 +4,19 @@
  * missing. Migration 12 gives old holds an expired lease (the next sweep releases them).
  */
 import { describe, expect, test } from "bun:test"
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { migrate } from "../../src/store/Store.js"
 import { engine } from "../support/db.js"
 import { schemaBefore, useDatabase } from "../support/migrations.js"
 
-describe(`the money_nano migration (${engine})`, () => {
-  const run = useDatabase()
+const run = useDatabase()
 
+describe(`the money_nano migration (${engine})`, () => {
   test("float amounts written before it become exact nano-dollars; a drifted sum rounds to the cent it meant", async () => {
     const after = await run(
       Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
         // The schema as it was before: migrations 1-10, and rows as the floating-point code wrote them.
-        yield* schemaBefore(11)
+        const sql = yield* schemaBefore(11)
         const t = "2026-11-23T10:00:00.000Z"
         yield* sql`INSERT INTO users (id, created_at, credits_reserved_usd) VALUES ('u1', ${t}, 0.30000000000000004)`
         yield* sql`INSERT INTO workspaces (id, owner_user_id, name, slug, created_by, created_at) VALUES ('w1', 'u1', 'W', 'w', 'u1', ${t})`

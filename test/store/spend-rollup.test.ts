@@ -53,14 +53,13 @@ describe("rollUp", () => {
   })
 })
 
-describe(`the spend_daily migration and upsert (${engine})`, () => {
-  const run = useDatabase()
+const run = useDatabase()
 
+describe(`the spend_daily migration and upsert (${engine})`, () => {
   test("a ledger of per-request spend rows becomes one row per key, day and BYOK flag with the same sums", async () => {
     const sums = await run(
       Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        yield* schemaBefore(8)
+        const sql = yield* schemaBefore(8)
         const spend = (key: string, user: string, amount: number, byok: number, at: string) =>
           sql`INSERT INTO spend (key_hash, user_id, workspace_id, generation_id, amount_usd, is_byok, created_at)
             VALUES (${key}, ${user}, ${`ws-${user}`}, NULL, ${amount}, ${byok}, ${at})`

@@ -4,7 +4,6 @@
  * coarser rollups, so an upgraded gateway's activity is complete from the start.
  */
 import { describe, expect, test } from "bun:test"
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { toRow } from "../../src/store/ledger.js"
 import { migrate } from "../../src/store/Store.js"
@@ -12,14 +11,13 @@ import { engine } from "../support/db.js"
 import { generationEntry } from "../support/generations.js"
 import { schemaBefore, useDatabase } from "../support/migrations.js"
 
-describe(`the usage_daily migration (${engine})`, () => {
-  const run = useDatabase()
+const run = useDatabase()
 
+describe(`the usage_daily migration (${engine})`, () => {
   test("existing generations are summed per day, key, model, provider and status, with the latency histogram", async () => {
     const after = await run(
       Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        yield* schemaBefore(24)
+        const sql = yield* schemaBefore(24)
         const day = "2026-03-04T10:00:00.000Z"
         const rows = [
           generationEntry({ createdAt: day, totalCost: 0.25, latencyMs: 100, inputTokens: 10, outputTokens: 1 }),

@@ -9,7 +9,7 @@ import { migrations } from "../../src/store/migrations/index.js"
 import { clientLayer } from "../../src/store/Store.js"
 import { freshDatabase, type TestDatabase } from "./db.js"
 
-/** Runs effects on one fresh database for the enclosing `describe` (made at the first run, dropped after the last test). */
+/** Runs effects on one fresh database for the test file, or the enclosing `describe` (made at the first run, dropped after). */
 export const useDatabase = () => {
   let db: TestDatabase | undefined
   let rt: ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown> | undefined
@@ -26,7 +26,7 @@ export const useDatabase = () => {
   }
 }
 
-/** The schema a gateway left before migration `id`: the migrations below it applied and recorded. */
+/** The schema a gateway left before migration `id` (the migrations below it applied and recorded); the client, to fill it as the older code did. */
 export const schemaBefore = (id: number) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
@@ -35,4 +35,5 @@ export const schemaBefore = (id: number) =>
       yield* m.up
       yield* sql`INSERT INTO schema_migrations (id, name, applied_at) VALUES (${m.id}, ${m.name}, '2026-01-01T00:00:00Z')`
     }
+    return sql
   })
