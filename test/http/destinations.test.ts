@@ -6,10 +6,11 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Either, Layer, Option, Redacted } from "effect"
 import { GatewayConfig, testSettings } from "../../src/config/Config.js"
 import { Destinations } from "../../src/services/Destinations.js"
-import { KeyStore } from "../../src/services/KeyStore.js"
+import type { KeyStore } from "../../src/services/KeyStore.js"
 import { SECRET_KEY_FILE, Secrets } from "../../src/services/secrets.js"
-import { Users } from "../../src/services/Users.js"
+import type { Users } from "../../src/services/Users.js"
 import { expectError, useGateway } from "../support/gateway.js"
+import { newUserKey } from "../support/services.js"
 import { expectShape } from "../support/shapes.js"
 
 const dataDir = join(tmpdir(), `gw-destinations-${crypto.randomUUID()}`)
@@ -138,16 +139,8 @@ beforeAll(async () => {
     workspaceId: current.data.workspace_id,
     inference: { key: created.key, hash: created.data.hash },
   }
-  other = await run(
-    Effect.gen(function* () {
-      const users = yield* Users
-      const keys = yield* KeyStore
-      const userId = `user_other_${crypto.randomUUID().slice(0, 8)}`
-      const workspaceId = yield* users.ensure(userId)
-      const { row, secret } = yield* keys.create({ userId, workspaceId, name: "other-admin", isManagement: true })
-      return { key: secret, hash: row.hash, userId, workspaceId }
-    }),
-  )
+  const theirs = await run(newUserKey({ name: "other-admin", isManagement: true }))
+  other = { key: theirs.secret, hash: theirs.row.hash, userId: theirs.userId, workspaceId: theirs.workspaceId }
 })
 
 describe("POST /observability/destinations", () => {
