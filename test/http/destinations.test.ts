@@ -495,7 +495,7 @@ describe("PATCH /observability/destinations/{id}", () => {
   test("updates the settings fields and updated_at", async () => {
     const made = await create({})
     await Bun.sleep(5)
-    const res = await patch(made.id, {
+    const sent = {
       enabled: false,
       privacy_mode: true,
       sampling_rate: 0,
@@ -505,20 +505,9 @@ describe("PATCH /observability/destinations/{id}", () => {
       broadcast_generation_cost: false,
       broadcast_generation_identity: false,
       broadcast_generation_request_context: false,
-    })
-    const { data } = (await res.json()) as DestinationBody
-    expect(data).toMatchObject({
-      enabled: false,
-      privacy_mode: true,
-      sampling_rate: 0,
-      api_key_hashes: [me.inference.hash],
-      filter_rules: { enabled: false, groups: [] },
-      regions: ["us"],
-      broadcast_generation_cost: false,
-      broadcast_generation_identity: false,
-      broadcast_generation_request_context: false,
-      created_at: made.created_at,
-    })
+    }
+    const { data } = (await (await patch(made.id, sent)).json()) as DestinationBody
+    expect(data).toMatchObject({ ...sent, created_at: made.created_at })
     expect(Date.parse(data.updated_at)).toBeGreaterThan(Date.parse(made.updated_at))
     const cleared = (await (await patch(made.id, { api_key_hashes: null, filter_rules: null, sampling_rate: 1 })).json()) as DestinationBody
     expect(cleared.data).toMatchObject({ api_key_hashes: null, filter_rules: null, sampling_rate: 1 })
