@@ -14,11 +14,7 @@ import { GenerationStore } from "../../src/services/GenerationStore.js"
 import { Notifications } from "../../src/services/Notifications.js"
 import { engine, freshDatabase, type TestDatabase } from "../support/db.js"
 import { startTestGateway, type TestGateway, TEST_METRICS_TOKEN } from "../support/gateway.js"
-import { ask, attr, createDestination, rootsBy, setBroadcast, spansIn, startReceiver, waitFor } from "./support.js"
-
-// Postgres: a database per gateway, created and dropped, takes seconds (a timeout per test: setDefaultTimeout would reach other files).
-const TIMEOUT_MS = 30_000
-const test = (name: string, fn: () => Promise<void> | void, timeout = TIMEOUT_MS) => bunTest(name, fn, timeout)
+import { ask, attr, createDestination, rootsBy, setBroadcast, spansIn, startReceiver, TIMEOUT_MS, test, waitFor } from "./support.js"
 
 const fast = (over: Partial<BroadcastSettings> = {}): BroadcastSettings => ({
   ...DEFAULT_BROADCAST,
