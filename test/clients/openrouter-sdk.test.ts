@@ -19,7 +19,7 @@ import * as errors from "@openrouter/sdk/models/errors"
 import type { CreateResponsesResponse } from "@openrouter/sdk/models/operations"
 import { demoCatalog } from "../../src/config/Config.js"
 import { useGateway } from "../support/gateway.js"
-import { caught, expectTyped, openRouterAt } from "../support/sdk.js"
+import { caught, expectTyped, openRouterAt, readStream } from "../support/sdk.js"
 
 // One guardrail, for the typed 403 that carries routing metadata.
 const gw = useGateway({ catalog: { ...demoCatalog, guardrails: [{ id: "gr_sdk", name: "No secrets", patterns: ["password\\s*[:=]"] }] } })
@@ -261,12 +261,7 @@ describe("responses and generations", () => {
 
   test("responses.send (stream) yields events the SDK accepts, ending with response.completed", async () => {
     const stream = streamOf(await sdk().responses.send({ responsesRequest: { model: "demo/echo", input: "stream via sdk", stream: true } }))
-    const types: Array<string> = []
-    let text = ""
-    for await (const event of stream) {
-      types.push(event.type)
-      if (event.type === "response.output_text.delta") text += event.delta
-    }
+    const { types, text } = await readStream(stream)
     expect(types[0]).toBe("response.created")
     expect(types[types.length - 1]).toBe("response.completed")
     expect(text).toBe("Echo: stream via sdk")

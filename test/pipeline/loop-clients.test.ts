@@ -6,13 +6,12 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import type { OpenResponsesResult } from "@openrouter/sdk/models"
-import * as errors from "@openrouter/sdk/models/errors"
 import type { CreateResponsesResponse } from "@openrouter/sdk/models/operations"
 import type OpenAI from "openai"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
 import { endpoint, mockProvider, model } from "../routing/helpers.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
-import { openaiAt, openRouterAt, validated } from "../support/sdk.js"
+import { openaiAt, openRouterAt, readStream, validated } from "../support/sdk.js"
 
 let mock: MockUpstream
 let gw: TestGateway & { stop: () => Promise<void> }
@@ -55,19 +54,8 @@ describe("@openrouter/sdk", () => {
   test("stream: every event validates; one response.created; the items in order; ends completed", async () => {
     const stream = await validated(sdk().responses.send({ responsesRequest: { ...REQUEST, stream: true } }))
     if (!(Symbol.asyncIterator in stream)) throw new Error("expected a stream")
-    const types: Array<string> = []
-    const indexes: Array<number> = []
-    let text = ""
-    try {
-      for await (const event of stream) {
-        types.push(event.type)
-        if (event.type === "response.output_item.added") indexes.push(event.outputIndex)
-        if (event.type === "response.output_text.delta") text += event.delta
-      }
-    } catch (e) {
-      if (e instanceof errors.ResponseValidationError) throw new Error(`ResponseValidationError: ${e.pretty()}`)
-      throw e
-    }
+    const { events, types, text } = await validated(readStream(stream))
+    const indexes = events.flatMap((e) => (e.type === "response.output_item.added" ? [e.outputIndex] : []))
     expect(types.filter((t) => t === "response.created")).toHaveLength(1)
     expect(indexes).toEqual([0, 1, 2])
     expect(types[types.length - 1]).toBe("response.completed")
@@ -78,12 +66,7 @@ describe("@openrouter/sdk", () => {
 describe("openai", () => {
   test("responses.create({stream: true}) reads the whole loop", async () => {
     const stream = await openai().responses.create({ ...REQUEST, stream: true } as unknown as OpenAI.Responses.ResponseCreateParamsStreaming)
-    const types: Array<string> = []
-    let text = ""
-    for await (const event of stream) {
-      types.push(event.type)
-      if (event.type === "response.output_text.delta") text += event.delta
-    }
+    const { types, text } = await readStream(stream)
     expect(types[0]).toBe("response.created")
     expect(types[types.length - 1]).toBe("response.completed")
     expect(text).toStartWith("Tool output: ")

@@ -57,3 +57,14 @@ export const expectTyped = (e: unknown, cls: abstract new (...args: never) => un
   expect(e).toBeInstanceOf(cls)
   expect((e as errors.OpenRouterError).statusCode).toBe(status)
 }
+
+/** A stream of Responses events an SDK gave, read to the end: the events, their types in order and the text of the deltas. */
+export const readStream = async <E extends { readonly type: string }>(stream: AsyncIterable<E>) => {
+  const events: Array<E> = []
+  let text = ""
+  for await (const event of stream) {
+    events.push(event)
+    if (event.type === "response.output_text.delta" && "delta" in event && typeof event.delta === "string") text += event.delta
+  }
+  return { events, types: events.map((e) => e.type), text }
+}
