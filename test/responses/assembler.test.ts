@@ -8,16 +8,12 @@ import type { ProviderEvent } from "../../src/providers/types.js"
 import type { Usage } from "../../src/domain/pricing.js"
 import { textAnswerTypes } from "../support/sse.js"
 import { counterIds, decodeResult, parseSse, payloads, REQUIRED_RESULT_KEYS } from "./helpers.js"
+import { callDelta, callStart, finishWith, text, thinking, usageOf } from "../support/provider-events.js"
 
 const BASE: ResultBase = { id: "resp_test", created_at: 1_700_000_000, model: "acme/model-1" }
 const USAGE: Usage = { inputTokens: 12, cachedTokens: 4, cacheWriteTokens: 0, outputTokens: 7, reasoningTokens: 2 }
 
-const text = (delta: string): ProviderEvent => ({ type: "text", delta })
-const thinking = (delta: string): ProviderEvent => ({ type: "reasoning", delta })
-const callStart = (index: number, callId: string, name: string): ProviderEvent => ({ type: "tool_call_start", index, callId, name })
-const callDelta = (index: number, delta: string): ProviderEvent => ({ type: "tool_call_delta", index, delta })
-const finishWith = (reason: "stop" | "length" | "tool_calls" | "content_filter" | "error"): ProviderEvent => ({ type: "finish", reason })
-const usage: ProviderEvent = { type: "usage", usage: USAGE }
+const usage = usageOf(USAGE)
 
 /** Runs one stream through the assembler: start, one push per batch, then finish (or fail). */
 const run = (
