@@ -6,7 +6,6 @@
  * creation times in the past: the activity window is the last 30 completed UTC days.
  */
 import { describe, expect, test } from "bun:test"
-import { OpenRouter } from "@openrouter/sdk"
 import * as errors from "@openrouter/sdk/models/errors"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
@@ -15,9 +14,10 @@ import { Auth } from "../../src/services/Auth.js"
 import { GenerationStore } from "../../src/services/GenerationStore.js"
 import { expectError, useGateway } from "../support/gateway.js"
 import { generationEntry } from "../support/generations.js"
+import { openRouterAt } from "../support/sdk.js"
 
 const gw = useGateway()
-const sdk = (apiKey: string = gw().adminKey) => new OpenRouter({ apiKey, serverURL: `${gw().url}/v1`, retryConfig: { strategy: "none" } })
+const sdk = (apiKey: string = gw().adminKey) => openRouterAt(gw(), apiKey)
 const run = <A>(effect: Effect.Effect<A, unknown, GenerationStore | Auth | SqlClient.SqlClient>) => gw().server.runtime.runPromise(effect)
 
 const DAY_MS = 86_400_000

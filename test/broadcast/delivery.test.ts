@@ -3,34 +3,29 @@
  * one OTLP/HTTP JSON trace, with the kind's URL and auth, over loopback receivers; privacy mode
  * and the three broadcast_* switches shape what is sent; the request's `trace` shapes the ids.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, test as bunTest } from "bun:test"
+import { afterAll, beforeAll, describe, expect } from "bun:test"
 import { DEFAULT_BROADCAST } from "../../src/config/Config.js"
 import { startInProcessGateway, type InProcessGateway, TEST_METRICS_TOKEN } from "../support/gateway.js"
 import {
   ask,
   attr,
-  createDestination,
   type OtlpSpan,
-  type Receiver,
   type Received,
   resourceOf,
   rootsBy,
   setBroadcast,
   spansIn,
   startReceiver,
+  TIMEOUT_MS,
+  test,
+  useDestinations,
   waitFor,
 } from "./support.js"
 
-// Postgres: a database per gateway, created and dropped, takes seconds (a timeout per test: setDefaultTimeout would reach other files).
-const TIMEOUT_MS = 30_000
-const test = (name: string, fn: () => Promise<void> | void, timeout = TIMEOUT_MS) => bunTest(name, fn, timeout)
-
 let gw: InProcessGateway & { stop: () => Promise<void> }
-let receiver: Receiver
-const made: Array<string> = []
+const receiver = startReceiver()
 
 beforeAll(async () => {
-  receiver = startReceiver()
   gw = await startInProcessGateway({ allowPrivateAddresses: true, broadcast: { ...DEFAULT_BROADCAST, pollMs: 50, retryBaseMs: 100 } })
   await setBroadcast(gw, true)
 }, TIMEOUT_MS)
@@ -39,17 +34,7 @@ afterAll(async () => {
   receiver.stop()
 })
 // Each test's destinations go: the workspace's next generations are not theirs.
-afterEach(async () => {
-  for (const id of made.splice(0)) await gw.fetch(`/v1/observability/destinations/${id}`, { method: "DELETE" })
-  receiver.received.length = 0
-  receiver.respond(200)
-}, TIMEOUT_MS)
-
-const destination = async (body: Record<string, unknown>) => {
-  const id = await createDestination(gw, body)
-  made.push(id)
-  return id
-}
+const destination = useDestinations(() => gw, receiver)
 
 const collector = (extra: Record<string, unknown> = {}) =>
   destination({ name: "collector", type: "otel-collector", config: { endpoint: `${receiver.url}/otel` }, ...extra })

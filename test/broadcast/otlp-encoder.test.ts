@@ -7,38 +7,9 @@
  */
 import { describe, expect, test } from "bun:test"
 import { type DeliveryContent, type DeliveryPayload, officialOtlpOf, otlpOf, type TraceItem, traceItemOf, type ViewOptions } from "../../src/broadcast/payload.js"
+import { deliveryPayload } from "../support/generations.js"
 
-const base: DeliveryPayload = {
-  id: "gen-1700000000-abcdefghijklmnopqrst",
-  keyHash: "ab".repeat(32),
-  ownerId: "user-1",
-  workspaceId: "ws-1",
-  model: "demo/free",
-  provider: "demo",
-  upstreamModel: "free-1",
-  createdAt: "2026-11-29T10:00:00.123Z",
-  generationTimeMs: 250,
-  latencyMs: 40,
-  streamed: false,
-  status: "completed",
-  finishReason: "stop",
-  sessionId: null,
-  user: null,
-  inputTokens: 12,
-  cachedTokens: 0,
-  cacheWriteTokens: 0,
-  outputTokens: 30,
-  reasoningTokens: 0,
-  totalCost: 0.000123,
-  isByok: false,
-  error: null,
-  trace: null,
-  attempts: [],
-  params: {},
-  strategy: null,
-  plugins: [],
-  pricing: null,
-}
+const base = deliveryPayload()
 
 const ALL: ViewOptions = { privacyMode: false, cost: true, identity: true, requestContext: true }
 

@@ -2,32 +2,15 @@
  * The safe outbound fetcher (src/outbound/fetch.ts): private, loopback, link-local and metadata
  * addresses refused unless allowed; redirects checked hop by hop; a deadline; a response-size cap.
  */
-import { afterAll, describe, expect, test } from "bun:test"
-import { isPrivateAddress, OutboundError, safeFetch } from "../../src/outbound/fetch.js"
+import { describe, expect, test } from "bun:test"
+import { isPrivateAddress, safeFetch } from "../../src/outbound/fetch.js"
+import { failure, useLocalServers } from "../support/outbound.js"
 
-const servers: Array<{ stop: (force?: boolean) => void }> = []
-afterAll(() => {
-  for (const s of servers) s.stop(true)
-})
-
-const serve = (fetch: (req: Request) => Response | Promise<Response>) => {
-  const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch })
-  servers.push(server)
-  return `http://127.0.0.1:${server.port}`
-}
+const local = useLocalServers()
+const serve = (fetch: (req: Request) => Response | Promise<Response>) => `http://127.0.0.1:${local(fetch).port}`
 
 const allow = { allowPrivateAddresses: true, timeoutMs: 2_000, maxResponseBytes: 1024 }
 const deny = { ...allow, allowPrivateAddresses: false }
-
-const failure = async (p: Promise<unknown>): Promise<OutboundError> => {
-  try {
-    await p
-  } catch (e) {
-    if (e instanceof OutboundError) return e
-    throw e
-  }
-  throw new Error("expected the request to fail")
-}
 
 describe("address classes", () => {
   test("private, loopback, link-local, CGNAT, metadata and mapped addresses are not public", () => {

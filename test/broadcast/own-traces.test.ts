@@ -3,14 +3,10 @@
  * request with a child per upstream attempt reaches the collector; headers only from the
  * allowlist, no prompt text; an incoming traceparent is ignored unless trusted. Unset: nothing.
  */
-import { afterAll, describe, expect, test as bunTest } from "bun:test"
+import { afterAll, describe, expect } from "bun:test"
 import { tracingRequested } from "../../src/broadcast/own-traces.js"
 import { startInProcessGateway } from "../support/gateway.js"
-import { attr, spansIn, startReceiver, waitFor } from "./support.js"
-
-// A timeout per test: setDefaultTimeout would reach other files.
-const TIMEOUT_MS = 30_000
-const test = (name: string, fn: () => Promise<void> | void, timeout = TIMEOUT_MS) => bunTest(name, fn, timeout)
+import { attr, spansIn, startReceiver, test, waitFor } from "./support.js"
 
 const receiver = startReceiver()
 afterAll(() => receiver.stop())

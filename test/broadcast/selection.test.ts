@@ -3,40 +3,28 @@
  * among api_key_hashes, sampling per session, and filter_rules (groups, and/or, fields and
  * operators; regexes checked and compiled once).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, test as bunTest } from "bun:test"
+import { afterAll, beforeAll, describe, expect } from "bun:test"
 import { DEFAULT_BROADCAST } from "../../src/config/Config.js"
 import { regexProblem } from "../../src/domain/destinations.js"
 import { compileFilter, type FilterSubject } from "../../src/broadcast/filters.js"
 import { sampled } from "../../src/broadcast/outbox.js"
 import { startInProcessGateway, type InProcessGateway, TEST_METRICS_TOKEN } from "../support/gateway.js"
-import { ask, createDestination, type Receiver, rootsBy, setBroadcast, startReceiver, waitFor } from "./support.js"
-
-// Postgres: a database per gateway, created and dropped, takes seconds (a timeout per test: setDefaultTimeout would reach other files).
-const TIMEOUT_MS = 30_000
-const test = (name: string, fn: () => Promise<void> | void, timeout = TIMEOUT_MS) => bunTest(name, fn, timeout)
+import { ask, rootsBy, setBroadcast, startReceiver, TIMEOUT_MS, test, useDestinations, waitFor } from "./support.js"
 
 let gw: InProcessGateway & { stop: () => Promise<void> }
-let receiver: Receiver
-const made: Array<string> = []
+const receiver = startReceiver()
 
 beforeAll(async () => {
-  receiver = startReceiver()
   gw = await startInProcessGateway({ allowPrivateAddresses: true, broadcast: { ...DEFAULT_BROADCAST, pollMs: 50 } })
 }, TIMEOUT_MS)
 afterAll(async () => {
   await gw.stop()
   receiver.stop()
 })
-afterEach(async () => {
-  for (const id of made.splice(0)) await gw.fetch(`/v1/observability/destinations/${id}`, { method: "DELETE" })
-  receiver.received.length = 0
-}, TIMEOUT_MS)
+const destination = useDestinations(() => gw, receiver)
 
-const collector = async (extra: Record<string, unknown> = {}) => {
-  const id = await createDestination(gw, { name: "c", type: "otel-collector", config: { endpoint: receiver.url }, ...extra })
-  made.push(id)
-  return id
-}
+const collector = (extra: Record<string, unknown> = {}) =>
+  destination({ name: "c", type: "otel-collector", config: { endpoint: receiver.url }, ...extra })
 
 /** The ids the receiver got once the worker has had time to send everything committed. */
 const deliveredAfterDrain = async (): Promise<Set<string>> => {

@@ -1,9 +1,13 @@
 /** Loopback receivers for broadcast tests, and helpers to set a workspace's broadcast switch. */
-import { expect } from "bun:test"
+import { afterEach, test as bunTest, expect } from "bun:test"
 import type { TestGateway } from "../support/gateway.js"
 
 /** What these helpers use of a gateway, over a socket or in-process. */
 type Gateway = Pick<TestGateway, "fetch">
+
+/** Postgres: a database per gateway, created and dropped, takes seconds (a timeout per test: setDefaultTimeout would reach other files). */
+export const TIMEOUT_MS = 30_000
+export const test = (name: string, fn: () => Promise<void> | void, timeout = TIMEOUT_MS) => bunTest(name, fn, timeout)
 
 export interface Received {
   readonly method: string
@@ -73,6 +77,24 @@ export const createDestination = async (gw: Gateway, body: Record<string, unknow
   const json = (await res.json()) as { data: { id: string } }
   if (res.status !== 201) throw new Error(`create: ${res.status} ${JSON.stringify(json)}`)
   return json.data.id
+}
+
+/**
+ * Destinations made through the returned function, deleted after each test, when the receiver's
+ * log is also cleared and its status set back to 200.
+ */
+export const useDestinations = (gw: () => Gateway, receiver: Receiver) => {
+  const made: Array<string> = []
+  afterEach(async () => {
+    for (const id of made.splice(0)) await gw().fetch(`/v1/observability/destinations/${id}`, { method: "DELETE" })
+    receiver.received.length = 0
+    receiver.respond(200)
+  }, TIMEOUT_MS)
+  return async (body: Record<string, unknown>) => {
+    const id = await createDestination(gw(), body)
+    made.push(id)
+    return id
+  }
 }
 
 export const ask = async (gw: Gateway, body: Record<string, unknown>, key?: string) => {

@@ -6,49 +6,23 @@
  * `X-Generation-Id` header, the generation record, routing metadata, and refusals in the envelope.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { OpenRouter } from "@openrouter/sdk"
 import * as sdkErrors from "@openrouter/sdk/models/errors"
 import OpenAI from "openai"
-import { demoCatalog } from "../../src/config/Config.js"
 import type { ConfigFile } from "../../src/config/file.js"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
+import { MOCK_PRICE, MOCK_SCENARIOS, type MockScenario, mockScenarioCatalog, UPSTREAM_FORMATS } from "../support/catalog.js"
 import { expectError, startTestGateway, type TestGateway } from "../support/gateway.js"
+import { caught, openaiAt, openRouterAt } from "../support/sdk.js"
 import { parseSse } from "../support/sse.js"
-
-const KINDS = ["openai-chat", "openai-responses", "anthropic"] as const
-const SCENARIOS = ["text", "tool_call", "reasoning"] as const
-const PRICE = { prompt: 3, completion: 15 }
 
 let mock: MockUpstream
 let gw: TestGateway & { stop: () => Promise<void> }
 
-const catalogFor = (url: string): ConfigFile => ({
-  ...demoCatalog,
-  providers: [
-    ...demoCatalog.providers,
-    ...KINDS.flatMap((kind) =>
-      SCENARIOS.map((scenario) => ({
-        id: `${kind}-${scenario}`,
-        kind,
-        base_url: url,
-        api_key_env: "MOCK_UPSTREAM_KEY",
-        headers: { "x-mock-scenario": scenario },
-      })),
-    ),
-    { id: "mock-failing", kind: "openai-chat", base_url: url, headers: { "x-mock-error": "reset-mid-stream" } },
-  ],
-  models: [
-    ...demoCatalog.models,
-    ...KINDS.flatMap((kind) =>
-      SCENARIOS.map((scenario) => ({
-        id: `mock/${kind}-${scenario}`,
-        context_length: 100000,
-        endpoints: [{ provider: `${kind}-${scenario}`, upstream_model: `upstream-${kind}`, pricing: PRICE }] as const,
-      })),
-    ),
-    { id: "mock/reset", context_length: 1000, endpoints: [{ provider: "mock-failing", upstream_model: "m", pricing: PRICE }] },
-  ],
-})
+const catalogFor = (url: string): ConfigFile =>
+  mockScenarioCatalog(url, {
+    providers: [{ id: "mock-failing", kind: "openai-chat", base_url: url, headers: { "x-mock-error": "reset-mid-stream" } }],
+    models: [{ id: "mock/reset", context_length: 1000, endpoints: [{ provider: "mock-failing", upstream_model: "m", pricing: MOCK_PRICE }] }],
+  })
 
 beforeAll(async () => {
   process.env.MOCK_UPSTREAM_KEY = "sk-upstream-secret"
@@ -69,21 +43,8 @@ const recordingFetch = async (input: string | URL | Request, init?: RequestInit)
   return res
 }
 
-const openai = (apiKey = gw.adminKey) =>
-  new OpenAI({ apiKey, baseURL: `${gw.url}/v1`, maxRetries: 0, fetch: recordingFetch as typeof fetch })
-
-/** No retries: the SDK retries every 5xx for up to an hour by default. */
-const sdk = () => new OpenRouter({ apiKey: gw.adminKey, serverURL: `${gw.url}/v1`, retryConfig: { strategy: "none" } })
-
-/** The SDK's promises are lazy: await them directly and hand back what was thrown. */
-const caught = async (p: PromiseLike<unknown>): Promise<unknown> => {
-  try {
-    await p
-  } catch (e) {
-    return e
-  }
-  throw new Error("expected the call to fail")
-}
+const openai = (apiKey = gw.adminKey) => openaiAt(gw, apiKey, { fetch: recordingFetch as typeof fetch })
+const sdk = () => openRouterAt(gw)
 
 const WEATHER: OpenAI.Chat.ChatCompletionTool = {
   type: "function",
@@ -93,8 +54,8 @@ const WEATHER: OpenAI.Chat.ChatCompletionTool = {
 /** Each upstream: the model, what a text answer says, and the tool-call marker it needs. */
 interface Upstream {
   readonly name: string
-  readonly model: (scenario: (typeof SCENARIOS)[number]) => string
-  readonly prompt: (scenario: (typeof SCENARIOS)[number]) => string
+  readonly model: (scenario: MockScenario) => string
+  readonly prompt: (scenario: MockScenario) => string
   readonly text: (prompt: string) => string
 }
 
@@ -105,7 +66,7 @@ const UPSTREAMS: ReadonlyArray<Upstream> = [
     prompt: (scenario) => (scenario === "tool_call" ? "call it [tool:get_weather]" : scenario === "reasoning" ? "think [reasoning]" : "hello chat"),
     text: (prompt) => `Echo: ${prompt}`,
   },
-  ...KINDS.map(
+  ...UPSTREAM_FORMATS.map(
     (kind): Upstream => ({
       name: `mock upstream ${kind}`,
       model: (scenario) => `mock/${kind}-${scenario}`,
@@ -263,7 +224,7 @@ for (const up of UPSTREAMS) {
   })
 
   describe(`@openrouter/sdk chat.send validates every answer, ${up.name}`, () => {
-    for (const scenario of SCENARIOS) {
+    for (const scenario of MOCK_SCENARIOS) {
       test(`JSON and stream, ${scenario}`, async () => {
         const prompt = up.prompt(scenario)
         const chatRequest = {

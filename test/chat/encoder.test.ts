@@ -8,19 +8,15 @@ import { describe, expect, test } from "bun:test"
 import { ChatResult$inboundSchema, ChatStreamChunk$inboundSchema } from "@openrouter/sdk/models"
 import { ChatEncoder, type ChatEncoderBase, newChatId } from "../../src/formats/chat/encoder.js"
 import type { FinishExtras } from "../../src/formats/format.js"
-import type { FinishReason, ProviderEvent } from "../../src/providers/types.js"
+import type { ProviderEvent } from "../../src/providers/types.js"
 import type { Usage } from "../../src/domain/pricing.js"
 import { parseSse } from "../support/sse.js"
+import { callDelta, callStart, finishWith, text, thinking, usageOf } from "../support/provider-events.js"
 
 const BASE: ChatEncoderBase = { id: "chatcmpl-test", created: 1_700_000_000, model: "acme/model-1", provider: "acme" }
 const USAGE: Usage = { inputTokens: 12, cachedTokens: 4, cacheWriteTokens: 1, outputTokens: 7, reasoningTokens: 2 }
 
-const text = (delta: string): ProviderEvent => ({ type: "text", delta })
-const thinking = (delta: string): ProviderEvent => ({ type: "reasoning", delta })
-const callStart = (index: number, callId: string, name: string): ProviderEvent => ({ type: "tool_call_start", index, callId, name })
-const callDelta = (index: number, delta: string): ProviderEvent => ({ type: "tool_call_delta", index, delta })
-const finishWith = (reason: FinishReason): ProviderEvent => ({ type: "finish", reason })
-const usage: ProviderEvent = { type: "usage", usage: USAGE }
+const usage = usageOf(USAGE)
 
 let calls = 0
 const counterId = (prefix: string) => `${prefix}_${++calls}`

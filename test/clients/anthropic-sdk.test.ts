@@ -7,56 +7,25 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import Anthropic from "@anthropic-ai/sdk"
-import { demoCatalog } from "../../src/config/Config.js"
-import type { ConfigFile } from "../../src/config/file.js"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
+import { MOCK_PRICE, type MockScenario, mockScenarioCatalog, UPSTREAM_FORMATS } from "../support/catalog.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { anthropicAt } from "../support/sdk.js"
 import { parseSse } from "../support/sse.js"
-
-const UPSTREAMS = ["openai-chat", "openai-responses", "anthropic"] as const
-const SCENARIOS = ["text", "tool_call", "reasoning"] as const
-const PRICE = { prompt: 3, completion: 15 }
-
-const catalogFor = (url: string): ConfigFile => ({
-  ...demoCatalog,
-  providers: [
-    ...demoCatalog.providers,
-    ...UPSTREAMS.flatMap((kind) =>
-      SCENARIOS.map((scenario) => ({
-        id: `${kind}-${scenario}`,
-        kind,
-        base_url: url,
-        api_key_env: "MOCK_UPSTREAM_KEY",
-        headers: { "x-mock-scenario": scenario },
-      })),
-    ),
-  ],
-  models: [
-    ...demoCatalog.models,
-    ...UPSTREAMS.flatMap((kind) =>
-      SCENARIOS.map((scenario) => ({
-        id: `mock/${kind}-${scenario}`,
-        context_length: 100000,
-        endpoints: [{ provider: `${kind}-${scenario}`, upstream_model: `upstream-${kind}`, pricing: PRICE }] as const,
-      })),
-    ),
-  ],
-})
 
 let mock: MockUpstream
 let gw: TestGateway & { stop: () => Promise<void> }
 beforeAll(async () => {
   process.env.MOCK_UPSTREAM_KEY = "sk-upstream-secret"
   mock = await startMockUpstream()
-  gw = await startTestGateway({ catalog: catalogFor(mock.url) })
+  gw = await startTestGateway({ catalog: mockScenarioCatalog(mock.url) })
 })
 afterAll(async () => {
   await gw?.stop()
   await mock?.stop()
 })
 
-const client = (key = gw.adminKey, headers: Record<string, string> = {}) =>
-  new Anthropic({ apiKey: key, baseURL: gw.url, maxRetries: 0, defaultHeaders: headers })
+const client = (key = gw.adminKey, headers: Record<string, string> = {}) => anthropicAt(gw, key, { defaultHeaders: headers })
 
 /** demo/echo pinned to the fake provider (the default spreads load across its endpoints). */
 const ECHO = { model: "demo/echo", provider: { order: ["fake"], allow_fallbacks: false } }
@@ -298,9 +267,9 @@ describe("count_tokens, presets", () => {
 })
 
 /** The mock's answers (scripts/mock-upstream.ts): 5 deltas of "tok "; usage input 10, output 5 (10 with reasoning). */
-for (const kind of UPSTREAMS) {
+for (const kind of UPSTREAM_FORMATS) {
   describe(`Messages in, ${kind} upstream (mock)`, () => {
-    const body = (scenario: (typeof SCENARIOS)[number]) => ({
+    const body = (scenario: MockScenario) => ({
       model: `mock/${kind}-${scenario}`,
       max_tokens: 4096,
       system: "Be brief.",
@@ -315,7 +284,7 @@ for (const kind of UPSTREAMS) {
       expect(usage.output_tokens).toBe(scenario === "reasoning" ? 10 : 5)
       if (!withCost) return
       const cost = (usage as unknown as { cost: number }).cost
-      expect(cost).toBeCloseTo((10 * PRICE.prompt + usage.output_tokens * PRICE.completion) / 1e6, 12)
+      expect(cost).toBeCloseTo((10 * MOCK_PRICE.prompt + usage.output_tokens * MOCK_PRICE.completion) / 1e6, 12)
     }
 
     test("messages.create: text", async () => {

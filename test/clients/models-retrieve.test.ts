@@ -7,19 +7,11 @@ import { describe, expect, test } from "bun:test"
 import Anthropic from "@anthropic-ai/sdk"
 import OpenAI from "openai"
 import { useGateway } from "../support/gateway.js"
+import { anthropicAt, caught, openaiAt } from "../support/sdk.js"
 
 const gw = useGateway()
-const openai = (apiKey = gw().adminKey) => new OpenAI({ apiKey, baseURL: `${gw().url}/v1`, maxRetries: 0 })
-const anthropic = () => new Anthropic({ apiKey: gw().adminKey, baseURL: gw().url, maxRetries: 0 })
-
-const caught = async (p: PromiseLike<unknown>): Promise<unknown> => {
-  try {
-    await p
-  } catch (e) {
-    return e
-  }
-  throw new Error("expected the call to fail")
-}
+const openai = (apiKey = gw().adminKey) => openaiAt(gw(), apiKey)
+const anthropic = () => anthropicAt(gw())
 
 describe("GET /v1/models/{id}, OpenAI shape", () => {
   test("the openai SDK's models.retrieve reads {id, object: model, created, owned_by}", async () => {

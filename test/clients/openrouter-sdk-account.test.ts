@@ -6,7 +6,6 @@
  * errors, and what the calls store is read back. On SQLite and, with GATEWAY_TEST_PG_URL, Postgres.
  */
 import { describe, expect, test } from "bun:test"
-import { OpenRouter } from "@openrouter/sdk"
 import * as errors from "@openrouter/sdk/models/errors"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
@@ -14,6 +13,7 @@ import { demoCatalog } from "../../src/config/Config.js"
 import type { ConfigFile } from "../../src/config/file.js"
 import { GenerationFeedback } from "../../src/services/GenerationFeedback.js"
 import { useGateway } from "../support/gateway.js"
+import { openRouterAt, validated } from "../support/sdk.js"
 
 /** The demo catalog with demo/echo's first endpoint (on `fake`) marked zero-data-retention. */
 const catalog: ConfigFile = {
@@ -23,17 +23,7 @@ const catalog: ConfigFile = {
 
 const gw = useGateway({ catalog })
 
-/** No retries: the SDK retries every 5xx for up to an hour by default. */
-const sdk = (apiKey: string = gw().adminKey) => new OpenRouter({ apiKey, serverURL: `${gw().url}/v1`, retryConfig: { strategy: "none" } })
-
-const validated = async <A>(p: PromiseLike<A>): Promise<A> => {
-  try {
-    return await p
-  } catch (e) {
-    if (e instanceof errors.ResponseValidationError) throw new Error(`ResponseValidationError: ${e.pretty()}`)
-    throw e
-  }
-}
+const sdk = (apiKey: string = gw().adminKey) => openRouterAt(gw(), apiKey)
 
 const caught = async (p: PromiseLike<unknown>): Promise<unknown> => {
   try {

@@ -6,42 +6,16 @@
  * come back as the SDK's typed error for their status.
  */
 import { describe, expect, test } from "bun:test"
-import { OpenRouter } from "@openrouter/sdk"
 import * as errors from "@openrouter/sdk/models/errors"
 import { demoCatalog } from "../../src/config/Config.js"
 import { useGateway } from "../support/gateway.js"
+import { caught, expectTyped, openRouterAt, validated } from "../support/sdk.js"
 
 /** The models the listing shows by default: text ones (embedding and rerank models have GET /v1/embeddings/models). */
 const textModels = demoCatalog.models.filter((m) => m.kind === undefined || m.kind === "chat")
 const gw = useGateway()
 
-/** No retries: the SDK retries every 5xx for up to an hour by default. */
-const sdk = (apiKey: string = gw().adminKey) => new OpenRouter({ apiKey, serverURL: `${gw().url}/v1`, retryConfig: { strategy: "none" } })
-
-const caught = async (p: PromiseLike<unknown>): Promise<unknown> => {
-  try {
-    await p
-  } catch (e) {
-    return e
-  }
-  throw new Error("expected the call to fail")
-}
-
-const expectTyped = (e: unknown, cls: abstract new (...args: never) => unknown, status: number) => {
-  if (e instanceof errors.ResponseValidationError) throw new Error(`ResponseValidationError: ${e.pretty()}`)
-  expect(e).toBeInstanceOf(cls)
-  expect((e as errors.OpenRouterError).statusCode).toBe(status)
-}
-
-/** Fails with the SDK's validation detail rather than an opaque error. */
-const validated = async <A>(p: PromiseLike<A>): Promise<A> => {
-  try {
-    return await p
-  } catch (e) {
-    if (e instanceof errors.ResponseValidationError) throw new Error(`ResponseValidationError: ${e.pretty()}`)
-    throw e
-  }
-}
+const sdk = (apiKey: string = gw().adminKey) => openRouterAt(gw(), apiKey)
 
 const inferenceKey = async () => (await sdk().apiKeys.create({ requestBody: { name: "models reader" } })).key
 

@@ -13,12 +13,13 @@
  * budgets, generations.submitFeedback, and the rest of the SDK (models, byok, guardrails, …).
  */
 import { describe, expect, test } from "bun:test"
-import { HTTPClient, OpenRouter } from "@openrouter/sdk"
+import { HTTPClient } from "@openrouter/sdk"
 import type { ObservabilityDestination, OpenResponsesResult } from "@openrouter/sdk/models"
 import * as errors from "@openrouter/sdk/models/errors"
 import type { CreateResponsesResponse } from "@openrouter/sdk/models/operations"
 import { demoCatalog } from "../../src/config/Config.js"
 import { useGateway } from "../support/gateway.js"
+import { caught, expectTyped, openRouterAt, readStream } from "../support/sdk.js"
 
 // One guardrail, for the typed 403 that carries routing metadata.
 const gw = useGateway({ catalog: { ...demoCatalog, guardrails: [{ id: "gr_sdk", name: "No secrets", patterns: ["password\\s*[:=]"] }] } })
@@ -30,30 +31,8 @@ const httpClient = new HTTPClient().addHook("response", (res) => {
   if (id !== null) lastGenerationId = id
 })
 
-/** No retries: the SDK retries every 5xx for up to an hour by default. */
 const sdk = (apiKey: string = gw().adminKey, extra: { httpReferer?: string; appTitle?: string; userAgent?: string } = {}) =>
-  new OpenRouter({ apiKey, serverURL: `${gw().url}/v1`, retryConfig: { strategy: "none" }, httpClient, ...extra })
-
-/** The SDK's promises are lazy: await them directly and hand back what was thrown. */
-const caught = async (p: PromiseLike<unknown>): Promise<unknown> => {
-  try {
-    await p
-  } catch (e) {
-    return e
-  }
-  throw new Error("expected the call to fail")
-}
-
-/**
- * The SDK's class for the status: its typed `…ResponseError` where the method declares that status,
- * `OpenRouterDefaultError` where it declares none (e.g. 403 on `apiKeys.list`). Fails with the
- * validation detail (which keys the SDK missed) instead of an opaque class mismatch.
- */
-const expectTyped = (e: unknown, cls: abstract new (...args: never) => unknown, status: number) => {
-  if (e instanceof errors.ResponseValidationError) throw new Error(`ResponseValidationError: ${e.pretty()}`)
-  expect(e).toBeInstanceOf(cls)
-  expect((e as errors.OpenRouterError).statusCode).toBe(status)
-}
+  openRouterAt(gw(), apiKey, { httpClient, ...extra })
 
 /** A destination the SDK recognised as one of its kinds (an unknown kind parses to a raw placeholder). */
 const known = (d: ObservabilityDestination) => {
@@ -282,12 +261,7 @@ describe("responses and generations", () => {
 
   test("responses.send (stream) yields events the SDK accepts, ending with response.completed", async () => {
     const stream = streamOf(await sdk().responses.send({ responsesRequest: { model: "demo/echo", input: "stream via sdk", stream: true } }))
-    const types: Array<string> = []
-    let text = ""
-    for await (const event of stream) {
-      types.push(event.type)
-      if (event.type === "response.output_text.delta") text += event.delta
-    }
+    const { types, text } = await readStream(stream)
     expect(types[0]).toBe("response.created")
     expect(types[types.length - 1]).toBe("response.completed")
     expect(text).toBe("Echo: stream via sdk")

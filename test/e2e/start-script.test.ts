@@ -6,6 +6,7 @@ import { afterAll, describe, expect, test } from "bun:test"
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { readUntilListening } from "../support/spawned.js"
 
 const root = join(import.meta.dir, "..", "..")
 const dir = mkdtempSync(join(tmpdir(), "gw-start-"))
@@ -38,14 +39,8 @@ describe("scripts/start", () => {
     delete env.HOST
     const proc = Bun.spawn(["bash", "scripts/start"], { cwd: root, env, stdout: "pipe", stderr: "inherit" })
     try {
-      const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader()
-      let out = ""
-      while (!out.includes("listening on")) {
-        const { done, value } = await reader.read()
-        if (done) throw new Error(`scripts/start exited: ${out}`)
-        out += new TextDecoder().decode(value)
-      }
-      const port = Number(/listening on http:\/\/[\d.]+:(\d+)\//.exec(out)?.[1])
+      const { url, out } = await readUntilListening(proc, "scripts/start")
+      const port = Number(new URL(url).port)
       // 0100007F is 127.0.0.1 as /proc/net/tcp writes it; 00000000 (every interface) was the default before.
       expect(listeningAddresses(port)).toEqual(["0100007F"])
       expect(out).toContain("bound to 127.0.0.1")
@@ -64,13 +59,7 @@ describe("scripts/start", () => {
       stderr: "inherit",
     })
     try {
-      const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader()
-      let out = ""
-      while (!out.includes("listening on")) {
-        const { done, value } = await reader.read()
-        if (done) throw new Error(`scripts/start exited: ${out}`)
-        out += new TextDecoder().decode(value)
-      }
+      await readUntilListening(proc, "scripts/start")
       const { soft, hard } = limitsOf(proc.pid)
       expect(hard).toBeDefined()
       expect(soft).toBe(hard)

@@ -4,11 +4,12 @@
  * upstream got, usage with its cost; token-id inputs are a 400 for these text-only upstreams.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import OpenAI from "openai"
+import type OpenAI from "openai"
 import { type MockClouds, mockVector, startMockClouds } from "../../scripts/mock-clouds"
 import type { ConfigFile } from "../../src/config/file.js"
 import { makeServiceAccount, type ServiceAccount } from "../providers/service-account"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { openaiAt } from "../support/sdk.js"
 
 let clouds: MockClouds
 let account: ServiceAccount
@@ -39,7 +40,7 @@ beforeAll(async () => {
     ],
   } as unknown as ConfigFile
   gw = await startTestGateway({ catalog })
-  client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.adminKey, maxRetries: 0 })
+  client = openaiAt(gw)
 }, 30_000)
 afterAll(async () => {
   await gw?.stop()

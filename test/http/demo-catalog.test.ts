@@ -4,14 +4,15 @@
  */
 import { describe, expect, test } from "bun:test"
 import { Either } from "effect"
-import OpenAI from "openai"
+import type OpenAI from "openai"
 // zod (from @openrouter/sdk) reads JSON Schema independently of the fake's generator.
 import { z } from "zod"
 import { demoCatalog, parseConfigFile } from "../../src/config/Config.js"
 import { useGateway } from "../support/gateway.js"
+import { openaiAt } from "../support/sdk.js"
 
 const gw = useGateway()
-const client = () => new OpenAI({ apiKey: gw().adminKey, baseURL: `${gw().url}/v1`, maxRetries: 0 })
+const client = () => openaiAt(gw())
 
 interface Answer {
   readonly status: number

@@ -5,8 +5,6 @@
  * host, Bedrock's InvokeModel) with fallbacks and batches split at the upstream's per-call limit.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { OpenRouter } from "@openrouter/sdk"
-import OpenAI from "openai"
 import { MOCK_ACCESS_KEY_ID, MOCK_SECRET_ACCESS_KEY, type MockBedrock, mockVector, startMockBedrock } from "../../scripts/mock-bedrock.js"
 import { type MockEmbeddings, startMockEmbeddings } from "../../scripts/mock-embeddings.js"
 import { demoCatalog } from "../../src/config/Config.js"
@@ -15,6 +13,7 @@ import { base64Float32, EmbeddingsResponse, RerankResponse } from "../../src/dom
 import { fakeVector } from "../../src/providers/embeddings/fake.js"
 import { Schema } from "effect"
 import { expectError, startTestGateway, type TestGateway } from "../support/gateway.js"
+import { openaiAt, openRouterAt } from "../support/sdk.js"
 
 let bedrock: MockBedrock
 let host: MockEmbeddings
@@ -61,8 +60,8 @@ afterAll(async () => {
 })
 
 const post = (path: string, json: unknown, key?: string) => gw.fetch(path, { method: "POST", json, ...(key === undefined ? {} : { key }) })
-const openai = () => new OpenAI({ apiKey: gw.adminKey, baseURL: `${gw.url}/v1`, maxRetries: 0 })
-const sdk = () => new OpenRouter({ apiKey: gw.adminKey, serverURL: `${gw.url}/v1`, retryConfig: { strategy: "none" } })
+const openai = () => openaiAt(gw)
+const sdk = () => openRouterAt(gw)
 const decodeEmbeddings = Schema.decodeUnknownSync(EmbeddingsResponse)
 const decodeRerank = Schema.decodeUnknownSync(RerankResponse)
 const embed = async (json: Record<string, unknown>, key?: string) => {

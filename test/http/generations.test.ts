@@ -3,9 +3,10 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { GenerationEntry } from "../../src/domain/generations.js"
 import { GenerationStore, newGenerationId } from "../../src/services/GenerationStore.js"
-import { KeyStore } from "../../src/services/KeyStore.js"
-import { Users } from "../../src/services/Users.js"
+import type { KeyStore } from "../../src/services/KeyStore.js"
+import type { Users } from "../../src/services/Users.js"
 import { expectError, useInProcessGateway } from "../support/gateway.js"
+import { newUserKey } from "../support/services.js"
 import { expectShape } from "../support/shapes.js"
 
 const gw = useInProcessGateway()
@@ -40,16 +41,8 @@ beforeAll(async () => {
     adminHash: admin.data[0]!.hash,
     inference: { key: created.key, hash: created.data.hash },
   }
-  other = await run(
-    Effect.gen(function* () {
-      const users = yield* Users
-      const keys = yield* KeyStore
-      const userId = `user_other_${crypto.randomUUID().slice(0, 8)}`
-      const workspaceId = yield* users.ensure(userId)
-      const { row, secret } = yield* keys.create({ userId, workspaceId, name: "other-admin", isManagement: true })
-      return { key: secret, hash: row.hash, workspaceId, userId }
-    }),
-  )
+  const theirs = await run(newUserKey({ name: "other-admin", isManagement: true }))
+  other = { key: theirs.secret, hash: theirs.row.hash, userId: theirs.userId, workspaceId: theirs.workspaceId }
 })
 
 /** Writes a generation (durably) as the responses path would. */

@@ -220,23 +220,14 @@ describe("requests in flight are capped", () => {
     return false
   }
 
-  test("over max_in_flight: 503 with Retry-After and Connection: close; served again once they end", async () => {
-    const g = await startTestGateway({ maxInFlight: 2, bodyTimeoutMs: 60_000 })
+  test.each([
+    ["max_in_flight", { maxInFlight: 2 }, "requests in flight, its maximum"],
+    ["max_in_flight_per_ip", { maxInFlight: 100, maxInFlightPerIp: 2 }, "the maximum per client address"],
+  ])("over %s: 503 with Retry-After and Connection: close; served again once they end", async (_, limits, message) => {
+    const g = await startTestGateway({ ...limits, bodyTimeoutMs: 60_000 })
     try {
       const held = await hold(g.server.port, g.adminKey, 2)
-      await expectBusy(g.url, g.adminKey, "requests in flight, its maximum")
-      for (const c of held) c.destroy()
-      expect(await served(g.url, g.adminKey)).toBe(true)
-    } finally {
-      await g.stop()
-    }
-  }, 30_000)
-
-  test("over max_in_flight_per_ip: 503 with Retry-After and Connection: close; served again once they end", async () => {
-    const g = await startTestGateway({ maxInFlight: 100, maxInFlightPerIp: 2, bodyTimeoutMs: 60_000 })
-    try {
-      const held = await hold(g.server.port, g.adminKey, 2)
-      await expectBusy(g.url, g.adminKey, "the maximum per client address")
+      await expectBusy(g.url, g.adminKey, message)
       for (const c of held) c.destroy()
       expect(await served(g.url, g.adminKey)).toBe(true)
     } finally {

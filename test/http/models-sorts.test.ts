@@ -6,11 +6,12 @@
  * GATEWAY_TEST_PG_URL, Postgres.
  */
 import { describe, expect, test } from "bun:test"
-import { OpenRouter } from "@openrouter/sdk"
+import type { OpenRouter } from "@openrouter/sdk"
 import * as errors from "@openrouter/sdk/models/errors"
 import { demoCatalog } from "../../src/config/Config.js"
 import type { ConfigFile, ModelEntry } from "../../src/config/file.js"
 import { useGateway } from "../support/gateway.js"
+import { openRouterAt } from "../support/sdk.js"
 
 const EXTRA: Readonly<Record<string, Partial<ModelEntry>>> = {
   "demo/echo": { scores: { coding: 0.8, intelligence: 0.6 }, distillable: true },
@@ -22,7 +23,7 @@ const textModels = demoCatalog.models.filter((m) => m.kind === undefined || m.ki
 const others = textModels.filter((id) => id !== "demo/echo" && id !== "demo/free")
 
 const gw = useGateway({ catalog })
-const sdk = () => new OpenRouter({ apiKey: gw().adminKey, serverURL: `${gw().url}/v1`, retryConfig: { strategy: "none" } })
+const sdk = () => openRouterAt(gw())
 
 const ids = async (request: Parameters<OpenRouter["models"]["list"]>[0]) => {
   try {

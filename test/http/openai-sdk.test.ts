@@ -4,9 +4,10 @@ import OpenAI from "openai"
 // zod (from @openrouter/sdk) checks the tool's arguments independently of the fake's generator.
 import { z } from "zod"
 import { useGateway } from "../support/gateway.js"
+import { caught, openaiAt, readStream } from "../support/sdk.js"
 
 const gw = useGateway()
-const client = () => new OpenAI({ apiKey: gw().adminKey, baseURL: `${gw().url}/v1`, maxRetries: 0 })
+const client = () => openaiAt(gw())
 
 describe("the openai client", () => {
   test("responses.create returns the text and usage", async () => {
@@ -20,18 +21,12 @@ describe("the openai client", () => {
 
   test("responses.create({stream: true}) iterates to the end", async () => {
     const stream = await client().responses.create({ model: "demo/echo", input: "stream me please", stream: true })
-    const types: Array<string> = []
-    let text = ""
-    let final: OpenAI.Responses.Response | undefined
-    for await (const event of stream) {
-      types.push(event.type)
-      if (event.type === "response.output_text.delta") text += event.delta
-      if (event.type === "response.completed") final = event.response
-    }
+    const { events, types, text } = await readStream(stream)
     expect(types[0]).toBe("response.created")
     expect(types[types.length - 1]).toBe("response.completed")
     expect(text).toBe("Echo: stream me please")
-    expect(final?.usage?.output_tokens).toBe(4)
+    const final = events.at(-1)
+    expect(final?.type === "response.completed" ? final.response.usage?.output_tokens : undefined).toBe(4)
   })
 
   test("responses.stream().finalResponse() assembles the answer", async () => {
@@ -55,19 +50,9 @@ describe("the openai client", () => {
   })
 
   test("errors surface as the SDK's typed errors with the status", async () => {
-    // The SDK's promises are lazy: await them directly rather than through expect().rejects.
-    const caught = async (p: PromiseLike<unknown>) => {
-      try {
-        await p
-      } catch (e) {
-        return e
-      }
-      return undefined
-    }
     const notFound = await caught(client().responses.create({ model: "nobody/none", input: "x" }))
     expect(notFound).toBeInstanceOf(OpenAI.NotFoundError)
-    const unauthorized = new OpenAI({ apiKey: "sk-gw-v1-nope", baseURL: `${gw().url}/v1`, maxRetries: 0 })
-    const denied = await caught(unauthorized.responses.create({ model: "demo/echo", input: "x" }))
+    const denied = await caught(openaiAt(gw(), "sk-gw-v1-nope").responses.create({ model: "demo/echo", input: "x" }))
     expect(denied).toBeInstanceOf(OpenAI.AuthenticationError)
     const invalid = await caught(client().responses.create({ model: "demo/echo", input: "x", metadata: { "a[b]": "c" } }))
     expect(invalid).toBeInstanceOf(OpenAI.BadRequestError)

@@ -9,47 +9,24 @@ import { demoCatalog } from "../../src/config/Config.js"
 import type { ConfigFile } from "../../src/config/file.js"
 import { ResponseResult } from "../../src/domain/responses.js"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
+import { MOCK_PRICE, MOCK_SCENARIOS, MOCK_UPSTREAM_KEY_ENV, mockScenarioCatalog, UPSTREAM_FORMATS } from "../support/catalog.js"
 import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { checkStreamRules, parseSse, typesOf } from "../support/sse.js"
-
-const FORMATS = ["openai-chat", "openai-responses", "anthropic"] as const
-const SCENARIOS = ["text", "tool_call", "reasoning"] as const
-const PRICE = { prompt: 3, completion: 15 }
 
 let mock: MockUpstream
 let gw: InProcessGateway & { stop: () => Promise<void> }
 
-const catalogFor = (url: string): ConfigFile => ({
-  ...demoCatalog,
-  providers: [
-    ...demoCatalog.providers,
-    ...FORMATS.flatMap((kind) =>
-      SCENARIOS.map((scenario) => ({
-        id: `${kind}-${scenario}`,
-        kind,
-        base_url: url,
-        api_key_env: "MOCK_UPSTREAM_KEY",
-        headers: { "x-mock-scenario": scenario },
-      })),
-    ),
-    { id: "openai-chat-long", kind: "openai-chat", base_url: url, api_key_env: "MOCK_UPSTREAM_KEY", headers: { "x-mock-tokens": "300" } },
-  ],
-  models: [
-    ...demoCatalog.models,
-    ...FORMATS.flatMap((kind) =>
-      SCENARIOS.map((scenario) => ({
-        id: `mock/${kind}-${scenario}`,
+const catalogFor = (url: string): ConfigFile =>
+  mockScenarioCatalog(url, {
+    providers: [{ id: "openai-chat-long", kind: "openai-chat", base_url: url, api_key_env: MOCK_UPSTREAM_KEY_ENV, headers: { "x-mock-tokens": "300" } }],
+    models: [
+      {
+        id: "mock/openai-chat-long",
         context_length: 100000,
-        endpoints: [{ provider: `${kind}-${scenario}`, upstream_model: `upstream-${kind}`, pricing: PRICE }] as const,
-      })),
-    ),
-    {
-      id: "mock/openai-chat-long",
-      context_length: 100000,
-      endpoints: [{ provider: "openai-chat-long", upstream_model: "upstream-openai-chat", pricing: PRICE }] as const,
-    },
-  ],
-})
+        endpoints: [{ provider: "openai-chat-long", upstream_model: "upstream-openai-chat", pricing: MOCK_PRICE }] as const,
+      },
+    ],
+  })
 
 beforeAll(async () => {
   process.env.MOCK_UPSTREAM_KEY = "sk-upstream-secret"
@@ -80,7 +57,7 @@ const expectedUsage = (kind: string, scenario: string) => {
   return { input_tokens: 10, output_tokens: output, reasoning }
 }
 
-const cost = (input: number, output: number) => Math.round((input * PRICE.prompt + output * PRICE.completion) * 1e6) / 1e12
+const cost = (input: number, output: number) => Math.round((input * MOCK_PRICE.prompt + output * MOCK_PRICE.completion) * 1e6) / 1e12
 
 const checkOutput = (kind: string, scenario: string, result: Record<string, any>) => {
   expect(Either.isRight(decodeResult(result))).toBe(true)
@@ -111,9 +88,9 @@ const checkOutput = (kind: string, scenario: string, result: Record<string, any>
   expect(result.usage.cost).toBeCloseTo(cost(u.input_tokens, u.output_tokens), 12)
 }
 
-for (const kind of FORMATS) {
+for (const kind of UPSTREAM_FORMATS) {
   describe(`upstream ${kind}`, () => {
-    for (const scenario of SCENARIOS) {
+    for (const scenario of MOCK_SCENARIOS) {
       test(`JSON, ${scenario}: the result, usage and cost`, async () => {
         const res = await gw.fetch("/v1/responses", { method: "POST", json: request(kind, scenario, false) })
         expect(res.status).toBe(200)
@@ -183,7 +160,7 @@ describe("upstream failures end to end", () => {
       catalog: {
         ...demoCatalog,
         providers: [{ id: "resetting", kind: "openai-chat", base_url: mock.url, headers: { "x-mock-error": "reset-mid-stream" } }],
-        models: [{ id: "mock/reset", context_length: 1000, endpoints: [{ provider: "resetting", upstream_model: "m", pricing: PRICE }] }],
+        models: [{ id: "mock/reset", context_length: 1000, endpoints: [{ provider: "resetting", upstream_model: "m", pricing: MOCK_PRICE }] }],
       },
     })
     try {
@@ -200,7 +177,7 @@ describe("upstream failures end to end", () => {
       catalog: {
         ...demoCatalog,
         providers: [{ id: "slow", kind: "openai-chat", base_url: mock.url, headers: { "x-mock-interval-ms": "50", "x-mock-tokens": "100" } }],
-        models: [{ id: "mock/slow", context_length: 1000, endpoints: [{ provider: "slow", upstream_model: "m", pricing: PRICE }] }],
+        models: [{ id: "mock/slow", context_length: 1000, endpoints: [{ provider: "slow", upstream_model: "m", pricing: MOCK_PRICE }] }],
       },
     })
     try {

@@ -97,28 +97,7 @@ describe("POST /workspaces (create)", () => {
       data: { id: number }
     }
     const slug = uniqueSlug("prod")
-    const res = await gw().fetch("/v1/workspaces", {
-      method: "POST",
-      json: {
-        name: "Production",
-        slug,
-        description: "Production environment",
-        default_text_model: "openai/gpt-4o",
-        default_image_model: "openai/dall-e-3",
-        default_provider_sort: "throughput",
-        io_logging_api_key_ids: [key.data.id],
-        io_logging_sampling_rate: 0.25,
-        is_data_discount_logging_enabled: true,
-        is_observability_broadcast_enabled: true,
-        is_observability_io_logging_enabled: true,
-        disabled_server_tools: ["web_search"],
-      },
-    })
-    expect(res.status).toBe(201)
-    const { data } = (await res.json()) as { data: Ws }
-    expectShape(data, WORKSPACE)
-    expect(data.id).toMatch(UUID)
-    expect(data).toMatchObject({
+    const sent = {
       name: "Production",
       slug,
       description: "Production environment",
@@ -131,6 +110,14 @@ describe("POST /workspaces (create)", () => {
       is_observability_broadcast_enabled: true,
       is_observability_io_logging_enabled: true,
       disabled_server_tools: ["web_search"],
+    }
+    const res = await gw().fetch("/v1/workspaces", { method: "POST", json: sent })
+    expect(res.status).toBe(201)
+    const { data } = (await res.json()) as { data: Ws }
+    expectShape(data, WORKSPACE)
+    expect(data.id).toMatch(UUID)
+    expect(data).toMatchObject({
+      ...sent,
       created_by: (await me()).creator_user_id,
       updated_at: null,
       default_guardrail_id: `gr_${data.id}`,
@@ -393,28 +380,7 @@ describe("PATCH /workspaces/{id or slug}", () => {
       data: { id: number }
     }
     const slug = uniqueSlug("renamed")
-    const res = await gw().fetch(`/v1/workspaces/${made.slug}`, {
-      method: "PATCH",
-      json: {
-        name: "Renamed",
-        slug,
-        description: "now described",
-        default_text_model: "anthropic/claude",
-        default_image_model: "img/model",
-        default_provider_sort: "latency",
-        io_logging_api_key_ids: [key.data.id],
-        io_logging_sampling_rate: 0.5,
-        is_data_discount_logging_enabled: true,
-        is_observability_broadcast_enabled: true,
-        is_observability_io_logging_enabled: true,
-        disabled_server_tools: ["web_fetch"],
-      },
-    })
-    expect(res.status).toBe(200)
-    const { data } = (await res.json()) as { data: Ws }
-    expectShape(data, WORKSPACE)
-    expect(data).toMatchObject({
-      id: made.id,
+    const sent = {
       name: "Renamed",
       slug,
       description: "now described",
@@ -427,8 +393,12 @@ describe("PATCH /workspaces/{id or slug}", () => {
       is_observability_broadcast_enabled: true,
       is_observability_io_logging_enabled: true,
       disabled_server_tools: ["web_fetch"],
-      created_at: made.created_at,
-    })
+    }
+    const res = await gw().fetch(`/v1/workspaces/${made.slug}`, { method: "PATCH", json: sent })
+    expect(res.status).toBe(200)
+    const { data } = (await res.json()) as { data: Ws }
+    expectShape(data, WORKSPACE)
+    expect(data).toMatchObject({ ...sent, id: made.id, created_at: made.created_at })
     expect(data.updated_at).not.toBeNull()
     expect(Date.parse(data.updated_at as string)).toBeGreaterThanOrEqual(Date.parse(made.created_at as string))
     expect(await getWs(slug)).toEqual(data)

@@ -7,37 +7,22 @@ import { afterAll, describe, expect, test } from "bun:test"
 import {
   isPrivateAddress,
   OUTBOUND_USER_AGENT,
-  OutboundError,
   outboundLoad,
   safeFetch,
   setOutboundConcurrency,
   DEFAULT_MAX_CONCURRENT_OUTBOUND,
 } from "../../src/outbound/fetch.js"
+import { failure, useLocalServers } from "../support/outbound.js"
 
-const servers: Array<{ stop: (force?: boolean) => void }> = []
 afterAll(() => {
-  for (const s of servers) s.stop(true)
   setOutboundConcurrency(DEFAULT_MAX_CONCURRENT_OUTBOUND)
 })
 
-const serve = (fetch: (req: Request) => Response | Promise<Response>) => {
-  const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch })
-  servers.push(server)
-  return server.port
-}
+const local = useLocalServers()
+const serve = (fetch: (req: Request) => Response | Promise<Response>) => local(fetch).port
 
 const allow = { allowPrivateAddresses: true, timeoutMs: 2_000, maxResponseBytes: 4096 }
 const deny = { ...allow, allowPrivateAddresses: false }
-
-const failure = async (p: Promise<unknown>): Promise<OutboundError> => {
-  try {
-    await p
-  } catch (e) {
-    if (e instanceof OutboundError) return e
-    throw e
-  }
-  throw new Error("expected the request to fail")
-}
 
 describe("addresses refused by default", () => {
   test("10.x, 169.254.169.254, 100.100.100.200, fd00:ec2::254, mapped and 0.0.0.0 are private", () => {

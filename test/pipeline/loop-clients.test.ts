@@ -5,14 +5,13 @@
  * an event's `output_index` names no item it saw added), over a loop of three turns.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { OpenRouter } from "@openrouter/sdk"
 import type { OpenResponsesResult } from "@openrouter/sdk/models"
-import * as errors from "@openrouter/sdk/models/errors"
 import type { CreateResponsesResponse } from "@openrouter/sdk/models/operations"
-import OpenAI from "openai"
+import type OpenAI from "openai"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
 import { endpoint, mockProvider, model } from "../routing/helpers.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { openaiAt, openRouterAt, readStream, validated } from "../support/sdk.js"
 
 let mock: MockUpstream
 let gw: TestGateway & { stop: () => Promise<void> }
@@ -31,18 +30,8 @@ afterAll(async () => {
   await mock?.stop()
 })
 
-const sdk = () => new OpenRouter({ apiKey: gw.adminKey, serverURL: `${gw.url}/v1`, retryConfig: { strategy: "none" } })
-const openai = () => new OpenAI({ apiKey: gw.adminKey, baseURL: `${gw.url}/v1`, maxRetries: 0 })
-
-/** Fails with the SDK's own account of what did not validate. */
-const validated = async <A>(p: PromiseLike<A>): Promise<A> => {
-  try {
-    return await p
-  } catch (e) {
-    if (e instanceof errors.ResponseValidationError) throw new Error(`ResponseValidationError: ${e.pretty()}`)
-    throw e
-  }
-}
+const sdk = () => openRouterAt(gw)
+const openai = () => openaiAt(gw)
 
 const whole = (r: CreateResponsesResponse): OpenResponsesResult => {
   if (Symbol.asyncIterator in r) throw new Error("expected a JSON result, got a stream")
@@ -65,19 +54,8 @@ describe("@openrouter/sdk", () => {
   test("stream: every event validates; one response.created; the items in order; ends completed", async () => {
     const stream = await validated(sdk().responses.send({ responsesRequest: { ...REQUEST, stream: true } }))
     if (!(Symbol.asyncIterator in stream)) throw new Error("expected a stream")
-    const types: Array<string> = []
-    const indexes: Array<number> = []
-    let text = ""
-    try {
-      for await (const event of stream) {
-        types.push(event.type)
-        if (event.type === "response.output_item.added") indexes.push(event.outputIndex)
-        if (event.type === "response.output_text.delta") text += event.delta
-      }
-    } catch (e) {
-      if (e instanceof errors.ResponseValidationError) throw new Error(`ResponseValidationError: ${e.pretty()}`)
-      throw e
-    }
+    const { events, types, text } = await validated(readStream(stream))
+    const indexes = events.flatMap((e) => (e.type === "response.output_item.added" ? [e.outputIndex] : []))
     expect(types.filter((t) => t === "response.created")).toHaveLength(1)
     expect(indexes).toEqual([0, 1, 2])
     expect(types[types.length - 1]).toBe("response.completed")
@@ -88,12 +66,7 @@ describe("@openrouter/sdk", () => {
 describe("openai", () => {
   test("responses.create({stream: true}) reads the whole loop", async () => {
     const stream = await openai().responses.create({ ...REQUEST, stream: true } as unknown as OpenAI.Responses.ResponseCreateParamsStreaming)
-    const types: Array<string> = []
-    let text = ""
-    for await (const event of stream) {
-      types.push(event.type)
-      if (event.type === "response.output_text.delta") text += event.delta
-    }
+    const { types, text } = await readStream(stream)
     expect(types[0]).toBe("response.created")
     expect(types[types.length - 1]).toBe("response.completed")
     expect(text).toStartWith("Tool output: ")

@@ -8,13 +8,13 @@
  * a slow tool runs, on all three client formats.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { OpenRouter } from "@openrouter/sdk"
 import * as errors from "@openrouter/sdk/models/errors"
-import OpenAI from "openai"
+import type OpenAI from "openai"
 import { type MockSearch, startMockSearch } from "../../scripts/mock-search.js"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
 import { endpoint, mockProvider, model } from "../routing/helpers.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
+import { openaiAt, openRouterAt } from "../support/sdk.js"
 import { checkStreamRules, parseSse } from "../support/sse.js"
 import { ANALYSIS, fusionCatalog } from "../tools/support.js"
 
@@ -55,8 +55,8 @@ afterAll(async () => {
   await mock?.stop()
 })
 
-const sdk = () => new OpenRouter({ apiKey: gw.adminKey, serverURL: `${gw.url}/v1`, retryConfig: { strategy: "none" } })
-const openai = () => new OpenAI({ apiKey: gw.adminKey, baseURL: `${gw.url}/v1`, maxRetries: 0 })
+const sdk = () => openRouterAt(gw)
+const openai = () => openaiAt(gw)
 
 const WEB_SEARCH = { model: "test/outer", input: "news about widgets", tools: [{ type: "openrouter:web_search" as const }] }
 const FUSION_PARAMETERS = { analysis_models: ["test/a", "test/fail"], model: "test/judge", tools: [] }
@@ -191,7 +191,7 @@ describe("openai's stream reader", () => {
   })
 
   test("(why) the same helper under another User-Agent gets the fusion_call events and throws on the first", async () => {
-    const other = new OpenAI({ apiKey: gw.adminKey, baseURL: `${gw.url}/v1`, maxRetries: 0, defaultHeaders: { "User-Agent": "another-client/1" } })
+    const other = openaiAt(gw, gw.adminKey, { defaultHeaders: { "User-Agent": "another-client/1" } })
     const runner = other.responses.stream(FUSION as unknown as OpenAI.Responses.ResponseCreateParamsStreaming)
     await expect(runner.finalResponse()).rejects.toThrow("Unhandled response stream event")
   })

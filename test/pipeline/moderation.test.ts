@@ -9,6 +9,7 @@ import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstrea
 import type { ConfigFile, ModerationConfig } from "../../src/config/file.js"
 import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { costAt, endpoint, mockProvider, model } from "../routing/helpers.js"
+import { bodyIn, type Format, FORMATS, PATHS } from "../support/formats.js"
 
 type Gw = InProcessGateway & { stop: () => Promise<void> }
 let mock: MockUpstream
@@ -35,20 +36,10 @@ afterAll(async () => {
   await mock?.stop()
 })
 
-type Format = "responses" | "chat" | "messages"
-const FORMATS: ReadonlyArray<Format> = ["responses", "chat", "messages"]
-
 const ask = async (gw: Gw, format: Format, text: string, plugins?: ReadonlyArray<Record<string, unknown>>) => {
   const before = mock.requests.length
-  const path = format === "responses" ? "/v1/responses" : format === "chat" ? "/v1/chat/completions" : "/v1/messages"
-  const extra = plugins === undefined ? {} : { plugins }
-  const json =
-    format === "responses"
-      ? { model: "test/model", input: text, ...extra }
-      : format === "chat"
-        ? { model: "test/model", messages: [{ role: "user", content: text }], ...extra }
-        : { model: "test/model", max_tokens: 64, messages: [{ role: "user", content: text }], ...extra }
-  const res = await gw.fetch(path, { method: "POST", json, headers: { "x-service-metadata": "enabled" } })
+  const json = bodyIn(format, "test/model", text, plugins === undefined ? {} : { plugins })
+  const res = await gw.fetch(PATHS[format], { method: "POST", json, headers: { "x-service-metadata": "enabled" } })
   const body = (await res.json()) as Record<string, unknown>
   const seen = mock.requests.slice(before)
   return {

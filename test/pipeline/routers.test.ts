@@ -9,6 +9,7 @@ import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstrea
 import type { ModelEntry } from "../../src/config/file.js"
 import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { catalogOf, endpoint, mockProvider, model, TAG } from "../routing/helpers.js"
+import { bodyIn, type Format, FORMATS, PATHS } from "../support/formats.js"
 
 let mock: MockUpstream
 let gw: InProcessGateway & { stop: () => Promise<void> }
@@ -36,9 +37,6 @@ afterAll(async () => {
   await mock?.stop()
 })
 
-type Format = "responses" | "chat" | "messages"
-const FORMATS: ReadonlyArray<Format> = ["responses", "chat", "messages"]
-
 interface Asked {
   readonly status: number
   readonly body: Record<string, unknown>
@@ -50,14 +48,11 @@ interface Asked {
 /** One request in `format` with metadata on; what the answer said and what the upstream saw. */
 const ask = async (format: Format, model: string, text: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}): Promise<Asked> => {
   const before = mock.requests.length
-  const path = format === "responses" ? "/v1/responses" : format === "chat" ? "/v1/chat/completions" : "/v1/messages"
-  const json =
-    format === "responses"
-      ? { model, input: text, ...extra }
-      : format === "chat"
-        ? { model, messages: [{ role: "user", content: text }], ...extra }
-        : { model, max_tokens: 64, messages: [{ role: "user", content: text }], ...extra }
-  const res = await gw.fetch(path, { method: "POST", json, headers: { "x-service-metadata": "enabled", ...headers } })
+  const res = await gw.fetch(PATHS[format], {
+    method: "POST",
+    json: bodyIn(format, model, text, extra),
+    headers: { "x-service-metadata": "enabled", ...headers },
+  })
   const body = (await res.json()) as Record<string, unknown>
   const seen = mock.requests.slice(before)
   const last = seen[seen.length - 1]

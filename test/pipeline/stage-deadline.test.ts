@@ -12,6 +12,7 @@ import type { ConfigFile } from "../../src/config/file.js"
 import { clearFileParserCache } from "../../src/pipeline/plugins/file-parser.js"
 import { expectError, startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { endpoint, mockProvider, model } from "../routing/helpers.js"
+import { bodyIn, type Format, FORMATS, PATHS } from "../support/formats.js"
 
 type Gw = InProcessGateway & { stop: () => Promise<void> }
 
@@ -55,17 +56,7 @@ const catalog = (modHeaders: Record<string, string>, modelHeaders: Record<string
   outbound: { allow_private_addresses: true, timeout_ms: 30_000 },
 })
 
-type Format = "responses" | "chat" | "messages"
-const FORMATS: ReadonlyArray<Format> = ["responses", "chat", "messages"]
-
-const bodyOf = (format: Format, text: string, plugins: ReadonlyArray<Record<string, unknown>>) =>
-  format === "responses"
-    ? { model: "test/model", input: text, plugins }
-    : format === "chat"
-      ? { model: "test/model", messages: [{ role: "user", content: text }], plugins }
-      : { model: "test/model", max_tokens: 64, messages: [{ role: "user", content: text }], plugins }
-
-const pathOf = (format: Format) => (format === "responses" ? "/v1/responses" : format === "chat" ? "/v1/chat/completions" : "/v1/messages")
+const bodyOf = (format: Format, text: string, plugins: ReadonlyArray<Record<string, unknown>>) => bodyIn(format, "test/model", text, { plugins })
 
 const modelCalls = () => mock.requests.filter((r) => r.path !== "/v1/moderations")
 
@@ -98,7 +89,7 @@ describe("a moderation call that outlasts the request's deadline", () => {
 
   for (const format of FORMATS) {
     test(`${format}: 408 in the format's envelope, the model never called, the request recorded`, async () => {
-      const res = await gw.fetch(pathOf(format), { method: "POST", json: bodyOf(format, "hello", [{ id: "moderation" }]) })
+      const res = await gw.fetch(PATHS[format], { method: "POST", json: bodyOf(format, "hello", [{ id: "moderation" }]) })
       const message = format === "messages" ? ((await res.json()) as { error: { message: string } }).error.message : await expectError(res, 408)
       expect(res.status).toBe(408)
       expect(message).toContain("deadline of 400 ms")

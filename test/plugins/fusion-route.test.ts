@@ -9,6 +9,7 @@ import { startMockUpstream } from "../../scripts/mock-upstream.js"
 import { endpoint, mockProvider, model, TAG } from "../routing/helpers.js"
 import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { fusionCatalog, PRESETS } from "../tools/support.js"
+import { bodyIn, type Format, FORMATS, PATHS } from "../support/formats.js"
 
 const mock = await startMockUpstream({ tokens: 1 })
 let gw: InProcessGateway & { stop: () => Promise<void> }
@@ -20,19 +21,9 @@ afterAll(async () => {
   await mock.stop()
 })
 
-type Format = "responses" | "chat" | "messages"
-const FORMATS: ReadonlyArray<Format> = ["responses", "chat", "messages"]
-const PATHS: Record<Format, string> = { responses: "/v1/responses", chat: "/v1/chat/completions", messages: "/v1/messages" }
-
 const ask = (format: Format, plugin: Record<string, unknown>) => {
   const plugins = [{ id: "fusion", ...plugin }]
-  const messages = [{ role: "user", content: "What is the capital of France?" }]
-  const json =
-    format === "responses"
-      ? { model: "test/final", input: messages, plugins }
-      : format === "chat"
-        ? { model: "test/final", messages, plugins }
-        : { model: "test/final", max_tokens: 64, messages, plugins }
+  const json = bodyIn(format, "test/final", [{ role: "user", content: "What is the capital of France?" }], { plugins })
   return gw.fetch(PATHS[format], { method: "POST", json, headers: { "x-service-metadata": "enabled" } })
 }
 

@@ -26,12 +26,12 @@ import { TAG } from "../routing/helpers.js"
 import { preparerOf } from "../../src/testing/stores.js"
 import { useServices } from "../support/services.js"
 import { ANALYSIS, fusionCatalog, PRESETS, servicesOf } from "../tools/support.js"
+import { bodyIn, type Format } from "../support/formats.js"
 
 const mock = await startMockUpstream({ tokens: 1 })
 afterAll(() => mock.stop())
 const services = useServices({ catalog: fusionCatalog(mock, PRESETS) })
 
-type Format = "responses" | "chat" | "messages"
 const FORMATS: ReadonlyArray<readonly [Format, ClientFormat]> = [
   ["responses", responsesFormat],
   ["chat", chatFormat],
@@ -47,11 +47,7 @@ const bodyOf = (format: Format, plugin: Record<string, unknown>) => {
     { role: "assistant", content: "Hi! Ask me anything." },
     { role: "user", content: QUESTION },
   ]
-  return format === "responses"
-    ? { model: "test/final", input: history, ...pluginsField }
-    : format === "chat"
-      ? { model: "test/final", messages: history, ...pluginsField }
-      : { model: "test/final", max_tokens: 64, messages: history, ...pluginsField }
+  return bodyIn(format, "test/final", history, pluginsField)
 }
 
 type Outcome = Prepared | { readonly refused: string; readonly status: number; readonly message: string; readonly metadata?: unknown }

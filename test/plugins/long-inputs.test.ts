@@ -10,6 +10,7 @@ import type { InputItem, ResponsesRequest } from "../../src/domain/responses.js"
 import { DECODE_SLICE_ITEMS, MAX_INPUT_ITEMS } from "../../src/pipeline/ingress.js"
 import { compress } from "../../src/pipeline/plugins/context-compression.js"
 import { catalogOf, endpoint, type Gateway, mockProvider, model, startGateway } from "../routing/helpers.js"
+import { loopLag } from "../support/loop-lag.js"
 
 let mock: MockUpstream
 let gw: Gateway
@@ -35,25 +36,6 @@ afterAll(async () => {
 const tiny = (n: number) => Array.from({ length: n }, (_, i) => ({ type: "message", role: i % 2 === 0 ? "user" : "assistant", content: `m${i}` }))
 
 const post = (json: Record<string, unknown>) => gw.fetch("/v1/responses", { method: "POST", json })
-
-/**
- * The longest the event loop went without running a 5 ms timer while `work` ran: what a
- * `/v1/health` call arriving meanwhile would have waited.
- */
-const loopLag = async <A>(work: () => Promise<A>): Promise<{ readonly result: A; readonly maxLagMs: number }> => {
-  let maxLagMs = 0
-  let last = performance.now()
-  const timer = setInterval(() => {
-    const now = performance.now()
-    maxLagMs = Math.max(maxLagMs, now - last)
-    last = now
-  }, 5)
-  try {
-    return { result: await work(), maxLagMs }
-  } finally {
-    clearInterval(timer)
-  }
-}
 
 describe("at most MAX_INPUT_ITEMS input items a request", () => {
   test("100,000 tiny messages are a 400 naming the limit, on every format, and nothing reaches the upstream", async () => {

@@ -10,6 +10,7 @@ import type { ConfigFile } from "../../src/config/file.js"
 import { urlsIn } from "../../src/pipeline/plugins/web-fetch.js"
 import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { endpoint, mockProvider, model } from "../routing/helpers.js"
+import { bodyIn, type Format, FORMATS, PATHS } from "../support/formats.js"
 
 type Gw = InProcessGateway & { stop: () => Promise<void> }
 let upstream: MockUpstream
@@ -55,20 +56,10 @@ beforeEach(() => {
   served.length = 0
 })
 
-type Format = "responses" | "chat" | "messages"
-const FORMATS: ReadonlyArray<Format> = ["responses", "chat", "messages"]
-
 const ask = async (g: Gw, format: Format, text: string, plugin: Record<string, unknown> = {}) => {
   const plugins = [{ id: "web-fetch", ...plugin }]
-  const path = format === "responses" ? "/v1/responses" : format === "chat" ? "/v1/chat/completions" : "/v1/messages"
-  const messages = [{ role: "user", content: text }]
-  const json =
-    format === "responses"
-      ? { model: "test/chat", input: messages, plugins }
-      : format === "chat"
-        ? { model: "test/chat", messages, plugins }
-        : { model: "test/chat", max_tokens: 64, messages, plugins }
-  const res = await g.fetch(path, { method: "POST", json, headers: { "x-service-metadata": "enabled", "anthropic-version": "2023-06-01" } })
+  const json = bodyIn(format, "test/chat", [{ role: "user", content: text }], { plugins })
+  const res = await g.fetch(PATHS[format], { method: "POST", json, headers: { "x-service-metadata": "enabled", "anthropic-version": "2023-06-01" } })
   return { res, body: (await res.json()) as Record<string, unknown> }
 }
 

@@ -16,6 +16,7 @@ import { Missing } from "../../src/pipeline/stages.js"
 import { makeWebPlugin } from "../../src/pipeline/plugins/web.js"
 import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { costAt, endpoint, mockProvider, model } from "../routing/helpers.js"
+import { bodyIn, type Format, FORMATS, PATHS } from "../support/formats.js"
 
 type Gw = InProcessGateway & { stop: () => Promise<void> }
 let upstream: MockUpstream
@@ -47,24 +48,15 @@ beforeEach(() => {
   engine.requests.length = 0
 })
 
-type Format = "responses" | "chat" | "messages"
-const FORMATS: ReadonlyArray<Format> = ["responses", "chat", "messages"]
-
 const ask = async (g: Gw, format: Format, text: string, plugin: Record<string, unknown> = {}, modelId = "test/chat") => {
   const plugins = [{ id: "web", ...plugin }]
-  const path = format === "responses" ? "/v1/responses" : format === "chat" ? "/v1/chat/completions" : "/v1/messages"
   const history = [
     { role: "user", content: "Earlier question" },
     { role: "assistant", content: "Earlier answer" },
     { role: "user", content: text },
   ]
-  const json =
-    format === "responses"
-      ? { model: modelId, input: history, plugins }
-      : format === "chat"
-        ? { model: modelId, messages: history, plugins }
-        : { model: modelId, max_tokens: 64, messages: history, plugins }
-  const res = await g.fetch(path, { method: "POST", json, headers: { "x-service-metadata": "enabled", "anthropic-version": "2023-06-01" } })
+  const json = bodyIn(format, modelId, history, { plugins })
+  const res = await g.fetch(PATHS[format], { method: "POST", json, headers: { "x-service-metadata": "enabled", "anthropic-version": "2023-06-01" } })
   return { res, body: (await res.json()) as Record<string, unknown> }
 }
 

@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test"
 import { type MockUpstream, parseMockArgs, startMockUpstream } from "../../scripts/mock-upstream"
 import { createSseParser, endSse, feedSse, type SseEvent } from "../../src/providers/sse"
+import { textAnswerTypes } from "../support/sse.js"
 
 let mock: MockUpstream
 beforeAll(async () => {
@@ -41,18 +42,7 @@ describe("mock upstream wire formats", () => {
     const data = events.map((event) => JSON.parse(event.data))
     expect(data.map((item) => item.sequence_number)).toEqual(data.map((_, index) => index))
     expect(events.every((event, index) => event.event === data[index].type)).toBe(true)
-    expect(data.map((item) => item.type)).toEqual([
-      "response.created",
-      "response.in_progress",
-      "response.output_item.added",
-      "response.content_part.added",
-      "response.output_text.delta",
-      "response.output_text.delta",
-      "response.output_text.done",
-      "response.content_part.done",
-      "response.output_item.done",
-      "response.completed",
-    ])
+    expect(data.map((item) => item.type)).toEqual(textAnswerTypes(2))
     expect(data[9].response.output[0].content[0].text).toBe("tok tok ")
   })
 

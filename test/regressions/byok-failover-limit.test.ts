@@ -10,12 +10,15 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { ConfigFile } from "../../src/config/file.js"
 import { KeyStore } from "../../src/services/KeyStore.js"
+import { endpointOf, modelOf } from "../support/catalog.js"
 import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { closedPort } from "../routing/helpers.js"
 
 type GW = InProcessGateway & { stop: () => Promise<void> }
 let gw: GW
 let credits: GW
+
+const PRICE = { prompt: 1, completion: 2 }
 
 const catalog = async (): Promise<ConfigFile> => {
   const dead = await closedPort()
@@ -26,21 +29,10 @@ const catalog = async (): Promise<ConfigFile> => {
       { id: "fake", kind: "fake" },
     ],
     models: [
-      {
-        id: "mix/echo",
-        context_length: 100_000,
-        endpoints: [
-          { provider: "mine", upstream_model: "echo", pricing: { prompt: 1, completion: 2 } },
-          { provider: "fake", upstream_model: "echo", pricing: { prompt: 1, completion: 2 } },
-        ],
-      },
-      {
-        id: "plain/echo",
-        context_length: 100_000,
-        endpoints: [{ provider: "fake", upstream_model: "echo", pricing: { prompt: 1, completion: 2 } }],
-      },
+      modelOf("mix/echo", endpointOf("mine", { pricing: PRICE }), endpointOf("fake", { pricing: PRICE })),
+      modelOf("plain/echo", endpointOf("fake", { pricing: PRICE })),
     ],
-  } as unknown as ConfigFile
+  }
 }
 
 beforeAll(async () => {

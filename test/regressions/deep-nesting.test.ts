@@ -11,6 +11,7 @@
 import { describe, expect, test } from "bun:test"
 import { Effect } from "effect"
 import { Spend } from "../../src/services/Spend.js"
+import { endpointOf, modelOf } from "../support/catalog.js"
 import { useInProcessGateway } from "../support/gateway.js"
 
 const gw = useInProcessGateway()
@@ -101,17 +102,8 @@ describe("deeply nested but valid JSON, HTTP upstream", () => {
           { id: "up-a", kind: "openai-chat", base_url: mock.url },
           { id: "up-b", kind: "openai-chat", base_url: mock.url },
         ],
-        models: [
-          {
-            id: "http/m",
-            context_length: 100_000,
-            endpoints: [
-              { provider: "up-a", upstream_model: "m", pricing: { prompt: 1, completion: 1 } },
-              { provider: "up-b", upstream_model: "m", pricing: { prompt: 1, completion: 1 } },
-            ],
-          },
-        ],
-      } as never,
+        models: [modelOf("http/m", endpointOf("up-a", { upstream_model: "m" }), endpointOf("up-b", { upstream_model: "m" }))],
+      },
     })
     const statuses: Array<number> = []
     let cooling: Array<string> = []

@@ -4,13 +4,12 @@
  * (GET /metrics gateway_key_cache_lookups_total).
  */
 import { describe, expect, test } from "bun:test"
-import { Context, Effect, Exit } from "effect"
+import { Context, Exit } from "effect"
 import type { Preparation } from "../../src/pipeline/pre-model.js"
 import { ContentPolicy } from "../../src/services/ContentPolicy.js"
 import { KeyStore } from "../../src/services/KeyStore.js"
-import { Users } from "../../src/services/Users.js"
 import { preparerOf } from "../../src/testing/stores.js"
-import { useServices } from "../support/services.js"
+import { newUserKey, useServices } from "../support/services.js"
 
 const services = useServices()
 
@@ -27,14 +26,7 @@ describe("key cache statistics", () => {
     const keys = Context.get(rt.context, KeyStore)
     const policy = Context.get(rt.context, ContentPolicy)
     const preparer = await preparerOf(services())
-    const { secret, row } = await services().runPromise(
-      Effect.gen(function* () {
-        const users = yield* Users
-        const userId = `user_${crypto.randomUUID().slice(0, 8)}`
-        const workspaceId = yield* users.ensure(userId)
-        return yield* (yield* KeyStore).create({ userId, workspaceId, name: "m" })
-      }),
-    )
+    const { secret, row } = await services().runPromise(newUserKey({ name: "m" }))
     const headers = new Headers({ authorization: `Bearer ${secret}` })
     const body = JSON.stringify({ model: "demo/echo", input: "hi" })
     await complete(preparer.prepare(headers, body)) // loads key and settings

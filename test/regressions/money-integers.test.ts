@@ -8,9 +8,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect, Either, Option } from "effect"
 import { KeyStore } from "../../src/services/KeyStore.js"
 import { Spend } from "../../src/services/Spend.js"
-import { Users } from "../../src/services/Users.js"
+import type { Users } from "../../src/services/Users.js"
 import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { pennyCatalog } from "../support/catalog.js"
+import { newUserKey } from "../support/services.js"
 
 
 type GW = InProcessGateway & { stop: () => Promise<void> }
@@ -62,12 +63,9 @@ describe("money counted in integer nano-dollars", () => {
     // The interleaving that drifted: reserved 0.05 - 3 × 0.01 plus spend 3 × 0.01 summed to 0.049999999999999996.
     const outcome = await run(
       Effect.gen(function* () {
-        const users = yield* Users
         const keys = yield* KeyStore
         const spend = yield* Spend
-        const userId = `user_${crypto.randomUUID().slice(0, 8)}`
-        const workspaceId = yield* users.ensure(userId)
-        const { row } = yield* keys.create({ userId, workspaceId, name: "penny", limit: 0.05 })
+        const { row, userId } = yield* newUserKey({ name: "penny", limit: 0.05 })
         yield* keys.addCredits(userId, 1)
         const holds = []
         for (let i = 0; i < 5; i++) holds.push(Option.getOrThrow(yield* spend.reserve(row, 0.01, { isByok: false })))
@@ -86,12 +84,9 @@ describe("money counted in integer nano-dollars", () => {
     // In floating point 0.3 - 0.2 = 0.09999999999999998 < 0.1: the third hold was refused.
     const result = await run(
       Effect.gen(function* () {
-        const users = yield* Users
         const keys = yield* KeyStore
         const spend = yield* Spend
-        const userId = `user_${crypto.randomUUID().slice(0, 8)}`
-        const workspaceId = yield* users.ensure(userId)
-        const { row } = yield* keys.create({ userId, workspaceId, name: "no limit" })
+        const { row, userId } = yield* newUserKey({ name: "no limit" })
         yield* keys.addCredits(userId, 0.3)
         const statuses: Array<number> = []
         for (let i = 0; i < 4; i++) {

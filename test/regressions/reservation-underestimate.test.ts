@@ -51,29 +51,33 @@ const BODY = { model: "think/model", input: "think hard", max_output_tokens: 16,
 // What the gateway reserves: the answer's 16 tokens plus the 20 000-token thinking budget it allows upstream.
 const RESERVATION = (Math.ceil(JSON.stringify(BODY).length / 4) * 1 + 20_016 * 10) / 1e6
 
+/** Twenty concurrent requests of `body` on a new key of `limit`: the bodies the upstream was sent, and what the key spent. */
+const burst = async (name: string, limit: number, body: Record<string, unknown>) => {
+  const made = (await (await gw.fetch("/v1/keys", { method: "POST", json: { name, limit } })).json()) as {
+    key: string
+    data: { hash: string }
+  }
+  const from = mock.requests.length
+  const results = await Promise.all(Array.from({ length: 20 }, () => gw.fetch("/v1/responses", { method: "POST", key: made.key, json: body })))
+  await Promise.all(results.map((r) => r.text()))
+  const sent = mock.requests.slice(from).map((r) => r.body as Record<string, unknown>)
+  await gw.server.drain()
+  const spent = await gw.server.runtime.runPromise(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_nano), 0) AS total FROM spend_daily WHERE key_hash = ${made.data.hash}`
+      return Number(rows[0]!.total) / 1e9
+    }),
+  )
+  return { sent, spent }
+}
+
 describe("the reservation bounds what the upstream may produce", () => {
   test("anthropic thinking budget: it is reserved, so concurrent requests stay within one reservation of the limit", async () => {
     const limit = RESERVATION * 5
-    const made = (await (await gw.fetch("/v1/keys", { method: "POST", json: { name: "thinker", limit } })).json()) as {
-      key: string
-      data: { hash: string }
-    }
-    const from = mock.requests.length
-    const results = await Promise.all(
-      Array.from({ length: 20 }, () => gw.fetch("/v1/responses", { method: "POST", key: made.key, json: BODY })),
-    )
-    await Promise.all(results.map((r) => r.text()))
-    const sent = mock.requests.slice(from).map((r) => (r.body as { max_tokens?: number }).max_tokens)
-    await gw.server.drain()
-    const spent = await gw.server.runtime.runPromise(
-      Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_nano), 0) AS total FROM spend_daily WHERE key_hash = ${made.data.hash}`
-        return Number(rows[0]!.total) / 1e9
-      }),
-    )
+    const { sent, spent } = await burst("thinker", limit, BODY)
     // The upstream is allowed the 16-token answer plus the 20 000-token thinking budget, all reserved.
-    expect(sent[0]).toBe(20_016)
+    expect(sent[0]?.["max_tokens"]).toBe(20_016)
     expect(spent).toBeLessThanOrEqual(limit + RESERVATION + 1e-12)
   })
 
@@ -81,25 +85,8 @@ describe("the reservation bounds what the upstream may produce", () => {
     const body = { model: "chat/model", input: "write a lot" }
     const reservation = (Math.ceil(JSON.stringify(body).length / 4) * 1 + 4096 * 10) / 1e6
     const limit = reservation * 5
-    const made = (await (await gw.fetch("/v1/keys", { method: "POST", json: { name: "chatty", limit } })).json()) as {
-      key: string
-      data: { hash: string }
-    }
-    const from = mock.requests.length
-    const results = await Promise.all(
-      Array.from({ length: 20 }, () => gw.fetch("/v1/responses", { method: "POST", key: made.key, json: body })),
-    )
-    await Promise.all(results.map((r) => r.text()))
-    const sent = mock.requests.slice(from)[0]?.body as Record<string, unknown>
-    await gw.server.drain()
-    const spent = await gw.server.runtime.runPromise(
-      Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        const rows = yield* sql<{ total: number }>`SELECT COALESCE(SUM(amount_nano), 0) AS total FROM spend_daily WHERE key_hash = ${made.data.hash}`
-        return Number(rows[0]!.total) / 1e9
-      }),
-    )
-    expect(sent["max_tokens"]).toBe(4096)
+    const { sent, spent } = await burst("chatty", limit, body)
+    expect(sent[0]?.["max_tokens"]).toBe(4096)
     expect(spent).toBeLessThanOrEqual(limit + reservation + 1e-12)
   })
 })

@@ -6,17 +6,14 @@ import { ResponseAssembler, type ResultBase, resultBaseOf } from "../../src/form
 import { debugChunk } from "../../src/formats/sse.js"
 import type { ProviderEvent } from "../../src/providers/types.js"
 import type { Usage } from "../../src/domain/pricing.js"
+import { textAnswerTypes } from "../support/sse.js"
 import { counterIds, decodeResult, parseSse, payloads, REQUIRED_RESULT_KEYS } from "./helpers.js"
+import { callDelta, callStart, finishWith, text, thinking, usageOf } from "../support/provider-events.js"
 
 const BASE: ResultBase = { id: "resp_test", created_at: 1_700_000_000, model: "acme/model-1" }
 const USAGE: Usage = { inputTokens: 12, cachedTokens: 4, cacheWriteTokens: 0, outputTokens: 7, reasoningTokens: 2 }
 
-const text = (delta: string): ProviderEvent => ({ type: "text", delta })
-const thinking = (delta: string): ProviderEvent => ({ type: "reasoning", delta })
-const callStart = (index: number, callId: string, name: string): ProviderEvent => ({ type: "tool_call_start", index, callId, name })
-const callDelta = (index: number, delta: string): ProviderEvent => ({ type: "tool_call_delta", index, delta })
-const finishWith = (reason: "stop" | "length" | "tool_calls" | "content_filter" | "error"): ProviderEvent => ({ type: "finish", reason })
-const usage: ProviderEvent = { type: "usage", usage: USAGE }
+const usage = usageOf(USAGE)
 
 /** Runs one stream through the assembler: start, one push per batch, then finish (or fail). */
 const run = (
@@ -322,17 +319,7 @@ describe("Streaming: mixed items", () => {
 describe("Streaming: a failure after the stream began", () => {
   test("closes the open item as incomplete, then response.failed with status failed and error {code, message}, then [DONE]", () => {
     const { sse, assembler } = run([[text("partial")]], { fail: { code: "server_error", message: "upstream reset the connection" } })
-    expect(types(sse)).toEqual([
-      "response.created",
-      "response.in_progress",
-      "response.output_item.added",
-      "response.content_part.added",
-      "response.output_text.delta",
-      "response.output_text.done",
-      "response.content_part.done",
-      "response.output_item.done",
-      "response.failed",
-    ])
+    expect(types(sse)).toEqual(textAnswerTypes(1, "response.failed"))
     const list = expectStrictStream(sse)
     expect((list[7].item as { status: string }).status).toBe("incomplete")
     const result = decodeResult(list.at(-1)?.response)

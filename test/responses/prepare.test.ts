@@ -3,12 +3,10 @@
  * the runtime when a read misses memory or spend is reserved, the same answers either way.
  */
 import { describe, expect, test } from "bun:test"
-import { Effect, Exit, Option } from "effect"
+import { Exit, Option } from "effect"
 import type { Preparation } from "../../src/pipeline/pre-model.js"
-import { KeyStore } from "../../src/services/KeyStore.js"
-import { Users } from "../../src/services/Users.js"
 import { preparerOf } from "../../src/testing/stores.js"
-import { useServices } from "../support/services.js"
+import { newUserKey, useServices } from "../support/services.js"
 
 const services = useServices()
 
@@ -16,15 +14,7 @@ const preparer = () => preparerOf(services())
 
 /** A fresh user's key; `limit` makes every request hold a reservation. */
 const newKey = (limit: number | null = null) =>
-  services().runPromise(
-    Effect.gen(function* () {
-      const users = yield* Users
-      const keys = yield* KeyStore
-      const userId = `user_${crypto.randomUUID().slice(0, 8)}`
-      const workspaceId = yield* users.ensure(userId)
-      return yield* keys.create({ userId, workspaceId, name: "prepare", limit, limitReset: null, includeByokInLimit: false })
-    }),
-  )
+  services().runPromise(newUserKey({ name: "prepare", limit, limitReset: null, includeByokInLimit: false }))
 
 const headersFor = (secret: string) => new Headers({ authorization: `Bearer ${secret}`, "content-type": "application/json" })
 const body = JSON.stringify({ model: "demo/echo", input: "Hello there" })

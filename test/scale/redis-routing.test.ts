@@ -11,38 +11,20 @@ import { GatewayConfig, testSettings } from "../../src/config/Config.js"
 import type { ConfigFile } from "../../src/config/file.js"
 import { type RunningServer, startServer } from "../../src/http/server.js"
 import { KeyCacheOptions } from "../../src/services/KeyStore.js"
+import { endpointOf, fakeProviders, modelOf } from "../support/catalog.js"
 import { freshDatabase, type TestDatabase } from "../support/db.js"
 import { hasRedisServer, type OwnRedis, startOwnRedis } from "../support/redis.js"
 
 const BOUND_MS = 1_000
 
 const catalog: ConfigFile = {
-  providers: [
-    { id: "left", kind: "fake" },
-    { id: "right", kind: "fake" },
-    { id: "down", kind: "fake" },
-    { id: "up", kind: "fake" },
-  ],
+  providers: fakeProviders("left", "right", "down", "up"),
   models: [
-    {
-      id: "t/pair",
-      context_length: 100_000,
-      endpoints: [
-        { provider: "left", upstream_model: "echo", pricing: { prompt: 1, completion: 1 } },
-        { provider: "right", upstream_model: "echo", pricing: { prompt: 1, completion: 1 } },
-      ],
-    },
-    {
-      id: "t/flaky",
-      context_length: 100_000,
-      endpoints: [
-        // Cheaper, so tried first while it is well.
-        { provider: "down", upstream_model: "echo[fail:503]", pricing: { prompt: 0.1, completion: 0.1 } },
-        { provider: "up", upstream_model: "echo", pricing: { prompt: 1, completion: 1 } },
-      ],
-    },
+    modelOf("t/pair", endpointOf("left"), endpointOf("right")),
+    // Cheaper, so tried first while it is well.
+    modelOf("t/flaky", endpointOf("down", { upstream_model: "echo[fail:503]", pricing: { prompt: 0.1, completion: 0.1 } }), endpointOf("up")),
   ],
-} as unknown as ConfigFile
+}
 
 describe.skipIf(!hasRedisServer)("routing state and notices shared through Redis", () => {
   let redis: OwnRedis

@@ -15,6 +15,7 @@ import { Users } from "../../src/services/Users.js"
 import { StoreLive } from "../../src/store/Store.js"
 import { freshDatabase, pgBaseUrl, sqliteFileDatabase, type TestDatabase } from "../support/db.js"
 import { generationEntry } from "../support/generations.js"
+import { newUserKey } from "../support/services.js"
 
 /** One database that outlives a runtime (a file for SQLite), so a restart can read what was written. */
 let db: TestDatabase
@@ -282,12 +283,9 @@ describe("spend ledger", () => {
   test("each generation's cost appears in its key's usage windows; BYOK separately", async () => {
     const view = await rt.runPromise(
       Effect.gen(function* () {
-        const users = yield* Users
         const keys = yield* KeyStore
         const store = yield* GenerationStore
-        const userId = `user_${crypto.randomUUID().slice(0, 8)}`
-        const workspaceId = yield* users.ensure(userId)
-        const { row } = yield* keys.create({ userId, workspaceId, name: "spender", limit: 1 })
+        const { row, userId, workspaceId } = yield* newUserKey({ name: "spender", limit: 1 })
         const base = { keyHash: row.hash, userId, workspaceId }
         yield* store.record(entry({ ...base, totalCost: 0.25 }))
         yield* store.recordDurable(entry({ ...base, totalCost: 0.125 }))

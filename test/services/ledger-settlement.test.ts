@@ -12,18 +12,14 @@ import { KeyStore } from "../../src/services/KeyStore.js"
 import { Spend } from "../../src/services/Spend.js"
 import { Users } from "../../src/services/Users.js"
 import { generationEntry } from "../support/generations.js"
-import { servicesRuntime, useServices } from "../support/services.js"
+import { newUserKey, servicesRuntime, useServices } from "../support/services.js"
 
 const services = useServices()
 
 /** A user, a key with a limit of $1, and a reservation of $0.5 on it. */
 const reserved = Effect.gen(function* () {
-  const users = yield* Users
-  const keys = yield* KeyStore
   const spend = yield* Spend
-  const userId = `user_${crypto.randomUUID().slice(0, 8)}`
-  const workspaceId = yield* users.ensure(userId)
-  const { row } = yield* keys.create({ userId, workspaceId, name: "limited", limit: 1 })
+  const { row, userId, workspaceId } = yield* newUserKey({ name: "limited", limit: 1 })
   const reservation = Option.getOrThrow(yield* spend.reserve(row, 0.5, { isByok: false }))
   return { row, reservation, base: { keyHash: row.hash, userId, workspaceId } }
 })
@@ -90,13 +86,9 @@ describe("reservations asked for together", () => {
     const rt = services()
     const result = await rt.runPromise(
       Effect.gen(function* () {
-        const users = yield* Users
-        const keys = yield* KeyStore
         const spend = yield* Spend
         const sql = yield* SqlClient.SqlClient
-        const userId = `user_${crypto.randomUUID().slice(0, 8)}`
-        const workspaceId = yield* users.ensure(userId)
-        const { row } = yield* keys.create({ userId, workspaceId, name: "limited", limit: 1 })
+        const { row } = yield* newUserKey({ name: "limited", limit: 1 })
         // All ten in the same turn of the event loop (one batch on SQLite, ten transactions on Postgres).
         const outcomes = yield* Effect.all(
           Array.from({ length: 10 }, () => Effect.either(spend.reserve(row, 0.3, { isByok: false }))),

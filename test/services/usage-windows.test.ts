@@ -2,8 +2,7 @@ import { describe, expect, test } from "bun:test"
 import { Effect } from "effect"
 import { nextReset, windowStarts } from "../../src/domain/windows.js"
 import { KeyStore } from "../../src/services/KeyStore.js"
-import { Users } from "../../src/services/Users.js"
-import { at, useServices } from "../support/services.js"
+import { at, newUserKey, useServices } from "../support/services.js"
 
 const services = useServices()
 
@@ -14,13 +13,8 @@ const keyWithSpend = (
 ) =>
   services().runPromise(
     Effect.gen(function* () {
-      const users = yield* Users
       const keys = yield* KeyStore
-      const userId = `user_${crypto.randomUUID().slice(0, 8)}`
-      const workspaceId = yield* users.ensure(userId)
-      const { row } = yield* keys.create({
-        userId,
-        workspaceId,
+      const { row, userId, workspaceId } = yield* newUserKey({
         name: "windows",
         limit: options.limit ?? null,
         limitReset: options.limitReset ?? null,

@@ -4,33 +4,20 @@
  * not (they only waited for the retention). The worker reads a carried-over content (one
  * generation's, not a list) as the batch's list.
  */
-import { afterAll, describe, expect, test } from "bun:test"
-import { SqlClient } from "@effect/sql"
-import { Effect, ManagedRuntime } from "effect"
+import { describe, expect, test } from "bun:test"
+import { Effect } from "effect"
 import { contentsOf, type OutboxItems } from "../../src/broadcast/payload.js"
-import { migrations } from "../../src/store/migrations/index.js"
-import { clientLayer, migrate } from "../../src/store/Store.js"
-import { engine, freshDatabase, type TestDatabase } from "../support/db.js"
+import { migrate } from "../../src/store/Store.js"
+import { engine } from "../support/db.js"
+import { schemaBefore, useDatabase } from "../support/migrations.js"
+
+const run = useDatabase()
 
 describe(`the broadcast_batches migration (${engine})`, () => {
-  let db: TestDatabase | undefined
-  let rt: ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown> | undefined
-  afterAll(async () => {
-    await rt?.dispose()
-    await db?.drop()
-  })
-
   test("pending and dead rows become one-generation batches with their content, attempts and errors; delivered rows are not kept", async () => {
-    db = await freshDatabase()
-    rt = ManagedRuntime.make(clientLayer(db.url))
-    const after = await rt.runPromise(
+    const after = await run(
       Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        yield* sql`CREATE TABLE schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`
-        for (const m of migrations.filter((m) => m.id < 17)) {
-          yield* m.up
-          yield* sql`INSERT INTO schema_migrations (id, name, applied_at) VALUES (${m.id}, ${m.name}, '2026-01-01T00:00:00Z')`
-        }
+        const sql = yield* schemaBefore(17)
         const row = (id: string, state: string, content: string | null, attempts: number, error: string | null) =>
           sql`INSERT INTO broadcast_deliveries (id, destination_id, generation_id, created_at, payload, content, state, attempts,
             next_attempt_at, claimed_until, last_error, finished_at)

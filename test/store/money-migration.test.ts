@@ -3,33 +3,20 @@
  * code becomes nano-dollars, ROUND(x * 1e9), on the engine under test; a missing limit stays
  * missing. Migration 12 gives old holds an expired lease (the next sweep releases them).
  */
-import { afterAll, describe, expect, test } from "bun:test"
-import { SqlClient } from "@effect/sql"
-import { Effect, ManagedRuntime } from "effect"
-import { migrations } from "../../src/store/migrations/index.js"
-import { clientLayer, migrate } from "../../src/store/Store.js"
-import { engine, freshDatabase, type TestDatabase } from "../support/db.js"
+import { describe, expect, test } from "bun:test"
+import { Effect } from "effect"
+import { migrate } from "../../src/store/Store.js"
+import { engine } from "../support/db.js"
+import { schemaBefore, useDatabase } from "../support/migrations.js"
+
+const run = useDatabase()
 
 describe(`the money_nano migration (${engine})`, () => {
-  let db: TestDatabase | undefined
-  let rt: ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown> | undefined
-  afterAll(async () => {
-    await rt?.dispose()
-    await db?.drop()
-  })
-
   test("float amounts written before it become exact nano-dollars; a drifted sum rounds to the cent it meant", async () => {
-    db = await freshDatabase()
-    rt = ManagedRuntime.make(clientLayer(db.url))
-    const after = await rt.runPromise(
+    const after = await run(
       Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
         // The schema as it was before: migrations 1-10, and rows as the floating-point code wrote them.
-        yield* sql`CREATE TABLE schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`
-        for (const m of migrations.filter((m) => m.id < 11)) {
-          yield* m.up
-          yield* sql`INSERT INTO schema_migrations (id, name, applied_at) VALUES (${m.id}, ${m.name}, '2026-01-01T00:00:00Z')`
-        }
+        const sql = yield* schemaBefore(11)
         const t = "2026-11-23T10:00:00.000Z"
         yield* sql`INSERT INTO users (id, created_at, credits_reserved_usd) VALUES ('u1', ${t}, 0.30000000000000004)`
         yield* sql`INSERT INTO workspaces (id, owner_user_id, name, slug, created_by, created_at) VALUES ('w1', 'u1', 'W', 'w', 'u1', ${t})`

@@ -2,13 +2,13 @@
  * The spend ledger's daily rollup (src/store/spend-rollup.ts) and the migration that made it
  * from the per-request `spend` table, on the engine under test.
  */
-import { afterAll, describe, expect, test } from "bun:test"
+import { describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
-import { Effect, ManagedRuntime } from "effect"
-import { migrations } from "../../src/store/migrations/index.js"
-import { clientLayer, migrate } from "../../src/store/Store.js"
+import { Effect } from "effect"
+import { migrate } from "../../src/store/Store.js"
 import { addSpendWith, dayOf, rollUp, type SpendItem } from "../../src/store/spend-rollup.js"
-import { engine, freshDatabase, type TestDatabase } from "../support/db.js"
+import { engine } from "../support/db.js"
+import { schemaBefore, useDatabase } from "../support/migrations.js"
 
 const item = (overrides: Partial<SpendItem> = {}): SpendItem => ({
   keyHash: "key-a",
@@ -53,26 +53,13 @@ describe("rollUp", () => {
   })
 })
 
-describe(`the spend_daily migration and upsert (${engine})`, () => {
-  let db: TestDatabase | undefined
-  let rt: ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown> | undefined
-  afterAll(async () => {
-    await rt?.dispose()
-    await db?.drop()
-  })
+const run = useDatabase()
 
+describe(`the spend_daily migration and upsert (${engine})`, () => {
   test("a ledger of per-request spend rows becomes one row per key, day and BYOK flag with the same sums", async () => {
-    db = await freshDatabase()
-    rt = ManagedRuntime.make(clientLayer(db.url))
-    const sums = await rt.runPromise(
+    const sums = await run(
       Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        // The schema as it was before the rollup: migrations 1-7.
-        yield* sql`CREATE TABLE schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`
-        for (const m of migrations.filter((m) => m.id < 8)) {
-          yield* m.up
-          yield* sql`INSERT INTO schema_migrations (id, name, applied_at) VALUES (${m.id}, ${m.name}, '2026-01-01T00:00:00Z')`
-        }
+        const sql = yield* schemaBefore(8)
         const spend = (key: string, user: string, amount: number, byok: number, at: string) =>
           sql`INSERT INTO spend (key_hash, user_id, workspace_id, generation_id, amount_usd, is_byok, created_at)
             VALUES (${key}, ${user}, ${`ws-${user}`}, NULL, ${amount}, ${byok}, ${at})`
@@ -99,7 +86,7 @@ describe(`the spend_daily migration and upsert (${engine})`, () => {
   })
 
   test("adding spend to a day that has a row adds to its amount; an empty batch writes nothing", async () => {
-    const total = await rt!.runPromise(
+    const total = await run(
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
         yield* addSpendWith(sql, rollUp([item({ keyHash: "k1", userId: "u1", amountUsd: 0.125, createdAt: "2026-11-23T18:00:00.000Z" })]))

@@ -3,34 +3,21 @@
  * `usage_daily` (a failure under its status, its latency in the histogram) and into the two
  * coarser rollups, so an upgraded gateway's activity is complete from the start.
  */
-import { afterAll, describe, expect, test } from "bun:test"
-import { SqlClient } from "@effect/sql"
-import { Effect, ManagedRuntime } from "effect"
+import { describe, expect, test } from "bun:test"
+import { Effect } from "effect"
 import { toRow } from "../../src/store/ledger.js"
-import { migrations } from "../../src/store/migrations/index.js"
-import { clientLayer, migrate } from "../../src/store/Store.js"
-import { engine, freshDatabase, type TestDatabase } from "../support/db.js"
+import { migrate } from "../../src/store/Store.js"
+import { engine } from "../support/db.js"
 import { generationEntry } from "../support/generations.js"
+import { schemaBefore, useDatabase } from "../support/migrations.js"
+
+const run = useDatabase()
 
 describe(`the usage_daily migration (${engine})`, () => {
-  let db: TestDatabase | undefined
-  let rt: ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown> | undefined
-  afterAll(async () => {
-    await rt?.dispose()
-    await db?.drop()
-  }, 30_000)
-
   test("existing generations are summed per day, key, model, provider and status, with the latency histogram", async () => {
-    db = await freshDatabase()
-    rt = ManagedRuntime.make(clientLayer(db.url))
-    const after = await rt.runPromise(
+    const after = await run(
       Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        yield* sql`CREATE TABLE schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`
-        for (const m of migrations.filter((m) => m.id < 24)) {
-          yield* m.up
-          yield* sql`INSERT INTO schema_migrations (id, name, applied_at) VALUES (${m.id}, ${m.name}, '2026-01-01T00:00:00Z')`
-        }
+        const sql = yield* schemaBefore(24)
         const day = "2026-03-04T10:00:00.000Z"
         const rows = [
           generationEntry({ createdAt: day, totalCost: 0.25, latencyMs: 100, inputTokens: 10, outputTokens: 1 }),

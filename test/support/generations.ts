@@ -1,6 +1,8 @@
-/** A generation record for ledger tests: a completed, non-BYOK call costing $0.001, with fresh id. */
+/** Generation records for ledger tests, and what broadcast delivers of one. */
+import type { DeliveryPayload } from "../../src/broadcast/payload.js"
 import { type GenerationEntry, newGenerationId } from "../../src/domain/generations.js"
 
+/** A generation record: a completed, non-BYOK call costing $0.001, with fresh id. */
 export const generationEntry = (overrides: Partial<GenerationEntry> = {}): GenerationEntry => ({
   id: newGenerationId(),
   keyHash: "k".repeat(64),
@@ -24,5 +26,39 @@ export const generationEntry = (overrides: Partial<GenerationEntry> = {}): Gener
   generationTimeMs: 120,
   latencyMs: 40,
   status: "completed",
+  ...overrides,
+})
+
+/** What broadcast delivers of a generation (src/broadcast/payload.ts): a completed, non-BYOK call with no trace, error or extras. */
+export const deliveryPayload = (overrides: Partial<DeliveryPayload> = {}): DeliveryPayload => ({
+  id: "gen-1700000000-abcdefghijklmnopqrst",
+  keyHash: "ab".repeat(32),
+  ownerId: "user-1",
+  workspaceId: "ws-1",
+  model: "demo/free",
+  provider: "demo",
+  upstreamModel: "free-1",
+  createdAt: "2026-11-29T10:00:00.123Z",
+  generationTimeMs: 250,
+  latencyMs: 40,
+  streamed: false,
+  status: "completed",
+  finishReason: "stop",
+  sessionId: null,
+  user: null,
+  inputTokens: 12,
+  cachedTokens: 0,
+  cacheWriteTokens: 0,
+  outputTokens: 30,
+  reasoningTokens: 0,
+  totalCost: 0.000123,
+  isByok: false,
+  error: null,
+  trace: null,
+  attempts: [],
+  params: {},
+  strategy: null,
+  plugins: [],
+  pricing: null,
   ...overrides,
 })

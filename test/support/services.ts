@@ -3,6 +3,8 @@ import { afterAll, beforeAll } from "bun:test"
 import { Clock, Effect, Layer, ManagedRuntime } from "effect"
 import { ServicesLayer } from "../../src/app.js"
 import { GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
+import { KeyStore, type NewKey } from "../../src/services/KeyStore.js"
+import { Users } from "../../src/services/Users.js"
 import { StoreLive } from "../../src/store/Store.js"
 import { freshDatabase } from "./db.js"
 
@@ -46,3 +48,12 @@ export const clockAt = (iso: string): Clock.Clock => {
 }
 
 export const at = <A, E, R>(iso: string, effect: Effect.Effect<A, E, R>) => Effect.withClock(effect, clockAt(iso))
+
+/** A key of a new user, in the workspace the user is given: its row and secret, the user and the workspace. */
+export const newUserKey = (key: Omit<NewKey, "userId" | "workspaceId">) =>
+  Effect.gen(function* () {
+    const userId = `user_${crypto.randomUUID().slice(0, 8)}`
+    const workspaceId = yield* (yield* Users).ensure(userId)
+    const { row, secret } = yield* (yield* KeyStore).create({ userId, workspaceId, ...key })
+    return { row, secret, userId, workspaceId }
+  })

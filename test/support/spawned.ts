@@ -1,7 +1,10 @@
 /** A gateway process spawned by a test: its URL once it says it is listening. */
 
-/** Reads the process's stdout until the "listening on" line; keeps draining it after (a full pipe would block the process). */
-export const untilListening = async (proc: { readonly stdout: unknown }, what = "the gateway"): Promise<string> => {
+/**
+ * Reads the process's stdout until the "listening on" line: the URL it names and all it wrote so
+ * far. Keeps draining it after (a full pipe would block the process).
+ */
+export const readUntilListening = async (proc: { readonly stdout: unknown }, what = "the gateway"): Promise<{ url: string; out: string }> => {
   const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader()
   const decoder = new TextDecoder()
   let out = ""
@@ -14,7 +17,11 @@ export const untilListening = async (proc: { readonly stdout: unknown }, what = 
       void (async () => {
         while (!(await reader.read()).done) {}
       })()
-      return match[1] as string
+      return { url: match[1] as string, out }
     }
   }
 }
+
+/** The URL of the gateway `proc` runs, once it says it is listening. */
+export const untilListening = async (proc: { readonly stdout: unknown }, what = "the gateway"): Promise<string> =>
+  (await readUntilListening(proc, what)).url

@@ -61,3 +61,19 @@ export const checkStreamRules = (events: ReadonlyArray<ClientEvent>) => {
   for (const id of added.keys()) if (!doneItems.has(id)) throw new Error(`item ${id} added but never done`)
   if (events[events.length - 1]?.data !== "[DONE]") throw new Error("the stream does not end with [DONE]")
 }
+
+/**
+ * The event types of a Responses stream whose answer is one text item of `deltas` deltas, in
+ * wire-compat's order (test/responses/assembler.test.ts spells it out), ending with `end`.
+ */
+export const textAnswerTypes = (deltas: number, end: "response.completed" | "response.failed" = "response.completed"): Array<string> => [
+  "response.created",
+  "response.in_progress",
+  "response.output_item.added",
+  "response.content_part.added",
+  ...Array<string>(deltas).fill("response.output_text.delta"),
+  "response.output_text.done",
+  "response.content_part.done",
+  "response.output_item.done",
+  end,
+]

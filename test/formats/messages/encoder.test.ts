@@ -5,16 +5,12 @@ import { MessagesEncoder } from "../../../src/formats/messages/encoder.js"
 import type { FinishExtras, StreamFailure } from "../../../src/formats/format.js"
 import type { ProviderEvent } from "../../../src/providers/types.js"
 import type { Usage } from "../../../src/domain/pricing.js"
+import { callDelta, callStart, finishWith, text, thinking, usageOf } from "../../support/provider-events.js"
 
 const REQUEST: ResponsesRequest = { stream: true, store: false, model: "acme/model-1" }
 const USAGE: Usage = { inputTokens: 100, cachedTokens: 30, cacheWriteTokens: 20, outputTokens: 7, reasoningTokens: 0 }
 
-const text = (delta: string): ProviderEvent => ({ type: "text", delta })
-const thinking = (delta: string): ProviderEvent => ({ type: "reasoning", delta })
-const callStart = (index: number, callId: string, name: string): ProviderEvent => ({ type: "tool_call_start", index, callId, name })
-const callDelta = (index: number, delta: string): ProviderEvent => ({ type: "tool_call_delta", index, delta })
-const finishWith = (reason: "stop" | "length" | "tool_calls" | "content_filter" | "error"): ProviderEvent => ({ type: "finish", reason })
-const usage: ProviderEvent = { type: "usage", usage: USAGE }
+const usage = usageOf(USAGE)
 
 /** Upstream literals as an adapter gives them: printable-ASCII JSON string literals in place in one read. */
 const literals = (...texts: Array<string>): ProviderEvent => {
