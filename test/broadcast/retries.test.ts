@@ -235,9 +235,13 @@ describe("changes across processes (Postgres)", () => {
 
 describe("cap and retention", () => {
   test("beyond max_pending_per_destination the oldest rows are dropped and counted", async () => {
-    const port = closedPort()
+    // A receiver of this test's own that refuses with a 503, not a closed port: with test files
+    // running side by side, another file's server may take a freed port and answer.
+    const receiver = startReceiver()
+    cleanups.push(receiver.stop)
+    receiver.respond(503)
     const gw = await gateway({ broadcast: fast({ maxPendingPerDestination: 3, retryBaseMs: 60_000 }) })
-    const id = await createDestination(gw, { name: "c", type: "otel-collector", config: { endpoint: `http://127.0.0.1:${port}` } })
+    const id = await createDestination(gw, { name: "c", type: "otel-collector", config: { endpoint: receiver.url } })
     for (let i = 0; i < 6; i++) await ask(gw, { input: `queued ${i}` })
     await gw.server.drain()
     // Every row has had its first attempt (none is claimed while the cap applies), or was dropped.
