@@ -10,7 +10,7 @@ import { asWriter, enterMain, leaveMain, makeGate } from "../../src/store/sqlite
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
 import { ask, createDestination, rootsBy, setBroadcast, waitFor } from "./support.js"
 
-const TIMEOUT_MS = 30_000
+const TIMEOUT_MS = 60_000
 
 interface Held {
   readonly body: string
@@ -44,7 +44,9 @@ describe("the delivery Worker", () => {
       cleanups.push(() => void receiver.stop(true))
       const gw: TestGateway & { stop: () => Promise<void> } = await startTestGateway({
         allowPrivateAddresses: true,
-        broadcast: { ...DEFAULT_BROADCAST, pollMs: 50, retryBaseMs: 100, timeoutMs: 5_000 },
+        // A lease of 2 × 15 s + 5 s: a wait that ends well before it shows the rows were released,
+        // with room for a loaded machine (8 s against a 15 s lease fell short beside other test files).
+        broadcast: { ...DEFAULT_BROADCAST, pollMs: 50, retryBaseMs: 100, timeoutMs: 15_000 },
       })
       cleanups.push(() => gw.stop())
       await setBroadcast(gw, true)
@@ -63,7 +65,7 @@ describe("the delivery Worker", () => {
       held = Promise.resolve()
       const after = () => rootsBy(got.filter((r) => r.at > killedAt).map((r) => ({ method: "POST", path: "/", headers: new Headers(), body: r.body })))
       // Well within the lease (2 × timeout + 5 s): the dead Worker's rows were released, not waited out.
-      await waitFor(() => ids.every((id) => after().has(id)), 8_000, "every generation after the kill")
+      await waitFor(() => ids.every((id) => after().has(id)), 20_000, "every generation after the kill")
       expect(ids.filter((id) => !after().has(id))).toEqual([])
     },
     TIMEOUT_MS,
