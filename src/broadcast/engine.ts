@@ -638,6 +638,15 @@ export const makeDeliveryEngine = (deps: EngineDeps) => {
   deps.onCount?.()
   }
 
+  // One maintenance at a time: two at once (the loop's and the API's `maintain`) would each drop
+  // the same excess over a destination's cap. A second caller waits for the first, then runs.
+  let maintenance: Promise<void> = Promise.resolve()
+  const maintainAlone = (): Promise<void> => {
+    const next = maintenance.then(maintain, maintain)
+    maintenance = next
+    return next
+  }
+
   const loop = () => {
     timer = undefined
     if (stopped) return
@@ -647,7 +656,7 @@ export const makeDeliveryEngine = (deps: EngineDeps) => {
         claimed = await tick(clockNow() + settings.timeoutMs)
         if (clockNow() - lastMaintenance >= MAINTENANCE_MS) {
           lastMaintenance = clockNow()
-          await maintain()
+          await maintainAlone()
         }
       } catch (e) {
         log(Effect.logError("The broadcast worker's pass failed", String(e)))
@@ -685,7 +694,7 @@ export const makeDeliveryEngine = (deps: EngineDeps) => {
     start,
     finish,
     stats,
-    maintain,
+    maintain: maintainAlone,
     /** A redelivery: the destination's breaker starts closed. */
     resetBreaker: (id: string) => {
       breakers.delete(id)
