@@ -24,7 +24,7 @@ import { GenerationStore } from "./GenerationStore.js"
 import { releaseOrphans, renewAndSweep, renewLeases, sweepExpired } from "./hold-leases.js"
 import { type KeyRow, KeyStore } from "./KeyStore.js"
 import { batchedOn, settle } from "./reservations.js"
-import { type Charged, chargesCreditsOf, chargesKeyOf, type SpendContext } from "./spend-context.js"
+import { type HoldOptions, chargesCreditsOf, chargesKeyOf, type SpendContext } from "./spend-context.js"
 import type { Reservation } from "../store/settlement.js"
 
 export type { Reservation } from "../store/settlement.js"
@@ -82,9 +82,9 @@ export class Spend extends Effect.Service<Spend>()("Spend", {
 
     return {
       /** Whether a request on `key` holds anything: the key has a limit it counts toward, or credits are enforced. */
-      holds: (key: KeyRow, options: Charged) => chargesKeyOf(key, options) || chargesCreditsOf(config, options),
-      admit: (key: KeyRow, worstCaseUsd: number, options: Charged) => BudgetLeases.admit(leases, key, worstCaseUsd, options),
-      reserve: (key: KeyRow, worstCaseUsd: number, options: Charged) => BudgetLeases.reserve(leases, key, worstCaseUsd, options),
+      holds: (key: KeyRow, options: HoldOptions) => chargesKeyOf(key, options) || chargesCreditsOf(config, options),
+      admit: (key: KeyRow, worstCaseUsd: number, options: HoldOptions) => BudgetLeases.admit(leases, key, worstCaseUsd, options),
+      reserve: (key: KeyRow, worstCaseUsd: number, options: HoldOptions) => BudgetLeases.reserve(leases, key, worstCaseUsd, options),
       settle: (reservation: Reservation, actualUsd: number) => settle(ctx, reservation, actualUsd),
       revoke,
       slices: () => BudgetLeases.slicesOf(leases),

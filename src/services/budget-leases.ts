@@ -25,7 +25,7 @@ import { isStoreUnavailable } from "../store/unavailable.js"
 import { now as clockNow } from "../clock.js"
 import type { KeyRow } from "./KeyStore.js"
 import { reserveOwn } from "./reservations.js"
-import { ALL_TIME, type Charged, chargesCreditsOf, chargesKeyOf, type SpendContext } from "./spend-context.js"
+import { ALL_TIME, type HoldOptions, chargesCreditsOf, chargesKeyOf, type SpendContext } from "./spend-context.js"
 
 /** A key near its limit holds per request for this long before a slice is tried again. */
 const NEAR_RETRY_MS = 1_000
@@ -185,7 +185,7 @@ const take = (leases: BudgetLeases, lease: Lease, k: number, c: number, worst: n
  * The request admitted in memory against its key's slice, or undefined (no slice, it does not
  * fit, the window ended: `reserve` decides). Plain code on the request's path: no I/O, no fiber.
  */
-export const admit = (leases: BudgetLeases, key: KeyRow, worstCaseUsd: number, options: Charged): Reservation | undefined => {
+export const admit = (leases: BudgetLeases, key: KeyRow, worstCaseUsd: number, options: HoldOptions): Reservation | undefined => {
   const lease = leases.byKey.get(key.hash)
   if (lease === undefined || clockNow() >= lease.windowEndsAt) return undefined
   const chargesKey = chargesKeyOf(key, options)
@@ -302,7 +302,7 @@ export const revoke = (leases: BudgetLeases, hash: string | undefined): Effect.E
  * against the key's budget slice when one can be had, else as a hold of its own. Fails with
  * 402 when the key's window is used up or credits cannot cover the reservation.
  */
-export const reserve = (leases: BudgetLeases, key: KeyRow, worstCaseUsd: number, options: Charged) =>
+export const reserve = (leases: BudgetLeases, key: KeyRow, worstCaseUsd: number, options: HoldOptions) =>
   Effect.gen(function* () {
     const { ctx } = leases
     const chargesKey = chargesKeyOf(key, options)

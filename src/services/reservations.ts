@@ -12,7 +12,7 @@ import { limitWindowStart } from "../domain/windows.js"
 import { type Reservation, type SettleArgs, settlementWith } from "../store/settlement.js"
 import type { ReserveArgs, ReserveOutcome, SqliteSpend } from "../store/spend-sqlite.js"
 import type { KeyRow } from "./KeyStore.js"
-import { ALL_TIME, type Charged, chargesCreditsOf, chargesKeyOf, type SpendContext } from "./spend-context.js"
+import { ALL_TIME, type HoldOptions, chargesCreditsOf, chargesKeyOf, type SpendContext } from "./spend-context.js"
 import { ledgerWindowSpend, refuseCredits, refuseKey } from "./spend-refusals.js"
 
 /**
@@ -110,7 +110,7 @@ const reserveThroughSql = (ctx: SpendContext, args: ReserveArgs) => {
  * enforced): a row of its own. Fails with 402 when the key's window is used up or credits
  * cannot cover the reservation.
  */
-export const reserveOwn = (ctx: SpendContext, key: KeyRow, worstCaseUsd: number, options: Charged) =>
+export const reserveOwn = (ctx: SpendContext, key: KeyRow, worstCaseUsd: number, options: HoldOptions) =>
   Effect.gen(function* () {
     const chargesKey = chargesKeyOf(key, options)
     const chargesCredits = chargesCreditsOf(ctx.config, options)

@@ -35,12 +35,13 @@ export interface SpendContext {
   readonly generations: Pick<GenerationStore, "caughtUp" | "spoolStats">
 }
 
-export interface Charged {
+/** What a hold depends on beyond the key: whether the request runs on the caller's own provider key (BYOK). */
+export interface HoldOptions {
   readonly isByok: boolean
 }
 
 /** Whether a request on `key` counts toward the key's limit. */
-export const chargesKeyOf = (key: KeyRow, options: Charged): boolean => key.limit_usd !== null && (!options.isByok || key.include_byok_in_limit === 1)
+export const chargesKeyOf = (key: KeyRow, options: HoldOptions): boolean => key.limit_usd !== null && (!options.isByok || key.include_byok_in_limit === 1)
 
 /** Whether a request is held against its user's credits. */
-export const chargesCreditsOf = (config: Settings, options: Charged): boolean => config.creditsEnforced && !options.isByok
+export const chargesCreditsOf = (config: Settings, options: HoldOptions): boolean => config.creditsEnforced && !options.isByok
