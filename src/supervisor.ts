@@ -121,156 +121,189 @@ export const mergeExpositions = (texts: ReadonlyArray<string>): string => {
   return `${out.join("\n")}\n`
 }
 
+/** What the supervisor tracks: its workers by index, its counters, and the scrapes waiting for answers. */
+interface Pool {
+  readonly options: SupervisorOptions
+  readonly workers: Map<number, Worker>
+  /** Counts every worker started: part of its instance id, so a restarted one never shares a name. */
+  generation: number
+  restarts: number
+  stopping: boolean
+  reloading: boolean
+  /** The last restart delay per index (doubling while a worker keeps dying young). */
+  readonly backoff: Map<number, number>
+  readonly pendingMetrics: Map<number, { texts: Array<string>; expected: number; done: (text: string) => void }>
+  metricsRequest: number
+}
+
+/** A notice one worker sent, passed on to every worker. */
+const relay = (pool: Pool, message: SupervisorMessage) => {
+  for (const w of pool.workers.values()) {
+    try {
+      w.proc.send(message)
+    } catch {}
+  }
+}
+
+/** Starts worker `index`; resolves once it listens. A worker that dies unasked for is restarted, with backoff. */
+const spawn = (pool: Pool, index: number): Promise<Worker> =>
+  new Promise((resolve, reject) => {
+    const { options } = pool
+    const gen = ++pool.generation
+    const worker: Worker = {
+      index,
+      generation: gen,
+      ready: false,
+      retiring: false,
+      startedAt: Date.now(),
+      proc: Bun.spawn([...options.command], {
+        stdio: ["ignore", "inherit", "inherit"],
+        env: {
+          ...process.env,
+          GATEWAY_WORKER_INDEX: String(index),
+          GATEWAY_WORKERS_TOTAL: String(options.workers),
+          // Each process its own name among those sharing the database: a worker starting never
+          // releases a sibling's holds (they are released by their lease when a worker dies).
+          GATEWAY_INSTANCE_ID: `${options.instanceId}-w${index}.${gen}`,
+        },
+        ipc: (message: SupervisorMessage) => {
+          if (message.t === "ready") {
+            worker.ready = true
+            resolve(worker)
+          } else if (message.t === "notice") relay(pool, message)
+          else if (message.t === "metrics") metricsArrived(pool, message.id, message.text, index)
+        },
+        onExit: (_proc, code, signal) => {
+          if (pool.workers.get(index) === worker) pool.workers.delete(index)
+          if (!worker.ready) reject(new Error(`worker ${index} exited before it listened (code ${code}, signal ${signal})`))
+          if (worker.retiring || pool.stopping) return
+          restartLater(pool, worker, `code ${code}, signal ${signal}`)
+        },
+      }),
+    }
+    pool.workers.set(index, worker)
+  })
+
+/** A worker died: another in its place after a delay that doubles while its predecessors die young. */
+const restartLater = (pool: Pool, worker: Worker, how: string) => {
+  const { index } = worker
+  pool.restarts++
+  const delay = Math.min(10_000, Date.now() - worker.startedAt > 10_000 ? 100 : (pool.backoff.get(index) ?? 100) * 2)
+  pool.backoff.set(index, delay)
+  pool.options.log(`gateway: worker ${index} exited (${how}); restarting in ${delay} ms (restart ${pool.restarts})`)
+  setTimeout(() => {
+    if (!pool.stopping) void spawn(pool, index).catch((e) => pool.options.log(`gateway: ${(e as Error).message}`))
+  }, delay)
+}
+
+/** One worker's answer to a scrape: the scrape ends when every worker asked has answered. */
+const metricsArrived = (pool: Pool, id: number, text: string, worker: number) => {
+  const pending = pool.pendingMetrics.get(id)
+  if (pending === undefined) return
+  pending.texts.push(labelled(text, worker))
+  if (pending.texts.length === pending.expected) pending.done(mergeExpositions(pending.texts))
+}
+
+/** Every worker's metrics, labelled and merged, plus the supervisor's own. */
+const collectMetrics = (pool: Pool) =>
+  new Promise<string>((resolve) => {
+    const id = ++pool.metricsRequest
+    const live = [...pool.workers.values()].filter((w) => w.ready)
+    const own = [
+      "# HELP gateway_worker_restarts_total Workers the supervisor restarted after they died.",
+      "# TYPE gateway_worker_restarts_total counter",
+      `gateway_worker_restarts_total ${pool.restarts}`,
+      "# HELP gateway_workers Workers listening now.",
+      "# TYPE gateway_workers gauge",
+      `gateway_workers ${live.length}`,
+    ].join("\n")
+    const finish = (text: string) => {
+      pool.pendingMetrics.delete(id)
+      resolve(`${own}\n${text}`)
+    }
+    if (live.length === 0) return finish("")
+    const pending = { texts: [] as Array<string>, expected: live.length, done: finish }
+    pool.pendingMetrics.set(id, pending)
+    for (const w of live) w.proc.send({ t: "metrics-request", id } satisfies SupervisorMessage)
+    // A worker that does not answer in time is left out of this scrape.
+    setTimeout(() => {
+      if (pool.pendingMetrics.has(id)) finish(mergeExpositions(pending.texts))
+    }, 2_000)
+  })
+
+/** The merged metrics on a loopback port of their own. */
+const serveMetrics = (pool: Pool, port: number) =>
+  Bun.serve({
+    port,
+    hostname: "127.0.0.1",
+    fetch: async (req) =>
+      new URL(req.url).pathname === "/metrics"
+        ? new Response(await collectMetrics(pool), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } })
+        : new Response("Not found\n", { status: 404 }),
+  })
+
+/** Stops a worker on purpose (it drains gracefully); resolves once it has exited. */
+const retire = async (worker: Worker) => {
+  worker.retiring = true
+  worker.proc.kill("SIGTERM")
+  await worker.proc.exited
+}
+
+/** SIGHUP: each worker replaced in turn; the new one listens before the old one stops accepting. */
+const reload = async (pool: Pool) => {
+  if (pool.reloading || pool.stopping) return
+  const { log } = pool.options
+  pool.reloading = true
+  log("gateway: SIGHUP: replacing the workers one by one")
+  try {
+    for (let index = 0; index < pool.options.workers; index++) {
+      const old = pool.workers.get(index)
+      const fresh = await spawn(pool, index)
+      pool.workers.set(index, fresh)
+      if (old !== undefined) await retire(old)
+    }
+    log("gateway: workers replaced")
+  } catch (e) {
+    log(`gateway: reload failed: ${(e as Error).message}`)
+  } finally {
+    pool.reloading = false
+  }
+}
+
+/** SIGTERM or SIGINT: every worker drains, then the supervisor exits. */
+const stop = async (pool: Pool) => {
+  if (pool.stopping) return
+  pool.stopping = true
+  pool.options.log(`gateway: draining ${pool.workers.size} worker(s)`)
+  await Promise.all([...pool.workers.values()].map(retire))
+  pool.options.log("gateway: stopped")
+  process.exit(0)
+}
+
 export const supervise = async (options: SupervisorOptions): Promise<never> => {
   const { log } = options
-  const workers = new Map<number, Worker>()
-  let generation = 0
-  let restarts = 0
-  let stopping = false
-  const backoff = new Map<number, number>()
-  const pendingMetrics = new Map<number, { texts: Array<string>; expected: number; done: (text: string) => void }>()
-  let metricsRequest = 0
-
+  const pool: Pool = {
+    options,
+    workers: new Map(),
+    generation: 0,
+    restarts: 0,
+    stopping: false,
+    reloading: false,
+    backoff: new Map(),
+    pendingMetrics: new Map(),
+    metricsRequest: 0,
+  }
   if (options.workers > 1 && !options.redisConfigured) {
     log("gateway: --workers without Redis: sticky sessions and cooldowns are per worker (set redis.url or REDIS_URL to share them)")
   }
-
-  const broadcast = (message: SupervisorMessage) => {
-    for (const w of workers.values()) {
-      try {
-        w.proc.send(message)
-      } catch {}
-    }
-  }
-
-  const spawn = (index: number): Promise<Worker> =>
-    new Promise((resolve, reject) => {
-      const gen = ++generation
-      const worker: Worker = {
-        index,
-        generation: gen,
-        ready: false,
-        retiring: false,
-        startedAt: Date.now(),
-        proc: Bun.spawn([...options.command], {
-          stdio: ["ignore", "inherit", "inherit"],
-          env: {
-            ...process.env,
-            GATEWAY_WORKER_INDEX: String(index),
-            GATEWAY_WORKERS_TOTAL: String(options.workers),
-            // Each process its own name among those sharing the database: a worker starting never
-            // releases a sibling's holds (they are released by their lease when a worker dies).
-            GATEWAY_INSTANCE_ID: `${options.instanceId}-w${index}.${gen}`,
-          },
-          ipc: (message: SupervisorMessage) => {
-            if (message.t === "ready") {
-              worker.ready = true
-              resolve(worker)
-            } else if (message.t === "notice") broadcast(message)
-            else if (message.t === "metrics") {
-              const pending = pendingMetrics.get(message.id)
-              if (pending === undefined) return
-              pending.texts.push(labelled(message.text, index))
-              if (pending.texts.length === pending.expected) pending.done(mergeExpositions(pending.texts))
-            }
-          },
-          onExit: (_proc, code, signal) => {
-            if (workers.get(index) === worker) workers.delete(index)
-            if (!worker.ready) reject(new Error(`worker ${index} exited before it listened (code ${code}, signal ${signal})`))
-            if (worker.retiring || stopping) return
-            restarts++
-            const delay = Math.min(10_000, Date.now() - worker.startedAt > 10_000 ? 100 : (backoff.get(index) ?? 100) * 2)
-            backoff.set(index, delay)
-            log(`gateway: worker ${index} exited (code ${code}, signal ${signal}); restarting in ${delay} ms (restart ${restarts})`)
-            setTimeout(() => {
-              if (!stopping) void spawn(index).catch((e) => log(`gateway: ${(e as Error).message}`))
-            }, delay)
-          },
-        }),
-      }
-      workers.set(index, worker)
-    })
-
-  /** Every worker's metrics, labelled and merged, plus the supervisor's own. */
-  const collectMetrics = () =>
-    new Promise<string>((resolve) => {
-      const id = ++metricsRequest
-      const live = [...workers.values()].filter((w) => w.ready)
-      const own = [
-        "# HELP gateway_worker_restarts_total Workers the supervisor restarted after they died.",
-        "# TYPE gateway_worker_restarts_total counter",
-        `gateway_worker_restarts_total ${restarts}`,
-        "# HELP gateway_workers Workers listening now.",
-        "# TYPE gateway_workers gauge",
-        `gateway_workers ${live.length}`,
-      ].join("\n")
-      const finish = (text: string) => {
-        pendingMetrics.delete(id)
-        resolve(`${own}\n${text}`)
-      }
-      if (live.length === 0) return finish("")
-      const pending = { texts: [] as Array<string>, expected: live.length, done: finish }
-      pendingMetrics.set(id, pending)
-      for (const w of live) w.proc.send({ t: "metrics-request", id } satisfies SupervisorMessage)
-      // A worker that does not answer in time is left out of this scrape.
-      setTimeout(() => {
-        if (pendingMetrics.has(id)) finish(mergeExpositions(pending.texts))
-      }, 2_000)
-    })
-
-  if (options.metricsPort > 0) {
-    Bun.serve({
-      port: options.metricsPort,
-      hostname: "127.0.0.1",
-      fetch: async (req) =>
-        new URL(req.url).pathname === "/metrics"
-          ? new Response(await collectMetrics(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } })
-          : new Response("Not found\n", { status: 404 }),
-    })
-  }
-
-  const retire = async (worker: Worker) => {
-    worker.retiring = true
-    worker.proc.kill("SIGTERM")
-    await worker.proc.exited
-  }
-
-  /** SIGHUP: each worker replaced in turn; the new one listens before the old one stops accepting. */
-  let reloading = false
-  const reload = async () => {
-    if (reloading || stopping) return
-    reloading = true
-    log("gateway: SIGHUP: replacing the workers one by one")
-    try {
-      for (let index = 0; index < options.workers; index++) {
-        const old = workers.get(index)
-        const fresh = await spawn(index)
-        workers.set(index, fresh)
-        if (old !== undefined) await retire(old)
-      }
-      log("gateway: workers replaced")
-    } catch (e) {
-      log(`gateway: reload failed: ${(e as Error).message}`)
-    } finally {
-      reloading = false
-    }
-  }
-
-  const stop = async () => {
-    if (stopping) return
-    stopping = true
-    log(`gateway: draining ${workers.size} worker(s)`)
-    await Promise.all([...workers.values()].map(retire))
-    log("gateway: stopped")
-    process.exit(0)
-  }
-  process.on("SIGTERM", () => void stop())
-  process.on("SIGINT", () => void stop())
-  process.on("SIGHUP", () => void reload())
+  if (options.metricsPort > 0) serveMetrics(pool, options.metricsPort)
+  process.on("SIGTERM", () => void stop(pool))
+  process.on("SIGINT", () => void stop(pool))
+  process.on("SIGHUP", () => void reload(pool))
 
   // Worker 0 first: it migrates the database and makes the first management key; then the others.
-  await spawn(0)
-  await Promise.all(Array.from({ length: options.workers - 1 }, (_, i) => spawn(i + 1)))
+  await spawn(pool, 0)
+  await Promise.all(Array.from({ length: options.workers - 1 }, (_, i) => spawn(pool, i + 1)))
   log(`gateway: ${options.workers} workers listening (supervisor pid ${process.pid})`)
   return new Promise<never>(() => {})
 }

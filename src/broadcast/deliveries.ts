@@ -6,7 +6,7 @@
  * (bench/scratch, a 1,000-row table): an UPDATE through @effect/sql cost 120-320 µs of CPU, a
  * SELECT 37-62 µs, the prepared UPDATE 8-18 µs; the drained worker's delivered updates took
  * ~14 µs per generation (wall) through @effect/sql, ~4 µs here (the three statements, one commit).
- * The rarer statements (failures, caps, retention) stay on @effect/sql in Broadcast.ts.
+ * The rarer statements (failures, caps, retention) stay on @effect/sql (row-outcomes.ts, maintenance.ts).
  */
 import type { SqlClient } from "@effect/sql"
 import { Database } from "bun:sqlite"

@@ -560,7 +560,7 @@ const encoder = new TextEncoder()
 
 /**
  * A generation's spans as JSON, written once per item: an item is one generation as one body
- * shape sees it (src/broadcast/engine.ts keeps them per batch and shape), so the destinations
+ * shape sees it (src/broadcast/bodies.ts keeps them per batch and shape), so the destinations
  * and the sends that carry it share the text and a body is a concatenation.
  */
 const spansJsonOf = (item: TraceItem): string => {

@@ -213,7 +213,7 @@ export const DEFAULT_LIMITS = {
   unsentLowWaterBytes: 16 * 1024,
 } as const
 
-/** Budget leases (src/services/Spend.ts): a slice of up to 1,000 worst cases, given back after 1 s unused. */
+/** Budget leases (src/services/budget-leases.ts): a slice of up to 1,000 worst cases, given back after 1 s unused. */
 export const DEFAULT_BUDGET_SLICE = { requests: 1_000, idleMs: 1_000 } as const
 
 /** Any origin for the data plane and the read endpoints (no credentials are ever allowed). */

@@ -1,6 +1,6 @@
 /**
  * The client formats the data plane serves, each at its path: one line per format. The server
- * mounts every entry with the same handler (src/http/server.ts); the request path is the same
+ * mounts every entry with the same handler (src/http/route-table.ts); the request path is the same
  * for all of them (src/pipeline/), only ingress, egress and the error envelope differ.
  */
 import type { ClientFormat } from "./format.js"

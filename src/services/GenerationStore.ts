@@ -586,7 +586,7 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
      */
     const recordSettled = (entry: GenerationEntry, settlement: SettleArgs, done: (kept: boolean) => void): boolean => {
       if (!enqueue({ entry, settlement, done })) return false
-      // Admitted against a budget slice: what it did not spend is admissible again at once (src/services/Spend.ts).
+      // Admitted against a budget slice: what it did not spend is admissible again at once (src/services/budget-leases.ts).
       settlement.slice?.release(settlement)
       return true
     }

@@ -188,77 +188,186 @@ const outputFilter = (param: string | undefined) => {
 
 type RouterShape = Pick<Router, "endpointStats">
 
-export const makeModelDirectory = (catalog: CatalogShape, router: RouterShape, now: () => number = Date.now) => {
-  const providers = new Map(catalog.providers.map((p) => [p.id, p]))
-  const listed = catalog.models.map((m) => listedOf(m, providers))
-  const byId = new Map(listed.map((l) => [l.model.id, l]))
+const invalid = (field: string, rule: string) => new BadRequest({ message: `Invalid request: ${field}: ${rule}` })
 
-  const invalid = (field: string, rule: string) => new BadRequest({ message: `Invalid request: ${field}: ${rule}` })
 
-  /** The best p50 of a measure over the model's endpoints (undefined when none is measured). */
-  const bestMedian = (l: Listed, read: (e: Endpoint) => number | undefined, higherIsBetter: boolean) => {
-    let best: number | undefined
-    for (const e of l.model.endpoints) {
-      const v = read(e)
-      if (v !== undefined && (best === undefined || (higherIsBetter ? v > best : v < best))) best = v
-    }
-    return best
+/** The best p50 of a measure over the model's endpoints (undefined when none is measured). */
+const bestMedian = (l: Listed, read: (e: Endpoint) => number | undefined, higherIsBetter: boolean) => {
+  let best: number | undefined
+  for (const e of l.model.endpoints) {
+    const v = read(e)
+    if (v !== undefined && (best === undefined || (higherIsBetter ? v > best : v < best))) best = v
   }
+  return best
+}
 
-  /** A model's benchmark score from its config `scores`, undefined when it has none for that benchmark. */
-  const scoreOf = (l: Listed, benchmark: keyof typeof BENCHMARK_SCORES): number | undefined => l.model.entry.scores?.[BENCHMARK_SCORES[benchmark]]
+/** A model's benchmark score from its config `scores`, undefined when it has none for that benchmark. */
+const scoreOf = (l: Listed, benchmark: keyof typeof BENCHMARK_SCORES): number | undefined => l.model.entry.scores?.[BENCHMARK_SCORES[benchmark]]
 
-  /** Highest first, models without a value last; ties keep catalog order (Array.sort is stable). */
-  const byValue = (list: ReadonlyArray<Listed>, read: (l: Listed) => number | undefined) => {
-    const values = new Map(list.map((l) => [l, read(l)]))
+/** Highest first, models without a value last; ties keep catalog order (Array.sort is stable). */
+const byValue = (list: ReadonlyArray<Listed>, read: (l: Listed) => number | undefined) => {
+  const values = new Map(list.map((l) => [l, read(l)]))
+  return [...list].sort((a, b) => {
+    const x = values.get(a)
+    const y = values.get(b)
+    if (x === undefined || y === undefined) return x === undefined ? (y === undefined ? 0 : 1) : -1
+    return y - x
+  })
+}
+
+/** The listing in the order `sort` names; the measured sorts read the router's rolling statistics, the popular ones `usage`. */
+const sorted = (list: ReadonlyArray<Listed>, sort: ModelSort, usage: UsageSnapshot | undefined, router: RouterShape): ReadonlyArray<Listed> => {
+  const price = (l: Listed) => (l.top.pricing.prompt + l.top.pricing.completion) / 2
+  /** Known values first, best first; unknown last; ties keep catalog order (Array.sort is stable). */
+  const byMeasure = (read: (e: Endpoint) => number | undefined, higherIsBetter: boolean) => {
+    const values = new Map(list.map((l) => [l, bestMedian(l, read, higherIsBetter)]))
     return [...list].sort((a, b) => {
       const x = values.get(a)
       const y = values.get(b)
       if (x === undefined || y === undefined) return x === undefined ? (y === undefined ? 0 : 1) : -1
-      return y - x
+      return higherIsBetter ? y - x : x - y
     })
   }
-
-  const sorted = (list: ReadonlyArray<Listed>, sort: ModelSort, usage: UsageSnapshot | undefined): ReadonlyArray<Listed> => {
-    const price = (l: Listed) => (l.top.pricing.prompt + l.top.pricing.completion) / 2
-    /** Known values first, best first; unknown last; ties keep catalog order (Array.sort is stable). */
-    const byMeasure = (read: (e: Endpoint) => number | undefined, higherIsBetter: boolean) => {
-      const values = new Map(list.map((l) => [l, bestMedian(l, read, higherIsBetter)]))
-      return [...list].sort((a, b) => {
-        const x = values.get(a)
-        const y = values.get(b)
-        if (x === undefined || y === undefined) return x === undefined ? (y === undefined ? 0 : 1) : -1
-        return higherIsBetter ? y - x : x - y
-      })
-    }
-    switch (sort) {
-      case "newest":
-        return [...list].sort((a, b) => b.data.created - a.data.created)
-      case "pricing-low-to-high":
-        return [...list].sort((a, b) => price(a) - price(b))
-      case "pricing-high-to-low":
-        return [...list].sort((a, b) => price(b) - price(a))
-      case "context-high-to-low":
-        return [...list].sort((a, b) => b.model.contextLength - a.model.contextLength)
-      case "throughput-high-to-low":
-        return byMeasure((e) => router.endpointStats(e).rolling.throughput30m?.p50, true)
-      case "latency-low-to-high":
-        return byMeasure((e) => router.endpointStats(e).rolling.latency30m?.p50, false)
-      // From the ledger's rollup; a model without requests counts 0 (catalog order among those).
-      case "most-popular":
-        return byValue(list, (l) => usage?.requests30d.get(l.model.id) ?? 0)
-      case "top-weekly":
-        return byValue(list, (l) => usage?.tokens7d.get(l.model.id) ?? 0)
-      case "intelligence-high-to-low":
-        return byValue(list, (l) => scoreOf(l, "intelligence"))
-      case "coding-high-to-low":
-        return byValue(list, (l) => scoreOf(l, "coding"))
-      case "agentic-high-to-low":
-        return byValue(list, (l) => scoreOf(l, "agentic"))
-      case "design-arena-elo-high-to-low":
-        return byValue(list, (l) => scoreOf(l, "design-arena-elo"))
-    }
+  switch (sort) {
+    case "newest":
+      return [...list].sort((a, b) => b.data.created - a.data.created)
+    case "pricing-low-to-high":
+      return [...list].sort((a, b) => price(a) - price(b))
+    case "pricing-high-to-low":
+      return [...list].sort((a, b) => price(b) - price(a))
+    case "context-high-to-low":
+      return [...list].sort((a, b) => b.model.contextLength - a.model.contextLength)
+    case "throughput-high-to-low":
+      return byMeasure((e) => router.endpointStats(e).rolling.throughput30m?.p50, true)
+    case "latency-low-to-high":
+      return byMeasure((e) => router.endpointStats(e).rolling.latency30m?.p50, false)
+    // From the ledger's rollup; a model without requests counts 0 (catalog order among those).
+    case "most-popular":
+      return byValue(list, (l) => usage?.requests30d.get(l.model.id) ?? 0)
+    case "top-weekly":
+      return byValue(list, (l) => usage?.tokens7d.get(l.model.id) ?? 0)
+    case "intelligence-high-to-low":
+      return byValue(list, (l) => scoreOf(l, "intelligence"))
+    case "coding-high-to-low":
+      return byValue(list, (l) => scoreOf(l, "coding"))
+    case "agentic-high-to-low":
+      return byValue(list, (l) => scoreOf(l, "agentic"))
+    case "design-arena-elo-high-to-low":
+      return byValue(list, (l) => scoreOf(l, "design-arena-elo"))
   }
+}
+
+
+/** The listing's filters, one per query parameter given; `at` (epoch ms) is the age filters' now. */
+const filtersOf = (params: ListModelsParams, at: number): Array<(l: Listed) => boolean> => {
+  const filters: Array<(l: Listed) => boolean> = [outputFilter(params.output_modalities)]
+  if (params.category !== undefined) {
+    const category = params.category
+    filters.push((l) => l.model.entry.categories?.includes(category) ?? false)
+  }
+  if (params.supported_parameters !== undefined) {
+    const wanted = items(params.supported_parameters)
+    filters.push((l) => wanted.every((p) => l.parameters.has(p)))
+  }
+  if (params.input_modalities !== undefined) {
+    const wanted = items(params.input_modalities)
+    filters.push((l) => wanted.every((m) => l.inputs.has(m)))
+  }
+  const q = params.q?.trim().toLowerCase()
+  if (q !== undefined && q !== "") filters.push((l) => l.model.id.toLowerCase().includes(q) || l.model.name.toLowerCase().includes(q))
+  const { context, min_price, max_price, min_output_price, max_output_price, min_age_days, max_age_days } = params
+  if (context !== undefined) filters.push((l) => l.model.contextLength >= context)
+  if (min_price !== undefined) filters.push((l) => l.top.pricing.prompt >= min_price)
+  if (max_price !== undefined) filters.push((l) => l.top.pricing.prompt <= max_price)
+  if (min_output_price !== undefined) filters.push((l) => l.top.pricing.completion >= min_output_price)
+  if (max_output_price !== undefined) filters.push((l) => l.top.pricing.completion <= max_output_price)
+  if (params.arch !== undefined) {
+    const arch = params.arch.trim().toLowerCase()
+    filters.push((l) => l.data.architecture.tokenizer?.toLowerCase() === arch)
+  }
+  if (params.model_authors !== undefined) {
+    const authors = new Set(items(params.model_authors.toLowerCase()))
+    filters.push((l) => authors.has(l.author))
+  }
+  if (params.providers !== undefined) {
+    const wanted = items(params.providers.toLowerCase())
+    filters.push((l) => wanted.some((p) => l.providerNames.has(p)))
+  }
+  if (params.zdr !== undefined) filters.push((l) => l.model.endpoints.some((e) => e.zdr))
+  // Only a model whose config says `"distillable": true` is distillable.
+  if (params.distillable !== undefined) {
+    const wanted = params.distillable === "true"
+    filters.push((l) => (l.model.entry.distillable === true) === wanted)
+  }
+  // Benchmark indices: the config score × 100; a model without the score is left out.
+  const indexBounds = [
+    ["intelligence", params.min_intelligence_index, params.max_intelligence_index],
+    ["coding", params.min_coding_index, params.max_coding_index],
+    ["agentic", params.min_agentic_index, params.max_agentic_index],
+  ] as const
+  for (const [benchmark, min, max] of indexBounds) {
+    if (min === undefined && max === undefined) continue
+    filters.push((l) => {
+      const score = scoreOf(l, benchmark)
+      if (score === undefined) return false
+      const index = score * 100
+      return (min === undefined || index >= min - 1e-9) && (max === undefined || index <= max + 1e-9)
+    })
+  }
+  // Age filters need a release date: a model whose config has no `created` is left out by them.
+  const ageDays = (l: Listed) => (at - l.data.created * 1000) / DAY_MS
+  if (min_age_days !== undefined) filters.push((l) => l.data.created > 0 && ageDays(l) >= min_age_days)
+  if (max_age_days !== undefined) filters.push((l) => l.data.created > 0 && ageDays(l) <= max_age_days)
+  return filters
+}
+
+/** The query parameter that names a filter this gateway cannot apply, or a sort it does not know: the 400 to answer. */
+const refusedParams = (params: ListModelsParams): BadRequest | undefined => {
+  for (const [name, why] of Object.entries(UNAVAILABLE_MODEL_FILTERS)) {
+    if ((params as Record<string, unknown>)[name] !== undefined) return invalid(name, `not available on this gateway (${why})`)
+  }
+  if (params.sort !== undefined && !(MODEL_SORTS as ReadonlyArray<string>).includes(params.sort)) {
+    return invalid("sort", `${quote(params.sort)} is not one of ${MODEL_SORTS.join(", ")}`)
+  }
+  return undefined
+}
+
+
+/** One endpoint of a model as `/endpoints` shows it, with this process's statistics of it. */
+const endpointDataOf = (l: Listed, e: Endpoint, router: RouterShape, providers: ReadonlyMap<string, ProviderEntry>): EndpointData => {
+  const stats = router.endpointStats(e)
+  const providerName = providers.get(e.provider.id)?.name ?? e.provider.id
+  const tools = e.supports.has("tools")
+  return {
+    name: `${providerName} | ${l.model.id}`,
+    model_id: l.data.canonical_slug,
+    model_name: l.model.name,
+    provider_name: providerName,
+    tag: e.provider.id,
+    context_length: e.contextLength,
+    max_completion_tokens: e.maxOutputTokens ?? null,
+    max_prompt_tokens: e.entry.max_prompt_tokens ?? null,
+    pricing: pricingData(e.pricing),
+    quantization: e.quantization ?? null,
+    supported_parameters: endpointParameters(e),
+    supports_implicit_caching: e.entry.implicit_caching ?? false,
+    // Every upstream format the gateway speaks carries all four tool_choice forms (providers/*/request.ts).
+    supports_tool_choice: { auto: tools, none: tools, required: tools, function: tools },
+    supports_voice_cloning: false,
+    status: stats.coolingDown ? -2 : stats.health.consecutiveFailures > 0 ? -1 : 0,
+    uptime_last_5m: stats.rolling.uptime5m,
+    uptime_last_30m: stats.rolling.uptime30m,
+    uptime_last_1d: stats.rolling.uptime1d,
+    latency_last_30m: stats.rolling.latency30m,
+    throughput_last_30m: stats.rolling.throughput30m,
+  }
+}
+
+
+export const makeModelDirectory = (catalog: CatalogShape, router: RouterShape, now: () => number = Date.now) => {
+  const providers = new Map(catalog.providers.map((p) => [p.id, p]))
+  const listed = catalog.models.map((m) => listedOf(m, providers))
+  const byId = new Map(listed.map((l) => [l.model.id, l]))
 
   /**
    * A page of the catalog. `usage` is the ledger's usage snapshot, which only the popularity sorts
@@ -269,80 +378,11 @@ export const makeModelDirectory = (catalog: CatalogShape, router: RouterShape, n
     usage?: UsageSnapshot,
     path = "/v1/models",
   ): Either.Either<{ data: ReadonlyArray<ModelData>; total_count: number; links: { next: string | null } }, BadRequest> => {
-    for (const [name, why] of Object.entries(UNAVAILABLE_MODEL_FILTERS)) {
-      if ((params as Record<string, unknown>)[name] !== undefined) {
-        return Either.left(invalid(name, `not available on this gateway (${why})`))
-      }
-    }
-    let sort: ModelSort | undefined
-    if (params.sort !== undefined) {
-      if (!(MODEL_SORTS as ReadonlyArray<string>).includes(params.sort)) {
-        return Either.left(invalid("sort", `${quote(params.sort)} is not one of ${MODEL_SORTS.join(", ")}`))
-      }
-      sort = params.sort as ModelSort
-    }
-    const at = now()
-    const filters: Array<(l: Listed) => boolean> = [outputFilter(params.output_modalities)]
-    if (params.category !== undefined) {
-      const category = params.category
-      filters.push((l) => l.model.entry.categories?.includes(category) ?? false)
-    }
-    if (params.supported_parameters !== undefined) {
-      const wanted = items(params.supported_parameters)
-      filters.push((l) => wanted.every((p) => l.parameters.has(p)))
-    }
-    if (params.input_modalities !== undefined) {
-      const wanted = items(params.input_modalities)
-      filters.push((l) => wanted.every((m) => l.inputs.has(m)))
-    }
-    const q = params.q?.trim().toLowerCase()
-    if (q !== undefined && q !== "") filters.push((l) => l.model.id.toLowerCase().includes(q) || l.model.name.toLowerCase().includes(q))
-    const { context, min_price, max_price, min_output_price, max_output_price, min_age_days, max_age_days } = params
-    if (context !== undefined) filters.push((l) => l.model.contextLength >= context)
-    if (min_price !== undefined) filters.push((l) => l.top.pricing.prompt >= min_price)
-    if (max_price !== undefined) filters.push((l) => l.top.pricing.prompt <= max_price)
-    if (min_output_price !== undefined) filters.push((l) => l.top.pricing.completion >= min_output_price)
-    if (max_output_price !== undefined) filters.push((l) => l.top.pricing.completion <= max_output_price)
-    if (params.arch !== undefined) {
-      const arch = params.arch.trim().toLowerCase()
-      filters.push((l) => l.data.architecture.tokenizer?.toLowerCase() === arch)
-    }
-    if (params.model_authors !== undefined) {
-      const authors = new Set(items(params.model_authors.toLowerCase()))
-      filters.push((l) => authors.has(l.author))
-    }
-    if (params.providers !== undefined) {
-      const wanted = items(params.providers.toLowerCase())
-      filters.push((l) => wanted.some((p) => l.providerNames.has(p)))
-    }
-    if (params.zdr !== undefined) filters.push((l) => l.model.endpoints.some((e) => e.zdr))
-    // Only a model whose config says `"distillable": true` is distillable.
-    if (params.distillable !== undefined) {
-      const wanted = params.distillable === "true"
-      filters.push((l) => (l.model.entry.distillable === true) === wanted)
-    }
-    // Benchmark indices: the config score × 100; a model without the score is left out.
-    const indexBounds = [
-      ["intelligence", params.min_intelligence_index, params.max_intelligence_index],
-      ["coding", params.min_coding_index, params.max_coding_index],
-      ["agentic", params.min_agentic_index, params.max_agentic_index],
-    ] as const
-    for (const [benchmark, min, max] of indexBounds) {
-      if (min === undefined && max === undefined) continue
-      filters.push((l) => {
-        const score = scoreOf(l, benchmark)
-        if (score === undefined) return false
-        const index = score * 100
-        return (min === undefined || index >= min - 1e-9) && (max === undefined || index <= max + 1e-9)
-      })
-    }
-    // Age filters need a release date: a model whose config has no `created` is left out by them.
-    const ageDays = (l: Listed) => (at - l.data.created * 1000) / DAY_MS
-    if (min_age_days !== undefined) filters.push((l) => l.data.created > 0 && ageDays(l) >= min_age_days)
-    if (max_age_days !== undefined) filters.push((l) => l.data.created > 0 && ageDays(l) <= max_age_days)
-
+    const refused = refusedParams(params)
+    if (refused !== undefined) return Either.left(refused)
+    const filters = filtersOf(params, now())
     let kept: ReadonlyArray<Listed> = listed.filter((l) => filters.every((f) => f(l)))
-    if (sort !== undefined) kept = sorted(kept, sort, usage)
+    if (params.sort !== undefined) kept = sorted(kept, params.sort as ModelSort, usage, router)
     const offset = params.offset ?? 0
     const paged = params.limit === undefined && params.offset === undefined
     const page = paged ? kept : kept.slice(offset, params.limit === undefined ? undefined : offset + params.limit)
@@ -369,35 +409,6 @@ export const makeModelDirectory = (catalog: CatalogShape, router: RouterShape, n
       : Either.right(found)
   }
 
-  const endpointData = (l: Listed, e: Endpoint): EndpointData => {
-    const stats = router.endpointStats(e)
-    const providerName = providers.get(e.provider.id)?.name ?? e.provider.id
-    const tools = e.supports.has("tools")
-    return {
-      name: `${providerName} | ${l.model.id}`,
-      model_id: l.data.canonical_slug,
-      model_name: l.model.name,
-      provider_name: providerName,
-      tag: e.provider.id,
-      context_length: e.contextLength,
-      max_completion_tokens: e.maxOutputTokens ?? null,
-      max_prompt_tokens: e.entry.max_prompt_tokens ?? null,
-      pricing: pricingData(e.pricing),
-      quantization: e.quantization ?? null,
-      supported_parameters: endpointParameters(e),
-      supports_implicit_caching: e.entry.implicit_caching ?? false,
-      // Every upstream format the gateway speaks carries all four tool_choice forms (providers/*/request.ts).
-      supports_tool_choice: { auto: tools, none: tools, required: tools, function: tools },
-      supports_voice_cloning: false,
-      status: stats.coolingDown ? -2 : stats.health.consecutiveFailures > 0 ? -1 : 0,
-      uptime_last_5m: stats.rolling.uptime5m,
-      uptime_last_30m: stats.rolling.uptime30m,
-      uptime_last_1d: stats.rolling.uptime1d,
-      latency_last_30m: stats.rolling.latency30m,
-      throughput_last_30m: stats.rolling.throughput30m,
-    }
-  }
-
   const endpoints = (author: string, slug: string) =>
     Either.map(find(author, slug), (l) => ({
       data: {
@@ -406,14 +417,14 @@ export const makeModelDirectory = (catalog: CatalogShape, router: RouterShape, n
         created: l.data.created,
         description: l.data.description,
         architecture: { ...l.data.architecture, tokenizer: l.data.architecture.tokenizer ?? null },
-        endpoints: l.model.endpoints.map((e) => endpointData(l, e)),
+        endpoints: l.model.endpoints.map((e) => endpointDataOf(l, e, router, providers)),
       },
     }))
 
   const get = (author: string, slug: string) => Either.map(find(author, slug), (l) => ({ data: l.data }))
 
   /** Every zero-data-retention endpoint, in catalog order, with this process's statistics. */
-  const zdrEndpoints = () => ({ data: listed.flatMap((l) => l.model.endpoints.filter((e) => e.zdr).map((e) => endpointData(l, e))) })
+  const zdrEndpoints = () => ({ data: listed.flatMap((l) => l.model.endpoints.filter((e) => e.zdr).map((e) => endpointDataOf(l, e, router, providers))) })
 
   const providerList = {
     data: catalog.providers.map((p) => ({

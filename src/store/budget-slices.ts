@@ -1,5 +1,5 @@
 /**
- * Budget slices in the database (src/services/Spend.ts, "Budget leases"): a process takes a slice
+ * Budget slices in the database (src/services/budget-leases.ts): a process takes a slice
  * of a key's remaining budget (and of its user's credits, when they are enforced) with one
  * conditional UPDATE of the key's row, so the slices of every process are in `reserved_nano` and
  * their sum never passes the limit; the slice is a row of `reservations` (`is_slice` = 1) with the

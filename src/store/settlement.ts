@@ -1,5 +1,5 @@
 /**
- * Settling reservations (src/services/Spend.ts), one or a batch, in the caller's transaction: on
+ * Settling reservations (src/services/reservations.ts), one or a batch, in the caller's transaction: on
  * every engine the ledger writer's, so a hold is released in the transaction that writes the
  * generation replacing it (src/store/ledger.ts); otherwise one of their own.
  *

@@ -32,7 +32,7 @@ export interface ReserveArgs {
   readonly since: string | undefined
   readonly includeByok: boolean
   readonly now: string
-  /** The hold's owner and lease (src/services/Spend.ts, "Hold leases"). */
+  /** The hold's owner and lease (src/services/hold-leases.ts). */
   readonly instanceId: string
   readonly bootId: string
   /** Epoch ms until which the owner vouches for the hold; it renews the lease of all its holds at once. */

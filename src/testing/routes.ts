@@ -1,5 +1,5 @@
 /**
- * Bun's `routes` matching, for the route table `startServer` hands `Bun.serve` (src/http/server.ts),
+ * Bun's `routes` matching, for the route table `startServer` hands `Bun.serve` (src/http/route-table.ts),
  * so the test kit calls the same handlers in-process: an exact path first, then a path with
  * `:param` segments (the one with more fixed segments first), then a trailing `*` (the longest
  * prefix first); a path matched without a handler for the method, or not matched, goes to `fetch`.

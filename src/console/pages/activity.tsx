@@ -74,7 +74,52 @@ export const ActivityPage = ({ session, params, navigate }: PageProps) => {
   )
 }
 
+/** The range's report: totals, the daily charts, and the breakdowns by model, provider, key and status. */
 const Report = ({ data }: { data: Summary["data"] }) => {
+  if (data.totals.requests === 0) {
+    return (
+      <Empty>
+        No requests from {data.from} to {data.to}. Send one from the Playground, or with any client, and it appears here.
+      </Empty>
+    )
+  }
+  return (
+    <>
+      <Totals totals={data.totals} />
+      <Charts data={data} />
+      <div class="grid2">
+        <ByModel rows={data.by_model} />
+        <ByProvider rows={data.by_provider} />
+        <ByKey rows={data.by_key} />
+        <ErrorsByStatus rows={data.errors_by_status} />
+      </div>
+    </>
+  )
+}
+
+const Totals = ({ totals: t }: { totals: Summary["data"]["totals"] }) => (
+  <dl class="totals" aria-label="Totals">
+    <div>
+      <dt>Spend</dt>
+      <dd>{usd(t.usage + t.byok_usage)}</dd>
+    </div>
+    <div>
+      <dt>Requests</dt>
+      <dd>{int(t.requests)}</dd>
+    </div>
+    <div>
+      <dt>Tokens</dt>
+      <dd>{int(t.prompt_tokens + t.completion_tokens)}</dd>
+    </div>
+    <div>
+      <dt>Errors</dt>
+      <dd>{int(t.errors)}</dd>
+    </div>
+  </dl>
+)
+
+/** Spend, requests with errors, and tokens per day. */
+const Charts = ({ data }: { data: Summary["data"] }) => {
   const days = useMemo(() => data.days.map((d) => d.date), [data])
   const spend = useMemo(
     () => [
@@ -96,141 +141,131 @@ const Report = ({ data }: { data: Summary["data"] }) => {
     ],
     [data],
   )
-  const t = data.totals
-  if (t.requests === 0) {
-    return (
-      <Empty>
-        No requests from {data.from} to {data.to}. Send one from the Playground, or with any client, and it appears here.
-      </Empty>
-    )
-  }
-  const maxModel = Math.max(...data.by_model.map((m) => m.usage + m.byok_usage), 0)
-  const maxKey = Math.max(...data.by_key.map((m) => m.usage + m.byok_usage), 0)
-  const maxProvider = Math.max(...data.by_provider.map((m) => m.requests), 0)
-  const maxStatus = Math.max(...data.errors_by_status.map((m) => m.count), 0)
   return (
-    <>
-      <dl class="totals" aria-label="Totals">
-        <div>
-          <dt>Spend</dt>
-          <dd>{usd(t.usage + t.byok_usage)}</dd>
-        </div>
-        <div>
-          <dt>Requests</dt>
-          <dd>{int(t.requests)}</dd>
-        </div>
-        <div>
-          <dt>Tokens</dt>
-          <dd>{int(t.prompt_tokens + t.completion_tokens)}</dd>
-        </div>
-        <div>
-          <dt>Errors</dt>
-          <dd>{int(t.errors)}</dd>
-        </div>
-      </dl>
-      <div class="charts">
-        <DayChart title="Spend" days={days} series={spend} />
-        <DayChart title="Requests" days={days} series={volume} />
-        <DayChart title="Tokens" days={days} series={tokens} />
-      </div>
-      <div class="grid2">
-        <Section title="By model">
-          <div class="table-wrap"><table>
-            <thead>
-              <tr>
-                <th scope="col">Model</th>
-                <th scope="col">Requests</th>
-                <th scope="col">Tokens</th>
-                <th scope="col">Spend</th>
+    <div class="charts">
+      <DayChart title="Spend" days={days} series={spend} />
+      <DayChart title="Requests" days={days} series={volume} />
+      <DayChart title="Tokens" days={days} series={tokens} />
+    </div>
+  )
+}
+
+const ByModel = ({ rows }: { rows: Summary["data"]["by_model"] }) => {
+  const max = Math.max(...rows.map((m) => m.usage + m.byok_usage), 0)
+  return (
+    <Section title="By model">
+      <div class="table-wrap"><table>
+        <thead>
+          <tr>
+            <th scope="col">Model</th>
+            <th scope="col">Requests</th>
+            <th scope="col">Tokens</th>
+            <th scope="col">Spend</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((m) => (
+            <tr key={m.model}>
+              <td>{m.model}</td>
+              <td class="num">{int(m.requests)}</td>
+              <td class="num">{int(m.prompt_tokens + m.completion_tokens)}</td>
+              <td class="num">
+                {usd(m.usage + m.byok_usage)} <Bar value={m.usage + m.byok_usage} max={max} label={`${m.model}: ${usd(m.usage + m.byok_usage)}`} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table></div>
+    </Section>
+  )
+}
+
+const ByProvider = ({ rows }: { rows: Summary["data"]["by_provider"] }) => {
+  const max = Math.max(...rows.map((m) => m.requests), 0)
+  return (
+    <Section title="By provider">
+      <div class="table-wrap"><table>
+        <thead>
+          <tr>
+            <th scope="col">Provider</th>
+            <th scope="col">Requests</th>
+            <th scope="col">Spend</th>
+            <th scope="col">Latency p50</th>
+            <th scope="col">Latency p99</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((p) => (
+            <tr key={p.provider_name}>
+              <td>{p.provider_name}</td>
+              <td class="num">
+                {int(p.requests)} <Bar value={p.requests} max={max} label={`${p.provider_name}: ${p.requests} requests`} />
+              </td>
+              <td class="num">{usd(p.usage + p.byok_usage)}</td>
+              <td class="num">{p.latency_p50_ms === null ? "—" : `≤ ${p.latency_p50_ms} ms`}</td>
+              <td class="num">{p.latency_p99_ms === null ? "—" : `≤ ${p.latency_p99_ms} ms`}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table></div>
+    </Section>
+  )
+}
+
+const ByKey = ({ rows }: { rows: Summary["data"]["by_key"] }) => {
+  const max = Math.max(...rows.map((m) => m.usage + m.byok_usage), 0)
+  return (
+    <Section title="By key">
+      <div class="table-wrap"><table>
+        <thead>
+          <tr>
+            <th scope="col">Key</th>
+            <th scope="col">Requests</th>
+            <th scope="col">Spend</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((k) => (
+            <tr key={k.api_key_hash}>
+              <td title={k.api_key_hash}>{k.name ?? `${k.api_key_hash.slice(0, 12)}…`}</td>
+              <td class="num">{int(k.requests)}</td>
+              <td class="num">
+                {usd(k.usage + k.byok_usage)} <Bar value={k.usage + k.byok_usage} max={max} label={`${k.name ?? k.api_key_hash}: ${usd(k.usage + k.byok_usage)}`} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table></div>
+    </Section>
+  )
+}
+
+const ErrorsByStatus = ({ rows }: { rows: Summary["data"]["errors_by_status"] }) => {
+  const max = Math.max(...rows.map((m) => m.count), 0)
+  return (
+    <Section title="Errors by status">
+      {rows.length === 0 ? (
+        <Empty>No errors in this range.</Empty>
+      ) : (
+        <div class="table-wrap"><table>
+          <thead>
+            <tr>
+              <th scope="col">Status</th>
+              <th scope="col">Requests</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((s) => (
+              <tr key={s.status}>
+                <td>{s.status}</td>
+                <td class="num">
+                  {int(s.count)} <Bar value={s.count} max={max} label={`status ${s.status}: ${s.count}`} />
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {data.by_model.map((m) => (
-                <tr key={m.model}>
-                  <td>{m.model}</td>
-                  <td class="num">{int(m.requests)}</td>
-                  <td class="num">{int(m.prompt_tokens + m.completion_tokens)}</td>
-                  <td class="num">
-                    {usd(m.usage + m.byok_usage)} <Bar value={m.usage + m.byok_usage} max={maxModel} label={`${m.model}: ${usd(m.usage + m.byok_usage)}`} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table></div>
-        </Section>
-        <Section title="By provider">
-          <div class="table-wrap"><table>
-            <thead>
-              <tr>
-                <th scope="col">Provider</th>
-                <th scope="col">Requests</th>
-                <th scope="col">Spend</th>
-                <th scope="col">Latency p50</th>
-                <th scope="col">Latency p99</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.by_provider.map((p) => (
-                <tr key={p.provider_name}>
-                  <td>{p.provider_name}</td>
-                  <td class="num">
-                    {int(p.requests)} <Bar value={p.requests} max={maxProvider} label={`${p.provider_name}: ${p.requests} requests`} />
-                  </td>
-                  <td class="num">{usd(p.usage + p.byok_usage)}</td>
-                  <td class="num">{p.latency_p50_ms === null ? "—" : `≤ ${p.latency_p50_ms} ms`}</td>
-                  <td class="num">{p.latency_p99_ms === null ? "—" : `≤ ${p.latency_p99_ms} ms`}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table></div>
-        </Section>
-        <Section title="By key">
-          <div class="table-wrap"><table>
-            <thead>
-              <tr>
-                <th scope="col">Key</th>
-                <th scope="col">Requests</th>
-                <th scope="col">Spend</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.by_key.map((k) => (
-                <tr key={k.api_key_hash}>
-                  <td title={k.api_key_hash}>{k.name ?? `${k.api_key_hash.slice(0, 12)}…`}</td>
-                  <td class="num">{int(k.requests)}</td>
-                  <td class="num">
-                    {usd(k.usage + k.byok_usage)} <Bar value={k.usage + k.byok_usage} max={maxKey} label={`${k.name ?? k.api_key_hash}: ${usd(k.usage + k.byok_usage)}`} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table></div>
-        </Section>
-        <Section title="Errors by status">
-          {data.errors_by_status.length === 0 ? (
-            <Empty>No errors in this range.</Empty>
-          ) : (
-            <div class="table-wrap"><table>
-              <thead>
-                <tr>
-                  <th scope="col">Status</th>
-                  <th scope="col">Requests</th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.errors_by_status.map((s) => (
-                  <tr key={s.status}>
-                    <td>{s.status}</td>
-                    <td class="num">
-                      {int(s.count)} <Bar value={s.count} max={maxStatus} label={`status ${s.status}: ${s.count}`} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table></div>
-          )}
-        </Section>
-      </div>
-    </>
+            ))}
+          </tbody>
+        </table></div>
+      )}
+    </Section>
   )
 }
