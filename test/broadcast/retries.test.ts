@@ -48,11 +48,20 @@ const gateway = async (overrides: Partial<Settings>) => {
   return gw
 }
 
-/** A port nothing listens on (a receiver started then stopped). */
-const closedPort = () => {
-  const r = startReceiver()
-  r.stop()
-  return r.port
+/**
+ * A port nothing listens on, below the ephemeral range (Linux: from 32768) that a server asking for
+ * port 0 is given: a gateway or receiver started later in the test cannot take it meanwhile.
+ */
+const closedPort = (): number => {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000)
+    try {
+      startReceiver(port).stop()
+      return port
+    } catch {
+      // Taken: another.
+    }
+  }
 }
 
 type Delivery = { pending: number; dead: number; last_error: string | null; last_success_at: string | null }
