@@ -126,3 +126,21 @@ export const Section = ({ title, children, actions }: { title: string; children:
     {children}
   </section>
 )
+
+/** A table under its column headings, scrolled sideways on a narrow screen; `children` are its rows. */
+export const Table = ({ columns, children }: { columns: ReadonlyArray<string>; children: ComponentChildren }) => (
+  <div class="table-wrap">
+    <table>
+      <thead>
+        <tr>
+          {columns.map((column) => (
+            <th scope="col" key={column}>
+              {column}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>{children}</tbody>
+    </table>
+  </div>
+)

@@ -6,7 +6,7 @@ import { useMemo } from "preact/hooks"
 import { call, daysBefore, int, query, type Summary, today, usd, type Workspace } from "../api.js"
 import { DayChart } from "../chart.js"
 import type { PageProps } from "../session.js"
-import { Alert, Bar, Empty, Field, Loading, Section, useLoad } from "../ui.js"
+import { Alert, Bar, Empty, Field, Loading, Section, Table, useLoad } from "../ui.js"
 
 const RANGES = [
   { days: 7, label: "Last 7 days" },
@@ -154,28 +154,18 @@ const ByModel = ({ rows }: { rows: Summary["data"]["by_model"] }) => {
   const max = Math.max(...rows.map((m) => m.usage + m.byok_usage), 0)
   return (
     <Section title="By model">
-      <div class="table-wrap"><table>
-        <thead>
-          <tr>
-            <th scope="col">Model</th>
-            <th scope="col">Requests</th>
-            <th scope="col">Tokens</th>
-            <th scope="col">Spend</th>
+      <Table columns={["Model", "Requests", "Tokens", "Spend"]}>
+        {rows.map((m) => (
+          <tr key={m.model}>
+            <td>{m.model}</td>
+            <td class="num">{int(m.requests)}</td>
+            <td class="num">{int(m.prompt_tokens + m.completion_tokens)}</td>
+            <td class="num">
+              {usd(m.usage + m.byok_usage)} <Bar value={m.usage + m.byok_usage} max={max} label={`${m.model}: ${usd(m.usage + m.byok_usage)}`} />
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {rows.map((m) => (
-            <tr key={m.model}>
-              <td>{m.model}</td>
-              <td class="num">{int(m.requests)}</td>
-              <td class="num">{int(m.prompt_tokens + m.completion_tokens)}</td>
-              <td class="num">
-                {usd(m.usage + m.byok_usage)} <Bar value={m.usage + m.byok_usage} max={max} label={`${m.model}: ${usd(m.usage + m.byok_usage)}`} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table></div>
+        ))}
+      </Table>
     </Section>
   )
 }
@@ -184,30 +174,19 @@ const ByProvider = ({ rows }: { rows: Summary["data"]["by_provider"] }) => {
   const max = Math.max(...rows.map((m) => m.requests), 0)
   return (
     <Section title="By provider">
-      <div class="table-wrap"><table>
-        <thead>
-          <tr>
-            <th scope="col">Provider</th>
-            <th scope="col">Requests</th>
-            <th scope="col">Spend</th>
-            <th scope="col">Latency p50</th>
-            <th scope="col">Latency p99</th>
+      <Table columns={["Provider", "Requests", "Spend", "Latency p50", "Latency p99"]}>
+        {rows.map((p) => (
+          <tr key={p.provider_name}>
+            <td>{p.provider_name}</td>
+            <td class="num">
+              {int(p.requests)} <Bar value={p.requests} max={max} label={`${p.provider_name}: ${p.requests} requests`} />
+            </td>
+            <td class="num">{usd(p.usage + p.byok_usage)}</td>
+            <td class="num">{p.latency_p50_ms === null ? "—" : `≤ ${p.latency_p50_ms} ms`}</td>
+            <td class="num">{p.latency_p99_ms === null ? "—" : `≤ ${p.latency_p99_ms} ms`}</td>
           </tr>
-        </thead>
-        <tbody>
-          {rows.map((p) => (
-            <tr key={p.provider_name}>
-              <td>{p.provider_name}</td>
-              <td class="num">
-                {int(p.requests)} <Bar value={p.requests} max={max} label={`${p.provider_name}: ${p.requests} requests`} />
-              </td>
-              <td class="num">{usd(p.usage + p.byok_usage)}</td>
-              <td class="num">{p.latency_p50_ms === null ? "—" : `≤ ${p.latency_p50_ms} ms`}</td>
-              <td class="num">{p.latency_p99_ms === null ? "—" : `≤ ${p.latency_p99_ms} ms`}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table></div>
+        ))}
+      </Table>
     </Section>
   )
 }
@@ -216,26 +195,17 @@ const ByKey = ({ rows }: { rows: Summary["data"]["by_key"] }) => {
   const max = Math.max(...rows.map((m) => m.usage + m.byok_usage), 0)
   return (
     <Section title="By key">
-      <div class="table-wrap"><table>
-        <thead>
-          <tr>
-            <th scope="col">Key</th>
-            <th scope="col">Requests</th>
-            <th scope="col">Spend</th>
+      <Table columns={["Key", "Requests", "Spend"]}>
+        {rows.map((k) => (
+          <tr key={k.api_key_hash}>
+            <td title={k.api_key_hash}>{k.name ?? `${k.api_key_hash.slice(0, 12)}…`}</td>
+            <td class="num">{int(k.requests)}</td>
+            <td class="num">
+              {usd(k.usage + k.byok_usage)} <Bar value={k.usage + k.byok_usage} max={max} label={`${k.name ?? k.api_key_hash}: ${usd(k.usage + k.byok_usage)}`} />
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {rows.map((k) => (
-            <tr key={k.api_key_hash}>
-              <td title={k.api_key_hash}>{k.name ?? `${k.api_key_hash.slice(0, 12)}…`}</td>
-              <td class="num">{int(k.requests)}</td>
-              <td class="num">
-                {usd(k.usage + k.byok_usage)} <Bar value={k.usage + k.byok_usage} max={max} label={`${k.name ?? k.api_key_hash}: ${usd(k.usage + k.byok_usage)}`} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table></div>
+        ))}
+      </Table>
     </Section>
   )
 }
@@ -247,24 +217,16 @@ const ErrorsByStatus = ({ rows }: { rows: Summary["data"]["errors_by_status"] })
       {rows.length === 0 ? (
         <Empty>No errors in this range.</Empty>
       ) : (
-        <div class="table-wrap"><table>
-          <thead>
-            <tr>
-              <th scope="col">Status</th>
-              <th scope="col">Requests</th>
+        <Table columns={["Status", "Requests"]}>
+          {rows.map((s) => (
+            <tr key={s.status}>
+              <td>{s.status}</td>
+              <td class="num">
+                {int(s.count)} <Bar value={s.count} max={max} label={`status ${s.status}: ${s.count}`} />
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {rows.map((s) => (
-              <tr key={s.status}>
-                <td>{s.status}</td>
-                <td class="num">
-                  {int(s.count)} <Bar value={s.count} max={max} label={`status ${s.status}: ${s.count}`} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table></div>
+          ))}
+        </Table>
       )}
     </Section>
   )
