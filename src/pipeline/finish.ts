@@ -4,15 +4,14 @@
  * leaving, the catch-all). The settlements still being handed to the store are the lifecycle's
  * (`drain`). With `ledger.durable_answers`, the answer's last byte waits for the commit.
  */
-import { Effect, Option, type Types } from "effect"
-import { capUsage, costOf, estimateTokens, fromNanoUsd, type Usage } from "../domain/pricing.js"
+import { Effect, Option } from "effect"
+import { costOf, fromNanoUsd, type Usage } from "../domain/pricing.js"
 import type { GenerationEntry, PreviousError } from "../domain/generations.js"
-import { isoTime } from "../domain/time.js"
 import type { Endpoint } from "../services/Catalog.js"
 import type { GenerationStore } from "../services/GenerationStore.js"
 import { type Reservation, Spend } from "../services/Spend.js"
 import { storedInput } from "./content.js"
-import { inputBound, outputBound } from "./bounds.js"
+import { chargedUsage, generationRecord, NO_USAGE, targetOf } from "./record.js"
 import type { ErrorLog } from "../lib/log.js"
 import type { Encoder } from "../formats/format.js"
 import type { RequestLifecycle } from "./lifecycle.js"
@@ -58,29 +57,6 @@ export interface Outcome {
   readonly serverTools?: { readonly numSearchResults: number | null; readonly numFetches: number | null; readonly webSearchEngine: string | null }
 }
 
-const NO_USAGE: Usage = { inputTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 }
-
-/**
- * What a request is charged for on `endpoint`: the upstream's usage (the estimate of what was
- * produced when it gave none, or counts that are not counts), never past the bounds it was
- * reserved for, so a key is never charged more than its reservation.
- */
-export const chargedUsage = (prepared: Prepared, endpoint: Endpoint, assembler: Encoder | undefined): Usage => {
-  let usage = assembler?.usage
-  if (usage === undefined) {
-    // No usage from upstream (aborted or failed mid-way, or untrustworthy): the estimate of what was produced.
-    const produced = (assembler?.completionText.length ?? 0) + (assembler?.reasoningText.length ?? 0)
-    usage = {
-      inputTokens: prepared.estimatedInputTokens,
-      cachedTokens: 0,
-      cacheWriteTokens: 0,
-      outputTokens: produced === 0 ? 0 : estimateTokens(produced),
-      reasoningTokens: 0,
-    }
-  }
-  return capUsage(usage, inputBound(prepared.promptBound, endpoint), outputBound(prepared.request, endpoint).total)
-}
-
 /** USD a hold holds (its key or credits part, whichever is held). */
 const heldUsd = (hold: Reservation): number => fromNanoUsd(Math.max(hold.amountNano, hold.creditsNano))
 
@@ -124,49 +100,30 @@ export const makeFinish = (deps: FinishDeps): Finish => {
     if (endpoint === undefined && Option.isNone(prepared.reservation)) return undefined
     let entry: GenerationEntry | undefined
     if (endpoint !== undefined) {
-      const row: Types.Mutable<GenerationEntry> = {
+      const row = generationRecord({
         id: generationId,
-        keyHash: prepared.principal.hash,
-        userId: prepared.principal.userId,
-        workspaceId: prepared.principal.workspaceId,
-        model: endpoint.modelId,
-        providerName: endpoint.provider.id,
-        upstreamModel: endpoint.upstreamModel,
-        createdAt: isoTime(startedAt),
-        streamed,
-        cancelled: outcome.status === "cancelled",
-        finishReason: assembler?.finishReason ?? null,
+        owner: prepared.principal,
         sessionId: prepared.sessionId,
-        inputTokens: usage.inputTokens,
-        cachedTokens: usage.cachedTokens,
-        cacheWriteTokens: usage.cacheWriteTokens,
-        outputTokens: usage.outputTokens,
-        reasoningTokens: usage.reasoningTokens,
-        totalCost: cost,
-        isByok,
-        generationTimeMs: Math.round(now - startedAt),
-        latencyMs: outcome.firstTokenAt === undefined ? null : Math.round(outcome.firstTokenAt - startedAt),
+        startedAt,
+        endedAt: now,
+        streamed,
+        target: targetOf(endpoint),
         status: outcome.status,
+        usage,
+        cost,
+        finishReason: assembler?.finishReason ?? null,
+        firstTokenAt: outcome.firstTokenAt,
         usageEstimated: counted && assembler?.usage === undefined,
-        httpReferer: prepared.httpReferer,
-        appTitle: prepared.appTitle,
-        userAgent: prepared.userAgent,
-        router: prepared.router,
-      }
+        error: outcome.error,
+      })
+      row.httpReferer = prepared.httpReferer
+      row.appTitle = prepared.appTitle
+      row.userAgent = prepared.userAgent
+      row.router = prepared.router
       if (outcome.serverTools !== undefined) {
         row.numSearchResults = outcome.serverTools.numSearchResults
         row.numFetches = outcome.serverTools.numFetches
         row.webSearchEngine = outcome.serverTools.webSearchEngine
-      }
-      // Assigned, not spread: a spread is a builtin call, and this runs once per request.
-      if (outcome.error) {
-        const error: Types.Mutable<NonNullable<GenerationEntry["error"]>> = {
-          message: outcome.error.message,
-          status: outcome.error.status,
-          providerName: endpoint.provider.id,
-        }
-        if (outcome.error.previousErrors !== undefined) error.previousErrors = outcome.error.previousErrors
-        row.error = error
       }
       // References only: the outbox reads them when a destination wants this generation.
       row.broadcast = {

@@ -15,13 +15,13 @@
 import { Effect, Either, Exit, Option, type Types } from "effect"
 import type { Settings } from "../config/Config.js"
 import type { ApiError } from "../domain/errors.js"
-import { type GenerationEntry, newGenerationId } from "../domain/generations.js"
-import { capUsage, costOf, estimateTokens } from "../domain/pricing.js"
+import { type GenerationEntry, newGenerationId, type PreviousError } from "../domain/generations.js"
+import { costOf, type Usage } from "../domain/pricing.js"
 import type { ResponsesRequest } from "../domain/responses.js"
-import { isoTime } from "../domain/time.js"
+import type { Encoder } from "../formats/format.js"
 import { responsesFormat } from "../formats/responses/index.js"
-import { inputBound, outputBound } from "./bounds.js"
 import { storedInput } from "./content.js"
+import { chargedUsage, generationRecord, NO_USAGE, targetOf } from "./record.js"
 import { asProviderError } from "./upstream-errors.js"
 import { moneyOf } from "./money.js"
 import { DeadlineExceeded, statusOfFailure, turnRunnerFor } from "./turns.js"
@@ -106,32 +106,33 @@ export const makeInnerCalls = (deps: InnerCallDeps): InnerCalls => {
     }
     parent.signal.addEventListener("abort", onAbort, { once: true })
     const attempts: Array<Attempt> = []
-    const entryOf = (endpoint: Endpoint, fields: Partial<Types.Mutable<GenerationEntry>>): GenerationEntry => {
-      const row: Types.Mutable<GenerationEntry> = {
+    /** The call's record: the request's generation is its parent; never broadcast on its own. */
+    const recordOf = (
+      endpoint: Endpoint,
+      status: GenerationEntry["status"],
+      error: { readonly message: string; readonly status: number; readonly previousErrors?: ReadonlyArray<PreviousError> } | undefined,
+      answer?: { readonly usage: Usage; readonly cost: number; readonly assembler: Encoder; readonly firstTokenAt: number | undefined },
+    ): GenerationEntry => {
+      const row = generationRecord({
         id: generationId,
-        keyHash: parent.principal.hash,
-        userId: parent.principal.userId,
-        workspaceId: parent.principal.workspaceId,
-        model: endpoint.modelId,
-        providerName: endpoint.provider.id,
-        upstreamModel: endpoint.upstreamModel,
-        createdAt: isoTime(startedAt),
-        streamed: false,
-        cancelled: false,
-        finishReason: null,
+        owner: parent.principal,
         sessionId: parent.sessionId,
-        inputTokens: 0,
-        cachedTokens: 0,
-        cacheWriteTokens: 0,
-        outputTokens: 0,
-        reasoningTokens: 0,
-        totalCost: 0,
-        isByok: endpoint.isByok,
-        generationTimeMs: Date.now() - startedAt,
-        latencyMs: null,
-        status: "completed",
-        parentGenerationId: parent.generationId,
-        ...fields,
+        startedAt,
+        endedAt: Date.now(),
+        streamed: false,
+        target: targetOf(endpoint),
+        status,
+        usage: answer?.usage ?? NO_USAGE,
+        cost: answer?.cost ?? 0,
+        finishReason: answer?.assembler.finishReason ?? null,
+        firstTokenAt: answer?.firstTokenAt,
+        usageEstimated: answer === undefined ? undefined : answer.assembler.usage === undefined,
+        error,
+      })
+      row.parentGenerationId = parent.generationId
+      if (answer !== undefined && parent.storeContent) {
+        const { assembler } = answer
+        row.content = { input: storedInput(request), output: { completion: assembler.completionText, reasoning: assembler.reasoningText === "" ? null : assembler.reasoningText } }
       }
       return row
     }
@@ -143,11 +144,8 @@ export const makeInnerCalls = (deps: InnerCallDeps): InnerCalls => {
         const status = error?.status ?? turn.refused.status
         const message = error?.message ?? turn.refused.message
         if (endpoint !== undefined) {
-          const entry = entryOf(endpoint, {
-            status: turn.outcome.status,
-            cancelled: turn.outcome.status === "cancelled",
-            error: { message, status, providerName: endpoint.provider.id, ...(error?.previousErrors === undefined ? {} : { previousErrors: error.previousErrors }) },
-          })
+          const previousErrors = error?.previousErrors
+          const entry = recordOf(endpoint, turn.outcome.status, previousErrors === undefined ? { message, status } : { message, status, previousErrors })
           await recordAndSettle(entry, held, 0)
           return failed(model, message, status, 0, generationId)
         }
@@ -188,39 +186,12 @@ export const makeInnerCalls = (deps: InnerCallDeps): InnerCalls => {
         failure = { message: error.message, status: statusOfFailure(error) }
       }
       // Charged as a request is (finish.ts): the upstream's usage, or the estimate of what came, within the bounds held.
-      const produced = assembler.completionText.length + assembler.reasoningText.length
-      const usage = capUsage(
-        assembler.usage ?? {
-          inputTokens: money.estimatedInputTokens,
-          cachedTokens: 0,
-          cacheWriteTokens: 0,
-          outputTokens: produced === 0 ? 0 : estimateTokens(produced),
-          reasoningTokens: 0,
-        },
-        inputBound(money.promptBound, endpoint),
-        outputBound(request, endpoint).total,
-      )
+      const usage = chargedUsage({ request, estimatedInputTokens: money.estimatedInputTokens, promptBound: money.promptBound }, endpoint, assembler)
       const cost = Math.max(0, costOf(endpoint.pricing, usage))
       const countsForKey = !endpoint.isByok || key.include_byok_in_limit === 1
       const cancelled = upstreamAbort.signal.aborted && !(upstreamAbort.signal.reason instanceof DeadlineExceeded)
-      const entry = entryOf(endpoint, {
-        finishReason: assembler.finishReason ?? null,
-        inputTokens: usage.inputTokens,
-        cachedTokens: usage.cachedTokens,
-        cacheWriteTokens: usage.cacheWriteTokens,
-        outputTokens: usage.outputTokens,
-        reasoningTokens: usage.reasoningTokens,
-        totalCost: cost,
-        latencyMs: firstTokenAt === undefined ? null : Math.round(firstTokenAt - startedAt),
-        generationTimeMs: Math.round(Date.now() - startedAt),
-        usageEstimated: assembler.usage === undefined,
-        status: failure !== undefined ? (cancelled ? "cancelled" : "failed") : assembler.status === "incomplete" ? "incomplete" : "completed",
-        cancelled,
-        ...(failure === undefined ? {} : { error: { message: failure.message, status: failure.status, providerName: endpoint.provider.id } }),
-        ...(parent.storeContent
-          ? { content: { input: storedInput(request), output: { completion: assembler.completionText, reasoning: assembler.reasoningText === "" ? null : assembler.reasoningText } } }
-          : {}),
-      })
+      const status = failure !== undefined ? (cancelled ? "cancelled" : "failed") : assembler.status === "incomplete" ? "incomplete" : "completed"
+      const entry = recordOf(endpoint, status, failure, { usage, cost, assembler, firstTokenAt })
       await recordAndSettle(entry, held, countsForKey ? cost : 0)
       if (failure !== undefined) return failed(model, failure.message, failure.status, cost, generationId)
       router.recordSuccess(plan.right, endpoint, {

@@ -13,7 +13,6 @@ import { Context, Exit, Option, Runtime, type Types } from "effect"
 import type { Settings } from "../config/Config.js"
 import { type ApiError, InternalError, RateLimited, RequestTimeout, ServiceUnavailable } from "../domain/errors.js"
 import { isStoreUnavailable } from "../store/unavailable.js"
-import { isoTime } from "../domain/time.js"
 import { intervalText } from "../domain/keys.js"
 import type { PrincipalShape } from "../services/Auth.js"
 import { newGenerationId } from "../domain/generations.js"
@@ -33,7 +32,8 @@ import type { ErrorLog } from "../lib/log.js"
 import type { RequestTrace } from "./trace.js"
 import { Deadlines } from "./deadlines.js"
 import { type Answering, makeEgress } from "./egress.js"
-import { type Attempt, chargedUsage, makeFinish, type RequestLife } from "./finish.js"
+import { type Attempt, makeFinish, type RequestLife } from "./finish.js"
+import { chargedUsage, generationRecord, NO_USAGE } from "./record.js"
 import { type ClientFormat, errorResponseIn, type FinishExtras } from "../formats/format.js"
 import { type Loaded, Missing, type PipelineEntry, recordedRefusals, StagesStopped } from "./stages.js"
 import type { RequestLifecycle } from "./lifecycle.js"
@@ -248,33 +248,23 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     if (blocked === undefined) return errorResponseIn(format, error, {})
     const cancelled = blocked.cancelled === true
     const generationId = newGenerationId()
-    generationStore.recordSync({
-      id: generationId,
-      keyHash: principal.hash,
-      userId: principal.userId,
-      workspaceId: principal.workspaceId,
-      model: blocked.model,
-      providerName: blocked.providerName,
-      upstreamModel: blocked.modelSlug,
-      createdAt: isoTime(startedAt),
-      streamed: false,
-      cancelled,
-      finishReason: null,
-      sessionId: blocked.sessionId,
-      inputTokens: 0,
-      cachedTokens: 0,
-      cacheWriteTokens: 0,
-      outputTokens: 0,
-      reasoningTokens: 0,
-      totalCost: blocked.cost,
-      isByok: false,
-      generationTimeMs: Date.now() - startedAt,
-      latencyMs: null,
-      status: cancelled ? "cancelled" : "failed",
-      error: cancelled
-        ? { message: CLIENT_CLOSED_MESSAGE, status: CLIENT_CLOSED, providerName: blocked.providerName }
-        : { message: error.message, status: error.status, providerName: blocked.providerName },
-    })
+    generationStore.recordSync(
+      generationRecord({
+        id: generationId,
+        owner: principal,
+        sessionId: blocked.sessionId,
+        startedAt,
+        endedAt: Date.now(),
+        streamed: false,
+        target: { model: blocked.model, providerName: blocked.providerName, upstreamModel: blocked.modelSlug, isByok: false },
+        status: cancelled ? "cancelled" : "failed",
+        usage: NO_USAGE,
+        cost: blocked.cost,
+        finishReason: null,
+        firstTokenAt: undefined,
+        error: cancelled ? { message: CLIENT_CLOSED_MESSAGE, status: CLIENT_CLOSED } : { message: error.message, status: error.status },
+      }),
+    )
     return errorResponseIn(format, error, { "x-generation-id": generationId })
   }
 
