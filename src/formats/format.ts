@@ -128,6 +128,8 @@ export interface EncoderOptions {
    * annotations): on its first text part (Responses `output_text`, Chat `message`, a Messages text block).
    */
   readonly annotations?: ReadonlyArray<FileAnnotation> | undefined
+  /** What the format's `stateOf` read from this request's body (undefined: nothing, the common case). */
+  readonly formatState?: unknown
 }
 
 /** A client format: its decoder, its encoder, and its error envelope. */
@@ -152,11 +154,12 @@ export interface ClientFormat {
    */
   readonly ownFields?: (body: unknown, request: ResponsesRequest) => Record<string, unknown>
   /**
-   * The pre-model stages replaced the request ingress decoded (a preset's merge, a plugin's
-   * rewrite): the format's own per-request state (Chat's `stream_options.include_usage`) follows it
-   * to the encoder. Called once per decision, after the stages.
+   * The format's own per-request state that the Responses request cannot carry (Chat's
+   * `stream_options.include_usage`), read from the body `decode` accepted: kept with the
+   * request's state (whatever the stages replace the request with) and given back to this
+   * format's encoder as `EncoderOptions.formatState`. Undefined when there is none.
    */
-  readonly replaced?: (from: ResponsesRequest, to: ResponsesRequest) => void
+  readonly stateOf?: (body: unknown) => unknown
 }
 
 /** `e` as an HTTP answer in `format`'s envelope, with its status and headers (`Retry-After`). */

@@ -143,7 +143,7 @@ const decodeInSlices = async (
     first ??= decoded.right
     for (const item of (decoded.right.input ?? []) as ReadonlyArray<unknown>) decodedItems.push(item)
   }
-  return { body, request: { ...(first as ResponsesRequest), input: decodedItems as ResponsesRequest["input"] } }
+  return { body, request: { ...(first as ResponsesRequest), input: decodedItems as ResponsesRequest["input"] }, formatState: format.stateOf?.(body) }
 }
 
 /**
@@ -173,5 +173,6 @@ export const decodeBody = (format: ClientFormat, bodyText: string, loaded: Loade
   }
   const decoded = format.decode(body.right)
   if (Either.isLeft(decoded)) return decoded.left
-  return { body: body.right, request: decoded.right }
+  if (format.stateOf === undefined) return { body: body.right, request: decoded.right }
+  return { body: body.right, request: decoded.right, formatState: format.stateOf(body.right) }
 }

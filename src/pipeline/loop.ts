@@ -183,6 +183,7 @@ export const makeToolLoop = (deps: LoopDeps) => {
       model: first.endpoint.modelId,
       provider: first.endpoint.provider.id,
       annotations: prepared.annotations,
+      formatState: prepared.formatState,
     })
     if (prepared.citable !== undefined) encoder.cite?.(prepared.citable)
 

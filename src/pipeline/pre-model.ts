@@ -82,6 +82,8 @@ export interface Decision {
   readonly presetInstructions?: string
   /** Links the answer may cite, from the stages (the web plugins' results): `url_citation` annotations. */
   readonly citable?: ReadonlyArray<Citable>
+  /** The client format's own state of this request (`ClientFormat.stateOf`), for its encoder; undefined in the common case. */
+  readonly formatState?: unknown
 }
 
 export interface Prepared extends Decision {
@@ -274,8 +276,6 @@ export const makePreparer = (
     }
     const plan = state.plan ?? routed
     const request = state.request
-    // A stage replaced the request: the format's own per-request state follows it to the encoder.
-    if (request !== ingress.request) format.replaced?.(ingress.request, request)
     // A preset's system prompt is input the body did not carry.
     const presetInstructions = state.hints?.preset === undefined ? "" : (request.instructions ?? "")
     const money = moneyOf(state.rewritten ? JSON.stringify(request) : bodyText, request, presetInstructions, plan, parts)
@@ -304,6 +304,7 @@ export const makePreparer = (
       annotations: state.annotations,
       citable: state.citable,
     }
+    if (ingress.formatState !== undefined) decision.formatState = ingress.formatState
     if (serverTools !== undefined) {
       decision.serverTools = serverTools
       decision.presetInstructions = presetInstructions

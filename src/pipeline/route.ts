@@ -361,7 +361,13 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     }
 
     const chosen = turn.endpoint
-    const assembler = format.encoder(request, { stream: streaming, model: chosen.modelId, provider: chosen.provider.id, annotations: prepared.annotations })
+    const assembler = format.encoder(request, {
+      stream: streaming,
+      model: chosen.modelId,
+      provider: chosen.provider.id,
+      annotations: prepared.annotations,
+      formatState: prepared.formatState,
+    })
     // Links the stages found (the web plugins' pages): the answer's text cites them as url_citation annotations.
     if (prepared.citable !== undefined) assembler.cite?.(prepared.citable)
     const finishExtras = (): FinishExtras => {

@@ -52,6 +52,8 @@ export class Missing {
 export interface Ingress {
   readonly body: unknown
   readonly request: ResponsesRequest
+  /** The client format's own per-request state (`ClientFormat.stateOf`); undefined in the common case. */
+  readonly formatState?: unknown
 }
 
 /** The moderation plugin's verdict (plugins/moderation.ts), here because `Loaded` carries it. */

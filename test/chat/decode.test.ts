@@ -394,24 +394,27 @@ describe("fields the gateway does not carry are refused unless they ask for noth
 })
 
 describe("chatFormat", () => {
-  const encoderOf = (request: ResponsesRequest) => chatFormat.encoder(request, { stream: true, model: "m" })
-  const usageChunkSent = (request: ResponsesRequest) => {
-    const enc = encoderOf(request)
+  const usageChunkSent = (request: ResponsesRequest, formatState: unknown) => {
+    const enc = chatFormat.encoder(request, { stream: true, model: "m", formatState })
     enc.start()
     return enc.finish().includes('"choices":[],"usage"')
   }
 
-  test("decode gives the Responses request; include_usage false reaches the encoder, and follows a replaced request", () => {
-    const decoded = chatFormat.decode({ messages: [USER], stream: true, stream_options: { include_usage: false } })
+  test("decode gives the Responses request; include_usage false is the format's state, which reaches the encoder", () => {
+    const body = { messages: [USER], stream: true, stream_options: { include_usage: false } }
+    const decoded = chatFormat.decode(body)
     if (Either.isLeft(decoded)) throw new Error(decoded.left.message)
-    expect(usageChunkSent(decoded.right)).toBe(false)
-    const replaced = { ...decoded.right, temperature: 1 }
-    expect(usageChunkSent(replaced)).toBe(true)
-    chatFormat.replaced?.(decoded.right, replaced)
-    expect(usageChunkSent(replaced)).toBe(false)
-    const plain = chatFormat.decode({ messages: [USER], stream: true })
-    if (Either.isLeft(plain)) throw new Error(plain.left.message)
-    expect(usageChunkSent(plain.right)).toBe(true)
+    const state = chatFormat.stateOf?.(body)
+    expect(state).toEqual({ includeUsage: false })
+    expect(usageChunkSent(decoded.right, state)).toBe(false)
+    // The state is the request's, not the request object's: a replaced request keeps it.
+    expect(usageChunkSent({ ...decoded.right, temperature: 1 }, state)).toBe(false)
+    const plain = { messages: [USER], stream: true }
+    const plainDecoded = chatFormat.decode(plain)
+    if (Either.isLeft(plainDecoded)) throw new Error(plainDecoded.left.message)
+    expect(chatFormat.stateOf?.(plain)).toBeUndefined()
+    expect(usageChunkSent(plainDecoded.right, undefined)).toBe(true)
+    expect(chatFormat.stateOf?.({ messages: [USER], stream: true, stream_options: { include_usage: true } })).toBeUndefined()
   })
 
   test("errors are the contract's envelope", () => {

@@ -4,27 +4,24 @@
  */
 import { Either } from "effect"
 import { envelopeOf } from "../../domain/errors.js"
-import type { ResponsesRequest } from "../../domain/responses.js"
 import type { ClientFormat } from "../format.js"
 import { ChatEncoder, newChatId } from "./encoder.js"
 import { type ChatOptions, decodeChatBody } from "./request.js"
 
 /**
- * The chat-only options of each decoded request that sets one, by the request object: ingress
- * makes it, a stage that replaces it passes them on (`replaced`), the encoder reads them.
+ * The chat-only options of a request (`stateOf`), read from the body `decode` accepted: undefined
+ * when they are the default (the usage chunk is sent), the common case.
  */
-const optionsOf = new WeakMap<ResponsesRequest, ChatOptions>()
-
-const DEFAULT_OPTIONS: ChatOptions = { includeUsage: true }
+const chatOptionsOf = (body: unknown): ChatOptions | undefined => {
+  const streamOptions = (body as { readonly stream_options?: { readonly include_usage?: unknown } | null }).stream_options
+  return streamOptions?.include_usage === false ? { includeUsage: false } : undefined
+}
 
 export const chatFormat: ClientFormat = {
   name: "chat",
-  decode: (body) =>
-    Either.map(decodeChatBody(body), ({ request, options }) => {
-      if (!options.includeUsage) optionsOf.set(request, options)
-      return request
-    }),
-  encoder: (request, options) =>
+  decode: (body) => Either.map(decodeChatBody(body), ({ request }) => request),
+  stateOf: chatOptionsOf,
+  encoder: (_request, options) =>
     new ChatEncoder(
       {
         id: newChatId(),
@@ -32,11 +29,7 @@ export const chatFormat: ClientFormat = {
         model: options.model,
         ...(options.provider === undefined ? {} : { provider: options.provider }),
       },
-      { stream: options.stream, includeUsage: (optionsOf.get(request) ?? DEFAULT_OPTIONS).includeUsage, annotations: options.annotations },
+      { stream: options.stream, includeUsage: (options.formatState as ChatOptions | undefined)?.includeUsage !== false, annotations: options.annotations },
     ),
-  replaced: (from, to) => {
-    const options = optionsOf.get(from)
-    if (options !== undefined) optionsOf.set(to, options)
-  },
   errorBody: (e) => JSON.stringify(envelopeOf(e)),
 }
