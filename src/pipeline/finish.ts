@@ -64,6 +64,66 @@ const heldUsd = (hold: Reservation): number => fromNanoUsd(Math.max(hold.amountN
 const shareOf = (reservation: Option.Option<Reservation>, cost: number): number =>
   Option.isSome(reservation) ? Math.min(cost, heldUsd(reservation.value)) : 0
 
+/** A request's own generation record: the common fields (record.ts), the client's headers, the server tools' counts, broadcast's references and the stored content. */
+const requestRecord = (
+  life: RequestLife,
+  endpoint: Endpoint,
+  streamed: boolean,
+  outcome: Outcome,
+  usage: Usage,
+  cost: number,
+  usageEstimated: boolean,
+  now: number,
+): GenerationEntry => {
+  const { prepared, generationId, startedAt } = life
+  const { assembler } = outcome
+  const row = generationRecord({
+    id: generationId,
+    owner: prepared.principal,
+    sessionId: prepared.sessionId,
+    startedAt,
+    endedAt: now,
+    streamed,
+    target: targetOf(endpoint),
+    status: outcome.status,
+    usage,
+    cost,
+    finishReason: assembler?.finishReason ?? null,
+    firstTokenAt: outcome.firstTokenAt,
+    usageEstimated,
+    error: outcome.error,
+  })
+  row.httpReferer = prepared.httpReferer
+  row.appTitle = prepared.appTitle
+  row.userAgent = prepared.userAgent
+  row.router = prepared.router
+  if (outcome.serverTools !== undefined) {
+    row.numSearchResults = outcome.serverTools.numSearchResults
+    row.numFetches = outcome.serverTools.numFetches
+    row.webSearchEngine = outcome.serverTools.webSearchEngine
+  }
+  // References only: the outbox reads them when a destination wants this generation.
+  row.broadcast = {
+    request: prepared.request,
+    input: () => storedInput(prepared.request),
+    completion: assembler?.completionText ?? null,
+    reasoning: assembler && assembler.reasoningText !== "" ? assembler.reasoningText : null,
+    attempts: life.attempts ?? [],
+    pricing: endpoint.pricing,
+    strategy: prepared.plan.strategy,
+  }
+  if (prepared.storeContent) {
+    row.content = {
+      input: storedInput(prepared.request),
+      output: {
+        completion: assembler?.completionText ?? null,
+        reasoning: assembler && assembler.reasoningText !== "" ? assembler.reasoningText : null,
+      },
+    }
+  }
+  return row
+}
+
 export interface FinishDeps {
   readonly generationStore: GenerationStore
   readonly runPromise: <A>(effect: Effect.Effect<A, unknown, Spend>) => Promise<A>
@@ -87,7 +147,7 @@ export const makeFinish = (deps: FinishDeps): Finish => {
   const finish = (life: RequestLife, streamed: boolean, outcome: Outcome): Promise<boolean> | undefined => {
     if (life.finished) return undefined
     life.finished = true
-    const { prepared, generationId, startedAt } = life
+    const { prepared } = life
     const { assembler, endpoint } = outcome
     const counted = endpoint !== undefined && outcome.nothingCame !== true
     const charged = outcome.charged
@@ -98,54 +158,7 @@ export const makeFinish = (deps: FinishDeps): Finish => {
     const isByok = endpoint?.isByok ?? false
     const now = Date.now()
     if (endpoint === undefined && Option.isNone(prepared.reservation)) return undefined
-    let entry: GenerationEntry | undefined
-    if (endpoint !== undefined) {
-      const row = generationRecord({
-        id: generationId,
-        owner: prepared.principal,
-        sessionId: prepared.sessionId,
-        startedAt,
-        endedAt: now,
-        streamed,
-        target: targetOf(endpoint),
-        status: outcome.status,
-        usage,
-        cost,
-        finishReason: assembler?.finishReason ?? null,
-        firstTokenAt: outcome.firstTokenAt,
-        usageEstimated: counted && assembler?.usage === undefined,
-        error: outcome.error,
-      })
-      row.httpReferer = prepared.httpReferer
-      row.appTitle = prepared.appTitle
-      row.userAgent = prepared.userAgent
-      row.router = prepared.router
-      if (outcome.serverTools !== undefined) {
-        row.numSearchResults = outcome.serverTools.numSearchResults
-        row.numFetches = outcome.serverTools.numFetches
-        row.webSearchEngine = outcome.serverTools.webSearchEngine
-      }
-      // References only: the outbox reads them when a destination wants this generation.
-      row.broadcast = {
-        request: prepared.request,
-        input: () => storedInput(prepared.request),
-        completion: assembler?.completionText ?? null,
-        reasoning: assembler && assembler.reasoningText !== "" ? assembler.reasoningText : null,
-        attempts: life.attempts ?? [],
-        pricing: endpoint.pricing,
-        strategy: prepared.plan.strategy,
-      }
-      if (prepared.storeContent) {
-        row.content = {
-          input: storedInput(prepared.request),
-          output: {
-            completion: assembler?.completionText ?? null,
-            reasoning: assembler && assembler.reasoningText !== "" ? assembler.reasoningText : null,
-          },
-        }
-      }
-      entry = row
-    }
+    const entry = endpoint === undefined ? undefined : requestRecord(life, endpoint, streamed, outcome, usage, cost, counted && assembler?.usage === undefined, now)
     if (entry !== undefined && Option.isNone(prepared.reservation)) {
       // Nothing held: one push onto the ledger queue, no fiber (the common, unlimited-key case).
       if (durable) return recordAndWait(life, entry)

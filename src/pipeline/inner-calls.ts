@@ -27,7 +27,7 @@ import { moneyOf } from "./money.js"
 import { DeadlineExceeded, statusOfFailure, turnRunnerFor } from "./turns.js"
 import type { Attempt } from "./finish.js"
 import { PlainAbort } from "../providers/abort.js"
-import type { ProviderEvent } from "../providers/types.js"
+import type { ProviderError, ProviderEvent, UpstreamCall } from "../providers/types.js"
 import type { Router } from "../routing/Router.js"
 import type { Endpoint } from "../services/Catalog.js"
 import type { GenerationStore } from "../services/GenerationStore.js"
@@ -49,6 +49,44 @@ const failed = (model: string, error: string, status: number, cost = 0, generati
   cost,
   generationId,
 })
+
+/**
+ * An inner call's answer read whole into `assembler` (finished), with the function calls the model
+ * made (a panelist's web tools) and when its first token came; `error`: it failed part way.
+ */
+const readWhole = async (
+  call: UpstreamCall,
+  assembler: Encoder,
+): Promise<{ readonly firstTokenAt: number | undefined; readonly toolCalls: Map<number, Types.Mutable<InnerToolCall>>; readonly error?: ProviderError }> => {
+  let firstTokenAt: number | undefined
+  const toolCalls = new Map<number, Types.Mutable<InnerToolCall>>()
+  const read = (batch: ReadonlyArray<ProviderEvent>) => {
+    for (const e of batch) {
+      if (e.type === "tool_call_start") {
+        if (!toolCalls.has(e.index)) toolCalls.set(e.index, { callId: e.callId, name: e.name, arguments: "" })
+      } else if (e.type === "tool_call_delta") {
+        const toolCall = toolCalls.get(e.index)
+        if (toolCall !== undefined) toolCall.arguments += e.delta
+      }
+    }
+    assembler.push(batch)
+  }
+  try {
+    if (call.whole !== undefined) {
+      firstTokenAt = Date.now()
+      read(call.whole)
+    } else {
+      for await (const batch of call.events) {
+        firstTokenAt ??= Date.now()
+        read(batch)
+      }
+    }
+    assembler.finish()
+    return { firstTokenAt, toolCalls }
+  } catch (e) {
+    return { firstTokenAt, toolCalls, error: asProviderError(e) }
+  }
+}
 
 export const makeInnerCalls = (deps: InnerCallDeps): InnerCalls => {
   const { settings, router, generationStore, spend } = deps
@@ -154,37 +192,13 @@ export const makeInnerCalls = (deps: InnerCallDeps): InnerCalls => {
       }
       const endpoint = turn.endpoint
       const assembler = responsesFormat.encoder(request, { stream: false, model: endpoint.modelId })
-      let firstTokenAt: number | undefined
+      const read = await readWhole(turn.call, assembler)
+      const { firstTokenAt, toolCalls } = read
       let failure: { readonly message: string; readonly status: number } | undefined
-      const toolCalls = new Map<number, Types.Mutable<InnerToolCall>>()
-      const read = (batch: ReadonlyArray<ProviderEvent>) => {
-        for (const e of batch) {
-          if (e.type === "tool_call_start") {
-            if (!toolCalls.has(e.index)) toolCalls.set(e.index, { callId: e.callId, name: e.name, arguments: "" })
-          } else if (e.type === "tool_call_delta") {
-            const call = toolCalls.get(e.index)
-            if (call !== undefined) call.arguments += e.delta
-          }
-        }
-        assembler.push(batch)
-      }
-      try {
-        if (turn.call.whole !== undefined) {
-          firstTokenAt = Date.now()
-          read(turn.call.whole)
-        } else {
-          for await (const batch of turn.call.events) {
-            firstTokenAt ??= Date.now()
-            read(batch)
-          }
-        }
-        assembler.finish()
-        if (assembler.status === "failed") failure = { message: `Provider ${endpoint.provider.id} ended the answer with an error`, status: 502 }
-      } catch (e) {
-        const error = asProviderError(e)
-        if (!upstreamAbort.signal.aborted) router.recordFailure(endpoint, error.kind)
-        failure = { message: error.message, status: statusOfFailure(error) }
-      }
+      if (read.error !== undefined) {
+        if (!upstreamAbort.signal.aborted) router.recordFailure(endpoint, read.error.kind)
+        failure = { message: read.error.message, status: statusOfFailure(read.error) }
+      } else if (assembler.status === "failed") failure = { message: `Provider ${endpoint.provider.id} ended the answer with an error`, status: 502 }
       // Charged as a request is (finish.ts): the upstream's usage, or the estimate of what came, within the bounds held.
       const usage = chargedUsage({ request, estimatedInputTokens: money.estimatedInputTokens, promptBound: money.promptBound }, endpoint, assembler)
       const cost = Math.max(0, costOf(endpoint.pricing, usage))
