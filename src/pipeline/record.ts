@@ -111,18 +111,18 @@ export interface ChargeBounds {
  * produced when it gave none, or counts that are not counts), never past the bounds it was
  * reserved for, so a key is never charged more than its reservation.
  */
-export const chargedUsage = (bounds: ChargeBounds, endpoint: Endpoint, assembler: Encoder | undefined): Usage => {
-  let usage = assembler?.usage
-  if (usage === undefined) {
-    // No usage from upstream (aborted or failed mid-way, or untrustworthy): the estimate of what was produced.
-    const produced = (assembler?.completionText.length ?? 0) + (assembler?.reasoningText.length ?? 0)
-    usage = {
-      inputTokens: bounds.estimatedInputTokens,
-      cachedTokens: 0,
-      cacheWriteTokens: 0,
-      outputTokens: produced === 0 ? 0 : estimateTokens(produced),
-      reasoningTokens: 0,
-    }
+export const chargedUsage = (bounds: ChargeBounds, endpoint: Endpoint, assembler: Encoder | undefined): Usage =>
+  boundedUsage(bounds, endpoint, assembler?.usage, (assembler?.completionText.length ?? 0) + (assembler?.reasoningText.length ?? 0))
+
+/** `chargedUsage` of a turn that reported `reported` (undefined: none to trust) and produced `producedChars` characters. */
+export const boundedUsage = (bounds: ChargeBounds, endpoint: Endpoint, reported: Usage | undefined, producedChars: number): Usage => {
+  // No usage from upstream (aborted or failed mid-way, or untrustworthy): the estimate of what was produced.
+  const usage = reported ?? {
+    inputTokens: bounds.estimatedInputTokens,
+    cachedTokens: 0,
+    cacheWriteTokens: 0,
+    outputTokens: producedChars === 0 ? 0 : estimateTokens(producedChars),
+    reasoningTokens: 0,
   }
   return capUsage(usage, inputBound(bounds.promptBound, endpoint), outputBound(bounds.request, endpoint).total)
 }
