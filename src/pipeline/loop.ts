@@ -30,8 +30,7 @@ import type { RequestTrace } from "./trace.js"
 import { KEEP_ALIVE, keepAliveDue, startKeepAlive } from "../formats/sse.js"
 import { apiErrorOf, asProviderError, failureCodeOf } from "./upstream-errors.js"
 import { serverToolTypeOf, type ServerToolPlan } from "../tools/declare.js"
-import type { DeclaredTool, ServerToolContext, ServerToolProgress, ServerToolResult } from "../tools/types.js"
-import type { FusionToolContext } from "../tools/fusion.js"
+import type { DeclaredTool, ModelCallingContext, ServerToolContext, ServerToolProgressEvent, ServerToolResult } from "../tools/types.js"
 import type { InnerCalls, UpstreamCallBudget } from "../tools/inner-calls.js"
 import type { Attempt, Finish, Outcome, RequestLife } from "./finish.js"
 import { after } from "./egress.js"
@@ -322,13 +321,13 @@ export const makeToolLoop = (deps: LoopDeps) => {
       if (started !== undefined) write(started.sse)
       const progress =
         streaming && started?.eventPrefix !== undefined && encoder.serverToolProgress !== undefined
-          ? (p: ServerToolProgress) => write(encoder.serverToolProgress?.(started, p) ?? "")
+          ? (p: ServerToolProgressEvent) => write(encoder.serverToolProgress?.(started, p) ?? "")
           : undefined
       const ended = (item: Readonly<Record<string, unknown>>) => {
         if (started !== undefined && encoder.serverToolDone !== undefined) write(encoder.serverToolDone(started, item))
       }
       try {
-        const context: ServerToolContext | FusionToolContext =
+        const context: ServerToolContext | ModelCallingContext =
           innerCalls === undefined
             ? { settings, signal: toolAbort.signal, workspaceId: prepared.principal.workspaceId, callsSoFar, progress }
             : {
