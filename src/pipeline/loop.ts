@@ -30,7 +30,7 @@ import type { RequestTrace } from "./trace.js"
 import { KEEP_ALIVE, keepAliveDue, startKeepAlive } from "../formats/sse.js"
 import { apiErrorOf, asProviderError, failureCodeOf } from "./upstream-errors.js"
 import { serverToolTypeOf, type ServerToolPlan } from "../tools/declare.js"
-import type { DeclaredTool, ModelCallingContext, ServerToolContext, ServerToolProgressEvent, ServerToolResult } from "../tools/types.js"
+import type { DeclaredTool, ModelCallingContext, ServerTool, ServerToolContext, ServerToolProgressEvent, ServerToolResult } from "../tools/types.js"
 import type { InnerCalls, UpstreamCallBudget } from "../tools/inner-calls.js"
 import type { Attempt, Finish, Outcome, RequestLife } from "./finish.js"
 import { after } from "./egress.js"
@@ -106,11 +106,10 @@ const NO_USAGE: Usage = { inputTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, 
 /**
  * `openai`'s JS stream helper (`responses.stream()`) throws on an event type its accumulator does
  * not know (`assertNever`), such as the official SDK's `response.fusion_call.*`. To that client
- * (User-Agent `OpenAI/JS …`) only the progress events of OpenAI's own stream are sent.
+ * (User-Agent `OpenAI/JS …`) only the progress events of OpenAI's own stream are sent (the tool says).
  */
-const OPENAI_PROGRESS = new Set(["web_search_call"])
-const progressEventsFor = (eventPrefix: string | undefined, userAgent: string | null): string | undefined =>
-  eventPrefix !== undefined && userAgent?.includes("OpenAI/JS") === true && !OPENAI_PROGRESS.has(eventPrefix) ? undefined : eventPrefix
+const progressEventsFor = (tool: ServerTool, userAgent: string | null): string | undefined =>
+  tool.eventPrefix !== undefined && userAgent?.includes("OpenAI/JS") === true && tool.openaiProgress !== true ? undefined : tool.eventPrefix
 
 /** A server-tool call the model made in one turn. */
 interface ServerCall {
@@ -317,7 +316,7 @@ export const makeToolLoop = (deps: LoopDeps) => {
       const innerBudget: UpstreamCallBudget = { used: 0, max: Math.max(0, maxUpstreamCalls - attempts.length - innerCallsMade) }
       // The item opens before the tool runs; its progress events go out as they happen.
       const opening: Record<string, unknown> = { type: tool.type, ...tool.opening?.(args, parameters) }
-      const started = encoder.serverToolStarted?.({ item: opening, eventPrefix: progressEventsFor(tool.eventPrefix, prepared.userAgent) })
+      const started = encoder.serverToolStarted?.({ item: opening, eventPrefix: progressEventsFor(tool, prepared.userAgent) })
       if (started !== undefined) write(started.sse)
       const progress =
         streaming && started?.eventPrefix !== undefined && encoder.serverToolProgress !== undefined

@@ -95,6 +95,11 @@ export interface ServerTool<Type extends string = string, Progress extends Serve
    */
   readonly eventPrefix?: string
   /**
+   * Its progress events are OpenAI's own (`web_search_call`), which the `openai` JS client's stream
+   * helper knows. Absent: that client (which throws on an event it does not know) is not sent them.
+   */
+  readonly openaiProgress?: boolean
+  /**
    * The item's fields known before the call runs, for its `output_item.added` (in progress): what
    * the SDK's item schema requires beyond `type`, `id` and `status` (datetime's `timezone` and
    * `datetime`). Absent: none.

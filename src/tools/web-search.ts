@@ -53,6 +53,7 @@ export const webSearchTool: ServerTool<"openrouter:web_search", WebSearchProgres
   // OpenAI's own types for its web search tool: their other fields are the tool's parameters.
   aliases: ["web_search", "web_search_preview"],
   eventPrefix: "web_search_call",
+  openaiProgress: true,
   // The query as the model asked it, for the in-progress item (`action` is optional in the SDK's item).
   opening: (args) => ({ action: { type: "search", query: queryOf(args) } }),
   parametersProblem: webSearchParametersProblem,
