@@ -15,7 +15,7 @@ import type { ServerTool } from "../../src/tools/types.js"
 
 const root = join(import.meta.dir, "..", "..")
 const doc = readFileSync(join(root, "docs/architecture.md"), "utf8")
-const block = /<!-- server-tool example: [^\n]*-->\n```ts\n([\s\S]*?)\n```/.exec(doc)?.[1]
+const block = /<!-- needs: its place in src\/tools\/ [^\n]*-->\n```ts\n([\s\S]*?)\n```/.exec(doc)?.[1]
 // A dotted name: the project's own `tsc` and globs pass over it if a run of this file is cut short.
 const file = join(root, "src/tools", `.server-tool-example-${process.pid}.ts`)
 
