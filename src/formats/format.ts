@@ -12,7 +12,7 @@ import { type ApiError, errorHeaders, ServiceUnavailable } from "../domain/error
 import type { FileAnnotation, ResponsesRequest } from "../domain/responses.js"
 import type { FinishReason, ProviderEvent } from "../providers/types.js"
 import type { Usage } from "../domain/pricing.js"
-import type { ServerToolProgress } from "../tools/types.js"
+import type { ServerToolProgressEvent } from "../tools/types.js"
 
 /** What the route adds when an answer ends: the charged usage and cost, and routing metadata when asked. */
 export interface FinishExtras {
@@ -85,7 +85,7 @@ export interface Encoder {
    */
   serverToolStarted?(opening: ServerToolOpening): ServerToolCall
   /** A progress event of the running call, as the SSE text to write now ("" when not streaming). */
-  serverToolProgress?(call: ServerToolCall, progress: ServerToolProgress): string
+  serverToolProgress?(call: ServerToolCall, progress: ServerToolProgressEvent): string
   /**
    * The call ran: `item` (without `id`) takes the started item's place in the output (Responses:
    * `response.<eventPrefix>.completed` when it completed, then `output_item.done`, same id and index).

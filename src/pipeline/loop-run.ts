@@ -17,9 +17,8 @@ import type { RoutePlan, Router } from "../routing/Router.js"
 import type { Endpoint } from "../services/Catalog.js"
 import type { Reservation, Spend } from "../services/Spend.js"
 import { serverToolTypeOf, type ServerToolPlan } from "../tools/declare.js"
-import type { FusionToolContext } from "../tools/fusion.js"
 import type { InnerCalls, UpstreamCallBudget } from "../tools/inner-calls.js"
-import type { DeclaredTool, ServerToolContext, ServerToolProgress, ServerToolResult } from "../tools/types.js"
+import type { DeclaredTool, ModelCallingContext, ServerTool, ServerToolContext, ServerToolProgressEvent, ServerToolResult } from "../tools/types.js"
 import type { Attempt, Finish, Outcome, RequestLife } from "./finish.js"
 import type { RequestLifecycle } from "./lifecycle.js"
 import type { RequestTrace } from "./trace.js"
@@ -91,11 +90,10 @@ const addUsage = (a: Usage, b: Usage): Usage => ({
 /**
  * `openai`'s JS stream helper (`responses.stream()`) throws on an event type its accumulator does
  * not know (`assertNever`), such as the official SDK's `response.fusion_call.*`. To that client
- * (User-Agent `OpenAI/JS …`) only the progress events of OpenAI's own stream are sent.
+ * (User-Agent `OpenAI/JS …`) only the progress events of OpenAI's own stream are sent (the tool says).
  */
-const OPENAI_PROGRESS = new Set(["web_search_call"])
-const progressEventsFor = (eventPrefix: string | undefined, userAgent: string | null): string | undefined =>
-  eventPrefix !== undefined && userAgent?.includes("OpenAI/JS") === true && !OPENAI_PROGRESS.has(eventPrefix) ? undefined : eventPrefix
+const progressEventsFor = (tool: ServerTool, userAgent: string | null): string | undefined =>
+  tool.eventPrefix !== undefined && userAgent?.includes("OpenAI/JS") === true && tool.openaiProgress !== true ? undefined : tool.eventPrefix
 
 /** A server-tool call the model made in one turn. */
 interface ServerCall {
@@ -330,18 +328,18 @@ export class LoopRun {
     // The item opens before the tool runs; its progress events go out as they happen.
     const encoder = this.encoder
     const opening: Record<string, unknown> = { type: tool.type, ...tool.opening?.(args, parameters) }
-    const started = encoder.serverToolStarted?.({ item: opening, eventPrefix: progressEventsFor(tool.eventPrefix, prepared.userAgent) })
+    const started = encoder.serverToolStarted?.({ item: opening, eventPrefix: progressEventsFor(tool, prepared.userAgent) })
     if (started !== undefined) this.write(started.sse)
     const progress =
       this.r.streaming && started?.eventPrefix !== undefined && encoder.serverToolProgress !== undefined
-        ? (p: ServerToolProgress) => this.write(encoder.serverToolProgress?.(started, p) ?? "")
+        ? (p: ServerToolProgressEvent) => this.write(encoder.serverToolProgress?.(started, p) ?? "")
         : undefined
     const ended = (item: Readonly<Record<string, unknown>>) => {
       if (started !== undefined && encoder.serverToolDone !== undefined) this.write(encoder.serverToolDone(started, item))
     }
     const signal = this.toolAbort.signal
     try {
-      const context: ServerToolContext | FusionToolContext =
+      const context: ServerToolContext | ModelCallingContext =
         innerCalls === undefined
           ? { settings, signal, workspaceId: prepared.principal.workspaceId, callsSoFar, progress }
           : {

@@ -38,7 +38,7 @@ const zoneOf = (args: unknown, toolParameters: Readonly<Record<string, unknown>>
   return toolParameters["timezone"] ?? DEFAULT_ZONE
 }
 
-export const datetimeTool: ServerTool = {
+export const datetimeTool: ServerTool<"openrouter:datetime"> = {
   type: "openrouter:datetime",
   name: "datetime",
   description: "Returns the current date and time (ISO 8601 with the UTC offset) in an IANA time zone.",

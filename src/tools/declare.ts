@@ -10,11 +10,11 @@ import { Either, Schema } from "effect"
 import type { Settings } from "../config/Config.js"
 import { BadRequest } from "../domain/errors.js"
 import type { ResponsesRequest } from "../domain/responses.js"
-import { serverToolOf } from "./index.js"
-import { namesTool, serverToolTypeOf } from "./names.js"
+import { serverToolOf, serverToolTypeOf } from "./index.js"
+import { namesTool } from "./names.js"
 import type { DeclaredTool, ServerTool } from "./types.js"
 
-export { serverToolTypeOf } from "./names.js"
+export { serverToolTypeOf } from "./index.js"
 
 /** The contract's default and hard cap of server-tool calls per request. */
 export const MAX_TOOL_CALLS = 30
@@ -83,9 +83,9 @@ export const serverToolPlanOf = (
     if (declared.some((d) => d.tool === tool)) return Either.left(refuse(`${at}: server tool ${JSON.stringify(entry.type)} is listed twice`))
     const raw = entry["parameters"]
     if (raw != null && (typeof raw !== "object" || Array.isArray(raw))) return Either.left(refuse(`${at}.parameters: must be an object`))
-    // OpenAI's web_search carries its settings beside `type`; the contract's tools under `parameters`.
+    // A tool named by an alias (OpenAI's web_search) carries its settings beside `type`; the contract's tools under `parameters`.
     const parameters =
-      raw != null ? (raw as Record<string, unknown>) : entry.type.startsWith("web_search") ? omitType(entry) : {}
+      raw != null ? (raw as Record<string, unknown>) : tool.aliases?.includes(entry.type) === true ? omitType(entry) : {}
     const problem = settings === undefined ? undefined : tool.parametersProblem?.(parameters, settings, disabled)
     if (problem !== undefined) return Either.left(refuse(`${at}.parameters: ${problem}`))
     declared.push({ tool, parameters })

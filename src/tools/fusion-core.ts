@@ -15,9 +15,17 @@ import { servesModel } from "../routing/model-id.js"
 import type { ValidateFunction } from "ajv"
 import { heal, loadHealing, validatorOf } from "../lib/json-healing.js"
 import { answerWithTools, CALLS_AFTER_JUDGE, CALLS_AFTER_PANELIST, noToolUse, type PanelAnswer, type PanelSetup, type PanelToolUse, type RunModel } from "./panel.js"
-import type { FusionAnalysis } from "./types.js"
 
 export type { RunModel } from "./panel.js"
+
+/** The analysis as the SDK's `FusionAnalysisResult` has it on the wire. */
+export interface FusionAnalysis {
+  readonly consensus: ReadonlyArray<string>
+  readonly contradictions: ReadonlyArray<{ readonly topic: string; readonly stances: ReadonlyArray<{ readonly model: string; readonly stance: string }> }>
+  readonly partial_coverage: ReadonlyArray<{ readonly point: string; readonly models: ReadonlyArray<string> }>
+  readonly unique_insights: ReadonlyArray<{ readonly model: string; readonly insight: string }>
+  readonly blind_spots: ReadonlyArray<string>
+}
 
 const strings = { type: "array", items: { type: "string" } } as const
 const objectOf = (properties: Record<string, unknown>) => ({

@@ -14,28 +14,42 @@ import { Either, Schema } from "effect"
 import { intBetween } from "../domain/schema-rules.js"
 import { describeParseError } from "../domain/validation.js"
 import type { Settings } from "../config/Config.js"
-import { chooseFusion, fusionAskProblem, type FusionObserver, type FusionRun, fusionItemOf, runFusion } from "./fusion-core.js"
-import type { InnerCalls, ParentCall } from "./inner-calls.js"
+import {
+  chooseFusion,
+  type FusionAnalysis,
+  fusionAskProblem,
+  type FusionObserver,
+  type FusionRun,
+  fusionItemOf,
+  runFusion,
+} from "./fusion-core.js"
 import { type PanelTools, panelToolsOf } from "./panel.js"
-import type { ServerTool, ServerToolContext, ServerToolResult } from "./types.js"
+import type { ModelCallingContext, ServerTool, ServerToolContext, ServerToolResult } from "./types.js"
 
-/** What the fusion tool needs beside the common context; the loop passes it. */
-export interface FusionToolContext extends ServerToolContext {
-  readonly innerCalls: InnerCalls
-  /** The request the panel's and the judge's calls are made for (their parent generation, key, budget). */
-  readonly parent: ParentCall
-  /** The request's model: the judge when neither the tool's parameters nor a preset name one. */
-  readonly model: string | undefined
-  /** The workspace's `disabled_server_tools`: the panel's default tools leave them out. */
-  readonly disabledServerTools?: ReadonlyArray<string>
-}
+/**
+ * The SDK's `response.fusion_call.*` events between the item's `in_progress` and `completed`.
+ * `judge_model` is the SDK's deprecated alias of `analyst_model`, still required by its schema.
+ */
+export type FusionProgress =
+  | { readonly event: "panel.added"; readonly model: string }
+  | { readonly event: "panel.completed"; readonly model: string; readonly content: string }
+  | { readonly event: "panel.failed"; readonly model: string; readonly error: string; readonly status_code?: number }
+  | { readonly event: "analysis.in_progress"; readonly analyst_model: string; readonly judge_model: string }
+  | { readonly event: "analysis.completed"; readonly analysis: FusionAnalysis }
+
+/**
+ * What the fusion tool needs beside the common context; the loop passes it. `model`: the judge when
+ * neither the tool's parameters nor a preset name one; `disabledServerTools`: the panel's default
+ * tools leave them out.
+ */
+export type FusionToolContext = ModelCallingContext<FusionProgress>
 
 /**
  * The run's progress as the SDK's `response.fusion_call.*` events, through the loop's `progress`.
  * `panel.delta` and `panel.reasoning.delta` are not sent: a panelist's answer comes whole (inner calls
  * are not streamed), so there are no deltas to relay honestly.
  */
-const observerOf = (progress: ServerToolContext["progress"]): FusionObserver | undefined =>
+const observerOf = (progress: ServerToolContext<FusionProgress>["progress"]): FusionObserver | undefined =>
   progress === undefined
     ? undefined
     : {
@@ -47,7 +61,7 @@ const observerOf = (progress: ServerToolContext["progress"]): FusionObserver | u
         analysisCompleted: (analysis) => progress({ event: "analysis.completed", analysis }),
       }
 
-const hasInnerCalls = (ctx: ServerToolContext): ctx is FusionToolContext =>
+const hasInnerCalls = (ctx: ServerToolContext<FusionProgress>): ctx is FusionToolContext =>
   "innerCalls" in ctx && (ctx as Partial<FusionToolContext>).innerCalls !== undefined && (ctx as Partial<FusionToolContext>).parent !== undefined
 
 const oneToEight = { message: () => "1 to 8 models" }
@@ -121,7 +135,7 @@ const resultOf = (run: FusionRun): ServerToolResult => {
   }
 }
 
-export const fusionTool: ServerTool = {
+export const fusionTool: ServerTool<"openrouter:fusion", FusionProgress> = {
   type: "openrouter:fusion",
   name: "fusion",
   eventPrefix: "fusion_call",

@@ -24,7 +24,7 @@ import { decodeResponsesRequest, type ResponsesRequest } from "../domain/respons
 import { datetimeTool } from "./datetime.js"
 import type { Citable, DeclaredTool, ServerTool, ServerToolContext, ServerToolResult } from "./types.js"
 import type { InnerCallResult, UpstreamCallBudget } from "./inner-calls.js"
-import { namesTool, serverToolTypeOf } from "./names.js"
+import { namesTool, toolTypeLookup } from "./names.js"
 import { webFetchTool } from "./web-fetch.js"
 import { webSearchTool } from "./web-search.js"
 
@@ -33,6 +33,7 @@ const PANEL_TOOLS: ReadonlyArray<ServerTool> = [webSearchTool, webFetchTool, dat
 /** `tools` omitted: the web tools (the SDK's default), those this gateway can run. */
 const DEFAULT_PANEL_TOOLS: ReadonlyArray<ServerTool> = [webSearchTool, webFetchTool]
 const PANEL_TOOL_NAMES = PANEL_TOOLS.map((t) => t.type).join(", ")
+const panelToolTypeOf = toolTypeLookup(PANEL_TOOLS)
 
 /** `max_tool_calls` when the caller gives none: each panelist's tool calls at most. */
 export const DEFAULT_PANEL_MAX_TOOL_CALLS = 8
@@ -76,7 +77,7 @@ export const panelToolsOf = (
   for (let i = 0; i < given.length; i++) {
     const { type, parameters = {} } = given[i] as PanelToolAsk
     const at = `tools[${i}]`
-    const named = serverToolTypeOf(type)
+    const named = panelToolTypeOf(type)
     if (named === "openrouter:fusion") return `${at}.type: fusion cannot be a tool of fusion's own panel`
     const tool = PANEL_TOOLS.find((t) => t.type === named)
     if (tool === undefined) return `${at}.type: ${JSON.stringify(type)} is not a tool the panel can use (${PANEL_TOOL_NAMES})`

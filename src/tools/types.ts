@@ -6,12 +6,10 @@
  * `openrouter:datetime`, …). The two are separate shapes on purpose.
  */
 import type { Settings } from "../config/Config.js"
+import type { InnerCalls, ParentCall } from "./inner-calls.js"
 
-/** The tool types as clients of the hosted service send them (the output items use these too). */
-export type ServerToolType = "openrouter:web_search" | "openrouter:web_fetch" | "openrouter:datetime" | "openrouter:fusion"
-
-/** What a tool may use while it runs. */
-export interface ServerToolContext {
+/** What a tool may use while it runs; `Progress`: the events it reports (its module declares them). */
+export interface ServerToolContext<Progress extends ServerToolProgressEvent = ServerToolProgressEvent> {
   readonly settings: Settings
   /** Aborted when the client goes away or the request's deadline passes. */
   readonly signal: AbortSignal
@@ -23,7 +21,22 @@ export interface ServerToolContext {
    * as the SDK's event, `response.<eventPrefix>.<event>`). Absent when nobody listens (not streamed,
    * or a format without such events): a tool calls it as `ctx.progress?.(…)`.
    */
-  readonly progress?: (progress: ServerToolProgress) => void
+  readonly progress?: (progress: Progress) => void
+}
+
+/**
+ * What the loop adds for a tool that makes model calls of its own (fusion's panel and judge): the
+ * inner calls and the request they are made for. Such a tool checks for them (`innerCalls in ctx`)
+ * and fails its call without them.
+ */
+export interface ModelCallingContext<Progress extends ServerToolProgressEvent = ServerToolProgressEvent> extends ServerToolContext<Progress> {
+  readonly innerCalls: InnerCalls
+  /** The request the tool's calls are made for (their parent generation, key, budget). */
+  readonly parent: ParentCall
+  /** The request's model. */
+  readonly model: string | undefined
+  /** The workspace's `disabled_server_tools`. */
+  readonly disabledServerTools?: ReadonlyArray<string>
 }
 
 /**
@@ -31,23 +44,11 @@ export interface ServerToolContext {
  * `eventPrefix` (`searching` → `response.web_search_call.searching`), with its wire fields besides
  * `item_id`, `output_index` and `sequence_number` (the encoder adds those). The `in_progress` and
  * `completed` events of a tool with an `eventPrefix` are the encoder's, at the item's start and done.
+ * Each tool's module declares its own events; their union over the registry is `ServerToolProgress`
+ * (index.ts).
  */
-export type ServerToolProgress =
-  | { readonly event: "searching" }
-  | { readonly event: "panel.added"; readonly model: string }
-  | { readonly event: "panel.completed"; readonly model: string; readonly content: string }
-  | { readonly event: "panel.failed"; readonly model: string; readonly error: string; readonly status_code?: number }
-  /** `judge_model` is the SDK's deprecated alias of `analyst_model`, still required by its schema. */
-  | { readonly event: "analysis.in_progress"; readonly analyst_model: string; readonly judge_model: string }
-  | { readonly event: "analysis.completed"; readonly analysis: FusionAnalysis }
-
-/** The analysis as the SDK's `FusionAnalysisResult` has it on the wire. */
-export interface FusionAnalysis {
-  readonly consensus: ReadonlyArray<string>
-  readonly contradictions: ReadonlyArray<{ readonly topic: string; readonly stances: ReadonlyArray<{ readonly model: string; readonly stance: string }> }>
-  readonly partial_coverage: ReadonlyArray<{ readonly point: string; readonly models: ReadonlyArray<string> }>
-  readonly unique_insights: ReadonlyArray<{ readonly model: string; readonly insight: string }>
-  readonly blind_spots: ReadonlyArray<string>
+export interface ServerToolProgressEvent {
+  readonly event: string
 }
 
 /** One citable source a tool returned: links the answer cites that match one become `url_citation` annotations. */
@@ -71,10 +72,19 @@ export interface ServerToolResult {
   readonly citable?: ReadonlyArray<Citable>
 }
 
-export interface ServerTool {
-  readonly type: ServerToolType
+/**
+ * `Type`: its `openrouter:<name>` (a literal, so the registry's `ServerToolType` union lists it);
+ * `Progress`: the events it reports through `ctx.progress`, when it has an `eventPrefix`.
+ */
+export interface ServerTool<Type extends string = string, Progress extends ServerToolProgressEvent = ServerToolProgressEvent> {
+  readonly type: Type
   /** The function name the model is offered and calls (e.g. `web_search`). */
   readonly name: string
+  /**
+   * Other `tools[]` types that name it, whose other fields are its parameters (OpenAI's `web_search`
+   * and `web_search_preview` for web search). Absent: only the prefixed names.
+   */
+  readonly aliases?: ReadonlyArray<string>
   readonly description: string
   /** JSON schema of the call's arguments, as offered to the model. */
   readonly parameters: Readonly<Record<string, unknown>>
@@ -83,7 +93,12 @@ export interface ServerTool {
    * (`web_search_call` → `response.web_search_call.in_progress`, `.searching`, `.completed`).
    * Absent: the item has only `output_item.added` and `output_item.done` (web_fetch, datetime).
    */
-  readonly eventPrefix?: "web_search_call" | "fusion_call"
+  readonly eventPrefix?: string
+  /**
+   * Its progress events are OpenAI's own (`web_search_call`), which the `openai` JS client's stream
+   * helper knows. Absent: that client (which throws on an event it does not know) is not sent them.
+   */
+  readonly openaiProgress?: boolean
   /**
    * The item's fields known before the call runs, for its `output_item.added` (in progress): what
    * the SDK's item schema requires beyond `type`, `id` and `status` (datetime's `timezone` and
@@ -106,7 +121,7 @@ export interface ServerTool {
    * `parameters` object of the request's `tools[]` entry (the client's settings, e.g. max_results).
    * Never rejects for a bad argument or a failed fetch: that is a failed tool result the model sees.
    */
-  readonly run: (args: unknown, toolParameters: Readonly<Record<string, unknown>>, ctx: ServerToolContext) => Promise<ServerToolResult>
+  readonly run: (args: unknown, toolParameters: Readonly<Record<string, unknown>>, ctx: ServerToolContext<Progress>) => Promise<ServerToolResult>
 }
 
 /** One server tool of the request, with the client's `parameters` for it. */

@@ -34,7 +34,7 @@ const failure = (url: string, error: string): ServerToolResult => ({
   cost: 0,
 })
 
-export const webFetchTool: ServerTool = {
+export const webFetchTool: ServerTool<"openrouter:web_fetch"> = {
   type: "openrouter:web_fetch",
   name: "web_fetch",
   parametersProblem: (parameters) => webFetchParametersProblem(parameters),

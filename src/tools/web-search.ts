@@ -44,10 +44,16 @@ const failed = (query: string, error: string): ServerToolResult => ({
 const queryOf = (args: unknown): string =>
   typeof (args as { query?: unknown } | null)?.query === "string" ? (args as { query: string }).query.trim() : ""
 
-export const webSearchTool: ServerTool = {
+/** The SDK's `response.web_search_call.searching`: the engine is asked. */
+export type WebSearchProgress = { readonly event: "searching" }
+
+export const webSearchTool: ServerTool<"openrouter:web_search", WebSearchProgress> = {
   type: "openrouter:web_search",
   name: "web_search",
+  // OpenAI's own types for its web search tool: their other fields are the tool's parameters.
+  aliases: ["web_search", "web_search_preview"],
   eventPrefix: "web_search_call",
+  openaiProgress: true,
   // The query as the model asked it, for the in-progress item (`action` is optional in the SDK's item).
   opening: (args) => ({ action: { type: "search", query: queryOf(args) } }),
   parametersProblem: webSearchParametersProblem,

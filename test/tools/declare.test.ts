@@ -62,7 +62,8 @@ describe("the registry's verdict", () => {
   })
 
   test("OpenAI's web_search keeps its settings beside type as the tool's parameters", () => {
-    const search: ServerTool = { ...datetimeTool, type: "openrouter:web_search", name: "web_search" }
+    // The rule comes with the tool's aliases (web-search.ts lists OpenAI's two types).
+    const search: ServerTool = { ...datetimeTool, type: "openrouter:web_search", name: "web_search", aliases: ["web_search", "web_search_preview"] }
     const plan = planOf({ tools: [{ type: "web_search_preview", search_context_size: "low" }] }, [], (t) => (t === "openrouter:web_search" ? search : undefined))
     if (Either.isLeft(plan)) throw plan.left
     expect(plan.right.tools[0]?.parameters).toEqual({ search_context_size: "low" })

@@ -18,7 +18,7 @@ import {
 } from "../../domain/responses.js"
 import { clipped, makeDecoder, quote } from "../../domain/validation.js"
 import { rule, oneOf, nonEmpty, intAtLeast, numberBetween, AnyRecord, objectOf } from "../../domain/schema-rules.js"
-import { serverToolTypeOf } from "../../tools/names.js"
+import { serverToolTypeOf } from "../../tools/index.js"
 
 /** A `type` this gateway does not model: decoded, then refused by name in `toResponsesRequest`. */
 const otherType = (known: ReadonlyArray<string>) =>

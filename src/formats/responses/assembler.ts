@@ -28,7 +28,7 @@ import type { Types } from "effect"
 import type { FinishReason, ProviderEvent } from "../../providers/types.js"
 import { isValidUsage, type Usage } from "../../domain/pricing.js"
 import type { CitableLink, FinishExtras, ServerToolCall, ServerToolOpening } from "../format.js"
-import type { ServerToolProgress } from "../../tools/types.js"
+import type { ServerToolProgressEvent } from "../../tools/types.js"
 import { randomPool, takeRandom } from "../../domain/random.js"
 import { latin1Slice } from "../../providers/json-literal.js"
 import { ByteWriter, MAX_INTEGER_DIGITS, writeInteger } from "./byte-writer.js"
@@ -561,7 +561,7 @@ export class ResponseAssembler {
   }
 
   /** A progress event of a running server tool's call (`response.<prefix>.<event>`); nothing for a tool without them. */
-  serverToolProgress(call: ServerToolCall, progress: ServerToolProgress): string {
+  serverToolProgress(call: ServerToolCall, progress: ServerToolProgressEvent): string {
     if (!this.stream || this.ended || call.eventPrefix === undefined || this.running?.includes(call.id) !== true) return ""
     const { event, ...fields } = progress
     this.event(`response.${call.eventPrefix}.${event}`, { item_id: call.id, output_index: call.outputIndex, ...fields })
