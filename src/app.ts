@@ -38,11 +38,16 @@ import { GenerationFeedback } from "./services/GenerationFeedback.js"
 import { ModelUsage } from "./services/ModelUsage.js"
 import { StoreLive } from "./store/Store.js"
 import { Broadcast } from "./broadcast/Broadcast.js"
+import type { DestinationKind } from "./broadcast/exporter.js"
+import { DESTINATION_KINDS, destinationKindsLayer } from "./broadcast/exporters/index.js"
 import { OwnTraces } from "./broadcast/own-traces.js"
 import { Retention } from "./services/Retention.js"
 
-/** Domain services over the store. */
-export const ServicesLayer = Layer.mergeAll(Auth.Default, KeyStore.Default, Users.Default,
+/**
+ * Domain services over the store, with the destination kinds they check and deliver (the
+ * registry's, src/broadcast/exporters/index.ts, unless a test brings its own list).
+ */
+export const servicesWith = (destinationKinds: ReadonlyArray<DestinationKind> = DESTINATION_KINDS) => Layer.mergeAll(Auth.Default, KeyStore.Default, Users.Default,
   GenerationStore.Default, Secrets.Default, Destinations.Default, WorkspaceStore.Default, PresetStore.Default,
   WorkspaceBudgets.Default, GenerationFeedback.Default, ModelUsage.Default,
   // Reads of the usage rollup and the generation log (the activity endpoints, the console).
@@ -66,7 +71,9 @@ export const ServicesLayer = Layer.mergeAll(Auth.Default, KeyStore.Default, User
   Retention.Default,
   // The gateway's own traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set.
   Layer.unwrapEffect(Effect.map(GatewayConfig, (s) => OwnTraces.layer(s.trustTraceparent))),
-)
+).pipe(Layer.provideMerge(destinationKindsLayer(destinationKinds)))
+
+export const ServicesLayer = servicesWith()
 
 /** The control plane's HttpApi with its handlers and middleware. */
 export const ControlPlaneLayer = HttpApiBuilder.api(GatewayApi).pipe(
@@ -74,10 +81,10 @@ export const ControlPlaneLayer = HttpApiBuilder.api(GatewayApi).pipe(
   Layer.provide(AuthenticationLive),
 )
 
-/** Everything a server needs, given the config layer. */
-export const appLayer = (config: Layer.Layer<GatewayConfig, unknown>) => {
+/** Everything a server needs, given the config layer (and the destination kinds, when not the registry's). */
+export const appLayer = (config: Layer.Layer<GatewayConfig, unknown>, destinationKinds?: ReadonlyArray<DestinationKind>) => {
   const store = StoreLive.pipe(Layer.provide(config))
-  const services = ServicesLayer.pipe(Layer.provideMerge(store))
+  const services = servicesWith(destinationKinds).pipe(Layer.provideMerge(store))
   return Layer.mergeAll(
     ControlPlaneLayer,
     ErrorMappingLive,

@@ -8,6 +8,7 @@
 import { SqlClient } from "@effect/sql"
 import { type Context, Effect, Option, Redacted, Runtime, type Scope } from "effect"
 import { GatewayConfig, type Settings } from "../config/Config.js"
+import { DestinationKinds } from "../domain/destinations.js"
 import { BadRequest, NotFound } from "../domain/errors.js"
 import { Destinations } from "../services/Destinations.js"
 import { GenerationStore } from "../services/GenerationStore.js"
@@ -33,6 +34,7 @@ interface Parts {
   readonly config: Settings
   readonly destinations: Destinations
   readonly secrets: Secrets
+  readonly kinds: Context.Tag.Service<DestinationKinds>
   readonly run: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
   readonly log: (effect: Effect.Effect<void>) => void
 }
@@ -55,6 +57,7 @@ const deliveryOf = (parts: Parts, main: Context.Tag.Service<MainConnection>): De
       settings,
       allowPrivateAddresses: config.allowPrivateAddresses,
       queue: sqlDeliveryQueue(sql, run),
+      kinds: parts.kinds,
       resolved: parts.destinations.resolved,
       open: parts.secrets.open,
     })
@@ -151,7 +154,7 @@ const sendTest = (parts: Parts, userId: string, id: string) =>
     const { destinations, config } = parts
     yield* destinations.get(userId, id)
     const destination = Option.getOrThrow(yield* destinations.resolved(id))
-    const exporter = exporterFor(destination.type)
+    const exporter = exporterFor(parts.kinds, destination.type)
     if ("unsupported" in exporter) return yield* new BadRequest({ message: `Invalid request: ${exporter.unsupported}` })
     const { payload, content } = testGeneration(userId, destination.workspace_id, Date.now())
     const item = traceItemOf(payload, content, optionsOf(destination), null)
@@ -184,6 +187,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
       config: yield* GatewayConfig,
       destinations: yield* Destinations,
       secrets: yield* Secrets,
+      kinds: yield* DestinationKinds,
       run: Runtime.runPromise(runtime),
       log: (effect) => Runtime.runFork(runtime)(effect),
     }

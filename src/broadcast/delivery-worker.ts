@@ -19,6 +19,7 @@ import { asWriter } from "../store/sqlite-gate.js"
 import { clientLayer } from "../store/Store.js"
 import { type DeliveryQueue, sqlDeliveryQueue, sqliteDeliveryQueue } from "./deliveries.js"
 import { makeDeliveryEngine } from "./engine.js"
+import { REGISTERED_KINDS } from "./exporters/index.js"
 import type { FromWorker, ToWorker, WorkerStart } from "./worker-protocol.js"
 
 declare const self: Worker
@@ -95,6 +96,7 @@ const start = async (init: WorkerStart) => {
     settings: init.broadcast,
     allowPrivateAddresses: init.allowPrivateAddresses,
     queue,
+    kinds: REGISTERED_KINDS,
     resolved: reader.resolved,
     open: sealer.open,
     onCount: () => {

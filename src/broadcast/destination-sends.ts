@@ -45,7 +45,7 @@ const deliverBatch = async (state: EngineState, destination: ResolvedDestination
     count(state, kind, "dead", generationsIn(which))
   }
   if (!destination.enabled) return dead("the destination is disabled", rows)
-  const exporter = exporterFor(kind)
+  const exporter = exporterFor(state.deps.kinds, kind)
   if ("unsupported" in exporter) return dead(exporter.unsupported, rows)
   const { items, kept, options } = await itemsOf(state, destination, rows, pass)
   if (kept.length === 0) return

@@ -6,6 +6,7 @@
 import type { SqlClient } from "@effect/sql"
 import type { Effect, Either, Option } from "effect"
 import type { BroadcastSettings } from "../config/Config.js"
+import type { DestinationRules } from "../domain/destinations.js"
 import type { ResolvedDestination } from "../services/Destinations.js"
 import type { TraceBatch } from "./exporter.js"
 import type { ClaimedRow, DeliveryQueue } from "./deliveries.js"
@@ -22,6 +23,8 @@ export interface EngineDeps {
   readonly settings: BroadcastSettings
   readonly allowPrivateAddresses: boolean
   readonly queue: DeliveryQueue
+  /** The destination kinds by name, whose exporters build what is sent (the registry's, src/broadcast/exporters/index.ts). */
+  readonly kinds: ReadonlyMap<string, DestinationRules>
   /** A destination with its secrets in plain text; none once deleted. */
   readonly resolved: (id: string) => Effect.Effect<Option.Option<ResolvedDestination>>
   /** Opens a value sealed with the gateway's secret key. */

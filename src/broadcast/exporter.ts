@@ -5,6 +5,7 @@
  * kind's exporter for the HTTP requests that deliver it. Exporters are pure: they build requests;
  * the worker sends them through the safe outbound fetcher, with its timeout, retries and breaker.
  */
+import type { DestinationRules } from "../domain/destinations.js"
 
 /** One generation as destinations see it (privacy mode already applied: content fields are absent). */
 export interface GenerationView {
@@ -87,3 +88,15 @@ export interface Exporter {
   /** Async: signing (S3) may use WebCrypto. */
   readonly deliver: (config: Readonly<Record<string, unknown>>, batch: TraceBatch) => Promise<Delivery>
 }
+
+/**
+ * A destination kind: what the control plane checks of its config (`DestinationRules`: the config
+ * Schema, its secret keys) and its exporter. One module per kind (src/broadcast/exporters/<kind>.ts),
+ * one line in the registry (src/broadcast/exporters/index.ts).
+ */
+export interface DestinationKind<K extends string = string> extends DestinationRules, Exporter {
+  readonly kind: K
+}
+
+/** Keeps the kind's name as a literal type (the registry derives the API's list of types from it). */
+export const defineKind = <const K extends string>(kind: DestinationKind<K>): DestinationKind<K> => kind

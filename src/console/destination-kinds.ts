@@ -1,10 +1,10 @@
 /**
- * Each destination kind's config form, derived from the server's own schemas
- * (src/domain/destinations.ts) when the console is bundled: imported `with { type: "macro" }`, this
+ * Each destination kind's config form, derived from the kinds' own config Schemas and secret keys
+ * (the registry, src/broadcast/exporters/index.ts) when the console is bundled: imported `with { type: "macro" }`, this
  * runs in Bun at build time and only its result (plain data) reaches the browser bundle, not Effect.
  */
 import { SchemaAST } from "effect"
-import { CONFIG_SCHEMAS, DESTINATION_TYPES, SECRET_FIELDS, SECRET_MAPS } from "../domain/destinations.js"
+import { DESTINATION_KINDS } from "../broadcast/exporters/index.js"
 
 export interface KindField {
   readonly name: string
@@ -32,17 +32,17 @@ const stripUndefined = (ast: SchemaAST.AST): SchemaAST.AST =>
 
 export const destinationKinds = (): Record<string, ReadonlyArray<KindField>> =>
   Object.fromEntries(
-    DESTINATION_TYPES.map((kind) => {
-      const ast = CONFIG_SCHEMAS[kind].ast as SchemaAST.TypeLiteral
+    DESTINATION_KINDS.map((kind) => {
+      const ast = kind.config.ast as SchemaAST.TypeLiteral
       const fields = ast.propertySignatures.map(
         (p): KindField => ({
           name: String(p.name),
           required: !p.isOptional,
-          secret: SECRET_FIELDS[kind].includes(String(p.name)),
-          map: SECRET_MAPS[kind].includes(String(p.name)),
+          secret: kind.secretFields.includes(String(p.name)),
+          map: kind.secretMaps.includes(String(p.name)),
           options: literalsOf(stripUndefined(p.type)),
         }),
       )
-      return [kind, fields]
+      return [kind.kind, fields]
     }),
   )

@@ -1,52 +1,32 @@
 /**
- * Observability destinations: the 17 kinds of wire-compat with their config keys, which of
- * those keys are secrets (never returned, only masked), filter rules, and the wire shapes.
+ * Observability destinations, whatever their kind: the building blocks of a kind's config Schema,
+ * what a kind declares to the control plane (`DestinationRules`: its config Schema, which keys
+ * are secrets), and over those, validation, masking and merging, filter rules and the wire
+ * shapes. The kinds themselves, each a module with its exporter, are listed in the registry on
+ * the broadcast floor (src/broadcast/exporters/index.ts), which reaches the services as the
+ * `DestinationKinds` table.
  */
-import { Either, ParseResult, Schema } from "effect"
+import { Context, Either, ParseResult, Schema } from "effect"
 import { BadRequest } from "./errors.js"
 import { PageParams } from "./paging.js"
 import { describeParseError } from "./validation.js"
-
-export const DESTINATION_TYPES = [
-  "langfuse",
-  "webhook",
-  "otel-collector",
-  "datadog",
-  "langsmith",
-  "posthog",
-  "s3",
-  "sentry",
-  "clickhouse",
-  "arize",
-  "braintrust",
-  "grafana",
-  "newrelic",
-  "opik",
-  "ramp",
-  "snowflake",
-  "weave",
-] as const
-
-export const DestinationType = Schema.Literal(...DESTINATION_TYPES).annotations({
-  message: () => ({ message: `must be one of ${DESTINATION_TYPES.join(", ")}`, override: true }),
-})
-export type DestinationType = typeof DestinationType.Type
 
 export const REGIONS = ["global", "europe", "us"] as const
 export const Region = Schema.Literal(...REGIONS).annotations({
   message: () => ({ message: `must be one of ${REGIONS.join(", ")}`, override: true }),
 })
 
-// ---- config per kind ----
+// ---- building blocks of a kind's config ----
 
 export const CONFIG_VALUE_MAX = 4096
 
-const Text = Schema.String.pipe(
+/** A non-empty string of at most CONFIG_VALUE_MAX characters. */
+export const ConfigText = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
   Schema.maxLength(CONFIG_VALUE_MAX, { message: () => `at most ${CONFIG_VALUE_MAX} characters` }),
 )
 
-const isHttpUrl = (s: string) => {
+export const isHttpUrl = (s: string) => {
   try {
     const u = new URL(s)
     return u.protocol === "http:" || u.protocol === "https:"
@@ -55,9 +35,10 @@ const isHttpUrl = (s: string) => {
   }
 }
 
-const Url = Text.pipe(Schema.filter((s) => isHttpUrl(s) || "must be an http(s) URL"))
+export const ConfigUrl = ConfigText.pipe(Schema.filter((s) => isHttpUrl(s) || "must be an http(s) URL"))
 
-const Headers = Schema.Record({
+/** A map of header names to values (a kind lists it in `secretMaps`: auth headers live there). */
+export const ConfigHeaders = Schema.Record({
   key: Schema.String.pipe(
     Schema.minLength(1, { message: () => "header names must not be empty" }),
     Schema.maxLength(256, { message: () => "header names have at most 256 characters" }),
@@ -67,202 +48,105 @@ const Headers = Schema.Record({
   ),
 }).annotations({ message: () => "must be an object of header names to string values" })
 
-const opt = <A, I>(s: Schema.Schema<A, I>) => Schema.optional(s)
-
-/** `{traceId}`-like placeholders an S3 `pathTemplate` may use. */
-export const S3_PATH_PLACEHOLDERS = ["prefix", "date", "year", "month", "day", "traceId", "generationId", "timestamp"] as const
-
-const S3PathTemplate = Text.pipe(
-  Schema.filter((template) => {
-    const unknown = [...template.matchAll(/\{([^}]*)\}/g)].map((m) => m[1]).find((name) => !(S3_PATH_PLACEHOLDERS as ReadonlyArray<string>).includes(name ?? ""))
-    if (unknown !== undefined) return `{${unknown}} is not a placeholder (use ${S3_PATH_PLACEHOLDERS.map((p) => `{${p}}`).join(", ")})`
-    if (!template.includes("{traceId}") && !template.includes("{generationId}")) return "must contain {traceId} or {generationId}, so traces do not overwrite each other"
-    return true
-  }),
-)
-
-// Names that become part of a host name must not be able to change the host (`evil.example#`).
-const S3Bucket = Text.pipe(
-  Schema.filter((b) => /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(b) || "must be an S3 bucket name (3-63 of a-z, 0-9, dot, hyphen)"),
-)
-const AwsRegion = Text.pipe(Schema.filter((r) => /^[a-z0-9-]{1,32}$/.test(r) || "must be a region name like us-east-1 (a-z, 0-9, hyphen)"))
-const SnowflakeAccount = Text.pipe(
-  Schema.filter((a) => /^[A-Za-z0-9._-]{1,255}$/.test(a) || "must be an account identifier like xy12345.us-east-1 or myorg-myaccount"),
-)
-
-const isSentryDsn = (dsn: string) => {
-  try {
-    const u = new URL(dsn)
-    return (u.protocol === "http:" || u.protocol === "https:") && u.username !== ""
-  } catch {
-    return false
-  }
-}
-const SentryDsn = Text.pipe(Schema.filter((d) => isSentryDsn(d) || "must be a Sentry DSN (https://<public key>@<host>/<project id>)"))
-
-// ClickHouse's HTTP interface: a URL, or host[:port] (then https, port 8443 when none is given).
-const isClickHouseHost = (host: string) =>
-  /^https?:\/\//.test(host) ? isHttpUrl(host) : /^[A-Za-z0-9.-]+(:\d{1,5})?$/.test(host)
-const ClickHouseHost = Text.pipe(
-  Schema.filter((h) => isClickHouseHost(h) || "must be an http(s) URL or host[:port] of the HTTP interface"),
-)
-// Identifiers are quoted in the SQL text; the length cap keeps them sane.
-const SqlIdentifier = Schema.String.pipe(
+/** A SQL identifier: quoted in the SQL text; the length cap keeps it sane. */
+export const ConfigSqlIdentifier = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
   Schema.maxLength(255, { message: () => "at most 255 characters" }),
 )
 
-export const DATADOG_SITES = [
-  "datadoghq.com",
-  "us3.datadoghq.com",
-  "us5.datadoghq.com",
-  "datadoghq.eu",
-  "ap1.datadoghq.com",
-  "ap2.datadoghq.com",
-  "uk1.datadoghq.com",
-] as const
-const literal = <const L extends ReadonlyArray<string>>(values: L) =>
+/** One of `values`, refused with the list. */
+export const configLiteral = <const L extends ReadonlyArray<string>>(values: L) =>
   Schema.Literal(...values).annotations({ message: () => ({ message: `must be one of ${values.join(", ")}`, override: true }) })
 
-/** Each kind's config: required keys are required; unknown keys are refused (so no secret is stored unrecognised). */
-export const CONFIG_SCHEMAS = {
-  langfuse: Schema.Struct({ publicKey: Text, secretKey: Text, baseUrl: opt(Url) }),
-  webhook: Schema.Struct({
-    url: Url,
-    method: opt(Schema.Literal("POST", "PUT").annotations({ message: () => ({ message: "must be POST or PUT", override: true }) })),
-    headers: opt(Headers),
-  }),
-  "otel-collector": Schema.Struct({ endpoint: Url, headers: opt(Headers) }),
-  datadog: Schema.Struct({ apiKey: Text, mlApp: Text, site: opt(literal(DATADOG_SITES)) }),
-  langsmith: Schema.Struct({ apiKey: Text, project: opt(Text), endpoint: opt(Url) }),
-  posthog: Schema.Struct({ apiKey: Text, host: opt(Url) }),
-  s3: Schema.Struct({
-    accessKeyId: Text,
-    secretAccessKey: Text,
-    bucketName: S3Bucket,
-    region: opt(AwsRegion),
-    endpoint: opt(Url),
-    prefix: opt(Text),
-    pathTemplate: opt(S3PathTemplate),
-    sessionToken: opt(Text),
-  }),
-  sentry: Schema.Struct({ dsn: SentryDsn, otlpEndpoint: Url }),
-  clickhouse: Schema.Struct({ host: ClickHouseHost, database: Text, username: Text, password: Text, table: opt(SqlIdentifier) }),
-  arize: Schema.Struct({ apiKey: Text, spaceKey: Text, modelId: Text, endpoint: opt(Url) }),
-  braintrust: Schema.Struct({ apiKey: Text, projectId: Text, apiUrl: opt(Url) }),
-  grafana: Schema.Struct({ apiKey: Text, instanceId: Text, endpoint: opt(Url) }),
-  newrelic: Schema.Struct({ licenseKey: Text, region: opt(literal(["us", "eu"])) }),
-  opik: Schema.Struct({ apiKey: Text, projectName: Text, workspace: Text, baseUrl: opt(Url) }),
-  ramp: Schema.Struct({ apiKey: Text }),
-  snowflake: Schema.Struct({
-    account: SnowflakeAccount,
-    token: Text,
-    tokenType: opt(literal(["PROGRAMMATIC_ACCESS_TOKEN", "OAUTH", "KEYPAIR_JWT"])),
-    database: opt(SqlIdentifier),
-    schema: opt(SqlIdentifier),
-    table: opt(SqlIdentifier),
-    warehouse: opt(SqlIdentifier),
-    role: opt(SqlIdentifier),
-  }),
-  weave: Schema.Struct({ apiKey: Text, entity: Text, project: Text, baseUrl: opt(Url) }),
-} as const satisfies Record<DestinationType, Schema.Schema.Any>
+// ---- what a kind declares ----
+
+/** A config key that names a receiver, as a URL: checked against the outbound policy. */
+export interface ReceiverUrl {
+  readonly key: string
+  readonly url: string
+}
 
 /**
- * Config keys whose values are secrets: encrypted at rest, masked on the way out. Credentials
- * and anything that carries one (a Sentry DSN embeds its key; langfuse's public key comes back
- * masked in the reference samples; the access key id of S3 travels with its secret). `headers`
- * (webhook, otel-collector) is secret value by value: auth headers live there.
+ * What the control plane needs of a destination kind: its config Schema and its secrets. The
+ * kind's module (src/broadcast/exporters/<kind>.ts) adds its exporter.
  */
-export const SECRET_FIELDS: Record<DestinationType, ReadonlyArray<string>> = {
-  langfuse: ["publicKey", "secretKey"],
-  webhook: [],
-  "otel-collector": [],
-  datadog: ["apiKey"],
-  langsmith: ["apiKey"],
-  posthog: ["apiKey"],
-  s3: ["accessKeyId", "secretAccessKey", "sessionToken"],
-  sentry: ["dsn"],
-  clickhouse: ["password"],
-  arize: ["apiKey"],
-  braintrust: ["apiKey"],
-  grafana: ["apiKey"],
-  newrelic: ["licenseKey"],
-  opik: ["apiKey"],
-  ramp: ["apiKey"],
-  snowflake: ["token"],
-  weave: ["apiKey"],
+export interface DestinationRules {
+  /** The `type` of its destinations. */
+  readonly kind: string
+  /** A Struct of its config keys: required keys are required; unknown keys are refused (so no secret is stored unrecognised). */
+  readonly config: Schema.Schema.AnyNoContext
+  /**
+   * Config keys whose values are secrets: encrypted at rest, masked on the way out. Credentials
+   * and anything that carries one (a DSN that embeds its key, an access key id that travels
+   * with its secret).
+   */
+  readonly secretFields: ReadonlyArray<string>
+  /** Config keys that are a map of header names to values, every value secret. */
+  readonly secretMaps: ReadonlyArray<string>
+  /** The receiver URLs its config names, when they are not just the values of RECEIVER_KEYS (see `configUrls`). */
+  readonly receivers?: (config: DestinationConfig) => ReadonlyArray<ReceiverUrl>
 }
 
-/** Config keys that are a map of header names to values, every value secret. */
-export const SECRET_MAPS: Record<DestinationType, ReadonlyArray<string>> = {
-  langfuse: [],
-  webhook: ["headers"],
-  "otel-collector": ["headers"],
-  datadog: [],
-  langsmith: [],
-  posthog: [],
-  s3: [],
-  sentry: [],
-  clickhouse: [],
-  arize: [],
-  braintrust: [],
-  grafana: [],
-  newrelic: [],
-  opik: [],
-  ramp: [],
-  snowflake: [],
-  weave: [],
-}
+/** The kinds this gateway knows, by name: the registry's (src/broadcast/exporters/index.ts), given to the services by the app. */
+export class DestinationKinds extends Context.Tag("DestinationKinds")<DestinationKinds, ReadonlyMap<string, DestinationRules>>() {}
 
 /** A plain (decrypted) config: string values, or a map of strings for `headers`. */
 export type DestinationConfig = Readonly<Record<string, string | Readonly<Record<string, string>>>>
 
-const configDecoders = Object.fromEntries(
-  DESTINATION_TYPES.map((t) => [
-    t,
-    ParseResult.decodeUnknownEither(CONFIG_SCHEMAS[t] as Schema.Schema<unknown, unknown>, {
-      errors: "first",
-      onExcessProperty: "error",
-    }),
-  ]),
-) as Record<DestinationType, (u: unknown) => Either.Either<unknown, ParseResult.ParseIssue>>
+// A kind's decoder is compiled once, on its first config.
+const configDecoders = new WeakMap<DestinationRules, (u: unknown) => Either.Either<unknown, ParseResult.ParseIssue>>()
+
+const configDecoderOf = (rules: DestinationRules) => {
+  let decode = configDecoders.get(rules)
+  if (decode === undefined) {
+    decode = ParseResult.decodeUnknownEither(rules.config, { errors: "first", onExcessProperty: "error" })
+    configDecoders.set(rules, decode)
+  }
+  return decode
+}
 
 /** Validates a kind's config; the error names `config.<key>` and the rule. */
-export const decodeConfig = (type: DestinationType, config: unknown): Either.Either<DestinationConfig, BadRequest> =>
-  Either.mapBoth(configDecoders[type](config), {
+export const decodeConfig = (rules: DestinationRules, config: unknown): Either.Either<DestinationConfig, BadRequest> =>
+  Either.mapBoth(configDecoderOf(rules)(config), {
     onLeft: (issue) => {
       const detail = describeParseError(new ParseResult.ParseError({ issue }))
-      const named = detail.replace(/^(\S+): is unexpected.*$/, `$1: is not a setting of ${type} destinations`)
+      const named = detail.replace(/^(\S+): is unexpected.*$/, `$1: is not a setting of ${rules.kind} destinations`)
       return new BadRequest({ message: `Invalid request: config.${named}` })
     },
     onRight: (value) => value as DestinationConfig,
   })
 
-/**
- * The receiver URLs a destination's config names (the keys a tenant sets; a vendor's default
- * host is public): each is checked against the outbound policy when the destination is created
- * or changed. A ClickHouse `host[:port]` is reached over https.
- */
-export const configUrls = (type: DestinationType, config: DestinationConfig): ReadonlyArray<{ readonly key: string; readonly url: string }> => {
-  const out: Array<{ key: string; url: string }> = []
-  for (const key of ["url", "endpoint", "baseUrl", "host", "apiUrl", "otlpEndpoint", "dsn"]) {
+/** The config keys whose values name a receiver, unless the kind says otherwise (`DestinationRules.receivers`). */
+export const RECEIVER_KEYS = ["url", "endpoint", "baseUrl", "host", "apiUrl", "otlpEndpoint", "dsn"] as const
+
+/** The values of RECEIVER_KEYS a config sets. */
+export const receiverValues = (config: DestinationConfig): Array<ReceiverUrl> => {
+  const out: Array<ReceiverUrl> = []
+  for (const key of RECEIVER_KEYS) {
     const value = config[key]
-    if (typeof value !== "string") continue
-    out.push({ key, url: type === "clickhouse" && !/^https?:\/\//.test(value) ? `https://${value}` : value })
+    if (typeof value === "string") out.push({ key, url: value })
   }
   return out
 }
+
+/**
+ * The receiver URLs a destination's config names (the keys a tenant sets; a vendor's default
+ * host is public): each is checked against the outbound policy when the destination is created
+ * or changed.
+ */
+export const configUrls = (rules: DestinationRules, config: DestinationConfig): ReadonlyArray<ReceiverUrl> =>
+  rules.receivers === undefined ? receiverValues(config) : rules.receivers(config)
 
 /** `pk-l...EfGh`: the first and last 4 characters; 8 characters or fewer are fully masked. */
 export const mask = (secret: string): string =>
   secret.length <= 8 ? "********" : `${secret.slice(0, 4)}...${secret.slice(-4)}`
 
 /** The config as it may be shown: every secret value masked. */
-export const maskConfig = (type: DestinationType, config: DestinationConfig): DestinationConfig => {
+export const maskConfig = (rules: DestinationRules, config: DestinationConfig): DestinationConfig => {
   const out: Record<string, string | Readonly<Record<string, string>>> = {}
   for (const [key, value] of Object.entries(config)) {
-    if (typeof value === "string") out[key] = SECRET_FIELDS[type].includes(key) ? mask(value) : value
-    else if (SECRET_MAPS[type].includes(key)) {
+    if (typeof value === "string") out[key] = rules.secretFields.includes(key) ? mask(value) : value
+    else if (rules.secretMaps.includes(key)) {
       out[key] = Object.fromEntries(Object.entries(value).map(([name, v]) => [name, mask(v)]))
     } else out[key] = value
   }
@@ -276,7 +160,7 @@ export const maskConfig = (type: DestinationType, config: DestinationConfig): De
  * same header keeps the stored value.
  */
 export const mergeConfig = (
-  type: DestinationType,
+  rules: DestinationRules,
   stored: DestinationConfig,
   patch: Readonly<Record<string, unknown>>,
 ): Record<string, unknown> => {
@@ -284,9 +168,9 @@ export const mergeConfig = (
   for (const [key, value] of Object.entries(patch)) {
     const before = stored[key]
     if (value === null) delete out[key]
-    else if (SECRET_FIELDS[type].includes(key) && typeof before === "string" && value === mask(before)) out[key] = before
+    else if (rules.secretFields.includes(key) && typeof before === "string" && value === mask(before)) out[key] = before
     else if (
-      SECRET_MAPS[type].includes(key) &&
+      rules.secretMaps.includes(key) &&
       typeof value === "object" &&
       !Array.isArray(value) &&
       typeof before === "object"
@@ -444,24 +328,6 @@ const settings = {
   broadcast_generation_request_context: Schema.optional(Schema.Boolean),
 }
 
-export const CreateDestinationPayload = Schema.Struct({
-  name: DestinationName,
-  type: DestinationType,
-  config: ConfigObject,
-  ...settings,
-  workspace_id: Schema.optional(Schema.String),
-})
-export type CreateDestinationPayload = typeof CreateDestinationPayload.Type
-
-/** Every field optional; `config` merges into the stored one (see `mergeConfig`). */
-export const UpdateDestinationPayload = Schema.Struct({
-  name: Schema.optional(DestinationName),
-  type: Schema.optional(DestinationType),
-  config: Schema.optional(ConfigObject),
-  ...settings,
-})
-export type UpdateDestinationPayload = typeof UpdateDestinationPayload.Type
-
 /** Where a destination's deliveries stand (an extension: extra keys are safe for clients). */
 export const DeliveryStatus = Schema.Struct({
   last_success_at: Schema.NullOr(Schema.String),
@@ -474,28 +340,6 @@ export const DeliveryStatus = Schema.Struct({
 })
 export type DeliveryStatus = typeof DeliveryStatus.Type
 
-export const Destination = Schema.Struct({
-  id: Schema.String,
-  workspace_id: Schema.String,
-  name: Schema.String,
-  type: DestinationType,
-  enabled: Schema.Boolean,
-  privacy_mode: Schema.Boolean,
-  sampling_rate: Schema.Number,
-  api_key_hashes: Schema.NullOr(Schema.Array(Schema.String)),
-  filter_rules: Schema.NullOr(FilterRules),
-  /** Secret values masked. */
-  config: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
-  regions: Schema.Array(Region),
-  broadcast_generation_cost: Schema.Boolean,
-  broadcast_generation_identity: Schema.Boolean,
-  broadcast_generation_request_context: Schema.Boolean,
-  created_at: Schema.String,
-  updated_at: Schema.String,
-  delivery: Schema.optional(DeliveryStatus),
-})
-export type Destination = typeof Destination.Type
-
 /** `POST /observability/destinations/{id}/test`: the status class and a short reason, never the receiver's body. */
 export const DestinationTestData = Schema.Struct({
   data: Schema.Struct({ ok: Schema.Boolean, status: Schema.Int, message: Schema.String }),
@@ -504,8 +348,63 @@ export const DestinationTestData = Schema.Struct({
 /** `POST /observability/destinations/{id}/redeliver`: how many dead deliveries were queued again. */
 export const RedeliverData = Schema.Struct({ data: Schema.Struct({ requeued: Schema.Int }) })
 
-export const DestinationData = Schema.Struct({ data: Destination })
-export const DestinationList = Schema.Struct({ data: Schema.Array(Destination), total_count: Schema.Int })
+/**
+ * The wire shapes over the kinds a gateway knows (the API's are over the registry's,
+ * src/http/api/destinations.ts): `type` is one of them, else "must be one of" the list.
+ */
+export const destinationWire = <const T extends string>(types: ReadonlyArray<T>) => {
+  const DestinationType = Schema.Literal(...types).annotations({
+    message: () => ({ message: `must be one of ${types.join(", ")}`, override: true }),
+  })
+  const CreateDestinationPayload = Schema.Struct({
+    name: DestinationName,
+    type: DestinationType,
+    config: ConfigObject,
+    ...settings,
+    workspace_id: Schema.optional(Schema.String),
+  })
+  /** Every field optional; `config` merges into the stored one (see `mergeConfig`). */
+  const UpdateDestinationPayload = Schema.Struct({
+    name: Schema.optional(DestinationName),
+    type: Schema.optional(DestinationType),
+    config: Schema.optional(ConfigObject),
+    ...settings,
+  })
+  const Destination = Schema.Struct({
+    id: Schema.String,
+    workspace_id: Schema.String,
+    name: Schema.String,
+    type: DestinationType,
+    enabled: Schema.Boolean,
+    privacy_mode: Schema.Boolean,
+    sampling_rate: Schema.Number,
+    api_key_hashes: Schema.NullOr(Schema.Array(Schema.String)),
+    filter_rules: Schema.NullOr(FilterRules),
+    /** Secret values masked. */
+    config: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+    regions: Schema.Array(Region),
+    broadcast_generation_cost: Schema.Boolean,
+    broadcast_generation_identity: Schema.Boolean,
+    broadcast_generation_request_context: Schema.Boolean,
+    created_at: Schema.String,
+    updated_at: Schema.String,
+    delivery: Schema.optional(DeliveryStatus),
+  })
+  return {
+    DestinationType,
+    CreateDestinationPayload,
+    UpdateDestinationPayload,
+    Destination,
+    DestinationData: Schema.Struct({ data: Destination }),
+    DestinationList: Schema.Struct({ data: Schema.Array(Destination), total_count: Schema.Int }),
+  } as const
+}
+
+/** The wire shapes with `type` any kind's name: what the services handle (the API has checked the name). */
+type Wire = ReturnType<typeof destinationWire<string>>
+export type CreateDestinationPayload = Wire["CreateDestinationPayload"]["Type"]
+export type UpdateDestinationPayload = Wire["UpdateDestinationPayload"]["Type"]
+export type Destination = Wire["Destination"]["Type"]
 
 export const DestinationIdPath = Schema.Struct({ id: Schema.String })
 

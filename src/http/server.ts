@@ -10,6 +10,7 @@ import { appLayer } from "../app.js"
 import { Broadcast } from "../broadcast/Broadcast.js"
 import { OwnTraces } from "../broadcast/own-traces.js"
 import { GatewayConfig } from "../config/Config.js"
+import type { DestinationKind } from "../broadcast/exporter.js"
 import { formats as mountedFormats, type MountedFormat } from "../formats/index.js"
 import { bootstrap } from "../services/bootstrap.js"
 import { GenerationStore } from "../services/GenerationStore.js"
@@ -47,6 +48,8 @@ export interface GatewayOptions {
   readonly formats?: ReadonlyArray<MountedFormat>
   /** Added to the service graph (the test kit's clock, src/testing/). */
   readonly layer?: Layer.Layer<never>
+  /** The destination kinds (default: the registry, src/broadcast/exporters/index.ts). */
+  readonly destinationKinds?: ReadonlyArray<DestinationKind>
 }
 
 /** Until `bind`: no client address, no idle timeout to lift. */
@@ -64,7 +67,7 @@ const UNBOUND: RequestContext = {
 export const makeGateway = async (config: Layer.Layer<GatewayConfig, unknown>, options: GatewayOptions = {}) => {
   // The services' own logs: JSON lines at the configured level, like the request lines.
   const logging = Layer.unwrapEffect(Effect.map(GatewayConfig, (s) => loggerLayer(s.logLevel))).pipe(Layer.provide(config))
-  const app = appLayer(config).pipe(Layer.provide(logging))
+  const app = appLayer(config, options.destinationKinds).pipe(Layer.provide(logging))
   const runtime = ManagedRuntime.make(options.layer === undefined ? app : app.pipe(Layer.provide(options.layer), Layer.merge(options.layer)))
   const rt = await runtime.runtime()
   const settings = Context.get(rt.context, GatewayConfig)

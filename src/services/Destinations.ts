@@ -9,15 +9,14 @@ import {
   type CreateDestinationPayload,
   type Destination,
   type DestinationConfig,
-  type DestinationType,
+  DestinationKinds,
+  type DestinationRules,
   type DeliveryStatus,
   configUrls,
   decodeConfig,
   type FilterRules,
   maskConfig,
   mergeConfig,
-  SECRET_FIELDS,
-  SECRET_MAPS,
   type UpdateDestinationPayload,
 } from "../domain/destinations.js"
 // Up a floor, on purpose: deleting a destination deletes its outbox deliveries in the same
@@ -38,7 +37,7 @@ interface DestinationRow {
   readonly workspace_id: string
   readonly created_by: string
   readonly name: string
-  readonly type: DestinationType
+  readonly type: string
   readonly enabled: number
   readonly privacy_mode: number
   readonly sampling_rate: number
@@ -154,6 +153,7 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
     const keys = yield* KeyStore
     const notifications = yield* Notifications
     const settings = yield* GatewayConfig
+    const kinds = yield* DestinationKinds
     const { openConfig, plainConfig, base, load, resolve, resolved } = destinationReader(sql, secrets)
 
     const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
@@ -195,12 +195,26 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
         }),
       )
 
+    /** The kind of a new or changed destination (the API has checked the name; a caller of the service may not have). */
+    const kindOf = (type: string): Effect.Effect<DestinationRules, BadRequest> => {
+      const rules = kinds.get(type)
+      return rules === undefined
+        ? Effect.fail(new BadRequest({ message: `Invalid request: type: must be one of ${[...kinds.keys()].join(", ")}` }))
+        : Effect.succeed(rules)
+    }
+
+    /** A stored config as it may be shown; a kind this gateway no longer knows shows every value masked. */
+    const masked = (type: string, config: DestinationConfig): DestinationConfig => {
+      const keys = Object.keys(config)
+      return maskConfig(kinds.get(type) ?? { kind: type, config: Schema.Unknown, secretFields: keys, secretMaps: keys }, config)
+    }
+
     /** Secret values sealed one by one (a random IV each), the rest as is. */
-    const sealConfig = (type: DestinationType, config: DestinationConfig): DestinationConfig =>
+    const sealConfig = (rules: DestinationRules, config: DestinationConfig): DestinationConfig =>
       Object.fromEntries(
         Object.entries(config).map(([key, value]) => {
-          if (typeof value === "string") return [key, SECRET_FIELDS[type].includes(key) ? secrets.seal(value) : value]
-          if (SECRET_MAPS[type].includes(key)) {
+          if (typeof value === "string") return [key, rules.secretFields.includes(key) ? secrets.seal(value) : value]
+          if (rules.secretMaps.includes(key)) {
             return [key, Object.fromEntries(Object.entries(value).map(([name, v]) => [name, secrets.seal(v)]))]
           }
           return [key, value]
@@ -211,11 +225,11 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
     const view = (row: DestinationRow): Effect.Effect<Destination> =>
       Effect.flatMap(deliveryOf(row), (delivery) =>
         Either.match(openConfig(row), {
-          onRight: (config) => Effect.succeed({ ...base(row), config: maskConfig(row.type, config), delivery }),
+          onRight: (config) => Effect.succeed({ ...base(row), config: masked(row.type, config), delivery }),
           onLeft: (e) =>
             Effect.as(Effect.logWarning(`Observability destination ${row.id}: ${e.message}`), {
               ...base(row),
-              config: maskConfig(row.type, JSON.parse(row.config) as DestinationConfig),
+              config: masked(row.type, JSON.parse(row.config) as DestinationConfig),
               delivery,
             }),
         }),
@@ -232,9 +246,9 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
       })
 
     /** A receiver the outbound fetcher would refuse (private, loopback, metadata) is refused now, not retried at every delivery. */
-    const checkReceivers = (type: DestinationType, config: DestinationConfig) =>
+    const checkReceivers = (rules: DestinationRules, config: DestinationConfig) =>
       Effect.forEach(
-        configUrls(type, config),
+        configUrls(rules, config),
         ({ key, url }) =>
           Effect.flatMap(
             Effect.promise(() => refusalOf(url, settings.allowPrivateAddresses, RECEIVER_CHECK_TIMEOUT_MS)),
@@ -261,8 +275,9 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
         if (!(yield* users.canUseWorkspace(caller.userId, workspaceId))) {
           return yield* new NotFound({ message: `Workspace ${workspaceId} not found` })
         }
-        const config = yield* decodeConfig(payload.type, payload.config)
-        yield* checkReceivers(payload.type, config)
+        const rules = yield* kindOf(payload.type)
+        const config = yield* decodeConfig(rules, payload.config)
+        yield* checkReceivers(rules, config)
         yield* checkKeyHashes(caller.userId, payload.api_key_hashes)
         const id = crypto.randomUUID()
         const now = yield* nowIso
@@ -277,7 +292,7 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
           sampling_rate: payload.sampling_rate ?? 1,
           api_key_hashes: payload.api_key_hashes == null ? null : JSON.stringify(payload.api_key_hashes),
           filter_rules: payload.filter_rules == null ? null : JSON.stringify(payload.filter_rules),
-          config: JSON.stringify(sealConfig(payload.type, config)),
+          config: JSON.stringify(sealConfig(rules, config)),
           regions: JSON.stringify(payload.regions ?? ["global"]),
           broadcast_generation_cost: bit(payload.broadcast_generation_cost ?? true),
           broadcast_generation_identity: bit(payload.broadcast_generation_identity ?? true),
@@ -316,9 +331,10 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
         if (payload.config !== undefined || type !== row.type) {
           // Another kind starts from an empty config: the old kind's keys and secrets do not carry over.
           const stored = type === row.type ? yield* plainConfig(row) : {}
-          const config = yield* decodeConfig(type, mergeConfig(type, stored, payload.config ?? {}))
-          yield* checkReceivers(type, config)
-          sets.push(sql`type = ${type}`, sql`config = ${JSON.stringify(sealConfig(type, config))}`)
+          const rules = yield* kindOf(type)
+          const config = yield* decodeConfig(rules, mergeConfig(rules, stored, payload.config ?? {}))
+          yield* checkReceivers(rules, config)
+          sets.push(sql`type = ${type}`, sql`config = ${JSON.stringify(sealConfig(rules, config))}`)
         }
         if (payload.api_key_hashes !== undefined) {
           yield* checkKeyHashes(userId, payload.api_key_hashes)

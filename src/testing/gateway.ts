@@ -123,6 +123,8 @@ export const startInProcess = async (
     readonly layer?: Layer.Layer<never>
     /** The client formats of the data plane (default: the registry, src/formats/index.ts). */
     readonly formats?: GatewayOptions["formats"]
+    /** The destination kinds (default: the registry, src/broadcast/exporters/index.ts): a kind of your own, with the registry's. */
+    readonly destinationKinds?: GatewayOptions["destinationKinds"]
   } = {},
 ): Promise<TestGatewayShape & { readonly stop: () => Promise<void> }> => {
   const own = options.fake === undefined ? makeFakeProvider() : undefined
@@ -140,6 +142,7 @@ export const startInProcess = async (
   const gateway = await makeGateway(GatewayConfig.layer(settings), {
     ...(options.layer === undefined ? {} : { layer: options.layer }),
     ...(options.formats === undefined ? {} : { formats: options.formats }),
+    ...(options.destinationKinds === undefined ? {} : { destinationKinds: options.destinationKinds }),
   })
   gateway.bind(inProcess)
   const managementKey = settings.managementKey

@@ -1,39 +1,64 @@
 /**
- * The vendor exporters as a registry, and the config keys they added to the destination kinds
+ * The destination kinds as a registry, and the config keys they added to the destination kinds
  * (docs/broadcast.md): optional, validated with a 400 naming the key and the rule, secrets masked.
  */
 import { describe, expect, test } from "bun:test"
 import { Either } from "effect"
 import { RAMP_UNSUPPORTED } from "../../src/broadcast/exporters/ramp.js"
-import { VENDOR_EXPORTERS } from "../../src/broadcast/exporters/vendors.js"
-import { DESTINATION_TYPES, decodeConfig, maskConfig } from "../../src/domain/destinations.js"
+import { DESTINATION_KINDS, DESTINATION_TYPES, REGISTERED_KINDS } from "../../src/broadcast/exporters/index.js"
+import { decodeConfig, maskConfig } from "../../src/domain/destinations.js"
 import { BATCH } from "./exporters-support.js"
 
-const refusal = (type: Parameters<typeof decodeConfig>[0], config: unknown): string => {
-  const decoded = decodeConfig(type, config)
+const kindOf = (type: string) => {
+  const kind = REGISTERED_KINDS.get(type)
+  if (kind === undefined) throw new Error(`no ${type} kind in the registry`)
+  return kind
+}
+
+const refusal = (type: string, config: unknown): string => {
+  const decoded = decodeConfig(kindOf(type), config)
   if (Either.isRight(decoded)) throw new Error(`expected ${type} config to be refused`)
   return decoded.left.message
 }
 
-const accepted = (type: Parameters<typeof decodeConfig>[0], config: unknown) => Either.isRight(decodeConfig(type, config))
+const accepted = (type: string, config: unknown) => Either.isRight(decodeConfig(kindOf(type), config))
 
-describe("VENDOR_EXPORTERS", () => {
-  test("one exporter for each of the 14 kinds other than otel-collector, webhook and langfuse", () => {
-    const kinds = VENDOR_EXPORTERS.map((e) => e.kind)
-    expect(new Set(kinds).size).toBe(14)
-    expect([...kinds].sort()).toEqual(
-      DESTINATION_TYPES.filter((t) => t !== "otel-collector" && t !== "webhook" && t !== "langfuse").sort(),
-    )
+describe("DESTINATION_KINDS", () => {
+  test("one module for each of the 17 kinds, each with its config Schema and its exporter, in the API's order", () => {
+    expect(DESTINATION_TYPES).toEqual([
+      "langfuse",
+      "webhook",
+      "otel-collector",
+      "datadog",
+      "langsmith",
+      "posthog",
+      "s3",
+      "sentry",
+      "clickhouse",
+      "arize",
+      "braintrust",
+      "grafana",
+      "newrelic",
+      "opik",
+      "ramp",
+      "snowflake",
+      "weave",
+    ])
+    expect(REGISTERED_KINDS.size).toBe(17)
+    for (const kind of DESTINATION_KINDS) {
+      expect(typeof kind.deliver).toBe("function")
+      expect(kind.config.ast._tag).toBe("TypeLiteral")
+    }
   })
 
   test("ramp is not delivered: its ingest API is not publicly documented, and it says so", async () => {
-    const ramp = VENDOR_EXPORTERS.find((e) => e.kind === "ramp")
+    const ramp = DESTINATION_KINDS.find((e) => e.kind === "ramp")
     expect(await ramp?.deliver({ apiKey: "ramp-key" }, BATCH)).toEqual({ unsupported: RAMP_UNSUPPORTED })
     expect(RAMP_UNSUPPORTED).toContain("not publicly documented")
   })
 
   test("a stored config that no longer decodes is not delivered: unsupported, naming the key", async () => {
-    const datadog = VENDOR_EXPORTERS.find((e) => e.kind === "datadog")
+    const datadog = DESTINATION_KINDS.find((e) => e.kind === "datadog")
     const delivery = await datadog?.deliver({ apiKey: "k", mlApp: "app", site: "example.com" }, BATCH)
     expect(delivery && "unsupported" in delivery && delivery.unsupported).toStartWith("config.site: must be one of datadoghq.com")
   })
@@ -49,9 +74,9 @@ describe("config keys the exporters use", () => {
       pathTemplate: "{prefix}/{date}/{traceId}-{timestamp}.json",
       sessionToken: "session-token-0123456789",
     }
-    const decoded = decodeConfig("s3", config)
+    const decoded = decodeConfig(kindOf("s3"), config)
     expect(Either.isRight(decoded)).toBe(true)
-    if (Either.isRight(decoded)) expect(maskConfig("s3", decoded.right).sessionToken).toBe("sess...6789")
+    if (Either.isRight(decoded)) expect(maskConfig(kindOf("s3"), decoded.right).sessionToken).toBe("sess...6789")
   })
 
   test("s3 pathTemplate: unknown placeholders and templates without {traceId} or {generationId} are 400", () => {

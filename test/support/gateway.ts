@@ -2,7 +2,7 @@
 import { afterAll, beforeAll } from "bun:test"
 import { Option, Redacted } from "effect"
 import { GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
-import { type RunningServer, type ServerOptions, startServer } from "../../src/http/server.js"
+import { type GatewayOptions, type RunningServer, type ServerOptions, startServer } from "../../src/http/server.js"
 import { startInProcess } from "../../src/testing/gateway.js"
 import { freshDatabase, type TestDatabase } from "./db.js"
 
@@ -80,7 +80,7 @@ export interface InProcessGateway {
 /** A gateway in-process over a fresh database (Postgres when the suite runs on it), on the real clock. */
 export const startInProcessGateway = async (
   overrides: Partial<Settings> = {},
-  serverOptions: Pick<ServerOptions, "formats"> = {},
+  serverOptions: Pick<ServerOptions, "formats"> & Pick<GatewayOptions, "destinationKinds"> = {},
 ): Promise<InProcessGateway & { stop: () => Promise<void> }> => {
   const db: TestDatabase = overrides.databaseUrl === undefined ? await freshDatabase() : { url: overrides.databaseUrl, drop: async () => {} }
   const kit = await startInProcess({ databaseUrl: db.url, settings: { metricsToken: Redacted.make(TEST_METRICS_TOKEN), ...overrides }, ...serverOptions })

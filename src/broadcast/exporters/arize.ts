@@ -5,7 +5,9 @@
  * `openinference.project.name` and `model_id` (the config's `modelId`). Arize renders OpenInference
  * attributes, so each generation's root span also carries them (content only outside privacy mode).
  */
-import type { Exporter, GenerationView } from "../exporter.js"
+import { Schema } from "effect"
+import { ConfigText, ConfigUrl } from "../../domain/destinations.js"
+import { defineKind, type GenerationView } from "../exporter.js"
 import { withConfig } from "./vendor-config.js"
 import { type AnyValue, anyValue, otlpRequest, readOtlp, tracesUrl, withResourceAttributes, withSpanAttributes } from "./otlp.js"
 
@@ -42,10 +44,16 @@ export const openInference = (g: GenerationView): Record<string, AnyValue> => {
   return out
 }
 
-export const arize: Exporter = {
+/** Its config: required keys are required, unknown keys are refused. */
+const Config = Schema.Struct({ apiKey: ConfigText, spaceKey: ConfigText, modelId: ConfigText, endpoint: Schema.optional(ConfigUrl) })
+
+export const arize = defineKind({
   kind: "arize",
+  config: Config,
+  secretFields: ["apiKey"],
+  secretMaps: [],
   deliver: (raw, batch) =>
-    withConfig("arize", raw, (config) => {
+    withConfig(Config, raw, (config) => {
       const roots = new Map(batch.generations.map((g) => [`${g.traceId}/${g.spanId}`, g]))
       const withProject = withResourceAttributes(readOtlp(batch.otlp), {
         "openinference.project.name": anyValue(config.modelId),
@@ -70,4 +78,4 @@ export const arize: Exporter = {
         ],
       }
     }),
-}
+})

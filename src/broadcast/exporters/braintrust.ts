@@ -3,16 +3,24 @@
  * https://api-eu.braintrust.dev / a self-hosted data plane), Bearer API key, and the project the
  * spans land in as `x-bt-parent: project_id:<id>`. Braintrust reads the GenAI attributes itself.
  */
-import type { Exporter } from "../exporter.js"
+import { Schema } from "effect"
+import { ConfigText, ConfigUrl } from "../../domain/destinations.js"
+import { defineKind } from "../exporter.js"
 import { withConfig } from "./vendor-config.js"
 import { otlpRequest, readOtlp, tracesUrl } from "./otlp.js"
 
 export const BRAINTRUST_API_URL = "https://api.braintrust.dev"
 
-export const braintrust: Exporter = {
+/** Its config: required keys are required, unknown keys are refused. */
+const Config = Schema.Struct({ apiKey: ConfigText, projectId: ConfigText, apiUrl: Schema.optional(ConfigUrl) })
+
+export const braintrust = defineKind({
   kind: "braintrust",
+  config: Config,
+  secretFields: ["apiKey"],
+  secretMaps: [],
   deliver: (raw, batch) =>
-    withConfig("braintrust", raw, (config) => ({
+    withConfig(Config, raw, (config) => ({
       requests: [
         otlpRequest(
           tracesUrl(`${(config.apiUrl ?? BRAINTRUST_API_URL).replace(/\/+$/, "")}/otel`),
@@ -21,4 +29,4 @@ export const braintrust: Exporter = {
         ),
       ],
     })),
-}
+})

@@ -6,7 +6,9 @@
  * time and generation id, so a repeated delivery collapses into one row on merge.
  * Auth: `X-ClickHouse-User` / `X-ClickHouse-Key` (the server refuses a second method beside them). `host` is a URL, or host[:port] (https, 8443).
  */
-import type { Exporter, OutboundRequest } from "../exporter.js"
+import { Schema } from "effect"
+import { ConfigSqlIdentifier, ConfigText, isHttpUrl, receiverValues } from "../../domain/destinations.js"
+import { defineKind, type OutboundRequest } from "../exporter.js"
 import { withConfig } from "./vendor-config.js"
 import { COLUMNS, type ColumnType, rowOf } from "./rows.js"
 
@@ -39,10 +41,32 @@ export const clickhouseBase = (host: string): string => {
   return /:\d+$/.test(host) ? `https://${host}` : `https://${host}:8443`
 }
 
-export const clickhouse: Exporter = {
+// The HTTP interface: a URL, or host[:port] (then https, port 8443 when none is given).
+const isClickHouseHost = (host: string) =>
+  /^https?:\/\//.test(host) ? isHttpUrl(host) : /^[A-Za-z0-9.-]+(:\d{1,5})?$/.test(host)
+const ClickHouseHost = ConfigText.pipe(
+  Schema.filter((h) => isClickHouseHost(h) || "must be an http(s) URL or host[:port] of the HTTP interface"),
+)
+
+/** Its config: required keys are required, unknown keys are refused. */
+const Config = Schema.Struct({
+  host: ClickHouseHost,
+  database: ConfigText,
+  username: ConfigText,
+  password: ConfigText,
+  table: Schema.optional(ConfigSqlIdentifier),
+})
+
+export const clickhouse = defineKind({
   kind: "clickhouse",
+  config: Config,
+  secretFields: ["password"],
+  secretMaps: [],
+  // A `host[:port]` is reached over https.
+  receivers: (config) =>
+    receiverValues(config).map(({ key, url }) => ({ key, url: /^https?:\/\//.test(url) ? url : `https://${url}` })),
   deliver: (raw, batch) =>
-    withConfig("clickhouse", raw, (config) => {
+    withConfig(Config, raw, (config) => {
       const base = clickhouseBase(config.host)
       const table = config.table ?? CLICKHOUSE_TABLE
       const headers = {
@@ -62,4 +86,4 @@ export const clickhouse: Exporter = {
       ]
       return { requests }
     }),
-}
+})

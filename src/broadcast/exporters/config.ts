@@ -1,4 +1,4 @@
-/** Reading an exporter's config (already validated per kind by src/domain/destinations.ts). */
+/** Reading an exporter's config (already validated by its kind's Schema when it was stored). */
 
 export const stringOf = (config: Readonly<Record<string, unknown>>, key: string): string => {
   const value = config[key]

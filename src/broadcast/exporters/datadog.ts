@@ -6,7 +6,9 @@
  * Not Datadog's OTLP intake for LLM Observability: there `ml_app` is taken from the root span's
  * service, so the destination's `mlApp` could not be honoured; the spans API takes it as given.
  */
-import type { Exporter, GenerationView } from "../exporter.js"
+import { Schema } from "effect"
+import { configLiteral, ConfigText } from "../../domain/destinations.js"
+import { defineKind, type GenerationView } from "../exporter.js"
 import { withConfig } from "./vendor-config.js"
 
 export const datadogIntakeUrl = (site: string) => `https://api.${site}/api/intake/llm-obs/v1/trace/spans`
@@ -57,10 +59,26 @@ export const datadogSpan = (g: GenerationView) => {
   }
 }
 
-export const datadog: Exporter = {
+export const DATADOG_SITES = [
+  "datadoghq.com",
+  "us3.datadoghq.com",
+  "us5.datadoghq.com",
+  "datadoghq.eu",
+  "ap1.datadoghq.com",
+  "ap2.datadoghq.com",
+  "uk1.datadoghq.com",
+] as const
+
+/** Its config: required keys are required, unknown keys are refused. */
+const Config = Schema.Struct({ apiKey: ConfigText, mlApp: ConfigText, site: Schema.optional(configLiteral(DATADOG_SITES)) })
+
+export const datadog = defineKind({
   kind: "datadog",
+  config: Config,
+  secretFields: ["apiKey"],
+  secretMaps: [],
   deliver: (raw, batch) =>
-    withConfig("datadog", raw, (config) => ({
+    withConfig(Config, raw, (config) => ({
       requests: [
         {
           url: datadogIntakeUrl(config.site ?? "datadoghq.com"),
@@ -75,4 +93,4 @@ export const datadog: Exporter = {
         },
       ],
     })),
-}
+})

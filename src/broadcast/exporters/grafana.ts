@@ -3,7 +3,9 @@
  * shown on the stack's OpenTelemetry tile), Basic auth of instance id and a `traces:write` token.
  * The zone cannot be derived from the instance id, so without `config.endpoint` there is nowhere to send.
  */
-import type { Exporter } from "../exporter.js"
+import { Schema } from "effect"
+import { ConfigText, ConfigUrl } from "../../domain/destinations.js"
+import { defineKind } from "../exporter.js"
 import { basicAuth, withConfig } from "./vendor-config.js"
 import { otlpRequest, readOtlp, tracesUrl } from "./otlp.js"
 
@@ -14,10 +16,16 @@ export const grafanaTracesUrl = (endpoint: string): string => {
   return tracesUrl(base.endsWith("/otlp") ? base : `${base}/otlp`)
 }
 
-export const grafana: Exporter = {
+/** Its config: required keys are required, unknown keys are refused. */
+const Config = Schema.Struct({ apiKey: ConfigText, instanceId: ConfigText, endpoint: Schema.optional(ConfigUrl) })
+
+export const grafana = defineKind({
   kind: "grafana",
+  config: Config,
+  secretFields: ["apiKey"],
+  secretMaps: [],
   deliver: (raw, batch) =>
-    withConfig("grafana", raw, (config) =>
+    withConfig(Config, raw, (config) =>
       config.endpoint === undefined
         ? {
             unsupported:
@@ -33,4 +41,4 @@ export const grafana: Exporter = {
             ],
           },
     ),
-}
+})

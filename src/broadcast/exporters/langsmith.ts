@@ -4,7 +4,9 @@
  * the project in `Langsmith-Project`. LangSmith reads the GenAI attributes; each generation's root
  * span also says it is an LLM run (`langsmith.span.kind`) with its trace name, session and user.
  */
-import type { Exporter, GenerationView } from "../exporter.js"
+import { Schema } from "effect"
+import { ConfigText, ConfigUrl } from "../../domain/destinations.js"
+import { defineKind, type GenerationView } from "../exporter.js"
 import { withConfig } from "./vendor-config.js"
 import { type AnyValue, anyValue, otlpRequest, readOtlp, tracesUrl, withSpanAttributes } from "./otlp.js"
 
@@ -17,10 +19,16 @@ const runAttributes = (g: GenerationView): Record<string, AnyValue> => ({
   ...(g.user === null ? {} : { "langsmith.metadata.user_id": anyValue(g.user) }),
 })
 
-export const langsmith: Exporter = {
+/** Its config: required keys are required, unknown keys are refused. */
+const Config = Schema.Struct({ apiKey: ConfigText, project: Schema.optional(ConfigText), endpoint: Schema.optional(ConfigUrl) })
+
+export const langsmith = defineKind({
   kind: "langsmith",
+  config: Config,
+  secretFields: ["apiKey"],
+  secretMaps: [],
   deliver: (raw, batch) =>
-    withConfig("langsmith", raw, (config) => {
+    withConfig(Config, raw, (config) => {
       const roots = new Map(batch.generations.map((g) => [`${g.traceId}/${g.spanId}`, g]))
       const otlp = withSpanAttributes(readOtlp(batch.otlp), (span) => {
         const g = roots.get(`${span.traceId}/${span.spanId}`)
@@ -36,4 +44,4 @@ export const langsmith: Exporter = {
         ],
       }
     }),
-}
+})

@@ -5,7 +5,9 @@
  * delivery is the same event to PostHog. Without a `user` the trace id is the distinct id and no
  * person profile is made.
  */
-import type { Exporter, GenerationView } from "../exporter.js"
+import { Schema } from "effect"
+import { ConfigText, ConfigUrl } from "../../domain/destinations.js"
+import { defineKind, type GenerationView } from "../exporter.js"
 import { stableUuid, withConfig } from "./vendor-config.js"
 
 export const POSTHOG_HOST = "https://us.i.posthog.com"
@@ -52,10 +54,16 @@ export const posthogEvent = (g: GenerationView) => {
   }
 }
 
-export const posthog: Exporter = {
+/** Its config: required keys are required, unknown keys are refused. */
+const Config = Schema.Struct({ apiKey: ConfigText, host: Schema.optional(ConfigUrl) })
+
+export const posthog = defineKind({
   kind: "posthog",
+  config: Config,
+  secretFields: ["apiKey"],
+  secretMaps: [],
   deliver: (raw, batch) =>
-    withConfig("posthog", raw, (config) => ({
+    withConfig(Config, raw, (config) => ({
       requests: [
         {
           url: `${(config.host ?? POSTHOG_HOST).replace(/\/+$/, "")}/batch/`,
@@ -65,4 +73,4 @@ export const posthog: Exporter = {
         },
       ],
     })),
-}
+})

@@ -8,7 +8,9 @@
  */
 import { createHash } from "node:crypto"
 import { AwsV4Signer } from "aws4fetch"
-import type { Exporter, GenerationView, OutboundRequest } from "../exporter.js"
+import { Schema } from "effect"
+import { ConfigText, ConfigUrl } from "../../domain/destinations.js"
+import { defineKind, type GenerationView, type OutboundRequest } from "../exporter.js"
 import { withConfig } from "./vendor-config.js"
 import { generationSpans, readOtlp, type TraceRequest } from "./otlp.js"
 
@@ -49,10 +51,43 @@ export const s3ObjectUrl = (bucket: string, key: string, region: string, endpoin
 
 const sha256Hex = (body: Uint8Array) => createHash("sha256").update(body).digest("hex")
 
-export const s3: Exporter = {
+/** `{traceId}`-like placeholders an S3 `pathTemplate` may use. */
+export const S3_PATH_PLACEHOLDERS = ["prefix", "date", "year", "month", "day", "traceId", "generationId", "timestamp"] as const
+
+const S3PathTemplate = ConfigText.pipe(
+  Schema.filter((template) => {
+    const unknown = [...template.matchAll(/\{([^}]*)\}/g)].map((m) => m[1]).find((name) => !(S3_PATH_PLACEHOLDERS as ReadonlyArray<string>).includes(name ?? ""))
+    if (unknown !== undefined) return `{${unknown}} is not a placeholder (use ${S3_PATH_PLACEHOLDERS.map((p) => `{${p}}`).join(", ")})`
+    if (!template.includes("{traceId}") && !template.includes("{generationId}")) return "must contain {traceId} or {generationId}, so traces do not overwrite each other"
+    return true
+  }),
+)
+
+// Names that become part of a host name must not be able to change the host (`evil.example#`).
+const S3Bucket = ConfigText.pipe(
+  Schema.filter((b) => /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(b) || "must be an S3 bucket name (3-63 of a-z, 0-9, dot, hyphen)"),
+)
+const AwsRegion = ConfigText.pipe(Schema.filter((r) => /^[a-z0-9-]{1,32}$/.test(r) || "must be a region name like us-east-1 (a-z, 0-9, hyphen)"))
+
+/** Its config: required keys are required, unknown keys are refused. */
+const Config = Schema.Struct({
+  accessKeyId: ConfigText,
+  secretAccessKey: ConfigText,
+  bucketName: S3Bucket,
+  region: Schema.optional(AwsRegion),
+  endpoint: Schema.optional(ConfigUrl),
+  prefix: Schema.optional(ConfigText),
+  pathTemplate: Schema.optional(S3PathTemplate),
+  sessionToken: Schema.optional(ConfigText),
+})
+
+export const s3 = defineKind({
   kind: "s3",
+  config: Config,
+  secretFields: ["accessKeyId", "secretAccessKey", "sessionToken"],
+  secretMaps: [],
   deliver: (raw, batch) =>
-    withConfig("s3", raw, async (config) => {
+    withConfig(Config, raw, async (config) => {
       const otlp: TraceRequest = readOtlp(batch.otlp)
       const region = config.region ?? "us-east-1"
       const requests: Array<OutboundRequest> = []
@@ -78,4 +113,4 @@ export const s3: Exporter = {
       }
       return { requests }
     }),
-}
+})

@@ -7,7 +7,9 @@
  * body (the user's defaults when absent). The insert's `requestId` derives from the batch's generation
  * ids with `retry=true`, so Snowflake does not run a resubmitted statement twice.
  */
-import type { Exporter, OutboundRequest } from "../exporter.js"
+import { Schema } from "effect"
+import { configLiteral, ConfigSqlIdentifier, ConfigText } from "../../domain/destinations.js"
+import { defineKind, type OutboundRequest } from "../exporter.js"
 import { stableUuid, withConfig } from "./vendor-config.js"
 import { COLUMNS, type ColumnType, type Row, rowOf } from "./rows.js"
 
@@ -72,10 +74,30 @@ export const bindings = (rows: ReadonlyArray<Row>): Record<string, Binding> => {
   return out
 }
 
-export const snowflake: Exporter = {
+// A name that becomes part of a host name must not be able to change the host.
+const SnowflakeAccount = ConfigText.pipe(
+  Schema.filter((a) => /^[A-Za-z0-9._-]{1,255}$/.test(a) || "must be an account identifier like xy12345.us-east-1 or myorg-myaccount"),
+)
+
+/** Its config: required keys are required, unknown keys are refused. */
+const Config = Schema.Struct({
+  account: SnowflakeAccount,
+  token: ConfigText,
+  tokenType: Schema.optional(configLiteral(["PROGRAMMATIC_ACCESS_TOKEN", "OAUTH", "KEYPAIR_JWT"])),
+  database: Schema.optional(ConfigSqlIdentifier),
+  schema: Schema.optional(ConfigSqlIdentifier),
+  table: Schema.optional(ConfigSqlIdentifier),
+  warehouse: Schema.optional(ConfigSqlIdentifier),
+  role: Schema.optional(ConfigSqlIdentifier),
+})
+
+export const snowflake = defineKind({
   kind: "snowflake",
+  config: Config,
+  secretFields: ["token"],
+  secretMaps: [],
   deliver: (raw, batch) =>
-    withConfig("snowflake", raw, (config) => {
+    withConfig(Config, raw, (config) => {
       const url = `https://${config.account}.snowflakecomputing.com/api/v2/statements`
       const headers = {
         authorization: `Bearer ${config.token}`,
@@ -103,4 +125,4 @@ export const snowflake: Exporter = {
       ]
       return { requests }
     }),
-}
+})

@@ -5,34 +5,32 @@
  */
 import { createHash } from "node:crypto"
 import { Either, ParseResult, type Schema } from "effect"
-import { CONFIG_SCHEMAS, type DestinationType } from "../../domain/destinations.js"
 import { describeParseError } from "../../domain/validation.js"
 import type { Delivery } from "../exporter.js"
 
-type ConfigOf<K extends DestinationType> = Schema.Schema.Type<(typeof CONFIG_SCHEMAS)[K]>
+// A kind's decoder is compiled once, on its first delivery.
+const decoders = new WeakMap<Schema.Schema.AnyNoContext, (u: unknown) => Either.Either<unknown, ParseResult.ParseIssue>>()
 
-const decoders = new Map<DestinationType, (u: unknown) => Either.Either<unknown, ParseResult.ParseIssue>>()
-
-const decoderFor = (kind: DestinationType) => {
-  let decode = decoders.get(kind)
+const decoderFor = (schema: Schema.Schema.AnyNoContext) => {
+  let decode = decoders.get(schema)
   if (decode === undefined) {
-    decode = ParseResult.decodeUnknownEither(CONFIG_SCHEMAS[kind] as Schema.Schema<unknown, unknown>, { errors: "first" })
-    decoders.set(kind, decode)
+    decode = ParseResult.decodeUnknownEither(schema, { errors: "first" })
+    decoders.set(schema, decode)
   }
   return decode
 }
 
-/** Runs `build` with the typed config of `kind`, or answers `unsupported` naming the config key that fails. */
-export const withConfig = async <K extends DestinationType>(
-  kind: K,
+/** Runs `build` with the config typed by the kind's Schema, or answers `unsupported` naming the config key that fails. */
+export const withConfig = async <S extends Schema.Schema.AnyNoContext>(
+  schema: S,
   raw: Readonly<Record<string, unknown>>,
-  build: (config: ConfigOf<K>) => Delivery | Promise<Delivery>,
+  build: (config: Schema.Schema.Type<S>) => Delivery | Promise<Delivery>,
 ): Promise<Delivery> => {
-  const decoded = decoderFor(kind)(raw)
+  const decoded = decoderFor(schema)(raw)
   if (Either.isLeft(decoded)) {
     return { unsupported: `config.${describeParseError(new ParseResult.ParseError({ issue: decoded.left }))}` }
   }
-  return build(decoded.right as ConfigOf<K>)
+  return build(decoded.right as Schema.Schema.Type<S>)
 }
 
 /** `Basic base64(user:password)`. */

@@ -5,16 +5,24 @@
  * `api:<key>`, and the project both ways Weave routes by: the `project_id: <entity>/<project>`
  * header and the resource attributes `wandb.entity` / `wandb.project`.
  */
-import type { Exporter } from "../exporter.js"
+import { Schema } from "effect"
+import { ConfigText, ConfigUrl } from "../../domain/destinations.js"
+import { defineKind } from "../exporter.js"
 import { basicAuth, withConfig } from "./vendor-config.js"
 import { anyValue, otlpRequest, readOtlp, tracesUrl, withResourceAttributes } from "./otlp.js"
 
 export const WEAVE_BASE_URL = "https://trace.wandb.ai"
 
-export const weave: Exporter = {
+/** Its config: required keys are required, unknown keys are refused. */
+const Config = Schema.Struct({ apiKey: ConfigText, entity: ConfigText, project: ConfigText, baseUrl: Schema.optional(ConfigUrl) })
+
+export const weave = defineKind({
   kind: "weave",
+  config: Config,
+  secretFields: ["apiKey"],
+  secretMaps: [],
   deliver: (raw, batch) =>
-    withConfig("weave", raw, (config) => ({
+    withConfig(Config, raw, (config) => ({
       requests: [
         otlpRequest(
           tracesUrl(`${(config.baseUrl ?? WEAVE_BASE_URL).replace(/\/+$/, "")}/otel`),
@@ -30,4 +38,4 @@ export const weave: Exporter = {
         ),
       ],
     })),
-}
+})

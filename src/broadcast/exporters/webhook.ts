@@ -1,9 +1,22 @@
 /** `webhook`: the OTLP/HTTP JSON body to `url` by `method` (POST unless PUT), with its `headers`. */
-import type { Exporter } from "../exporter.js"
+import { Schema } from "effect"
+import { ConfigHeaders, ConfigUrl } from "../../domain/destinations.js"
+import { defineKind } from "../exporter.js"
 import { headersOf, stringOf } from "./config.js"
 
-export const webhook: Exporter = {
+/** Its config: required keys are required, unknown keys are refused. */
+const Config = Schema.Struct({
+  url: ConfigUrl,
+  method: Schema.optional(Schema.Literal("POST", "PUT").annotations({ message: () => ({ message: "must be POST or PUT", override: true }) })),
+  headers: Schema.optional(ConfigHeaders),
+})
+
+export const webhook = defineKind({
   kind: "webhook",
+  config: Config,
+  secretFields: [],
+  // Secret value by value: auth headers live there.
+  secretMaps: ["headers"],
   deliver: async (config, batch) => ({
     requests: [
       {
@@ -14,4 +27,4 @@ export const webhook: Exporter = {
       },
     ],
   }),
-}
+})

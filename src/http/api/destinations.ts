@@ -1,18 +1,19 @@
 /** Observability destinations: the contract's operation 8 plus create, list, update, delete. */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { DESTINATION_TYPES } from "../../broadcast/exporters/index.js"
 import {
-  CreateDestinationPayload,
-  DestinationData,
   DestinationIdPath,
-  DestinationList,
   DestinationTestData,
+  destinationWire,
   ListDestinationsParams,
   RedeliverData,
-  UpdateDestinationPayload,
 } from "../../domain/destinations.js"
 import { Errors } from "../../domain/errors.js"
 import { Deleted } from "../../domain/keys.js"
 import { Authentication } from "./security.js"
+
+// `type` is one of the registry's kinds (src/broadcast/exporters/index.ts).
+const { CreateDestinationPayload, DestinationData, DestinationList, UpdateDestinationPayload } = destinationWire(DESTINATION_TYPES)
 
 export class DestinationsApi extends HttpApiGroup.make("destinations")
   .add(
