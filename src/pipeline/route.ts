@@ -9,7 +9,7 @@
  * and the per-chunk relay are plain code; settlement runs off the response's critical path.
  */
 import { DEFAULT_MAX_CONCURRENT_OUTBOUND, setOutboundConcurrency } from "../outbound/fetch.js"
-import { Context, Exit, Option, Runtime } from "effect"
+import { Context, type Effect, Exit, Option, Runtime } from "effect"
 import type { Settings } from "../config/Config.js"
 import { type ApiError, InternalError, RateLimited, RequestTimeout, ServiceUnavailable } from "../domain/errors.js"
 import { isStoreUnavailable } from "../store/unavailable.js"
@@ -23,7 +23,7 @@ import { Guardrails } from "../services/Guardrails.js"
 import { KeyStore } from "../services/KeyStore.js"
 import { PresetStore } from "../services/PresetStore.js"
 import { Spend } from "../services/Spend.js"
-import { RateLimits, rateLimitHeaders } from "../services/RateLimits.js"
+import { RateLimits, type RateRule, type RateVerdict, rateLimitHeaders } from "../services/RateLimits.js"
 import { BODY_TIMED_OUT, bodyTimedOut, makeBodyDeadline, readCappedText, tooManyUnfinished, type UnfinishedBodies } from "./body.js"
 import type { ErrorLog } from "../lib/log.js"
 import type { RequestTrace } from "./trace.js"
@@ -42,6 +42,7 @@ import { CLIENT_CLOSED, CLIENT_CLOSED_MESSAGE, deadlineMessageOf, turnRunnerFor 
 import { makeToolLoop } from "./loop.js"
 import { makeFusionPlugin } from "./plugins/fusion.js"
 import { makeInnerCalls } from "./inner-calls.js"
+import type { InnerCalls } from "../tools/inner-calls.js"
 import { makeRespond } from "./respond.js"
 
 type Services = KeyStore | ContentPolicy | PresetStore | Router | Guardrails | GenerationStore | Spend
@@ -68,6 +69,89 @@ const spoolFull = new ServiceUnavailable({
   retry_after: STORE_RETRY_AFTER_S,
 })
 
+/**
+ * A refusal of the pre-model stages. A moderation block keeps its generation id and record (a
+ * failed generation at the moderation provider, charged the moderation call's cost), and so does a
+ * request whose stages ran out its deadline or lost its client (stages.ts `recordedRefusals`); the
+ * others are answered as they are.
+ */
+const refusal = (generationStore: GenerationStore, format: ClientFormat, error: ApiError, principal: PrincipalShape, startedAt: number): Response => {
+  const blocked = recordedRefusals.get(error)
+  if (blocked === undefined) return errorResponseIn(format, error, {})
+  const cancelled = blocked.cancelled === true
+  const generationId = newGenerationId()
+  generationStore.recordSync(
+    generationRecord({
+      id: generationId,
+      owner: principal,
+      sessionId: blocked.sessionId,
+      startedAt,
+      endedAt: Date.now(),
+      streamed: false,
+      target: { model: blocked.model, providerName: blocked.providerName, upstreamModel: blocked.modelSlug, isByok: false },
+      status: cancelled ? "cancelled" : "failed",
+      usage: NO_USAGE,
+      cost: blocked.cost,
+      finishReason: null,
+      firstTokenAt: undefined,
+      error: cancelled ? { message: CLIENT_CLOSED_MESSAGE, status: CLIENT_CLOSED } : { message: error.message, status: error.status },
+    }),
+  )
+  return errorResponseIn(format, error, { "x-generation-id": generationId })
+}
+
+/**
+ * The stages wait on a load (a read, a plugin's outbound call): the request's deadline runs from
+ * here, and the load is stopped (its calls aborted) when the deadline passes or the client leaves.
+ * `stagesMs`: how much of the request's deadline the wait used.
+ */
+const untilDecided = async (
+  pending: (stop?: AbortSignal) => Effect.Effect<Prepared, ApiError>,
+  clientSignal: AbortSignal,
+  deadlines: Deadlines,
+  deadlineMessage: string,
+  runExit: <A, E>(effect: Effect.Effect<A, E, Services>) => Promise<Exit.Exit<A, E>>,
+): Promise<{ readonly decided: Exit.Exit<Prepared, ApiError>; readonly stagesMs: number }> => {
+  const stagesAt = performance.now()
+  const stop = new AbortController()
+  const deadline = deadlines.add(() => stop.abort(new StagesStopped(new RequestTimeout({ message: deadlineMessage }), false)))
+  const onClientAbort = () => stop.abort(new StagesStopped(new RequestTimeout({ message: CLIENT_CLOSED_MESSAGE }), true))
+  clientSignal.onabort = onClientAbort
+  if (clientSignal.aborted) onClientAbort()
+  const decided = await runExit(pending(stop.signal))
+  deadlines.remove(deadline)
+  clientSignal.onabort = null
+  return { decided, stagesMs: performance.now() - stagesAt }
+}
+
+/** The pre-model stages over the runtime's services, with the plugins the settings configure and fusion's inner calls. */
+const preparerFor = (runtime: Runtime.Runtime<Services>, settings: Settings, router: Router, spend: Spend, innerCalls: InnerCalls) =>
+  makePreparer(
+    {
+      keys: Context.get(runtime.context, KeyStore),
+      policy: Context.get(runtime.context, ContentPolicy),
+      presets: Context.get(runtime.context, PresetStore),
+      router,
+      guardrails: Context.get(runtime.context, Guardrails),
+      spend,
+      moderation: { client: moderationClientOf(settings.catalog) },
+    },
+    settings,
+    // Plugins that read the gateway's settings are built from them.
+    { ...pluginsFor(settings), fusion: makeFusionPlugin({ innerCalls, settings }) },
+    compressionSettingsOf(settings.catalog.plugins?.context_compression),
+    settings,
+  )
+
+/** A key over its request rate: 429 with when to retry, before the body is read. */
+const rateLimited = (format: ClientFormat, rule: RateRule, verdict: RateVerdict): Response => {
+  const refused = new RateLimited({
+    message: `Rate limit exceeded: this key may send ${rule.requests} requests per ${intervalText(rule.intervalMs)}`,
+    retry_after: verdict.retryAfterMs / 1000,
+  })
+  return errorResponseIn(format, refused, { ...CLOSE, ...rateLimitHeaders(verdict) })
+}
+
 export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: ModelRouteOptions) => {
   const { settings, lifecycle, log, bodies } = options
   const maxBody = settings.maxBodyBytes
@@ -92,22 +176,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
   const rateLimits = Option.getOrUndefined(Context.getOption(runtime.context, RateLimits))
   // Model calls made on a request's behalf (fusion's panel and judge), each recorded with the request as parent.
   const innerCalls = makeInnerCalls({ settings, router, generationStore, spend })
-  const preparer = makePreparer(
-    {
-      keys: Context.get(runtime.context, KeyStore),
-      policy: Context.get(runtime.context, ContentPolicy),
-      presets: Context.get(runtime.context, PresetStore),
-      router,
-      guardrails: Context.get(runtime.context, Guardrails),
-      spend,
-      moderation: { client: moderationClientOf(settings.catalog) },
-    },
-    settings,
-    // Plugins that read the gateway's settings are built from them.
-    { ...pluginsFor(settings), fusion: makeFusionPlugin({ innerCalls, settings }) },
-    compressionSettingsOf(settings.catalog.plugins?.context_compression),
-    settings,
-  )
+  const preparer = preparerFor(runtime, settings, router, spend, innerCalls)
   setOutboundConcurrency(settings.catalog.outbound?.max_concurrent ?? DEFAULT_MAX_CONCURRENT_OUTBOUND)
   const bodyDeadline = makeBodyDeadline(settings.bodyTimeoutMs, maxBody)
   const bodyTimeout = bodyTimedOut(settings.bodyTimeoutMs)
@@ -168,13 +237,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     if (rateRule !== undefined) {
       const checked = rateLimits!.check(principal.hash, rateRule)
       const verdict = checked instanceof Promise ? await checked : checked
-      if (!verdict.admitted) {
-        const refused = new RateLimited({
-          message: `Rate limit exceeded: this key may send ${rateRule.requests} requests per ${intervalText(rateRule.intervalMs)}`,
-          retry_after: verdict.retryAfterMs / 1000,
-        })
-        return errorResponseIn(format, refused, { ...CLOSE, ...rateLimitHeaders(verdict) })
-      }
+      if (!verdict.admitted) return rateLimited(format, rateRule, verdict)
     }
     options.authenticated?.(req, trace)
     // Counted before the read starts: a body over a cap is never read (the connection is closed).
@@ -192,28 +255,18 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     if (trace?.keepBody) trace.body = bodyText
     // Decode, the pre-model stages, routing and money.
     const preparation = preparer.prepare(req.headers, bodyText, principal, format)
-    if (preparation.refused !== undefined) return refusal(format, preparation.refused, principal, startedAt)
+    if (preparation.refused !== undefined) return refusal(generationStore, format, preparation.refused, principal, startedAt)
     let prepared: Prepared
     // Milliseconds of the request's deadline the stages used (0 when they waited on nothing: no clock read).
     let stagesMs = 0
     if (preparation.ready !== undefined) prepared = preparation.ready
     else {
-      // The stages wait on a load (a read, a plugin's outbound call): the request's deadline runs from
-      // here, and the load is stopped (its calls aborted) when the deadline passes or the client leaves.
-      const stagesAt = performance.now()
-      const stop = new AbortController()
-      const deadline = deadlines.add(() => stop.abort(new StagesStopped(new RequestTimeout({ message: deadlineMessage }), false)))
-      const clientSignal = req.signal
-      const onClientAbort = () => stop.abort(new StagesStopped(new RequestTimeout({ message: CLIENT_CLOSED_MESSAGE }), true))
-      clientSignal.onabort = onClientAbort
-      if (clientSignal.aborted) onClientAbort()
-      const decided = await runExit(preparation.pending(stop.signal))
-      deadlines.remove(deadline)
-      clientSignal.onabort = null
-      stagesMs = performance.now() - stagesAt
+      const waited = await untilDecided(preparation.pending, req.signal, deadlines, deadlineMessage, runExit)
+      const decided = waited.decided
+      stagesMs = waited.stagesMs
       if (Exit.isFailure(decided)) {
         const failure = decided.cause._tag === "Fail" ? decided.cause.error : undefined
-        if (failure !== undefined) return refusal(format, failure, principal, startedAt)
+        if (failure !== undefined) return refusal(generationStore, format, failure, principal, startedAt)
         const refused = unreachable(format, decided.cause)
         if (refused !== undefined) return refused
         throw new Error("prepare failed unexpectedly", { cause: decided.cause })
@@ -234,37 +287,6 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
       log({ requestId: trace?.id, generationId }, "a model request failed unexpectedly", e)
       return errorResponseIn(format, new InternalError({ message: "Internal server error" }), {})
     }
-  }
-
-  /**
-   * A refusal of the pre-model stages. A moderation block keeps its generation id and record (a
-   * failed generation at the moderation provider, charged the moderation call's cost), and so does a
-   * request whose stages ran out its deadline or lost its client (stages.ts `recordedRefusals`); the
-   * others are answered as they are.
-   */
-  const refusal = (format: ClientFormat, error: ApiError, principal: PrincipalShape, startedAt: number): Response => {
-    const blocked = recordedRefusals.get(error)
-    if (blocked === undefined) return errorResponseIn(format, error, {})
-    const cancelled = blocked.cancelled === true
-    const generationId = newGenerationId()
-    generationStore.recordSync(
-      generationRecord({
-        id: generationId,
-        owner: principal,
-        sessionId: blocked.sessionId,
-        startedAt,
-        endedAt: Date.now(),
-        streamed: false,
-        target: { model: blocked.model, providerName: blocked.providerName, upstreamModel: blocked.modelSlug, isByok: false },
-        status: cancelled ? "cancelled" : "failed",
-        usage: NO_USAGE,
-        cost: blocked.cost,
-        finishReason: null,
-        firstTokenAt: undefined,
-        error: cancelled ? { message: CLIENT_CLOSED_MESSAGE, status: CLIENT_CLOSED } : { message: error.message, status: error.status },
-      }),
-    )
-    return errorResponseIn(format, error, { "x-generation-id": generationId })
   }
 
   /** The POST handler of one client format (every format shares the deadlines, the lifecycle and the drain). */
