@@ -40,11 +40,10 @@ import type { RequestLifecycle } from "./lifecycle.js"
 import { moderationClientOf } from "./plugins/moderation.js"
 import { postModelFor } from "./post-model.js"
 import { compressionSettingsOf } from "./plugins/context-compression.js"
-import { pluginsFor } from "./plugins/index.js"
+import { pluginSetOf } from "./plugins/index.js"
 import { makePreparer, type Prepared } from "./pre-model.js"
 import { CLIENT_CLOSED, CLIENT_CLOSED_MESSAGE, DeadlineExceeded, deadlineMessageOf, turnRunnerFor } from "./turns.js"
 import { makeToolLoop } from "./loop.js"
-import { makeFusionPlugin } from "./plugins/fusion.js"
 import { makeInnerCalls } from "./inner-calls.js"
 
 type Services = KeyStore | ContentPolicy | PresetStore | Router | Guardrails | GenerationStore | Spend
@@ -95,6 +94,8 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
   const rateLimits = Option.getOrUndefined(Context.getOption(runtime.context, RateLimits))
   // Model calls made on a request's behalf (fusion's panel and judge), each recorded with the request as parent.
   const innerCalls = makeInnerCalls({ settings, router, generationStore, spend })
+  // The plugins, built once from the settings (and the inner calls fusion's panel makes).
+  const plugins = pluginSetOf({ settings, innerCalls })
   const preparer = makePreparer(
     {
       keys: Context.get(runtime.context, KeyStore),
@@ -106,8 +107,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
       moderation: { client: moderationClientOf(settings.catalog) },
     },
     settings,
-    // Plugins that read the gateway's settings are built from them.
-    { ...pluginsFor(settings), fusion: makeFusionPlugin({ innerCalls, settings }) },
+    plugins,
     compressionSettingsOf(settings.catalog.plugins?.context_compression),
     settings,
   )
@@ -400,7 +400,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
       finishExtras,
       idHeader,
       trace,
-      post: postModelFor(request, report),
+      post: postModelFor(request, report, plugins.post),
       cutOnDeadline: undefined,
     }
     return streaming ? egress.stream(answering) : egress.json(answering)
