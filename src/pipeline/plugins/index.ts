@@ -16,7 +16,7 @@ import { fileParserPlugin } from "./file-parser.js"
 import { fusionPlugin } from "./fusion.js"
 import { moderationPlugin } from "./moderation.js"
 import { paretoRouterPlugin } from "./pareto-router.js"
-import type { ConfigOf, PluginConfig, PluginDeps, PreModelHalf, RequestPlugin } from "./plugin.js"
+import type { ConfigOf, PluginConfig, PluginDeps, PostModelHalf, PreModelHalf, RequestPlugin } from "./plugin.js"
 import { responseHealingPlugin } from "./response-healing.js"
 import { webFetchPlugin } from "./web-fetch.js"
 import { webPlugin } from "./web.js"
@@ -79,6 +79,20 @@ const pluginsDecoderOf = (list: ReadonlyArray<RequestPlugin>) => {
 /** The registry's plugins decoded, with `enabled` and the defaults filled in (the presets' check: a stored preset holds them decoded). */
 export const decodePlugins = pluginsDecoderOf(requestPlugins as unknown as ReadonlyArray<RequestPlugin>)
 
+/** A plugin's post-model half as a stage: started only for a request whose last entry of the plugin is enabled. */
+const postStageOf = (id: string, half: PostModelHalf<PluginConfig>): PostModelStage => ({
+  name: id,
+  start: (request, report) => {
+    const entries = request.plugins
+    if (entries === undefined) return undefined
+    for (let at = entries.length - 1; at >= 0; at--) {
+      const entry = entries[at] as PluginEntry
+      if (entry.id === id) return entry.enabled === false ? undefined : half(entry as PluginConfig, request, report)
+    }
+    return undefined
+  },
+})
+
 /** A gateway's plugins, built once from its settings: what the stages ask per request. */
 export interface PluginSet {
   /**
@@ -101,7 +115,7 @@ export const pluginSetOf = (deps: PluginDeps, list: ReadonlyArray<RequestPlugin>
     const half = plugin.pre?.(deps)
     if (half !== undefined) pre.set(plugin.id, half)
     const after = plugin.post?.(deps)
-    if (after !== undefined) post.push({ name: plugin.id, start: after })
+    if (after !== undefined) post.push(postStageOf(plugin.id, after))
   }
   return {
     decode: (request) => {

@@ -40,10 +40,11 @@ export interface PreModelHalf<Config> {
 }
 
 /**
- * Its run over the answer for `request` (each upstream batch → the batch the encoder gets), or
- * undefined when it does not apply. `report` adds an entry to `service_metadata.pipeline`.
+ * Its run over the answer of a request that lists it enabled (`config`: its last entry, decoded):
+ * each upstream batch → the batch the encoder gets; undefined when it does not apply to this
+ * request after all. `report` adds an entry to `service_metadata.pipeline`.
  */
-export type PostModelHalf = (request: ResponsesRequest, report: (entry: PipelineEntry) => void) => PostModelRun | undefined
+export type PostModelHalf<Config> = (config: Config, request: ResponsesRequest, report: (entry: PipelineEntry) => void) => PostModelRun | undefined
 
 export interface RequestPlugin<Id extends string = string, Config extends PluginConfig = PluginConfig> {
   readonly id: Id
@@ -52,8 +53,8 @@ export interface RequestPlugin<Id extends string = string, Config extends Plugin
   readonly schema: Schema.Schema<Config, any>
   /** Its stage before the model, for a request that lists it enabled. */
   readonly pre?: (deps: PluginDeps) => PreModelHalf<Config>
-  /** Its stage over the answer's events (runs for any request: it decides from the request whether it applies). */
-  readonly post?: (deps: PluginDeps) => PostModelHalf
+  /** Its stage over the answer's events, for a request that lists it enabled. */
+  readonly post?: (deps: PluginDeps) => PostModelHalf<Config>
 }
 
 /** The entry of plugin `Id` (its Schema's decoded type). */

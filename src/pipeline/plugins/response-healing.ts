@@ -32,13 +32,6 @@ const schemaOf = (request: ResponsesRequest): Record<string, unknown> | undefine
   return format?.type === "json_schema" ? format.schema : undefined
 }
 
-/** The request enabled the plugin (the last entry of its id wins). */
-const requested = (request: ResponsesRequest): boolean => {
-  let on = false
-  for (const p of request.plugins ?? []) if (p.id === "response-healing") on = p.enabled !== false
-  return on
-}
-
 export const ResponseHealingPlugin = Schema.Struct(pluginFields("response-healing"), AnyRecord)
 
 export const responseHealingPlugin: RequestPlugin<"response-healing", typeof ResponseHealingPlugin.Type> = {
@@ -79,8 +72,8 @@ const entryOf = (mode: Mode, healed: Healed, truncated: boolean): PipelineEntry 
 })
 
 /** Over the answer: its text collected, healed at the finish, and sent as one text event before it. */
-const healAnswer: PostModelHalf = (request, report) => {
-  if (request.stream === true || !requested(request)) return undefined
+const healAnswer: PostModelHalf<unknown> = (_config, request, report) => {
+  if (request.stream === true) return undefined
   const mode = modeOf(request)
   if (mode === undefined) return undefined
   const schema = schemaOf(request)
