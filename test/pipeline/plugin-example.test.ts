@@ -26,7 +26,7 @@ const exampleCode = (): string => {
   return block[1] as string
 }
 
-// A dot-file beside the registry: its imports resolve as a plugin's do; the tools that walk src/ skip it.
+// Beside the registry, so its relative imports resolve as a plugin's do; a dot-file, named after this process, removed after.
 const file = join(ROOT, "src", "pipeline", "plugins", `.plugin-example-${process.pid}.ts`)
 let unregister: (() => void) | undefined
 

@@ -66,9 +66,6 @@ const entrySchemaOf = (list: ReadonlyArray<RequestPlugin>): Schema.Schema<Plugin
   >
 }
 
-/** The Schema of an entry of the request's `plugins`, over the registry (the presets' check uses it). */
-export const Plugin = entrySchemaOf(requestPlugins as unknown as ReadonlyArray<RequestPlugin>) as unknown as Schema.Schema<Plugin, unknown>
-
 /** `plugins` decoded by each entry's Schema: the 400 names `plugins[i]` and the rule, as the body's other fields do. */
 const pluginsDecoderOf = (list: ReadonlyArray<RequestPlugin>) => {
   const decode = makeDecoder(Schema.Struct({ plugins: Schema.Array(entrySchemaOf(list)) }))
