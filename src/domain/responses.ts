@@ -6,7 +6,6 @@
 import { Either, Schema } from "effect"
 import { BadRequest } from "./errors.js"
 import { makeDecoder } from "./validation.js"
-import { webFetchPluginFields, webPluginFields } from "./web.js"
 import { rule, oneOf, nullableOneOf, maxChars, nonEmpty, intBetween, intAtLeast, numberBetween, nullable, AnyRecord, objectOf, otherKind } from "./schema-rules.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -284,117 +283,21 @@ export type ProviderPreferences = typeof ProviderPreferences.Type
 // Request: plugins
 // ---------------------------------------------------------------------------------------------
 
-export const pluginIds = [
-  "auto-router",
-  "context-compression",
-  "file-parser",
-  "fusion",
-  "moderation",
-  "pareto-router",
-  "response-healing",
-  "web",
-  "web-fetch",
-] as const
-export type PluginId = (typeof pluginIds)[number]
-
-/** Every plugin accepts `enabled`, default true; false turns it off for this request. */
-const enabled = { enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }) }
-
-export const AutoRouterPlugin = Schema.Struct({
-  id: Schema.Literal("auto-router"),
-  ...enabled,
-  allowed_models: Schema.optional(Schema.Array(Schema.String)),
-  /** Glob patterns (e.g. `anthropic/*`), applied after `allowed_models`. */
-  excluded_models: Schema.optional(Schema.Array(Schema.String)),
-  cost_quality_tradeoff: Schema.optionalWith(intBetween(0, 10), { default: () => 7 }),
-  /** Price quintile of the eligible models. */
-  cost_tier: Schema.optional(oneOf("low", "medium", "high", "xhigh", "max")),
-  /** Keep the session's last model even when the task type changed (while it is still eligible). */
-  pin_model: Schema.optional(Schema.Boolean),
-})
-
-export const ParetoRouterPlugin = Schema.Struct({
-  id: Schema.Literal("pareto-router"),
-  ...enabled,
-  min_coding_score: Schema.optionalWith(
-    Schema.Number.pipe(Schema.between(0, 1, { message: () => "must be a number from 0 to 1" })),
-    { default: () => 0.66 },
-  ),
-  price_source: Schema.optionalWith(oneOf("prompt", "weighted_avg"), { default: () => "prompt" as const }),
-  /** USD per million prompt tokens. */
-  max_price: Schema.optional(Schema.Number.pipe(Schema.nonNegative({ message: () => "must be a number ≥ 0" }))),
-  allowed_models: Schema.optional(Schema.Array(Schema.String)),
-  excluded_models: Schema.optional(Schema.Array(Schema.String)),
-})
-
-export const ContextCompressionPlugin = Schema.Struct({
-  id: Schema.Literal("context-compression"),
-  ...enabled,
-  engine: Schema.optional(Schema.String),
-})
-
-export const FileParserPlugin = Schema.Struct({
-  id: Schema.Literal("file-parser"),
-  ...enabled,
-  pdf: Schema.optional(Schema.Struct({ engine: Schema.optional(Schema.String) })),
-})
-
 /**
- * A tool of fusion's panel, as the official SDK's `FusionPluginTool` has it: `{type, parameters?}`.
- * Which types the panel can use (web_search, web_fetch, datetime; by any prefix) and their
- * parameters are checked by the stage (src/tools/panel.ts), against the gateway's config.
+ * An entry of `plugins` as the domain sees it: an object; its `id` and its own fields are each
+ * plugin's Schema, assembled from the plugin registry above the domain (src/pipeline/plugins/index.ts:
+ * the request's plugins are decoded there, right after the body, with the same messages).
  */
-export const FusionTool = Schema.Struct({
-  type: Schema.String,
-  parameters: Schema.optional(AnyRecord),
-})
-
-export const FusionPlugin = Schema.Struct({
-  id: Schema.Literal("fusion"),
-  ...enabled,
-  analysis_models: Schema.optional(
-    Schema.Array(Schema.String).pipe(
-      Schema.minItems(1, { message: () => "1 to 8 models" }),
-      Schema.maxItems(8, { message: () => "1 to 8 models" }),
-    ),
-  ),
-  model: Schema.optional(Schema.String),
-  preset: Schema.optional(oneOf("general-high", "general-budget", "general-fast")),
-  max_tool_calls: Schema.optionalWith(intBetween(1, 16), { default: () => 8 }),
-  /** Omitted: the web tools the gateway has (web_search when `search` is configured, web_fetch); `[]`: no tools. */
-  tools: Schema.optional(Schema.Array(FusionTool)),
-})
-
-/** Plugins whose own fields the contract does not show: `id`, `enabled`, every other field kept. */
-const passThroughPlugin = <const Id extends PluginId>(id: Id) =>
-  Schema.Struct({ id: Schema.Literal(id), ...enabled }, AnyRecord)
-
-export const ModerationPlugin = passThroughPlugin("moderation")
-export const ResponseHealingPlugin = passThroughPlugin("response-healing")
-export const WebPlugin = Schema.Struct({ id: Schema.Literal("web"), ...enabled, ...webPluginFields }, AnyRecord)
-export const WebFetchPlugin = Schema.Struct({ id: Schema.Literal("web-fetch"), ...enabled, ...webFetchPluginFields }, AnyRecord)
-
-/** The id is checked first, so an unknown id is refused with the list of allowed ids. */
-const pluginHead = Schema.Struct({ id: oneOf(...pluginIds) }, AnyRecord).annotations({
-  message: () => "a plugin object with an id",
-})
-
-export const Plugin = Schema.compose(
-  pluginHead,
-  Schema.Union(
-    AutoRouterPlugin,
-    ContextCompressionPlugin,
-    FileParserPlugin,
-    FusionPlugin,
-    ModerationPlugin,
-    ParetoRouterPlugin,
-    ResponseHealingPlugin,
-    WebPlugin,
-    WebFetchPlugin,
-  ),
-  { strict: false },
-)
-export type Plugin = typeof Plugin.Type
+export interface PluginEntry {
+  readonly id: string
+  /** Filled in (default true) once the registry has decoded the entry. */
+  readonly enabled?: boolean
+  readonly [field: string]: unknown
+}
+export const PluginEntry = AnyRecord.annotations({ message: () => "a plugin object with an id" }) as unknown as Schema.Schema<
+  PluginEntry,
+  PluginEntry
+>
 
 // ---------------------------------------------------------------------------------------------
 // Request: metadata and the request itself
@@ -467,7 +370,7 @@ export const ResponsesRequest = Schema.Struct({
   user: Schema.optional(maxChars(256)),
   debug: Schema.optional(Schema.Struct({ echo_upstream_body: Schema.optional(Schema.Boolean) })),
   cache_control: Schema.optional(CacheControl),
-  plugins: Schema.optional(Schema.Array(Plugin)),
+  plugins: Schema.optional(Schema.Array(PluginEntry)),
   tools: Schema.optional(Schema.Array(ToolInput)),
   tool_choice: Schema.optional(ToolChoiceInput),
   text: Schema.optional(TextConfig),

@@ -1,20 +1,17 @@
 /**
  * Post-model stages (docs/pipeline.md): over the upstream's normalized events before the encoder sees
- * them (response healing, annotations). A stage starts per request when it applies to it; a
- * request none applies to gets no per-batch step at all (`postModelFor` is undefined).
+ * them (response healing, annotations). They are the plugins' post-model halves (`PluginSet.post`,
+ * plugins/index.ts). A stage starts per request when it applies to it; a request none applies to
+ * gets no per-batch step at all (`postModelFor` is undefined).
  */
 import type { ResponsesRequest } from "../domain/responses.js"
-import { responseHealingStage } from "./plugins/response-healing.js"
 import type { PipelineEntry, PostModelRun, PostModelStage } from "./stages.js"
-
-/** The post-model stages, in order: one line per stage. */
-export const postModelStages: ReadonlyArray<PostModelStage> = [responseHealingStage]
 
 /** The stages that apply to `request`, composed; undefined when none does (the common case). */
 export const postModelFor = (
   request: ResponsesRequest,
   report: (entry: PipelineEntry) => void,
-  stages: ReadonlyArray<PostModelStage> = postModelStages,
+  stages: ReadonlyArray<PostModelStage>,
 ): PostModelRun | undefined => {
   let composed: PostModelRun | undefined
   for (const stage of stages) {

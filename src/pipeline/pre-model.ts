@@ -28,10 +28,10 @@ import { responsesFormat } from "../formats/responses/index.js"
 import type { ClientFormat } from "../formats/format.js"
 import { makeGuardrailsStage } from "./guardrails.js"
 import { authenticate, decodeBody } from "./ingress.js"
-import { applyChange, type Loaded, Missing, type PipelineEntry, type PreModelStage, recordedRefusals, type StagesStopped, type StageState } from "./stages.js"
+import { applyChange, type Ingress, type Loaded, Missing, type PipelineEntry, type PreModelStage, recordedRefusals, type StagesStopped, type StageState } from "./stages.js"
 import { moneyOf } from "./money.js"
 import { type CompressionSettings, DEFAULT_COMPRESSION, type FitFor, makeContextFit } from "./plugins/context-compression.js"
-import { type PluginRegistry, pluginStage, plugins } from "./plugins/index.js"
+import type { PluginSet } from "./plugins/index.js"
 import { makeModelRouterStage, routerOf } from "./plugins/model-router.js"
 import { makeModerationStage, type ModerationClient } from "./plugins/moderation.js"
 import { makePresetStage } from "./preset.js"
@@ -70,8 +70,8 @@ export interface Decision {
   readonly upstreamCalls: number
   /** The request for a failover candidate, when context-compression made it for the first (undefined: as it is). */
   readonly fitFor: FitFor | undefined
-  /** The model router that chose the model (`auto`, `pareto`), or the plugin that took part in the answer (`fusion`), for the generation record; null when none did. */
-  readonly router: "auto" | "pareto" | "fusion" | null
+  /** The model router that chose the model (`auto`, `pareto`), or the plugin that took part in the answer (its id, e.g. `fusion`), for the generation record; null when none did. */
+  readonly router: string | null
   /** The request's generation id when a stage needed it before the decision (fusion's inner calls name it as their parent); else undefined: made after. */
   readonly generationId: string | undefined
   /** Annotations for the answer's text (the file-parser's `file` annotations); undefined when none. */
@@ -115,6 +115,15 @@ const metadataEnabled = (headers: Headers) =>
 const sdkMetadataEnabled = (headers: Headers) =>
   isEnabled(headers.get("x-openrouter-metadata") ?? headers.get("x-openrouter-experimental-metadata"))
 
+/** The body through the format's decoder, then each entry of its `plugins` through its plugin's Schema (a request that lists none: one check). */
+const decodeWithPlugins = (format: ClientFormat, bodyText: string, loaded: Loaded, plugins: PluginSet): Ingress | ApiError | Missing => {
+  const decoded = decodeBody(format, bodyText, loaded)
+  if ("_tag" in decoded) return decoded
+  const checked = plugins.decode(decoded.request)
+  if ("_tag" in checked || checked === decoded.request) return "_tag" in checked ? checked : decoded
+  return { body: decoded.body, request: checked, formatState: decoded.formatState }
+}
+
 /** The services the decision reads, as plain objects. */
 export interface PrepareServices {
   readonly keys: KeyStore
@@ -148,7 +157,8 @@ const DEFAULT_ALLOWANCE: PartAllowance = {
 export const makePreparer = (
   services: PrepareServices,
   parts: PartAllowance = DEFAULT_ALLOWANCE,
-  registry: PluginRegistry = plugins,
+  /** The gateway's plugins, built once from its settings (plugins/index.ts, `pluginSetOf`). */
+  plugins: PluginSet,
   compression: CompressionSettings = DEFAULT_COMPRESSION,
   /** The gateway's settings, for whether a server tool can run here (`ServerTool.unavailable`). */
   gateway?: Settings,
@@ -170,7 +180,7 @@ export const makePreparer = (
   // The fixed stages, in order; the plugins of each request follow them.
   // The model routers (router/auto, router/pareto-code) choose the model before the guardrails route it.
   const stages: ReadonlyArray<PreModelStage> = [
-    makePresetStage(services.presets),
+    makePresetStage(services.presets, plugins.decode),
     makeModelRouterStage(router),
     makeGuardrailsStage(services.guardrails),
     // Moderation (the plugin, or enforced by the operator): after the guardrails, before any spend is held.
@@ -202,7 +212,7 @@ export const makePreparer = (
       if (step instanceof Missing || "_tag" in step) return step
       principal = loaded.principal = step
     }
-    const ingress = decodeBody(format, bodyText, loaded)
+    const ingress = decodeWithPlugins(format, bodyText, loaded, plugins)
     if ("_tag" in ingress) return ingress
 
     const metadataAlias = sdkMetadataEnabled(headers)
@@ -249,7 +259,9 @@ export const makePreparer = (
       for (let at = 0; at < requested.length; at++) {
         const plugin = requested[at] as NonNullable<typeof requested>[number]
         if (plugin.enabled === false) continue
-        const stopped = runStage(pluginStage(registry, plugin, at), state, sessionId.right)
+        const stage = plugins.stageOf(plugin, at)
+        if (stage === undefined) continue
+        const stopped = runStage(stage, state, sessionId.right)
         if (stopped !== undefined) return stopped
       }
     }

@@ -2,15 +2,17 @@
  * The preset stage: `@preset/slug` as the model, `vendor/model@preset/slug`, or the field
  * `preset` builds the request from the caller's preset (routing/presets.ts merges it); the request
  * it leaves must have an input. A preset not in memory is `Missing` (loaded, then decided again).
+ * The request it builds has its `plugins` decoded by the plugins' Schemas (`decodePlugins`), as
+ * the body's were.
  */
 import { Effect, Either, Option } from "effect"
 import { BadRequest } from "../domain/errors.js"
-import { missingInput } from "../domain/responses.js"
+import { missingInput, type ResponsesRequest } from "../domain/responses.js"
 import { applyPreset, presetSlugOf } from "../routing/presets.js"
 import type { PresetStore, ResolvedPreset } from "../services/PresetStore.js"
 import { Missing, type PreModelStage } from "./stages.js"
 
-export const makePresetStage = (presets: PresetStore): PreModelStage => ({
+export const makePresetStage = (presets: PresetStore, decodePlugins: (request: ResponsesRequest) => ResponsesRequest | BadRequest): PreModelStage => ({
   name: "preset",
   needsPlan: false,
   run: (state) => {
@@ -39,8 +41,10 @@ export const makePresetStage = (presets: PresetStore): PreModelStage => ({
     if (Either.isLeft(withPreset)) return withPreset.left
     const built = withPreset.right
     if (built.request.input === undefined && built.request.prompt === undefined) return missingInput(state.body)
+    const withPlugins = decodePlugins(built.request)
+    if (withPlugins instanceof BadRequest) return withPlugins
     return {
-      request: built.request,
+      request: withPlugins,
       hints: { preset: built.preset, requested: built.requested, ...(built.fromPreset === undefined ? {} : { fromPreset: built.fromPreset }) },
     }
   },

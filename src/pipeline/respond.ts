@@ -18,7 +18,7 @@ import type { ToolLoop } from "./loop.js"
 import { postModelFor } from "./post-model.js"
 import type { Prepared } from "./pre-model.js"
 import { chargedUsage } from "./record.js"
-import type { PipelineEntry } from "./stages.js"
+import type { PipelineEntry, PostModelStage } from "./stages.js"
 import type { RequestTrace } from "./trace.js"
 import { DeadlineExceeded, type makeTurnRunner } from "./turns.js"
 
@@ -32,6 +32,8 @@ export interface RespondDeps {
   readonly egress: ReturnType<typeof makeEgress>
   readonly log: ErrorLog
   readonly deadlineMessage: string
+  /** The plugins' post-model halves (`PluginSet.post`). */
+  readonly postStages: ReadonlyArray<PostModelStage>
 }
 
 /** `service_metadata`: how the request was routed, its attempts, and what the stages reported. */
@@ -66,7 +68,7 @@ const serviceMetadataOf = (
 }
 
 export const makeRespond = (deps: RespondDeps) => {
-  const { settings, deadlines, finish, turns, loop, egress, log, deadlineMessage } = deps
+  const { settings, deadlines, finish, turns, loop, egress, log, deadlineMessage, postStages } = deps
 
   /**
    * Everything after the decision: the turn (the upstream call, failover), then the answer. Its
@@ -175,7 +177,7 @@ export const makeRespond = (deps: RespondDeps) => {
       finishExtras,
       idHeader,
       trace,
-      post: postModelFor(request, report),
+      post: postModelFor(request, report, postStages),
       cutOnDeadline: undefined,
     }
     return streaming ? egress.stream(answering) : egress.json(answering)

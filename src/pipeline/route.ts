@@ -36,13 +36,11 @@ import { type Loaded, Missing, recordedRefusals, StagesStopped } from "./stages.
 import type { RequestLifecycle } from "./lifecycle.js"
 import { moderationClientOf } from "./plugins/moderation.js"
 import { compressionSettingsOf } from "./plugins/context-compression.js"
-import { pluginsFor } from "./plugins/index.js"
+import { type PluginSet, pluginSetOf } from "./plugins/index.js"
 import { makePreparer, type Prepared } from "./pre-model.js"
 import { CLIENT_CLOSED, CLIENT_CLOSED_MESSAGE, deadlineMessageOf, turnRunnerFor } from "./turns.js"
 import { makeToolLoop } from "./loop.js"
-import { makeFusionPlugin } from "./plugins/fusion.js"
 import { makeInnerCalls } from "./inner-calls.js"
-import type { InnerCalls } from "../tools/inner-calls.js"
 import { makeRespond } from "./respond.js"
 
 type Services = KeyStore | ContentPolicy | PresetStore | Router | Guardrails | GenerationStore | Spend
@@ -124,8 +122,8 @@ const untilDecided = async (
   return { decided, stagesMs: performance.now() - stagesAt }
 }
 
-/** The pre-model stages over the runtime's services, with the plugins the settings configure and fusion's inner calls. */
-const preparerFor = (runtime: Runtime.Runtime<Services>, settings: Settings, router: Router, spend: Spend, innerCalls: InnerCalls) =>
+/** The pre-model stages over the runtime's services, with the gateway's plugins. */
+const preparerFor = (runtime: Runtime.Runtime<Services>, settings: Settings, router: Router, spend: Spend, plugins: PluginSet) =>
   makePreparer(
     {
       keys: Context.get(runtime.context, KeyStore),
@@ -137,8 +135,7 @@ const preparerFor = (runtime: Runtime.Runtime<Services>, settings: Settings, rou
       moderation: { client: moderationClientOf(settings.catalog) },
     },
     settings,
-    // Plugins that read the gateway's settings are built from them.
-    { ...pluginsFor(settings), fusion: makeFusionPlugin({ innerCalls, settings }) },
+    plugins,
     compressionSettingsOf(settings.catalog.plugins?.context_compression),
     settings,
   )
@@ -176,7 +173,9 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
   const rateLimits = Option.getOrUndefined(Context.getOption(runtime.context, RateLimits))
   // Model calls made on a request's behalf (fusion's panel and judge), each recorded with the request as parent.
   const innerCalls = makeInnerCalls({ settings, router, generationStore, spend })
-  const preparer = preparerFor(runtime, settings, router, spend, innerCalls)
+  // The plugins, built once from the settings (and the inner calls fusion's panel makes).
+  const plugins = pluginSetOf({ settings, innerCalls })
+  const preparer = preparerFor(runtime, settings, router, spend, plugins)
   setOutboundConcurrency(settings.catalog.outbound?.max_concurrent ?? DEFAULT_MAX_CONCURRENT_OUTBOUND)
   const bodyDeadline = makeBodyDeadline(settings.bodyTimeoutMs, maxBody)
   const bodyTimeout = bodyTimedOut(settings.bodyTimeoutMs)
@@ -211,7 +210,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     shutdownMessage: "The gateway is shutting down; the answer was cut before its end",
   })
 
-  const respond = makeRespond({ settings, deadlines, finish, turns, loop, egress, log, deadlineMessage })
+  const respond = makeRespond({ settings, deadlines, finish, turns, loop, egress, log, deadlineMessage, postStages: plugins.post })
 
   /** `trace` (from the server) receives the upstream timings and learns when a stream ends. */
   const handle = async (format: ClientFormat, req: Request, trace?: RequestTrace): Promise<Response> => {

@@ -7,6 +7,7 @@
  * runtime, and the stages run again from the start (they are pure over the request and `Loaded`).
  *
  * In order: preset.ts, guardrails.ts, then one stage per plugin of the request (plugins/index.ts).
+ * No type here names a plugin: a plugin's state has its slot in `Loaded.plugins`.
  * Routing runs when a stage needs the plan and again after a stage rewrote the request; the money
  * (money.ts) is worked out on the request as the last stage left it. Post-model stages (the
  * shape at the end of this file) run over the upstream's events (post-model.ts).
@@ -29,9 +30,8 @@ export interface Loaded {
   key?: { readonly hash: string; readonly row: KeyRow | undefined }
   settings?: { readonly workspaceId: string; readonly value: WorkspaceSettings }
   preset?: { readonly userId: string; readonly slug: string; readonly value: ResolvedPreset | undefined }
-  /** The moderation API's verdict on this request (plugins/moderation.ts), or the refusal of its budget check. */
-  moderation?: ModerationVerdict
-  moderationRefused?: ApiError
+  /** The plugins' own per-request state, by plugin id (`requestSlot`, plugins/plugin.ts): a search's results, a verdict. */
+  plugins?: Map<string, unknown>
   /** The stages' state when they last waited on a load: what a request stopped there (deadline, client gone) is recorded as. */
   waitedIn?: StageState
   /** The request's generation id, made early when a stage's own calls must name it (fusion's inner calls). */
@@ -55,12 +55,6 @@ export interface Ingress {
   /** The client format's own per-request state (`ClientFormat.stateOf`); undefined in the common case. */
   readonly formatState?: unknown
 }
-
-/** The moderation plugin's verdict (plugins/moderation.ts), here because `Loaded` carries it. */
-export type ModerationVerdict =
-  | { readonly kind: "clean"; readonly cost: number }
-  | { readonly kind: "flagged"; readonly cost: number; readonly reasons: ReadonlyArray<string>; readonly input: string }
-  | { readonly kind: "failed"; readonly reason: string }
 
 /** One entry of `service_metadata.pipeline` (the contract's guardrail stage object is one kind). */
 export interface PipelineEntry {
@@ -91,8 +85,8 @@ export interface StageChange {
   readonly annotations?: ReadonlyArray<FileAnnotation>
   /** Links the answer may cite (the web plugins' pages): `url_citation` annotations where it does. */
   readonly citable?: ReadonlyArray<Citable>
-  /** The plugin that writes the answer with the model (`fusion`): the generation record's `router`. */
-  readonly router?: "fusion"
+  /** The plugin that writes the answer with the model (its id, e.g. `fusion`): the generation record's `router`. */
+  readonly router?: string
   /** Model calls the stage made (fusion's inner calls): they count in `server.max_upstream_calls` with the turns'. */
   readonly upstreamCalls?: number
 }
@@ -128,8 +122,8 @@ export interface StageState {
   citable?: Array<Citable>
   /** Before a priced outbound call: fails (402) when the key has no budget left for `usd` (no hold is kept). */
   readonly holdBudget?: (state: StageState, usd: number) => Effect.Effect<void, ApiError>
-  /** A plugin that takes part in the answer (`fusion`), for the record's `router`; undefined in the common case. */
-  router: "fusion" | undefined
+  /** A plugin that takes part in the answer (its id), for the record's `router`; undefined in the common case. */
+  router: string | undefined
 }
 
 /**

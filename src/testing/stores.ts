@@ -6,6 +6,7 @@
 import { Context, Layer, type ManagedRuntime } from "effect"
 import { ServicesLayer } from "../app.js"
 import { GatewayConfig, type Settings, testSettings } from "../config/Config.js"
+import { pluginSetOf } from "../pipeline/plugins/index.js"
 import { makePreparer } from "../pipeline/pre-model.js"
 import { Router } from "../routing/Router.js"
 import { ContentPolicy } from "../services/ContentPolicy.js"
@@ -46,7 +47,15 @@ type ServicesRuntime = ManagedRuntime.ManagedRuntime<KeyStore | ContentPolicy | 
 /** The pre-model stage (`makePreparer`) over a runtime of the services, as the data plane builds it. */
 type AfterServices<T> = T extends [unknown, ...infer R] ? R : never
 
-export const preparerOf = async (runtime: ServicesRuntime, ...rest: AfterServices<Parameters<typeof makePreparer>>) => {
+type PreparerRest = AfterServices<Parameters<typeof makePreparer>>
+
+/** `plugins` left out: the registry's, built from the test settings. */
+export const preparerOf = async (
+  runtime: ServicesRuntime,
+  parts?: PreparerRest[0],
+  plugins?: PreparerRest[1],
+  ...rest: PreparerRest extends [unknown, unknown, ...infer R] ? R : never
+) => {
   const rt = await runtime.runtime()
   return makePreparer(
     {
@@ -57,6 +66,8 @@ export const preparerOf = async (runtime: ServicesRuntime, ...rest: AfterService
       guardrails: Context.get(rt.context, Guardrails),
       spend: Context.get(rt.context, Spend),
     },
+    parts,
+    plugins ?? pluginSetOf({ settings: testSettings() }),
     ...rest,
   )
 }

@@ -9,12 +9,17 @@ import { decodeResponsesRequest, type ResponsesRequest } from "../../src/domain/
 import { chatFormat } from "../../src/formats/chat/index.js"
 import { versionBodyFromChat } from "../../src/formats/chat/preset.js"
 import { type ChatOptions, decodeChatBody, decodersForTest } from "../../src/formats/chat/request.js"
+import { withPluginsDecoded } from "../support/plugins.js"
 
 const USER = { role: "user", content: "hi" } as const
 
 /** The decoded request and options of a body that must decode. */
+/** The body as the gateway decodes it: the Chat decoder, then each plugin entry by its plugin's Schema. */
+const decodeChat = (body: unknown) =>
+  Either.flatMap(decodeChatBody(body), (d) => Either.map(withPluginsDecoded(Either.right(d.request)), (request) => ({ ...d, request })))
+
 const ok = (body: Record<string, unknown>): { request: ResponsesRequest; options: ChatOptions } => {
-  const decoded = decodeChatBody(body)
+  const decoded = decodeChat(body)
   if (Either.isLeft(decoded)) throw new Error(`refused: ${decoded.left.message}`)
   return decoded.right
 }
@@ -24,7 +29,7 @@ const inputOf = (...messages: Array<unknown>) => (ok({ messages }).request.input
 
 /** The 400's message of a body that must be refused. */
 const refused = (body: unknown): string => {
-  const decoded = decodeChatBody(body)
+  const decoded = decodeChat(body)
   if (Either.isRight(decoded)) throw new Error(`decoded: ${JSON.stringify(decoded.right)}`)
   expect(decoded.left.status).toBe(400)
   return decoded.left.message

@@ -9,6 +9,8 @@ import type { ProviderEvent } from "../../src/providers/types.js"
 import { makeFinish, type RequestLife } from "../../src/pipeline/finish.js"
 import { RequestLifecycle } from "../../src/pipeline/lifecycle.js"
 import { postModelFor } from "../../src/pipeline/post-model.js"
+import { pluginSetOf } from "../../src/pipeline/plugins/index.js"
+import { testSettings } from "../../src/config/Config.js"
 import type { Prepared } from "../../src/pipeline/pre-model.js"
 import type { Endpoint } from "../../src/services/Catalog.js"
 import type { GenerationStore } from "../../src/services/GenerationStore.js"
@@ -126,7 +128,7 @@ describe("the request lifecycle", () => {
 
 describe("post-model stages", () => {
   test("no stage applies: no per-batch step at all", () => {
-    expect(postModelFor(prepared.request, () => {})).toBeUndefined()
+    expect(postModelFor(prepared.request, () => {}, pluginSetOf({ settings: testSettings() }).post)).toBeUndefined()
   })
 
   test("the stages that apply run in order over each batch", () => {

@@ -1,15 +1,17 @@
 /**
- * The pre-model stages: the plugin registry holds one stage per plugin id of the
- * contract; a plugin not built is a 400 naming it, `enabled: false` skips it; a stage may rewrite
- * the request (routed and priced again), narrow the plan, block, or add a pipeline entry.
+ * The pre-model stages: the plugin registry holds one plugin per id of the contract, each with
+ * its own Schema; a plugin not built is a 400 naming it, `enabled: false` skips it; a stage may
+ * rewrite the request (routed and priced again), narrow the plan, block, or add a pipeline entry.
  */
 import { describe, expect, test } from "bun:test"
 import { Effect, Exit } from "effect"
 import { BadRequest, Forbidden } from "../../src/domain/errors.js"
-import { decodeResponsesRequest, pluginIds } from "../../src/domain/responses.js"
+import { decodeResponsesRequest } from "../../src/domain/responses.js"
 import { Either } from "effect"
-import { type PluginRegistry, plugins } from "../../src/pipeline/plugins/index.js"
-import { notAvailable, type PluginStage } from "../../src/pipeline/plugins/plugin.js"
+import { testSettings } from "../../src/config/Config.js"
+import { decodePlugins, type PluginId, pluginIds, type PluginSet, pluginSetOf, requestPlugins } from "../../src/pipeline/plugins/index.js"
+import { notAvailable, type PluginConfig, type RequestPlugin } from "../../src/pipeline/plugins/plugin.js"
+import type { StageOutcome, StageState } from "../../src/pipeline/stages.js"
 import type { Preparation, Prepared } from "../../src/pipeline/pre-model.js"
 import { KeyStore } from "../../src/services/KeyStore.js"
 import { Users } from "../../src/services/Users.js"
@@ -20,7 +22,7 @@ import { useServices } from "../support/services.js"
 const services = useServices()
 const gw = useInProcessGateway()
 
-const preparerWith = async (registry: PluginRegistry) => {
+const preparerWith = async (registry: PluginSet) => {
   return preparerOf(
     services(),
     undefined,
@@ -46,25 +48,46 @@ const complete = async (p: Preparation): Promise<Prepared | { readonly refused: 
   throw new Error("defect")
 }
 
-const prepared = async (registry: PluginRegistry, json: unknown) => {
+const prepared = async (registry: PluginSet, json: unknown) => {
   const { secret } = await newKey()
   const preparer = await preparerWith(registry)
   return complete(preparer.prepare(new Headers({ authorization: `Bearer ${secret}`, "x-service-metadata": "enabled" }), JSON.stringify(json)))
 }
 
+/** A plugin's pre-model stage as a test writes it. */
+interface StageOf {
+  readonly id: PluginId
+  readonly needsPlan: boolean
+  readonly run: (config: PluginConfig & Record<string, unknown>, state: StageState, at: number) => StageOutcome
+}
+
+/** The registry's plugins with the given stages in place of theirs (the others as built). */
+const registryWith = (...stages: ReadonlyArray<StageOf>): PluginSet =>
+  pluginSetOf(
+    { settings: testSettings() },
+    requestPlugins.map((plugin): RequestPlugin => {
+      const stage = stages.find((s) => s.id === plugin.id)
+      return stage === undefined ? (plugin as unknown as RequestPlugin) : { ...(plugin as unknown as RequestPlugin), pre: () => stage as never }
+    }),
+  )
+
 /** A registry where `web` is the given stage (the others as built). */
-const withWeb = (web: PluginStage<"web">): PluginRegistry => ({ ...plugins, web })
+const withWeb = (web: StageOf): PluginSet => registryWith(web)
 
 describe("the plugin registry", () => {
-  test("every plugin id of the contract has its stage, and only those", () => {
-    expect(Object.keys(plugins).sort()).toEqual([...pluginIds].sort())
-    for (const id of pluginIds) expect(plugins[id].id).toBe(id)
+  test("every plugin id of the contract has its plugin, and only those; each entry decodes to its own id", () => {
+    const contract = ["auto-router", "context-compression", "file-parser", "fusion", "moderation", "pareto-router", "response-healing", "web", "web-fetch"]
+    const ids: Array<string> = [...pluginIds].sort()
+    expect(ids).toEqual(contract)
+    for (const plugin of requestPlugins) {
+      expect(Either.getOrThrow(decodePlugins([{ id: plugin.id }]))).toEqual([expect.objectContaining({ id: plugin.id, enabled: true })])
+    }
   })
 
   // Every plugin of the contract is built (each has its own tests: test/plugins/*, test/pipeline/*);
   // a stage not built yet is `notAvailable`: a 400 naming it, never a request served without it.
   test("a plugin not built yet is refused with 400 naming it and its index", async () => {
-    const outcome = await prepared({ ...plugins, "web-fetch": notAvailable("web-fetch") }, {
+    const outcome = await prepared(registryWith({ id: "web-fetch", ...notAvailable("web-fetch") }), {
       model: "demo/echo",
       input: "hi",
       plugins: [{ id: "web", enabled: false }, { id: "web-fetch" }],
@@ -92,10 +115,10 @@ describe("what a pre-model stage may do", () => {
   test("give links the answer may cite: the decision carries them, in stage order (none: undefined)", async () => {
     const first = { url: "https://a.example/x", title: "A" }
     const second = { url: "https://b.example/y", title: "B" }
-    const registry: PluginRegistry = {
-      ...withWeb({ id: "web", needsPlan: false, run: () => ({ citable: [first] }) }),
-      "web-fetch": { id: "web-fetch", needsPlan: false, run: () => ({ citable: [second] }) },
-    }
+    const registry = registryWith(
+      { id: "web", needsPlan: false, run: () => ({ citable: [first] }) },
+      { id: "web-fetch", needsPlan: false, run: () => ({ citable: [second] }) },
+    )
     const p = await prepared(registry, { model: "demo/echo", input: "hi", plugins: [{ id: "web" }, { id: "web-fetch" }] })
     expect("citable" in p && p.citable).toEqual([first, second])
     const none = await prepared(registry, { model: "demo/echo", input: "hi" })

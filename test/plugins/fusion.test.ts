@@ -5,7 +5,7 @@
  * inner call is recorded under the request's generation id; `enabled: false`; presets; every
  * panelist failing is a 502; a failed judge leaves the answers without an analysis.
  *
- * The plugin is built over inner calls (makeFusionPlugin), as the route builds it: the stages run
+ * The plugin is built over inner calls (pluginSetOf), as the route builds it: the stages run
  * through the preparer of the route with the real services, then the model turn through the turn runner.
  */
 import { afterAll, describe, expect, test } from "bun:test"
@@ -16,8 +16,7 @@ import { messagesFormat } from "../../src/formats/messages/index.js"
 import { responsesFormat } from "../../src/formats/responses/index.js"
 import type { ApiError } from "../../src/domain/errors.js"
 import type { ClientFormat } from "../../src/formats/format.js"
-import { makeFusionPlugin } from "../../src/pipeline/plugins/fusion.js"
-import { plugins } from "../../src/pipeline/plugins/index.js"
+import { pluginSetOf } from "../../src/pipeline/plugins/index.js"
 import type { Prepared } from "../../src/pipeline/pre-model.js"
 import { makeTurnRunner } from "../../src/pipeline/turns.js"
 import { PlainAbort } from "../../src/providers/abort.js"
@@ -58,7 +57,7 @@ const prepare = async (format: ClientFormat, body: unknown): Promise<Outcome> =>
   const preparer = await preparerOf(
     runtime,
     e.settings,
-    { ...plugins, fusion: makeFusionPlugin({ innerCalls: e.innerCalls, settings: e.settings }) },
+    pluginSetOf({ innerCalls: e.innerCalls, settings: e.settings }),
   )
   const { secret } = await e.newKey()
   const p = preparer.prepare(new Headers({ authorization: `Bearer ${secret}` }), JSON.stringify(body), undefined, format)

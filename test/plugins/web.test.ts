@@ -13,7 +13,7 @@ import { testSettings } from "../../src/config/Config.js"
 import type { ConfigFile } from "../../src/config/file.js"
 import { decodeResponsesRequest } from "../../src/domain/responses.js"
 import { Missing } from "../../src/pipeline/stages.js"
-import { makeWebPlugin } from "../../src/pipeline/plugins/web.js"
+import { makeWebStage } from "../../src/pipeline/plugins/web.js"
 import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
 import { costAt, endpoint, mockProvider, model } from "../routing/helpers.js"
 import { bodyIn, type Format, FORMATS, PATHS } from "../support/formats.js"
@@ -209,7 +209,7 @@ describe("refusals", () => {
 
 describe("the results are links the answer may cite", () => {
   test("the stage's change carries each result as {url, title} (the decision's citable)", async () => {
-    const plugin = makeWebPlugin(testSettings({ catalog: catalog({ engine: "searxng", base_url: `${engine.url}/searxng` }) }))
+    const plugin = makeWebStage(testSettings({ catalog: catalog({ engine: "searxng", base_url: `${engine.url}/searxng` }) }))
     const request = Either.getOrThrow(decodeResponsesRequest({ model: "test/chat", input: "zorkmids", plugins: [{ id: "web", max_results: 2 }] }))
     const state = { request, loaded: {} } as unknown as Parameters<typeof plugin.run>[1]
     const config = { id: "web", enabled: true, max_results: 2 } as Parameters<typeof plugin.run>[0]

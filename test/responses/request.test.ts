@@ -1,6 +1,10 @@
 import { describe, expect, test } from "bun:test"
 import { Either } from "effect"
-import { decodeResponsesRequest, type ResponsesRequest } from "../../src/domain/responses.js"
+import { decodeResponsesRequest as decodeShape, type ResponsesRequest } from "../../src/domain/responses.js"
+import { withPluginsDecoded } from "../support/plugins.js"
+
+/** The body as the gateway decodes it: the Responses Schema, then each plugin entry by its plugin's. */
+const decodeResponsesRequest = (body: unknown) => withPluginsDecoded(decodeShape(body))
 
 const accept = (body: Record<string, unknown>): ResponsesRequest => {
   const r = decodeResponsesRequest(body)

@@ -13,6 +13,7 @@ import { quote } from "../../domain/validation.js"
 import { namesPreset, servesModel } from "../../routing/model-id.js"
 import { Principal, requireManagement } from "../../services/Auth.js"
 import { Catalog } from "../../services/Catalog.js"
+import { decodePlugins } from "../../pipeline/plugins/index.js"
 import { PresetStore } from "../../services/PresetStore.js"
 import { GatewayApi } from "../Api.js"
 
@@ -39,6 +40,13 @@ export const PresetsLive = HttpApiBuilder.group(GatewayApi, "presets", (handlers
       return Effect.void
     }
 
+    /** The config's `plugins` decoded by the plugins' Schemas (the domain leaves each entry to its plugin): stored as a request would carry them. */
+    const withPluginsDecoded = (body: VersionBody): Either.Either<VersionBody, BadRequest> => {
+      const entries = body.config.plugins
+      if (entries === undefined) return Either.right(body)
+      return Either.map(decodePlugins(entries), (plugins) => ({ ...body, config: { ...body.config, plugins } }))
+    }
+
     /** The caller's preset; another user's is 404 like a missing one. */
     const ownPreset = (slug: string) =>
       Effect.gen(function* () {
@@ -51,7 +59,7 @@ export const PresetsLive = HttpApiBuilder.group(GatewayApi, "presets", (handlers
     const createVersion = (slug: string, decoded: Either.Either<VersionBody, BadRequest>) =>
       Effect.gen(function* () {
         const p = yield* requireManagement
-        const body = yield* decoded
+        const body = yield* Either.flatMap(decoded, withPluginsDecoded)
         yield* checkModels(body.config)
         const { preset, version } = yield* presets.createVersion({
           userId: p.userId,

@@ -9,6 +9,7 @@ import { type ApiError, BadRequest } from "../../domain/errors.js"
 import { countInputTokens } from "../../formats/messages/count-tokens.js"
 import { messagesFormat } from "../../formats/messages/index.js"
 import { decodeCountTokensRequest } from "../../formats/messages/request.js"
+import { decodePlugins } from "../../pipeline/plugins/index.js"
 import { errorResponseIn } from "../../formats/format.js"
 import { applyPreset, presetSlugOf } from "../../routing/presets.js"
 import { Auth, requestSecret } from "../../services/Auth.js"
@@ -32,6 +33,8 @@ export const makeCountTokensRoute = (runtime: Runtime.Runtime<Auth | PresetStore
       const json = parseJson(bodyText)
       if (Either.isLeft(json)) return yield* json.left
       const decoded = yield* decodeCountTokensRequest(json.right)
+      // Its plugins are refused as the model route refuses them (each entry by its plugin's Schema).
+      if (decoded.plugins !== undefined) yield* decodePlugins(decoded.plugins)
       const slug = presetSlugOf(decoded)
       if (slug instanceof BadRequest) return yield* slug
       let request = decoded

@@ -5,14 +5,27 @@
  * made by the model-router stage (model-router.ts), before routing; this plugin's own stage only
  * refuses the plugin on a request whose model is not the router.
  */
+import { Schema } from "effect"
 import { BadRequest } from "../../domain/errors.js"
-import type { Plugin, ResponsesRequest } from "../../domain/responses.js"
+import type { ResponsesRequest } from "../../domain/responses.js"
+import { intBetween, oneOf } from "../../domain/schema-rules.js"
 import { requestText } from "../../services/Guardrails.js"
 import type { Model } from "../../services/Catalog.js"
-import type { PluginStage } from "./plugin.js"
+import { pluginFields, type RequestPlugin } from "./plugin.js"
 import { type CandidateView, eligibleModels, NONE_ELIGIBLE, priceOf, type RouterChoice, scoreOf } from "./router-common.js"
 
-export type AutoRouterConfig = Extract<Plugin, { readonly id: "auto-router" }>
+export const AutoRouterPlugin = Schema.Struct({
+  ...pluginFields("auto-router"),
+  allowed_models: Schema.optional(Schema.Array(Schema.String)),
+  /** Glob patterns (e.g. `anthropic/*`), applied after `allowed_models`. */
+  excluded_models: Schema.optional(Schema.Array(Schema.String)),
+  cost_quality_tradeoff: Schema.optionalWith(intBetween(0, 10), { default: () => 7 }),
+  /** Price quintile of the eligible models. */
+  cost_tier: Schema.optional(oneOf("low", "medium", "high", "xhigh", "max")),
+  /** Keep the session's last model even when the task type changed (while it is still eligible). */
+  pin_model: Schema.optional(Schema.Boolean),
+})
+export type AutoRouterConfig = typeof AutoRouterPlugin.Type
 
 export const AUTO_MODELS: ReadonlySet<string> = new Set(["router/auto", "openrouter/auto"])
 
@@ -155,13 +168,16 @@ export const chooseAuto = (
 export { NONE_ELIGIBLE }
 
 /** The plugin in `plugins`: its settings are read by the model-router stage; on another model it is refused. */
-export const autoRouterPlugin: PluginStage<"auto-router"> = {
+export const autoRouterPlugin: RequestPlugin<"auto-router", AutoRouterConfig> = {
   id: "auto-router",
-  needsPlan: false,
-  run: (_config, state, at) =>
-    state.hints?.requested !== undefined && AUTO_MODELS.has(state.hints.requested)
-      ? undefined
-      : new BadRequest({
-          message: `Invalid request: plugins[${at}]: auto-router applies to the model router/auto (or openrouter/auto), not ${state.request.model ?? "the default model"}`,
-        }),
+  schema: AutoRouterPlugin,
+  pre: () => ({
+    needsPlan: false,
+    run: (_config, state, at) =>
+      state.hints?.requested !== undefined && AUTO_MODELS.has(state.hints.requested)
+        ? undefined
+        : new BadRequest({
+            message: `Invalid request: plugins[${at}]: auto-router applies to the model router/auto (or openrouter/auto), not ${state.request.model ?? "the default model"}`,
+          }),
+  }),
 }

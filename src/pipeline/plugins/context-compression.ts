@@ -18,7 +18,7 @@
  * families whose tokenizer differs; text past `tokenizer_max_chars` per request is counted at
  * bytes ÷ 3 instead (the tokenizer runs on the event loop, ~3 MB/s).
  */
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { type ApiError, BadRequest } from "../../domain/errors.js"
 import type { InputItem, ResponsesRequest } from "../../domain/responses.js"
 import type { RoutePlan } from "../../routing/Router.js"
@@ -26,7 +26,7 @@ import type { Endpoint } from "../../services/Catalog.js"
 import { outputBound, PROMPT_FRAMING_TOKENS, promptTokenBound } from "../bounds.js"
 import type { PartAllowance } from "../../domain/pricing.js"
 import { Missing, type PipelineEntry, type StageChange } from "../stages.js"
-import type { PluginStage } from "./plugin.js"
+import { pluginFields, type RequestPlugin } from "./plugin.js"
 
 export const ENGINE = "middle-out"
 
@@ -65,13 +65,21 @@ export const compressionSettingsOf = (config?: {
 // The plugin's own stage: it checks the engine; the work is the fit step after routing.
 // ---------------------------------------------------------------------------------------------
 
-export const contextCompressionPlugin: PluginStage<"context-compression"> = {
+export const ContextCompressionPlugin = Schema.Struct({
+  ...pluginFields("context-compression"),
+  engine: Schema.optional(Schema.String),
+})
+
+export const contextCompressionPlugin: RequestPlugin<"context-compression", typeof ContextCompressionPlugin.Type> = {
   id: "context-compression",
-  needsPlan: false,
-  run: (config, _state, at) =>
-    config.engine === undefined || config.engine === ENGINE
-      ? undefined
-      : new BadRequest({ message: `Invalid request: plugins[${at}].engine: one of ${ENGINE}` }),
+  schema: ContextCompressionPlugin,
+  pre: () => ({
+    needsPlan: false,
+    run: (config, _state, at) =>
+      config.engine === undefined || config.engine === ENGINE
+        ? undefined
+        : new BadRequest({ message: `Invalid request: plugins[${at}].engine: one of ${ENGINE}` }),
+  }),
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -10,20 +10,20 @@
  * `native` when the first candidate declares `files`, else `pdf-text`.
  *
  * The stage is plain code: the bytes (a `file_url` through the safe outbound fetcher) and the
- * parse are loaded on the runtime as a `Missing` read, kept per request in a WeakMap on the
- * request's `Loaded`, and the stage runs again. Parse results are cached in memory by workspace,
+ * parse are loaded on the runtime as a `Missing` read, kept in the plugin's slot of the request's
+ * `Loaded`, and the stage runs again. Parse results are cached in memory by workspace,
  * engine and sha256 (bounded); a `file` annotation a client sends back on an assistant turn
  * (`{type: "file", file: {hash, name, content: [{type: "text", text}]}}`) is used instead of a
  * parse only when its hash is the sha256 of the bytes sent.
  */
-import { Effect } from "effect"
-import { type Settings, testSettings } from "../../config/Config.js"
+import { Effect, Schema } from "effect"
+import type { Settings } from "../../config/Config.js"
 import type { FileParserConfig } from "../../config/file.js"
 import { type ApiError, BadGateway, BadRequest } from "../../domain/errors.js"
 import { type ContentPartInput, type FileAnnotation, fileAnnotationsIn, type InputItem, type ResponsesRequest } from "../../domain/responses.js"
 import { OutboundError, safeFetch } from "../../outbound/fetch.js"
 import { Missing, type PipelineEntry, type StageState } from "../stages.js"
-import type { PluginStage } from "./plugin.js"
+import { pluginFields, type PreModelHalf, type RequestPlugin, requestSlot } from "./plugin.js"
 import { type ParseBounds, parseBoundsOf, parsePdfInWorker } from "../../lib/pdf.js"
 
 export const ENGINES = ["pdf-text", "mistral-ocr", "native", "cloudflare-ai"] as const
@@ -58,9 +58,13 @@ interface Parsed {
 /** A request's loaded parses: one per part (by `item.part`), or the refusal. */
 type Loads = Map<string, Parsed | ApiError>
 
-const loadsOf = new WeakMap<object, Loads>()
+/** The request's loads, in its own `Loaded` (kept while the stages run again after the load). */
+const loadsOf = requestSlot<Loads>("file-parser")
 
-/** The parse cache: workspace, engine and sha256 → the text (bounded, oldest dropped first). */
+/**
+ * The parse cache: workspace, engine and sha256 → the text (bounded, oldest dropped first). Process-wide
+ * on purpose: the same file sent again in the next turn of a conversation is not parsed again.
+ */
 const cache = new Map<string, { readonly pages: number; readonly text: string }>()
 
 export const clearFileParserCache = (): void => cache.clear()
@@ -305,11 +309,22 @@ const nativeRefusal = (state: StageState, located: Located): ApiError | undefine
   return undefined
 }
 
-/** The plugin over the gateway's settings (the outbound policy, `plugins.file_parser`). */
-export const makeFileParserPlugin = (settings: Settings): PluginStage<"file-parser"> => {
+export const FileParserPlugin = Schema.Struct({
+  ...pluginFields("file-parser"),
+  pdf: Schema.optional(Schema.Struct({ engine: Schema.optional(Schema.String) })),
+})
+type FileParserEntry = typeof FileParserPlugin.Type
+
+export const fileParserPlugin: RequestPlugin<"file-parser", FileParserEntry> = {
+  id: "file-parser",
+  schema: FileParserPlugin,
+  pre: ({ settings }) => makeFileParserStage(settings),
+}
+
+/** The stage over the gateway's settings (the outbound policy, `plugins.file_parser`). */
+const makeFileParserStage = (settings: Settings): PreModelHalf<FileParserEntry> => {
   const limits = limitsOf(settings)
   return {
-    id: "file-parser",
     needsPlan: true,
     run: (config, state, at) => {
       const parts = filePartsOf(state.request)
@@ -369,6 +384,3 @@ export const makeFileParserPlugin = (settings: Settings): PluginStage<"file-pars
     },
   }
 }
-
-/** The plugin with the built-in defaults (the registry's entry; the server builds its own from its settings). */
-export const fileParserPlugin = makeFileParserPlugin(testSettings())

@@ -7,7 +7,7 @@
  * The panel and the judge are inner calls (src/tools/inner-calls.ts): each held, charged and
  * recorded on its own with the request's generation id as its parent (so that id is made here,
  * before the decision: `Loaded.generationId`). They run on the runtime as a `Missing` read, kept
- * per request in a WeakMap on its `Loaded`, and the stages run again, as file-parser's parses do.
+ * in the plugin's slot of the request's `Loaded`, and the stages run again, as file-parser's parses do.
  * Every analysis model failing is a 502 naming them; a failed judge leaves the panel's answers
  * without an analysis (the pipeline entry says why).
  *
@@ -15,20 +15,51 @@
  * less the workspace's disabled_server_tools); the tools' prices are the stage's `cost`, charged
  * with the answer, and the pages they found are links the answer may cite.
  */
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import type { Settings } from "../../config/Config.js"
 import { BadGateway, BadRequest } from "../../domain/errors.js"
 import { newGenerationId } from "../../domain/generations.js"
 import type { InputItem, ResponsesRequest } from "../../domain/responses.js"
+import { AnyRecord, intBetween, oneOf } from "../../domain/schema-rules.js"
 import { storesContent } from "../../services/ContentPolicy.js"
 import { chooseFusion, fusionAskProblem, type FusionRun, runFusion, synthesisTextOf } from "../../tools/fusion-core.js"
 import type { InnerCalls, UpstreamCallBudget } from "../../tools/inner-calls.js"
 import { panelToolsOf } from "../../tools/panel.js"
 import { Missing, type PipelineEntry, type StageState } from "../stages.js"
-import { notAvailable, type PluginStage } from "./plugin.js"
+import { notAvailable, pluginFields, type PreModelHalf, type RequestPlugin, requestSlot } from "./plugin.js"
 
-/** The registry's stage until the route wires the inner calls in (makeFusionPlugin). */
-export const fusionPlugin = notAvailable("fusion")
+/**
+ * A tool of fusion's panel, as the official SDK's `FusionPluginTool` has it: `{type, parameters?}`.
+ * Which types the panel can use (web_search, web_fetch, datetime; by any prefix) and their
+ * parameters are checked by the stage (src/tools/panel.ts), against the gateway's config.
+ */
+export const FusionTool = Schema.Struct({
+  type: Schema.String,
+  parameters: Schema.optional(AnyRecord),
+})
+
+export const FusionPlugin = Schema.Struct({
+  ...pluginFields("fusion"),
+  analysis_models: Schema.optional(
+    Schema.Array(Schema.String).pipe(
+      Schema.minItems(1, { message: () => "1 to 8 models" }),
+      Schema.maxItems(8, { message: () => "1 to 8 models" }),
+    ),
+  ),
+  model: Schema.optional(Schema.String),
+  preset: Schema.optional(oneOf("general-high", "general-budget", "general-fast")),
+  max_tool_calls: Schema.optionalWith(intBetween(1, 16), { default: () => 8 }),
+  /** Omitted: the web tools the gateway has (web_search when `search` is configured, web_fetch); `[]`: no tools. */
+  tools: Schema.optional(Schema.Array(FusionTool)),
+})
+type FusionEntry = typeof FusionPlugin.Type
+
+export const fusionPlugin: RequestPlugin<"fusion", FusionEntry> = {
+  id: "fusion",
+  schema: FusionPlugin,
+  // Without the route's inner calls (a test building the stages alone) it cannot run: refused, naming it.
+  pre: ({ innerCalls, settings }) => (innerCalls === undefined ? notAvailable("fusion") : makeFusionStage({ innerCalls, settings })),
+}
 
 /** A request's model calls at most, while the gateway has no `server.max_upstream_calls` (the issue's default). */
 export const DEFAULT_MAX_UPSTREAM_CALLS = 64
@@ -39,7 +70,7 @@ export interface FusionPluginDeps {
 }
 
 /** A request's fusion run, once loaded. */
-const runs = new WeakMap<object, { readonly run: FusionRun; readonly calls: number }>()
+const runs = requestSlot<{ readonly run: FusionRun; readonly calls: number }>("fusion")
 
 /** The last user message's text and where it is (undefined: the request has none). */
 const lastUserMessage = (request: ResponsesRequest): { readonly text: string; readonly at: number } | undefined => {
@@ -105,7 +136,7 @@ const toolsEntryOf = (run: FusionRun) => {
   }
 }
 
-export const makeFusionPlugin = (deps: FusionPluginDeps): PluginStage<"fusion"> => {
+export const makeFusionStage = (deps: FusionPluginDeps): PreModelHalf<FusionEntry> => {
   const { innerCalls, settings } = deps
   const maxUpstreamCalls = settings.catalog.server?.max_upstream_calls ?? DEFAULT_MAX_UPSTREAM_CALLS
 
@@ -121,7 +152,7 @@ export const makeFusionPlugin = (deps: FusionPluginDeps): PluginStage<"fusion"> 
     return {
       request: withSynthesis(state.request, run, user?.at ?? 0),
       entry: entryOf(run),
-      router: "fusion" as const,
+      router: "fusion",
       upstreamCalls: calls,
       ...(use.cost > 0 ? { cost: use.cost } : {}),
       ...(use.sources.length > 0 ? { citable: use.sources } : {}),
@@ -129,7 +160,6 @@ export const makeFusionPlugin = (deps: FusionPluginDeps): PluginStage<"fusion"> 
   }
 
   return {
-    id: "fusion",
     needsPlan: false,
     run: (config, state, at) => {
       const done = runs.get(state.loaded)

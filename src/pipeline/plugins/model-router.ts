@@ -7,7 +7,7 @@
  */
 import { Either } from "effect"
 import { NotFound } from "../../domain/errors.js"
-import type { Plugin, ResponsesRequest } from "../../domain/responses.js"
+import type { ResponsesRequest } from "../../domain/responses.js"
 import type { Router } from "../../routing/Router.js"
 import type { Model } from "../../services/Catalog.js"
 import { makeRouting, sessionIdOf } from "../routing.js"
@@ -19,8 +19,9 @@ import { NONE_ELIGIBLE, type RouterChoice } from "./router-common.js"
 /** Sessions remembered for stickiness, at most (the oldest is forgotten first). */
 const MAX_SESSIONS = 10_000
 
-const configOf = <Id extends "auto-router" | "pareto-router">(request: ResponsesRequest, id: Id): Extract<Plugin, { readonly id: Id }> | undefined => {
-  for (const p of request.plugins ?? []) if (p.id === id && p.enabled !== false) return p as Extract<Plugin, { readonly id: Id }>
+/** The request's entry of router plugin `id`, decoded by its Schema at ingress (plugins/index.ts). */
+const configOf = <Config>(request: ResponsesRequest, id: "auto-router" | "pareto-router"): Config | undefined => {
+  for (const p of request.plugins ?? []) if (p.id === id && p.enabled !== false) return p as unknown as Config
   return undefined
 }
 
@@ -58,12 +59,12 @@ export const makeModelRouterStage = (router: Pick<Router, "plan" | "catalog">): 
       const models = chatModelsOf(router.catalog.models)
       let choice: RouterChoice | undefined
       if (auto) {
-        const config: AutoRouterConfig | undefined = configOf(state.request, "auto-router")
+        const config: AutoRouterConfig | undefined = configOf<AutoRouterConfig>(state.request, "auto-router")
         const picked = chooseAuto(models, config, state.request, sessionKey === undefined ? undefined : sessions.get(sessionKey))
         if (picked !== undefined && sessionKey !== undefined) remember(sessionKey, { model: picked.models[0] as string, task: picked.task })
         choice = picked
       } else {
-        const config: ParetoRouterConfig | undefined = configOf(state.request, "pareto-router")
+        const config: ParetoRouterConfig | undefined = configOf<ParetoRouterConfig>(state.request, "pareto-router")
         choice = choosePareto(models, config)
       }
       if (choice === undefined) return new NotFound({ message: NONE_ELIGIBLE })

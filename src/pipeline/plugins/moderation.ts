@@ -6,15 +6,25 @@
  * the request closed (503, Retry-After); the request's deadline passing first aborts the call (its
  * 408: pre-model.ts stops the load). With `enforce`, every request is checked and a request's
  * `enabled: false` cannot skip it. The call is made on the runtime as a read the stages miss
- * (`Missing`): its verdict is kept in the request's `Loaded`, and the stages run again.
+ * (`Missing`): its verdict is kept in the plugin's slot of the request's `Loaded`, and the stages run again.
  */
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import type { ConfigFile, ModerationConfig, ProviderEntry } from "../../config/file.js"
 import { type ApiError, BadRequest, Forbidden, ServiceUnavailable } from "../../domain/errors.js"
 import type { ResponsesRequest } from "../../domain/responses.js"
 import { estimateTokens } from "../../domain/pricing.js"
-import { Missing, type ModerationVerdict, type PreModelStage, recordedRefusals, type StageState } from "../stages.js"
-import type { PluginStage } from "./plugin.js"
+import { AnyRecord } from "../../domain/schema-rules.js"
+import { Missing, type PreModelStage, recordedRefusals, type StageState } from "../stages.js"
+import { pluginFields, type RequestPlugin, requestSlot } from "./plugin.js"
+
+/** The moderation API's verdict on a request. */
+export type ModerationVerdict =
+  | { readonly kind: "clean"; readonly cost: number }
+  | { readonly kind: "flagged"; readonly cost: number; readonly reasons: ReadonlyArray<string>; readonly input: string }
+  | { readonly kind: "failed"; readonly reason: string }
+
+/** The request's verdict, or the refusal of its budget check, in the request's own `Loaded`. */
+const verdictOf = requestSlot<ModerationVerdict | ApiError>("moderation")
 
 export const NOT_CONFIGURED = "moderation is not configured on this gateway"
 
@@ -136,10 +146,11 @@ export const makeModerationStage = (deps: ModerationDeps): PreModelStage => ({
     if (client?.config.enforce !== true && !pluginOn(state.request)) return undefined
     if (client === undefined) return new BadRequest({ message: NOT_CONFIGURED })
     const loaded = state.loaded
-    if (loaded.moderation === undefined && loaded.moderationRefused === undefined) {
+    const verdict = verdictOf.get(loaded)
+    if (verdict === undefined) {
       const texts = moderatedTexts(state.request)
       if (texts.length === 0) {
-        loaded.moderation = { kind: "clean", cost: 0 }
+        verdictOf.set(loaded, { kind: "clean", cost: 0 })
         return undefined
       }
       const price = client.priceOf(texts)
@@ -147,30 +158,26 @@ export const makeModerationStage = (deps: ModerationDeps): PreModelStage => ({
         Effect.gen(function* () {
           if (price > 0) {
             const held = yield* Effect.either(deps.holdBudget(state, price))
-            if (held._tag === "Left") {
-              loaded.moderationRefused = held.left
-              return
-            }
+            if (held._tag === "Left") return verdictOf.set(loaded, held.left)
           }
           // Interrupted (the request's deadline passed, its client left): the call is aborted.
-          loaded.moderation = yield* Effect.promise((signal) => client.check(texts, signal))
+          verdictOf.set(loaded, yield* Effect.promise((signal) => client.check(texts, signal)))
         }),
       )
     }
     const refused = moderationOutcome(state, client)
     if (refused !== undefined) return refused
     // A clean priced call is the stage's own spend: in the worst case and charged with the answer.
-    const cost = loaded.moderation?.kind === "clean" ? loaded.moderation.cost : 0
+    const cost = "kind" in verdict && verdict.kind === "clean" ? verdict.cost : 0
     return cost > 0 ? { cost } : undefined
   },
 })
 
 /** The verdict → the request's refusal (403, 503) or undefined; read by the stage once loaded. */
 export const moderationOutcome = (state: StageState, client: ModerationClient | undefined): ApiError | undefined => {
-  const loaded = state.loaded
-  if (loaded.moderationRefused !== undefined) return loaded.moderationRefused
-  const verdict = loaded.moderation
+  const verdict = verdictOf.get(state.loaded)
   if (verdict === undefined || client === undefined) return undefined
+  if ("_tag" in verdict) return verdict
   if (verdict.kind === "failed") {
     return new ServiceUnavailable({
       message: `Moderation is unavailable (${verdict.reason}); the request was not sent`,
@@ -209,9 +216,11 @@ export const moderationOutcome = (state: StageState, client: ModerationClient | 
   return blocked
 }
 
-/** The plugin in `plugins`: the fixed moderation stage (pre-model.ts) runs it; nothing more to do here. */
-export const moderationPlugin: PluginStage<"moderation"> = {
+/** Its entry: `id`, `enabled`, every other field kept (the contract shows none). */
+export const ModerationPlugin = Schema.Struct(pluginFields("moderation"), AnyRecord)
+
+/** The plugin in `plugins`: the fixed moderation stage (pre-model.ts) runs it, since the operator may enforce it; no stage of its own. */
+export const moderationPlugin: RequestPlugin<"moderation", typeof ModerationPlugin.Type> = {
   id: "moderation",
-  needsPlan: false,
-  run: () => undefined,
+  schema: ModerationPlugin,
 }

@@ -6,13 +6,26 @@
  * (`min_coding_score` is not applied then).
  * The choice is made by the model-router stage (model-router.ts), before routing.
  */
+import { Schema } from "effect"
 import { BadRequest } from "../../domain/errors.js"
-import type { Plugin } from "../../domain/responses.js"
+import { oneOf } from "../../domain/schema-rules.js"
 import type { Model } from "../../services/Catalog.js"
-import type { PluginStage } from "./plugin.js"
+import { pluginFields, type RequestPlugin } from "./plugin.js"
 import { type CandidateView, eligibleModels, priceOf, type RouterChoice, scoreOf } from "./router-common.js"
 
-export type ParetoRouterConfig = Extract<Plugin, { readonly id: "pareto-router" }>
+export const ParetoRouterPlugin = Schema.Struct({
+  ...pluginFields("pareto-router"),
+  min_coding_score: Schema.optionalWith(
+    Schema.Number.pipe(Schema.between(0, 1, { message: () => "must be a number from 0 to 1" })),
+    { default: () => 0.66 },
+  ),
+  price_source: Schema.optionalWith(oneOf("prompt", "weighted_avg"), { default: () => "prompt" as const }),
+  /** USD per million prompt tokens. */
+  max_price: Schema.optional(Schema.Number.pipe(Schema.nonNegative({ message: () => "must be a number ≥ 0" }))),
+  allowed_models: Schema.optional(Schema.Array(Schema.String)),
+  excluded_models: Schema.optional(Schema.Array(Schema.String)),
+})
+export type ParetoRouterConfig = typeof ParetoRouterPlugin.Type
 
 export const PARETO_MODELS: ReadonlySet<string> = new Set(["router/pareto-code", "openrouter/pareto-code"])
 
@@ -57,13 +70,16 @@ export const choosePareto = (models: ReadonlyArray<Model>, config: ParetoRouterC
 }
 
 /** The plugin in `plugins`: its settings are read by the model-router stage; on another model it is refused. */
-export const paretoRouterPlugin: PluginStage<"pareto-router"> = {
+export const paretoRouterPlugin: RequestPlugin<"pareto-router", ParetoRouterConfig> = {
   id: "pareto-router",
-  needsPlan: false,
-  run: (_config, state, at) =>
-    state.hints?.requested !== undefined && PARETO_MODELS.has(state.hints.requested)
-      ? undefined
-      : new BadRequest({
-          message: `Invalid request: plugins[${at}]: pareto-router applies to the model router/pareto-code (or openrouter/pareto-code), not ${state.request.model ?? "the default model"}`,
-        }),
+  schema: ParetoRouterPlugin,
+  pre: () => ({
+    needsPlan: false,
+    run: (_config, state, at) =>
+      state.hints?.requested !== undefined && PARETO_MODELS.has(state.hints.requested)
+        ? undefined
+        : new BadRequest({
+            message: `Invalid request: plugins[${at}]: pareto-router applies to the model router/pareto-code (or openrouter/pareto-code), not ${state.request.model ?? "the default model"}`,
+          }),
+  }),
 }

@@ -12,12 +12,13 @@
  * ajv and jsonrepair are loaded by the first request that asks for healing, not at start.
  */
 import type { ValidateFunction } from "ajv"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { BadRequest } from "../../domain/errors.js"
 import type { ResponsesRequest } from "../../domain/responses.js"
+import { AnyRecord } from "../../domain/schema-rules.js"
 import type { FinishReason, ProviderEvent } from "../../providers/types.js"
-import { Missing, type PipelineEntry, type PostModelStage } from "../stages.js"
-import type { PluginStage } from "./plugin.js"
+import { Missing, type PipelineEntry } from "../stages.js"
+import { type PostModelHalf, pluginFields, type RequestPlugin } from "./plugin.js"
 import { type Healed, heal, libraries, loadHealing, type Mode, validatorOf } from "../../lib/json-healing.js"
 
 /** The request's JSON mode, when it asks for JSON. */
@@ -31,26 +32,24 @@ const schemaOf = (request: ResponsesRequest): Record<string, unknown> | undefine
   return format?.type === "json_schema" ? format.schema : undefined
 }
 
-/** The request enabled the plugin (the last entry of its id wins). */
-const requested = (request: ResponsesRequest): boolean => {
-  let on = false
-  for (const p of request.plugins ?? []) if (p.id === "response-healing") on = p.enabled !== false
-  return on
+export const ResponseHealingPlugin = Schema.Struct(pluginFields("response-healing"), AnyRecord)
+
+export const responseHealingPlugin: RequestPlugin<"response-healing", typeof ResponseHealingPlugin.Type> = {
+  id: "response-healing",
+  schema: ResponseHealingPlugin,
+  pre: () => ({ needsPlan: false, run: (_config, state) => checkRequest(state.request) }),
+  post: () => healAnswer,
 }
 
-export const responseHealingPlugin: PluginStage<"response-healing"> = {
-  id: "response-healing",
-  needsPlan: false,
-  run: (_config, state) => {
-    const request = state.request
-    if (request.stream === true || modeOf(request) === undefined) return undefined
-    // The post-model stage heals with them: loaded before the request goes on.
-    if (libraries === undefined) return new Missing(Effect.promise(loadHealing))
-    const schema = schemaOf(request)
-    if (schema === undefined) return undefined
-    const checked = validatorOf(schema, "text.format.schema")
-    return typeof checked === "string" ? new BadRequest({ message: `Invalid request: ${checked}` }) : undefined
-  },
+/** Before the model: the healing libraries loaded, the request's JSON Schema compiled (a 400 when it does not). */
+const checkRequest = (request: ResponsesRequest) => {
+  if (request.stream === true || modeOf(request) === undefined) return undefined
+  // The post-model stage heals with them: loaded before the request goes on.
+  if (libraries === undefined) return new Missing(Effect.promise(loadHealing))
+  const schema = schemaOf(request)
+  if (schema === undefined) return undefined
+  const checked = validatorOf(schema, "text.format.schema")
+  return typeof checked === "string" ? new BadRequest({ message: `Invalid request: ${checked}` }) : undefined
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -72,34 +71,32 @@ const entryOf = (mode: Mode, healed: Healed, truncated: boolean): PipelineEntry 
   data: { mode, changed: healed.changed, valid: healed.valid, ...(truncated ? { truncated: true } : {}) },
 })
 
-export const responseHealingStage: PostModelStage = {
-  name: "response-healing",
-  start: (request, report) => {
-    if (request.stream === true || !requested(request)) return undefined
-    const mode = modeOf(request)
-    if (mode === undefined) return undefined
-    const schema = schemaOf(request)
-    const validate = schema === undefined ? undefined : validatorOf(schema, "text.format.schema")
-    // The pre-model stage refused a schema that does not compile: none reaches here.
-    if (typeof validate === "string") return undefined
-    let text = ""
-    return (events) => {
-      const out: Array<ProviderEvent> = []
-      for (const event of events) {
-        if (event.type === "text") text += event.delta
-        else if (event.type === "text_literals") {
-          const spans = event.spans
-          for (let i = 0; i < spans.length; i += 2) {
-            text += JSON.parse(literalDecoder.decode(event.source.subarray(spans[i] as number, spans[i + 1] as number))) as string
-          }
-        } else if (event.type === "finish") {
-          out.push(...healedEvents(text, event.reason, mode, validate, report), event)
-          text = ""
-        } else out.push(event)
-      }
-      return out
+/** Over the answer: its text collected, healed at the finish, and sent as one text event before it. */
+const healAnswer: PostModelHalf<unknown> = (_config, request, report) => {
+  if (request.stream === true) return undefined
+  const mode = modeOf(request)
+  if (mode === undefined) return undefined
+  const schema = schemaOf(request)
+  const validate = schema === undefined ? undefined : validatorOf(schema, "text.format.schema")
+  // The pre-model stage refused a schema that does not compile: none reaches here.
+  if (typeof validate === "string") return undefined
+  let text = ""
+  return (events) => {
+    const out: Array<ProviderEvent> = []
+    for (const event of events) {
+      if (event.type === "text") text += event.delta
+      else if (event.type === "text_literals") {
+        const spans = event.spans
+        for (let i = 0; i < spans.length; i += 2) {
+          text += JSON.parse(literalDecoder.decode(event.source.subarray(spans[i] as number, spans[i + 1] as number))) as string
+        }
+      } else if (event.type === "finish") {
+        out.push(...healedEvents(text, event.reason, mode, validate, report), event)
+        text = ""
+      } else out.push(event)
     }
-  },
+    return out
+  }
 }
 
 const healedEvents = (

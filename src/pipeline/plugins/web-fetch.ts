@@ -5,13 +5,15 @@
  * system message just above that message. Fields as the tool's: `max_content_tokens`,
  * `allowed_domains` / `blocked_domains`, `max_uses`. A page that cannot be fetched is named there
  * with the reason (the model is told, the request goes on). Fetches are loaded on the runtime as a
- * read the stages miss (`Missing`) and kept on the request's `Loaded`.
+ * read the stages miss (`Missing`) and kept in the plugin's slot of the request's `Loaded`.
  */
-import { Effect } from "effect"
-import { type Settings, testSettings } from "../../config/Config.js"
+import { Effect, Schema } from "effect"
+import type { Settings } from "../../config/Config.js"
+import { AnyRecord } from "../../domain/schema-rules.js"
+import { webFetchPluginFields } from "../../domain/web.js"
 import { fetchPage, type PageOutcome } from "../../lib/page.js"
 import { Missing } from "../stages.js"
-import type { PluginStage } from "./plugin.js"
+import { pluginFields, type PreModelHalf, type RequestPlugin, requestSlot } from "./plugin.js"
 import { lastUserMessage, today, withContextAbove } from "./web-context.js"
 
 /** URLs of one message fetched at most. */
@@ -32,7 +34,17 @@ export const urlsIn = (text: string, max: number): ReadonlyArray<string> => {
   return found
 }
 
-const pagesOf = new WeakMap<object, Map<number, ReadonlyArray<PageOutcome>>>()
+/** A request's fetched pages, by the plugin's index in `plugins`. */
+const pagesOf = requestSlot<Map<number, ReadonlyArray<PageOutcome>>>("web-fetch")
+
+export const WebFetchPlugin = Schema.Struct({ ...pluginFields("web-fetch"), ...webFetchPluginFields }, AnyRecord)
+type WebFetchEntry = typeof WebFetchPlugin.Type
+
+export const webFetchPlugin: RequestPlugin<"web-fetch", WebFetchEntry> = {
+  id: "web-fetch",
+  schema: WebFetchPlugin,
+  pre: ({ settings }) => makeWebFetchStage(settings),
+}
 
 const contextOf = (pages: ReadonlyArray<PageOutcome>): string =>
   [
@@ -42,8 +54,8 @@ const contextOf = (pages: ReadonlyArray<PageOutcome>): string =>
     ),
   ].join("\n\n")
 
-export const makeWebFetchPlugin = (settings: Settings): PluginStage<"web-fetch"> => ({
-  id: "web-fetch",
+/** The stage over the gateway's outbound policy. */
+const makeWebFetchStage = (settings: Settings): PreModelHalf<WebFetchEntry> => ({
   needsPlan: false,
   run: (config, state, at) => {
     const message = lastUserMessage(state.request)
@@ -82,6 +94,3 @@ export const makeWebFetchPlugin = (settings: Settings): PluginStage<"web-fetch">
     }
   },
 })
-
-/** The plugin with the built-in defaults (private addresses refused); the server builds its own from its settings. */
-export const webFetchPlugin = makeWebFetchPlugin(testSettings())

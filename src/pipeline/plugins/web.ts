@@ -8,14 +8,16 @@
  * `search.pricing.request`, charged with the answer (and made only for a key with that much budget
  * left: 402 otherwise); its results are links the answer may cite
  * (`citable`: `url_citation` annotations). The search runs on the runtime as a read the stages miss
- * (`Missing`), kept on the request's `Loaded`, and the stage runs again.
+ * (`Missing`), kept in the plugin's slot of the request's `Loaded`, and the stage runs again.
  */
-import { Effect } from "effect"
-import { type Settings, testSettings } from "../../config/Config.js"
+import { Effect, Schema } from "effect"
+import type { Settings } from "../../config/Config.js"
 import { type ApiError, BadGateway, BadRequest } from "../../domain/errors.js"
 import { hitsAsText, runSearch, SEARCH_NOT_CONFIGURED, type SearchOutcome } from "../../lib/search/index.js"
 import { Missing } from "../stages.js"
-import type { PluginStage } from "./plugin.js"
+import { AnyRecord } from "../../domain/schema-rules.js"
+import { webPluginFields } from "../../domain/web.js"
+import { pluginFields, type PreModelHalf, type RequestPlugin, requestSlot } from "./plugin.js"
 import { lastUserMessage, today, withContextAbove } from "./web-context.js"
 
 const DEFAULT_MAX_RESULTS = 5
@@ -27,12 +29,21 @@ export const defaultSearchPrompt = (date: string): string =>
   `A web search was conducted on ${date}. Incorporate the following web search results into your response.\n\nIMPORTANT: Cite them using markdown links named using the domain of the source.\nExample: [nytimes.com](https://nytimes.com/some-page).`
 
 /** A request's searches, by the plugin's index in `plugins`. */
-const searchesOf = new WeakMap<object, Map<number, SearchOutcome | ApiError>>()
+const searchesOf = requestSlot<Map<number, SearchOutcome | ApiError>>("web")
+
+export const WebPlugin = Schema.Struct({ ...pluginFields("web"), ...webPluginFields }, AnyRecord)
+type WebEntry = typeof WebPlugin.Type
+
+export const webPlugin: RequestPlugin<"web", WebEntry> = {
+  id: "web",
+  schema: WebPlugin,
+  pre: ({ settings }) => makeWebStage(settings),
+}
 
 const refuse = (message: string) => new BadRequest({ message: `Invalid request: ${message}` })
 
-export const makeWebPlugin = (settings: Settings): PluginStage<"web"> => ({
-  id: "web",
+/** The stage over the gateway's `search` settings. */
+export const makeWebStage = (settings: Settings): PreModelHalf<WebEntry> => ({
   needsPlan: false,
   run: (config, state, at) => {
     const search = settings.search
@@ -96,6 +107,3 @@ export const makeWebPlugin = (settings: Settings): PluginStage<"web"> => ({
     }
   },
 })
-
-/** The plugin with the built-in defaults (no search: refused); the server builds its own from its settings. */
-export const webPlugin = makeWebPlugin(testSettings())

@@ -7,17 +7,21 @@ import {
   decodeMessagesPreset,
   decodeMessagesRequest,
 } from "../../../src/formats/messages/request.js"
+import { withPluginsDecoded } from "../../support/plugins.js"
 
 const BASE = { model: "acme/model-1", max_tokens: 256, messages: [{ role: "user", content: "Hi" }] }
 
+/** The body as the gateway decodes it: the Messages decoder, then each plugin entry by its plugin's Schema. */
+const decodeMessages = (body: unknown) => withPluginsDecoded(decodeMessagesRequest(body))
+
 const ok = (body: unknown): ResponsesRequest => {
-  const out = decodeMessagesRequest(body)
+  const out = decodeMessages(body)
   if (Either.isLeft(out)) throw new Error(`refused: ${out.left.message}`)
   return out.right
 }
 
 const refused = (body: unknown): string => {
-  const out = decodeMessagesRequest(body)
+  const out = decodeMessages(body)
   if (Either.isRight(out)) throw new Error(`accepted: ${JSON.stringify(out.right)}`)
   expect(out.left.status).toBe(400)
   return out.left.message
