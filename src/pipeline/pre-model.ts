@@ -28,7 +28,7 @@ import { responsesFormat } from "../formats/responses/index.js"
 import type { ClientFormat } from "../formats/format.js"
 import { makeGuardrailsStage } from "./guardrails.js"
 import { authenticate, decodeBody } from "./ingress.js"
-import { applyChange, type Ingress, type Loaded, Missing, type PipelineEntry, type PreModelStage, recordedRefusals, type StagesStopped, type StageState } from "./stages.js"
+import { applyChange, type Ingress, type Loaded, Missing, type PipelineEntry, type PreModelStage, type StagesStopped, withRecord, type StageState } from "./stages.js"
 import { moneyOf } from "./money.js"
 import { type CompressionSettings, DEFAULT_COMPRESSION, type FitFor, makeContextFit } from "./plugins/context-compression.js"
 import type { PluginSet } from "./plugins/index.js"
@@ -152,6 +152,55 @@ export type Preparation =
 const DEFAULT_ALLOWANCE: PartAllowance = {
   maxTokensPerImage: DEFAULT_MAX_TOKENS_PER_IMAGE,
   maxTokensPerFile: DEFAULT_MAX_TOKENS_PER_FILE,
+}
+
+/** The decision from what the stages left: the request, its plan and the money it may cost, and what its record and answer read. */
+const decisionOf = (
+  state: StageState,
+  ingress: Ingress,
+  sessionId: string | null,
+  plan: RoutePlan,
+  fitFor: FitFor | undefined,
+  serverTools: ServerToolPlan | undefined,
+  bodyText: string,
+  parts: PartAllowance,
+): Decision => {
+  const { principal, settings, headers, loaded } = state
+  const request = state.request
+  // A preset's system prompt is input the body did not carry.
+  const presetInstructions = state.hints?.preset === undefined ? "" : (request.instructions ?? "")
+  const money = moneyOf(state.rewritten ? JSON.stringify(request) : bodyText, request, presetInstructions, plan, parts)
+  const decision: Types.Mutable<Decision> = {
+    principal,
+    request,
+    plan,
+    sessionId,
+    storeContent: storesContent(settings, Number(principal.key.id)),
+    withMetadata: state.withMetadata,
+    metadataAlias: state.metadataAlias,
+    estimatedInputTokens: money.estimatedInputTokens,
+    promptBound: money.promptBound,
+    worstCase: money.worstCase + state.spentUsd,
+    allByok: money.allByok,
+    // Read once, when the decision is made (3-4 header lookups per request).
+    httpReferer: clientHeader(headers.get("http-referer")),
+    appTitle: clientHeader(headers.get("x-openrouter-title") ?? headers.get("x-title")),
+    userAgent: clientHeader(headers.get("user-agent")),
+    pipeline: state.pipeline,
+    spentUsd: state.spentUsd,
+    upstreamCalls: state.upstreamCalls,
+    fitFor,
+    router: state.router ?? routerOf(state.hints?.requested),
+    generationId: loaded.generationId,
+    annotations: state.annotations,
+    citable: state.citable,
+  }
+  if (ingress.formatState !== undefined) decision.formatState = ingress.formatState
+  if (serverTools !== undefined) {
+    decision.serverTools = serverTools
+    decision.presetInstructions = presetInstructions
+  }
+  return decision
 }
 
 export const makePreparer = (
@@ -286,42 +335,7 @@ export const makePreparer = (
       applyChange(state, fitted, false)
       fitFor = fitted.fitFor
     }
-    const plan = state.plan ?? routed
-    const request = state.request
-    // A preset's system prompt is input the body did not carry.
-    const presetInstructions = state.hints?.preset === undefined ? "" : (request.instructions ?? "")
-    const money = moneyOf(state.rewritten ? JSON.stringify(request) : bodyText, request, presetInstructions, plan, parts)
-    const decision: Types.Mutable<Decision> = {
-      principal,
-      request,
-      plan,
-      sessionId: sessionId.right,
-      storeContent: storesContent(settings, Number(principal.key.id)),
-      withMetadata,
-      metadataAlias,
-      estimatedInputTokens: money.estimatedInputTokens,
-      promptBound: money.promptBound,
-      worstCase: money.worstCase + state.spentUsd,
-      allByok: money.allByok,
-      // Read once, when the decision is made (3-4 header lookups per request).
-      httpReferer: clientHeader(headers.get("http-referer")),
-      appTitle: clientHeader(headers.get("x-openrouter-title") ?? headers.get("x-title")),
-      userAgent: clientHeader(headers.get("user-agent")),
-      pipeline: state.pipeline,
-      spentUsd: state.spentUsd,
-      upstreamCalls: state.upstreamCalls,
-      fitFor,
-      router: state.router ?? routerOf(state.hints?.requested),
-      generationId: loaded.generationId,
-      annotations: state.annotations,
-      citable: state.citable,
-    }
-    if (ingress.formatState !== undefined) decision.formatState = ingress.formatState
-    if (serverTools !== undefined) {
-      decision.serverTools = serverTools
-      decision.presetInstructions = presetInstructions
-    }
-    return decision
+    return decisionOf(state, ingress, sessionId.right, state.plan ?? routed, fitFor, serverTools, bodyText, parts)
   }
 
   /**
@@ -336,7 +350,7 @@ export const makePreparer = (
     const plan = state.plan ?? routing.route(state, sessionId)
     const endpoint = "_tag" in plan ? undefined : plan.candidates[0]
     if (endpoint === undefined) return stopped.refusal
-    recordedRefusals.set(stopped.refusal, {
+    return withRecord(stopped.refusal, {
       model: endpoint.modelId,
       providerName: endpoint.provider.id,
       modelSlug: endpoint.upstreamModel,
@@ -344,7 +358,6 @@ export const makePreparer = (
       sessionId,
       cancelled: stopped.clientLeft,
     })
-    return stopped.refusal
   }
 
   /** Loads what `decide` missed until it decides, then holds the worst case against the key and credits. */

@@ -32,7 +32,7 @@ import { makeEgress } from "./egress.js"
 import { makeFinish, type RequestLife } from "./finish.js"
 import { generationRecord, NO_USAGE } from "./record.js"
 import { type ClientFormat, errorResponseIn } from "../formats/format.js"
-import { type Loaded, Missing, recordedRefusals, StagesStopped } from "./stages.js"
+import { type Loaded, Missing, recordOf, StagesStopped } from "./stages.js"
 import type { RequestLifecycle } from "./lifecycle.js"
 import { moderationClientOf } from "./plugins/moderation.js"
 import { compressionSettingsOf } from "./plugins/context-compression.js"
@@ -70,11 +70,11 @@ const spoolFull = new ServiceUnavailable({
 /**
  * A refusal of the pre-model stages. A moderation block keeps its generation id and record (a
  * failed generation at the moderation provider, charged the moderation call's cost), and so does a
- * request whose stages ran out its deadline or lost its client (stages.ts `recordedRefusals`); the
+ * request whose stages ran out its deadline or lost its client (the refusal carries its record); the
  * others are answered as they are.
  */
 const refusal = (generationStore: GenerationStore, format: ClientFormat, error: ApiError, principal: PrincipalShape, startedAt: number): Response => {
-  const blocked = recordedRefusals.get(error)
+  const blocked = recordOf(error)
   if (blocked === undefined) return errorResponseIn(format, error, {})
   const cancelled = blocked.cancelled === true
   const generationId = newGenerationId()

@@ -127,11 +127,11 @@ export interface StageState {
 }
 
 /**
- * A refusal of the pre-model stages that keeps its generation id and record (route.ts records it):
+ * What a refusal of the pre-model stages keeps for its generation's record (route.ts records it):
  * a moderation block, or a request whose stages ran out its deadline or lost its client while they
- * waited on a load. Keyed by the refusal itself.
+ * waited on a load. The refusal carries it (`withRecord`).
  */
-export interface RecordedRefusal {
+export interface RefusalRecord {
   readonly model: string
   readonly providerName: string
   readonly modelSlug: string
@@ -141,7 +141,14 @@ export interface RecordedRefusal {
   /** The client left: recorded as cancelled (499), not failed. */
   readonly cancelled?: boolean
 }
-export const recordedRefusals = new WeakMap<object, RecordedRefusal>()
+
+/** A refusal that carries its record: still the ApiError the caller gets (its envelope reads its own fields only). */
+export type RecordedRefusal = ApiError & { readonly record: RefusalRecord }
+
+export const withRecord = (refusal: ApiError, record: RefusalRecord): RecordedRefusal => Object.assign(refusal, { record })
+
+/** The record a refusal carries, or undefined: it is answered as it is. */
+export const recordOf = (refusal: ApiError): RefusalRecord | undefined => ("record" in refusal ? (refusal as RecordedRefusal).record : undefined)
 
 /**
  * Why the stages stopped waiting on a load (their stop signal's reason, route.ts): the refusal the

@@ -14,7 +14,7 @@ import { type ApiError, BadRequest, Forbidden, ServiceUnavailable } from "../../
 import type { ResponsesRequest } from "../../domain/responses.js"
 import { estimateTokens } from "../../domain/pricing.js"
 import { AnyRecord } from "../../domain/schema-rules.js"
-import { Missing, type PreModelStage, recordedRefusals, type StageState } from "../stages.js"
+import { Missing, type PreModelStage, type StageState, withRecord } from "../stages.js"
 import { pluginFields, type RequestPlugin, requestSlot } from "./plugin.js"
 
 /** The moderation API's verdict on a request. */
@@ -206,14 +206,13 @@ export const moderationOutcome = (state: StageState, client: ModerationClient | 
     ...(serviceMetadata !== undefined && state.metadataAlias ? { openrouter_metadata: serviceMetadata } : {}),
   })
   const session = state.request.session_id ?? state.headers.get("x-session-id")
-  recordedRefusals.set(blocked, {
+  return withRecord(blocked, {
     model: state.request.model ?? "",
     providerName: client.providerName,
     modelSlug: client.config.model,
     cost: verdict.cost,
     sessionId: session === null || session === "" ? null : session.slice(0, 256),
   })
-  return blocked
 }
 
 /** Its entry: `id`, `enabled`, every other field kept (the contract shows none). */
