@@ -203,6 +203,77 @@ const decisionOf = (
   return decision
 }
 
+/**
+ * Before a priced outbound call (moderation, a web search): only for a key with budget left, held and
+ * given back (the request's own hold then covers it). Uninterruptible: a request stopped in between
+ * (deadline, client gone) must not leave the hold behind.
+ */
+const holdBudgetOf =
+  (spend: Spend) =>
+  (state: StageState, usd: number): Effect.Effect<void, ApiError> =>
+    spend.holds(state.principal.key, { isByok: false })
+      ? Effect.uninterruptible(
+          Effect.flatMap(spend.reserve(state.principal.key, usd, { isByok: false }), (held) =>
+            Option.isSome(held) ? spend.settle(held.value, 0) : Effect.void,
+          ),
+        )
+      : Effect.void
+
+/** The request's state as the stages start on it. */
+const stageStateOf = (
+  format: ClientFormat,
+  headers: Headers,
+  principal: PrincipalShape,
+  settings: StageState["settings"],
+  loaded: Loaded,
+  ingress: Ingress,
+  holdBudget: StageState["holdBudget"],
+): StageState => {
+  const metadataAlias = sdkMetadataEnabled(headers)
+  return {
+    format,
+    headers,
+    principal,
+    settings,
+    loaded,
+    body: ingress.body,
+    withMetadata: metadataAlias || metadataEnabled(headers),
+    metadataAlias,
+    request: ingress.request,
+    hints: undefined,
+    plan: undefined,
+    rewritten: false,
+    pipeline: undefined,
+    spentUsd: 0,
+    upstreamCalls: 0,
+    annotations: undefined,
+    holdBudget,
+    router: undefined,
+  }
+}
+
+/**
+ * The refusal of a request whose stages were stopped while they waited on a load, with its record
+ * (the first candidate of its route, charged what the stages spent) when the stages got that far.
+ */
+const stoppedIn = (routing: ReturnType<typeof makeRouting>, loaded: Loaded, stopped: StagesStopped): ApiError => {
+  const state = loaded.waitedIn
+  if (state === undefined) return stopped.refusal
+  const session = sessionIdOf(state.request, state.headers.get("x-session-id"))
+  const sessionId = Either.isRight(session) ? session.right : null
+  const plan = state.plan ?? routing.route(state, sessionId)
+  const endpoint = "_tag" in plan ? undefined : plan.candidates[0]
+  if (endpoint === undefined) return stopped.refusal
+  return withRecord(stopped.refusal, {
+    model: endpoint.modelId,
+    providerName: endpoint.provider.id,
+    modelSlug: endpoint.upstreamModel,
+    cost: state.spentUsd,
+    sessionId,
+    cancelled: stopped.clientLeft,
+  })
+}
+
 export const makePreparer = (
   services: PrepareServices,
   parts: PartAllowance = DEFAULT_ALLOWANCE,
@@ -215,17 +286,7 @@ export const makePreparer = (
   const { keys, policy, router, spend } = services
   const routing = makeRouting(router)
   const fit = makeContextFit(compression, parts)
-  // A priced call (moderation, a web search) only for a key with budget left: held and given back (the request's own hold then covers it).
-  // A priced call only for a key with budget left: held and given back (the request's own hold then covers it).
-  // Uninterruptible: a request stopped in between (deadline, client gone) must not leave the hold behind.
-  const holdBudget = (state: StageState, usd: number): Effect.Effect<void, ApiError> =>
-    spend.holds(state.principal.key, { isByok: false })
-      ? Effect.uninterruptible(
-          Effect.flatMap(spend.reserve(state.principal.key, usd, { isByok: false }), (held) =>
-            Option.isSome(held) ? spend.settle(held.value, 0) : Effect.void,
-          ),
-        )
-      : Effect.void
+  const holdBudget = holdBudgetOf(spend)
   // The fixed stages, in order; the plugins of each request follow them.
   // The model routers (router/auto, router/pareto-code) choose the model before the guardrails route it.
   const stages: ReadonlyArray<PreModelStage> = [
@@ -264,8 +325,6 @@ export const makePreparer = (
     const ingress = decodeWithPlugins(format, bodyText, loaded, plugins)
     if ("_tag" in ingress) return ingress
 
-    const metadataAlias = sdkMetadataEnabled(headers)
-    const withMetadata = metadataAlias || metadataEnabled(headers)
     const workspaceId = principal.workspaceId
     const settings = loaded.settings?.workspaceId === workspaceId ? loaded.settings.value : policy.peek(workspaceId)
     if (settings === undefined) {
@@ -275,26 +334,7 @@ export const makePreparer = (
         }),
       )
     }
-    const state: StageState = {
-      format,
-      headers,
-      principal,
-      settings,
-      loaded,
-      body: ingress.body,
-      withMetadata,
-      metadataAlias,
-      request: ingress.request,
-      hints: undefined,
-      plan: undefined,
-      rewritten: false,
-      pipeline: undefined,
-      spentUsd: 0,
-      upstreamCalls: 0,
-      annotations: undefined,
-      holdBudget,
-      router: undefined,
-    }
+    const state = stageStateOf(format, headers, principal, settings, loaded, ingress, holdBudget)
     const preset = runStage(stages[0] as PreModelStage, state, null)
     if (preset !== undefined) return preset
     const sessionId = sessionIdOf(state.request, headers.get("x-session-id"))
@@ -338,28 +378,6 @@ export const makePreparer = (
     return decisionOf(state, ingress, sessionId.right, state.plan ?? routed, fitFor, serverTools, bodyText, parts)
   }
 
-  /**
-   * The refusal of a request whose stages were stopped while they waited on a load, with its record
-   * (the first candidate of its route, charged what the stages spent) when the stages got that far.
-   */
-  const stoppedIn = (loaded: Loaded, stopped: StagesStopped): ApiError => {
-    const state = loaded.waitedIn
-    if (state === undefined) return stopped.refusal
-    const session = sessionIdOf(state.request, state.headers.get("x-session-id"))
-    const sessionId = Either.isRight(session) ? session.right : null
-    const plan = state.plan ?? routing.route(state, sessionId)
-    const endpoint = "_tag" in plan ? undefined : plan.candidates[0]
-    if (endpoint === undefined) return stopped.refusal
-    return withRecord(stopped.refusal, {
-      model: endpoint.modelId,
-      providerName: endpoint.provider.id,
-      modelSlug: endpoint.upstreamModel,
-      cost: state.spentUsd,
-      sessionId,
-      cancelled: stopped.clientLeft,
-    })
-  }
-
   /** Loads what `decide` missed until it decides, then holds the worst case against the key and credits. */
   const settleDecision = (
     format: ClientFormat,
@@ -373,7 +391,7 @@ export const makePreparer = (
       let step: Decision | ApiError | Missing = first
       while (step instanceof Missing) {
         if (stop === undefined) yield* step.load
-        else if (stop.aborted || !(yield* untilStopped(step.load, stop))) return yield* Effect.fail(stoppedIn(loaded, stop.reason as StagesStopped))
+        else if (stop.aborted || !(yield* untilStopped(step.load, stop))) return yield* Effect.fail(stoppedIn(routing, loaded, stop.reason as StagesStopped))
         step = decide(format, headers, bodyText, loaded)
       }
       if ("_tag" in step) return yield* Effect.fail(step)
