@@ -7,24 +7,15 @@
  * a plan costs no I/O. The data plane reports each attempt back with plain calls.
  */
 import { Effect, Either } from "effect"
-import { type ApiError, BadRequest, NotFound } from "../domain/errors.js"
+import { type ApiError, BadRequest } from "../domain/errors.js"
 import type { ResponsesRequest } from "../domain/responses.js"
-import { quote } from "../domain/validation.js"
 import type { ProviderErrorKind } from "../providers/types.js"
-import { Catalog, type CatalogShape, type Endpoint, type Model, type ModelKind } from "../services/Catalog.js"
+import { Catalog, type CatalogShape, type Endpoint, type ModelKind } from "../services/Catalog.js"
+import { arrangeInto, endpointGroups, healthyFirst, namedModels, noEndpointLeft, putStickyFirst } from "./candidates.js"
 import { EndpointHealth, type HealthOptions } from "./health.js"
 import { RollingStats } from "./rolling.js"
-import { type ModelVariant, namesPreset, parseModelRef } from "./model-id.js"
-import {
-  type EndpointFilter,
-  filtersOf,
-  type Ranked,
-  type SortBy,
-  type StatsSource,
-  slugMatcher,
-  sortRanked,
-  weightedRanked,
-} from "./preferences.js"
+import { type ModelVariant, namesPreset } from "./model-id.js"
+import type { Ranked, SortBy, StatsSource } from "./preferences.js"
 import { DEFAULT_STICKY_OPTIONS, sessionScopeOf, StickySessions, type StickyOptions, stickyKeyOf } from "./sticky.js"
 import { type RouterShare, shareRouting } from "./shared-routing.js"
 import { SharedState } from "../services/SharedState.js"
@@ -61,15 +52,6 @@ export interface RouteInput {
   readonly kind?: ModelKind
 }
 
-/** Where a model of each kind is served, for the refusal of a model asked for elsewhere. */
-const SERVED_AT: Record<ModelKind, string> = {
-  chat: "the model requests (POST /v1/responses, /v1/chat/completions, /v1/messages)",
-  embedding: "POST /v1/embeddings",
-  rerank: "POST /v1/rerank",
-}
-
-const KIND_NAMES: Record<ModelKind, string> = { chat: "a chat model", embedding: "an embedding model", rerank: "a rerank model" }
-
 /** What the data plane learned from one attempt that answered. */
 export interface AttemptTiming {
   /** From the attempt's start to its first event. */
@@ -95,22 +77,30 @@ const DOWN: ReadonlySet<ProviderErrorKind> = new Set(["overloaded", "timeout", "
 
 const VARIANT_SORT: Partial<Record<ModelVariant, SortBy>> = { nitro: "throughput", floor: "price" }
 
-interface Group {
-  readonly model: Model
-  readonly variant: ModelVariant | undefined
-  readonly field: string
-  readonly kept: Array<Ranked>
-  /** filter label → excluded endpoints with the reason. */
-  readonly removed: Map<string, Array<string>>
+/**
+ * The common request: one model named as the catalog lists it, with a single endpoint, and no
+ * preferences, fallbacks or session. Its plan is the one the general path makes (the only
+ * endpoint, cooled down or not), without that path's lists and closures (~2 % of the CPU of a
+ * JSON answer at 32 connections).
+ */
+const singleEndpointPlan = (catalog: CatalogShape, input: RouteInput): RoutePlan | undefined => {
+  const { request } = input
+  if (request.provider != null || (request.models !== undefined && request.models.length > 0)) return undefined
+  if (input.sessionKey != null && input.sessionKey !== "") return undefined
+  const id = request.model
+  if (id === undefined || id === "" || namesPreset(id)) return undefined
+  const model = catalog.model(id)
+  if (model === undefined || model.endpoints.length !== 1 || model.kind !== (input.kind ?? "chat")) return undefined
+  const sort = input.defaultSort ?? undefined
+  const parts = input.preset !== undefined ? ["preset"] : []
+  if (sort !== undefined) parts.push(`sort:${sort}`)
+  return {
+    requested: input.requested ?? id,
+    strategy: parts.length === 0 ? "direct" : parts.join("+"),
+    candidates: model.endpoints,
+    stickyScope: undefined,
+  }
 }
-
-const describeRemovals = (groups: ReadonlyArray<Group>) =>
-  groups
-    .map((g) => {
-      const parts = [...g.removed].map(([label, which]) => `${label} removed ${which.join(", ")}`)
-      return `${g.model.id}${g.variant ? `:${g.variant}` : ""}: ${parts.join("; ")}`
-    })
-    .join(" | ")
 
 export const makeRouter = (catalog: CatalogShape, options: Partial<RouterOptions> = {}) => {
   const random = options.random ?? Math.random
@@ -125,182 +115,52 @@ export const makeRouter = (catalog: CatalogShape, options: Partial<RouterOptions
     throughputOf: (id) => share?.throughputOf(id) ?? health.throughputOf(id),
   }
 
-  /**
-   * The common request: one model named as the catalog lists it, with a single endpoint, and no
-   * preferences, fallbacks or session. Its plan is the one the general path makes (the only
-   * endpoint, cooled down or not), without that path's lists and closures (~2 % of the CPU of a
-   * JSON answer at 32 connections).
-   */
-  const singleEndpointPlan = (input: RouteInput): RoutePlan | undefined => {
-    const { request } = input
-    if (request.provider != null || (request.models !== undefined && request.models.length > 0)) return undefined
-    if (input.sessionKey != null && input.sessionKey !== "") return undefined
-    const id = request.model
-    if (id === undefined || id === "" || namesPreset(id)) return undefined
-    const model = catalog.model(id)
-    if (model === undefined || model.endpoints.length !== 1 || model.kind !== (input.kind ?? "chat")) return undefined
-    const sort = input.defaultSort ?? undefined
-    const parts = input.preset !== undefined ? ["preset"] : []
-    if (sort !== undefined) parts.push(`sort:${sort}`)
-    return {
-      requested: input.requested ?? id,
-      strategy: parts.length === 0 ? "direct" : parts.join("+"),
-      candidates: model.endpoints,
-      stickyScope: undefined,
-    }
-  }
-
   const plan = (input: RouteInput): Either.Either<RoutePlan, ApiError> => {
-    const single = singleEndpointPlan(input)
+    const single = singleEndpointPlan(catalog, input)
     if (single !== undefined) return Either.right(single)
     const { request } = input
     const prefs = request.provider ?? undefined
 
-    // Model ids in order: `model`, each of `models`; the workspace default when none is named.
-    // `stored`: the id was stored earlier (preset, workspace setting): a catalog that lost it is a 400 naming where.
-    const ids: Array<{ id: string; field: string; stored?: string }> = []
-    const preset = input.preset === undefined ? undefined : `preset ${quote(input.preset)}`
-    if (request.model !== undefined && request.model !== "") {
-      ids.push({ id: request.model, field: "model", stored: input.fromPreset?.model ? preset : undefined })
-    }
-    for (const [i, id] of (request.models ?? []).entries()) {
-      ids.push({ id, field: `models[${i}]`, stored: input.fromPreset?.models ? preset : undefined })
-    }
-    if (ids.length === 0 && input.defaultModel) {
-      ids.push({ id: input.defaultModel, field: "model", stored: "the workspace setting default_text_model" })
-    }
+    const ids = namedModels(request, input.defaultModel, input.preset, input.fromPreset)
     if (ids.length === 0) return Either.left(new BadRequest({ message: "Invalid request: model: is missing" }))
-
     const at = now()
     const cooling = (e: Endpoint) => health.isCoolingDown(e.id, at)
-    const groups: Array<Group> = []
-    const seen = new Set<string>()
-    let index = 0
-    for (const { id, field, stored } of ids) {
-      if (namesPreset(id)) {
-        return Either.left(
-          new BadRequest({ message: `Invalid request: ${field}: ${quote(id)}: a preset can be named only in model or preset` }),
-        )
-      }
-      const ref = parseModelRef(id, (m) => catalog.model(m) !== undefined)
-      const model = catalog.model(ref.id)
-      if (model === undefined && stored !== undefined) {
-        return Either.left(
-          new BadRequest({
-            message: `Invalid request: ${stored} names ${field === "model" ? "the model" : field} ${quote(id)}, which this gateway's catalog does not have (the catalog changed since it was saved)`,
-          }),
-        )
-      }
-      if (model === undefined) {
-        return Either.left(new NotFound({ message: `${field}: model ${quote(id)} does not exist in this gateway's catalog` }))
-      }
-      const kind = input.kind ?? "chat"
-      if (model.kind !== kind) {
-        return Either.left(
-          new BadRequest({ message: `Invalid request: ${field}: ${quote(id)} is ${KIND_NAMES[model.kind]}, served by ${SERVED_AT[model.kind]}, not ${KIND_NAMES[kind]}` }),
-        )
-      }
-      const group: Group = { model, variant: ref.variant, field, kept: [], removed: new Map() }
-      const filters: ReadonlyArray<EndpointFilter> = filtersOf(prefs, request, ref.variant)
-      for (const endpoint of model.endpoints) {
-        const key = `${model.id}|${endpoint.id}`
-        if (seen.has(key)) continue
-        let excluded = false
-        for (const filter of filters) {
-          const why = filter.reject(endpoint)
-          if (why === undefined) continue
-          const list = group.removed.get(filter.label) ?? []
-          list.push(`${endpoint.provider.id} (${why})`)
-          group.removed.set(filter.label, list)
-          excluded = true
-          break
-        }
-        if (excluded) continue
-        seen.add(key)
-        group.kept.push({ endpoint, index: index++ })
-      }
-      groups.push(group)
-    }
-
+    const groups = endpointGroups(catalog, ids, request, input.kind ?? "chat")
+    if (!Array.isArray(groups)) return Either.left(groups)
     const live = groups.filter((g) => g.kept.length > 0)
-    if (live.length === 0) {
-      return Either.left(
-        new NotFound({
-          message: `No endpoint is left to serve this request after its routing preferences: ${describeRemovals(groups)}`,
-        }),
-      )
-    }
+    if (live.length === 0) return Either.left(noEndpointLeft(groups))
 
     const order = prefs?.order != null && prefs.order.length > 0 ? prefs.order : undefined
     const requestSort = prefs?.sort == null ? undefined : typeof prefs.sort === "string" ? prefs.sort : prefs.sort.by
-    const partitionNone = typeof prefs?.sort === "object" && prefs.sort?.partition === "none"
     const allowFallbacks = prefs?.allow_fallbacks !== false
     // Never sticky when the caller fixed the order itself.
     const stickyScope =
       order === undefined && input.sessionKey != null && input.sessionKey !== ""
         ? sessionScopeOf(input.userId ?? "", input.sessionKey)
         : undefined
+    // `partition: "none"`: one sort over every model's endpoints together; else one set per model.
+    const together = requestSort !== undefined && typeof prefs?.sort === "object" && prefs.sort?.partition === "none"
 
     let stickyApplied = false
     let orderApplied = false
-
-    /** One set of endpoints in the order they are tried: ordered providers, then by sort or the draw. */
-    const arrange = (list: ReadonlyArray<Ranked>, by: SortBy | undefined, draw: boolean): Array<Ranked> => {
-      let rest = list
-      const front: Array<Ranked> = []
-      if (order !== undefined) {
-        for (const slug of order) {
-          const matches = slugMatcher([slug])
-          for (const r of rest) if (matches(r.endpoint)) front.push(r)
-          rest = rest.filter((r) => !matches(r.endpoint))
-        }
-        if (front.length > 0) orderApplied = true
-      }
-      const sorted = by !== undefined ? sortRanked(rest, by, stats) : draw ? weightedRanked(rest, random) : sortRanked(rest, "price", stats)
-      return [...front, ...sorted]
-    }
-
-    /** Healthy endpoints first, cooled-down ones after; the session's endpoint first when eligible. */
-    const arrangeSet = (list: ReadonlyArray<Ranked>, by: SortBy | undefined, stickyModel: Model | undefined) => {
-      const healthy = list.filter((r) => !cooling(r.endpoint))
-      const cooled = list.filter((r) => cooling(r.endpoint))
-      const ordered = [...arrange(healthy, by, true), ...arrange(cooled, by, false)]
-      if (stickyScope !== undefined && stickyModel !== undefined) {
-        const endpointId = sticky.get(stickyKeyOf(stickyScope, stickyModel.id), at)
-        const i = ordered.findIndex((r) => r.endpoint.id === endpointId && r.endpoint.modelId === stickyModel.id)
-        if (i >= 0 && !cooling(ordered[i].endpoint)) {
-          if (i > 0) ordered.unshift(...ordered.splice(i, 1))
-          stickyApplied = true
-        }
+    let firstSort: SortBy | undefined
+    const ranked: Array<Ranked> = []
+    for (let i = 0; i < (together ? 1 : live.length); i++) {
+      const group = live[i]
+      const list = together ? live.flatMap((g) => g.kept) : group.kept
+      const suffixSort = group.variant === undefined ? undefined : VARIANT_SORT[group.variant]
+      const by = together ? requestSort : (suffixSort ?? requestSort ?? input.defaultSort ?? undefined)
+      if (i === 0) firstSort = by
+      // Healthy endpoints first, cooled-down ones after; the session's endpoint first when eligible.
+      const ordered: Array<Ranked> = []
+      if (arrangeInto(ordered, list.filter((r) => !cooling(r.endpoint)), by, true, order, stats, random)) orderApplied = true
+      if (arrangeInto(ordered, list.filter((r) => cooling(r.endpoint)), by, false, order, stats, random)) orderApplied = true
+      if (stickyScope !== undefined && putStickyFirst(ordered, sticky.get(stickyKeyOf(stickyScope, group.model.id), at), group.model.id, cooling)) {
+        stickyApplied = true
       }
       // allow_fallbacks: false without an order: only the first choice.
-      return !allowFallbacks && order === undefined ? ordered.slice(0, 1) : ordered
+      ranked.push(...(!allowFallbacks && order === undefined ? ordered.slice(0, 1) : ordered))
     }
-
-    let ranked: Array<Ranked>
-    let firstSort: SortBy | undefined
-    if (partitionNone && requestSort !== undefined) {
-      // One sort over every model's endpoints together.
-      firstSort = requestSort
-      ranked = arrangeSet(
-        live.flatMap((g) => g.kept),
-        requestSort,
-        live[0].model,
-      )
-    } else {
-      ranked = []
-      for (const [i, g] of live.entries()) {
-        const suffixSort = g.variant === undefined ? undefined : VARIANT_SORT[g.variant]
-        const by = suffixSort ?? requestSort ?? input.defaultSort ?? undefined
-        if (i === 0) firstSort = by
-        ranked.push(...arrangeSet(g.kept, by, g.model))
-      }
-    }
-    // A cooled-down endpoint is the last resort of the whole request, not of its model.
-    const candidates = [
-      ...ranked.filter((r) => !cooling(r.endpoint)),
-      ...ranked.filter((r) => cooling(r.endpoint)),
-    ].map((r) => r.endpoint)
 
     const parts: Array<string> = []
     if (input.preset !== undefined) parts.push("preset")
@@ -314,7 +174,7 @@ export const makeRouter = (catalog: CatalogShape, options: Partial<RouterOptions
     return Either.right({
       requested: input.requested ?? ids[0].id,
       strategy: parts.join("+"),
-      candidates,
+      candidates: healthyFirst(ranked, cooling),
       stickyScope,
     })
   }

@@ -86,38 +86,76 @@ export const costAt = (endpoint: Endpoint, tokens: number, units: number): numbe
 
 const clientHeader = (v: string | null): string | null => (v === null || v === "" ? null : v.length > CLIENT_HEADER_MAX ? v.slice(0, CLIENT_HEADER_MAX) : v)
 
+/** The route plan over catalog models of the job's kind and the session id, or the refusal naming the field. */
+const planOf = (router: Router, job: CallJob<unknown>): Either.Either<{ readonly plan: RoutePlan; readonly sessionId: string | null }, ApiError> => {
+  const { model, models, provider, session_id } = job.routing
+  // The model requests' own decoder checks `provider` (and names its fields in the 400).
+  const decoded = decodeResponsesRequest({
+    input: "",
+    model,
+    ...(models === undefined ? {} : { models }),
+    ...(provider === undefined ? {} : { provider }),
+    ...(session_id === undefined ? {} : { session_id }),
+  })
+  if (Either.isLeft(decoded)) return Either.left(decoded.left)
+  // The body's session_id, else x-session-id (at most 256 characters), as on the model requests.
+  const sessionId = sessionIdOf(decoded.right, job.headers.get("x-session-id"))
+  if (Either.isLeft(sessionId)) return Either.left(sessionId.left)
+  const plan = router.plan({ request: decoded.right, userId: job.principal.userId, sessionKey: sessionId.right, kind: job.kind })
+  return Either.map(plan, (p) => ({ plan: p, sessionId: sessionId.right }))
+}
+
+/** The hold on the key's limit for the worst case (none when the key has no limit to hold), or the 402. */
+const reserveFor = async (spend: Spend, principal: PrincipalShape, worstCase: number, isByok: boolean): Promise<Option.Option<Reservation> | ApiError> => {
+  const key = principal.key
+  if (!spend.holds(key, { isByok })) return Option.none()
+  const admitted = spend.admit(key, worstCase, { isByok })
+  if (admitted !== undefined) return Option.some(admitted)
+  const reserved = await Effect.runPromiseExit(spend.reserve(key, worstCase, { isByok }))
+  if (Exit.isSuccess(reserved)) return reserved.value
+  const failure = reserved.cause._tag === "Fail" ? reserved.cause.error : undefined
+  return failure instanceof PaymentRequired ? failure : new PaymentRequired({ message: "the key's budget could not be held" })
+}
+
+/** The generation record of a call that ended on `endpoint`: the caller's and the endpoint's fields, `fields` over the defaults. */
+const entryOf = (
+  job: CallJob<unknown>,
+  generationId: string,
+  startedAt: number,
+  sessionId: string | null,
+  endpoint: Endpoint,
+  fields: Partial<Types.Mutable<GenerationEntry>>,
+): GenerationEntry => ({
+  id: generationId,
+  keyHash: job.principal.hash,
+  userId: job.principal.userId,
+  workspaceId: job.principal.workspaceId,
+  model: endpoint.modelId,
+  providerName: endpoint.provider.id,
+  upstreamModel: endpoint.upstreamModel,
+  createdAt: isoTime(startedAt),
+  streamed: false,
+  cancelled: false,
+  finishReason: null,
+  sessionId,
+  inputTokens: 0,
+  cachedTokens: 0,
+  cacheWriteTokens: 0,
+  outputTokens: 0,
+  reasoningTokens: 0,
+  totalCost: 0,
+  isByok: endpoint.isByok,
+  generationTimeMs: Date.now() - startedAt,
+  latencyMs: null,
+  status: "completed",
+  httpReferer: clientHeader(job.headers.get("http-referer")),
+  appTitle: clientHeader(job.headers.get("x-openrouter-title") ?? job.headers.get("x-title")),
+  userAgent: clientHeader(job.headers.get("user-agent")),
+  ...fields,
+})
+
 export const makeCalls = (deps: CallDeps) => {
   const { router, spend, generationStore, lifecycle, deadlines, settings } = deps
-
-  /** The route plan over catalog models of the job's kind and the session id, or the refusal naming the field. */
-  const planOf = (job: CallJob<unknown>): Either.Either<{ readonly plan: RoutePlan; readonly sessionId: string | null }, ApiError> => {
-    const { model, models, provider, session_id } = job.routing
-    // The model requests' own decoder checks `provider` (and names its fields in the 400).
-    const decoded = decodeResponsesRequest({
-      input: "",
-      model,
-      ...(models === undefined ? {} : { models }),
-      ...(provider === undefined ? {} : { provider }),
-      ...(session_id === undefined ? {} : { session_id }),
-    })
-    if (Either.isLeft(decoded)) return Either.left(decoded.left)
-    // The body's session_id, else x-session-id (at most 256 characters), as on the model requests.
-    const sessionId = sessionIdOf(decoded.right, job.headers.get("x-session-id"))
-    if (Either.isLeft(sessionId)) return Either.left(sessionId.left)
-    const plan = router.plan({ request: decoded.right, userId: job.principal.userId, sessionKey: sessionId.right, kind: job.kind })
-    return Either.map(plan, (p) => ({ plan: p, sessionId: sessionId.right }))
-  }
-
-  const reserveFor = async (principal: PrincipalShape, worstCase: number, isByok: boolean): Promise<Option.Option<Reservation> | ApiError> => {
-    const key = principal.key
-    if (!spend.holds(key, { isByok })) return Option.none()
-    const admitted = spend.admit(key, worstCase, { isByok })
-    if (admitted !== undefined) return Option.some(admitted)
-    const reserved = await Effect.runPromiseExit(spend.reserve(key, worstCase, { isByok }))
-    if (Exit.isSuccess(reserved)) return reserved.value
-    const failure = reserved.cause._tag === "Fail" ? reserved.cause.error : undefined
-    return failure instanceof PaymentRequired ? failure : new PaymentRequired({ message: "the key's budget could not be held" })
-  }
 
   /** Records the generation and settles the hold with the same ledger row (as finish.ts does). */
   const recordAndSettle = (entry: GenerationEntry, held: Option.Option<Reservation>, actualUsd: number, isByok: boolean, principal: PrincipalShape): void => {
@@ -145,14 +183,14 @@ export const makeCalls = (deps: CallDeps) => {
 
   /** Routes, reserves, tries the plan's endpoints in order, records and settles: the value, or the refusal. */
   const run = async <T>(job: CallJob<T>, clientSignal: AbortSignal, requestId: string | undefined): Promise<CallDone<T> | { readonly refused: ApiError; readonly generationId?: string }> => {
-    const planned = planOf(job as CallJob<unknown>)
+    const planned = planOf(router, job as CallJob<unknown>)
     if (Either.isLeft(planned)) return { refused: planned.left }
     const { plan, sessionId } = planned.right
     const candidates = plan.candidates
     let worstCase = 0
     for (const e of candidates) worstCase = Math.max(worstCase, costAt(e, job.tokenBound, job.maxUnits))
     const allByok = candidates.length > 0 && candidates.every((e) => e.isByok)
-    const held = await reserveFor(job.principal, worstCase, allByok)
+    const held = await reserveFor(spend, job.principal, worstCase, allByok)
     if (!Option.isOption(held)) return { refused: held }
 
     const startedAt = Date.now()
@@ -190,35 +228,6 @@ export const makeCalls = (deps: CallDeps) => {
       clientSignal.onabort = null
     }
 
-    const entryOf = (endpoint: Endpoint, fields: Partial<Types.Mutable<GenerationEntry>>): GenerationEntry => ({
-      id: generationId,
-      keyHash: job.principal.hash,
-      userId: job.principal.userId,
-      workspaceId: job.principal.workspaceId,
-      model: endpoint.modelId,
-      providerName: endpoint.provider.id,
-      upstreamModel: endpoint.upstreamModel,
-      createdAt: isoTime(startedAt),
-      streamed: false,
-      cancelled: false,
-      finishReason: null,
-      sessionId,
-      inputTokens: 0,
-      cachedTokens: 0,
-      cacheWriteTokens: 0,
-      outputTokens: 0,
-      reasoningTokens: 0,
-      totalCost: 0,
-      isByok: endpoint.isByok,
-      generationTimeMs: Date.now() - startedAt,
-      latencyMs: null,
-      status: "completed",
-      httpReferer: clientHeader(job.headers.get("http-referer")),
-      appTitle: clientHeader(job.headers.get("x-openrouter-title") ?? job.headers.get("x-title")),
-      userAgent: clientHeader(job.headers.get("user-agent")),
-      ...fields,
-    })
-
     if (answered === undefined) {
       const deadlineHit = abort.reason instanceof DeadlineExceeded
       const cancelled = abort.aborted && !deadlineHit
@@ -233,7 +242,7 @@ export const makeCalls = (deps: CallDeps) => {
       }
       const cost = wastedCost
       recordAndSettle(
-        entryOf(last.endpoint, {
+        entryOf(job, generationId, startedAt, sessionId, last.endpoint, {
           status: cancelled ? "cancelled" : "failed",
           cancelled,
           inputTokens: wastedTokens,
@@ -255,7 +264,7 @@ export const makeCalls = (deps: CallDeps) => {
     const tokens = Math.min(value.inputTokens ?? job.estimatedTokens, job.tokenBound)
     const cost = costAt(endpoint, tokens, Math.min(value.units, job.maxUnits)) + wastedCost
     recordAndSettle(
-      entryOf(endpoint, { inputTokens: tokens + wastedTokens, totalCost: cost, usageEstimated: value.inputTokens === undefined, latencyMs: Date.now() - startedAt }),
+      entryOf(job, generationId, startedAt, sessionId, endpoint, { inputTokens: tokens + wastedTokens, totalCost: cost, usageEstimated: value.inputTokens === undefined, latencyMs: Date.now() - startedAt }),
       held,
       cost,
       endpoint.isByok,
