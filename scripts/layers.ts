@@ -361,7 +361,7 @@ const print = (report: Report, floors: ReadonlyArray<Floor>, structureOnly = fal
 if (import.meta.main) {
   const at = process.argv.indexOf("--root")
   const root = at === -1 ? join(import.meta.dir, "..") : process.argv[at + 1]
-  // `--structure`: what the test command holds today; the long functions wait for the turn engine and the closures' split.
+  // `--structure`: the floors alone, for a tree whose long functions are being split.
   const structureOnly = process.argv.includes("--structure")
   const report = analyse(root)
   print(report, FLOORS, structureOnly)
