@@ -7,7 +7,7 @@
  * the workers; SIGTERM drains both and the supervisor exits 0.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { autoWorkerCount, labelled, mergeExpositions } from "../../src/supervisor.js"
@@ -205,7 +205,10 @@ describe("serve --workers 2", () => {
     await connecting
     const after = (await Bun.$`pgrep -P ${proc.pid}`.text()).trim().split("\n").map(Number)
     expect(after.filter((pid) => before.includes(pid))).toEqual([])
-    expect(failures).toEqual([])
+    // Without net.ipv4.tcp_migrate_req, Linux resets the connections still queued on the old
+    // worker's socket when it closes (docs/operations.md, SIGHUP): those resets are the kernel's.
+    // A refused connection (nothing listening) is never allowed.
+    expect(migratesQueuedConnections() ? failures : failures.filter((f) => !f.startsWith("ECONNRESET"))).toEqual([])
     expect(answered).toBeGreaterThan(0)
   }, 90_000)
 
@@ -215,3 +218,12 @@ describe("serve --workers 2", () => {
     expect(output).toContain("gateway: stopped")
   }, 60_000)
 })
+
+/** Whether Linux hands a closing listener's queued connections to another socket of its port (`net.ipv4.tcp_migrate_req`). */
+const migratesQueuedConnections = (): boolean => {
+  try {
+    return readFileSync("/proc/sys/net/ipv4/tcp_migrate_req", "utf8").trim() === "1"
+  } catch {
+    return false
+  }
+}
