@@ -5,42 +5,24 @@
  * of its kind (config validated, its secret masked) and delivers a generation to a loopback receiver.
  */
 import { afterAll, beforeAll, describe, expect } from "bun:test"
-import { readFileSync, rmSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
 import { Effect, Either } from "effect"
 import type { DestinationKind } from "../../src/broadcast/exporter.js"
 import { DESTINATION_KINDS } from "../../src/broadcast/exporters/index.js"
 import { DEFAULT_BROADCAST } from "../../src/config/Config.js"
 import { Destinations } from "../../src/services/Destinations.js"
-import { examplesOf } from "../docs/examples.js"
+import { typeProblems, writeDocExample } from "../support/doc-example.js"
 import { type InProcessGateway, startInProcessGateway } from "../support/gateway.js"
 import { ask, setBroadcast, startReceiver, TIMEOUT_MS, test, waitFor } from "./support.js"
 
-const root = join(import.meta.dir, "..", "..")
-const DOC = "docs/architecture.md"
-
-/** The doc's one TypeScript block that defines a kind. */
-const exampleCode = (): string => {
-  const blocks = examplesOf(DOC, readFileSync(join(root, DOC), "utf8")).examples.filter(
-    (e) => e.language === "ts" && e.code.includes("defineKind("),
-  )
-  if (blocks.length !== 1) throw new Error(`expected one destination kind example in ${DOC}, found ${blocks.length}`)
-  return (blocks[0] as { code: string }).code
-}
-
-// Beside the registry's kinds, under a name no kind has, with a tsconfig that checks only it; removed after the file's tests.
-const name = `example-kind-${crypto.randomUUID()}`
-const modulePath = join(root, "src", "broadcast", "exporters", `${name}.ts`)
-const tsconfigPath = join(root, "src", "broadcast", "exporters", `${name}.tsconfig.json`)
-
+// Beside the registry's kinds, so its relative imports resolve as a kind's do; removed after the file's tests.
+let example: ReturnType<typeof writeDocExample>
 let kind: DestinationKind
 let gw: InProcessGateway & { stop: () => Promise<void> }
 const receiver = startReceiver()
 
 beforeAll(async () => {
-  writeFileSync(modulePath, exampleCode())
-  writeFileSync(tsconfigPath, JSON.stringify({ extends: "../../../tsconfig.json", include: [], files: [`./${name}.ts`] }))
-  const loaded = (await import(modulePath)) as Record<string, unknown>
+  example = writeDocExample(import.meta.path, "src/broadcast/exporters")
+  const loaded = (await import(example.file)) as Record<string, unknown>
   const kinds = Object.values(loaded).filter((v): v is DestinationKind => typeof (v as Partial<DestinationKind>)?.deliver === "function")
   if (kinds.length !== 1) throw new Error(`the example exports ${kinds.length} kinds, not one`)
   kind = kinds[0] as DestinationKind
@@ -53,8 +35,7 @@ beforeAll(async () => {
 }, TIMEOUT_MS)
 
 afterAll(async () => {
-  rmSync(modulePath, { force: true })
-  rmSync(tsconfigPath, { force: true })
+  example?.remove()
   await gw?.stop()
   receiver.stop()
 })
@@ -81,9 +62,7 @@ describe("the worked example of a destination kind (docs/architecture.md)", () =
 
   // Bun runs it without checking its types: the compiler does, as it does every kind of the registry.
   test("it compiles under the project's compiler settings", () => {
-    const tsc = Bun.spawnSync([join(root, "node_modules", ".bin", "tsc"), "-p", tsconfigPath], { cwd: root })
-    expect(`${tsc.stdout.toString()}${tsc.stderr.toString()}`).toBe("")
-    expect(tsc.exitCode).toBe(0)
+    expect(typeProblems(example.file)).toEqual([])
   }, 60_000)
 
   test("its config is validated by its Schema: a missing url and an unknown key are 400s naming the key", async () => {

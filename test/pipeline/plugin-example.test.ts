@@ -5,56 +5,32 @@
  * The page's example stops compiling or stops working: this fails.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { readFileSync, rmSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
 import { Effect } from "effect"
-import ts from "typescript"
 import { FakeProvider, TestGateway } from "gateway/testing"
 import { registerPlugin } from "../../src/pipeline/plugins/index.js"
 import type { RequestPlugin } from "../../src/pipeline/plugins/plugin.js"
+import { typeProblems, writeDocExample } from "../support/doc-example.js"
 
-const ROOT = join(import.meta.dir, "..", "..")
-const HEADING = "### A plugin, worked through"
-
-/** The first ```ts block under the example's heading. */
-const exampleCode = (): string => {
-  const page = readFileSync(join(ROOT, "docs", "architecture.md"), "utf8")
-  const from = page.indexOf(HEADING)
-  if (from < 0) throw new Error(`docs/architecture.md has no "${HEADING}"`)
-  const block = /```ts\n([\s\S]*?)```/.exec(page.slice(from))
-  if (block === null) throw new Error("the example has no ```ts block")
-  return block[1] as string
-}
-
-// Beside the registry, so its relative imports resolve as a plugin's do; a dot-file, named after this process, removed after.
-const file = join(ROOT, "src", "pipeline", "plugins", `.plugin-example-${process.pid}.ts`)
+// Beside the registry, so its relative imports resolve as a plugin's do.
+let example: ReturnType<typeof writeDocExample>
 let unregister: (() => void) | undefined
 
-beforeAll(() => writeFileSync(file, exampleCode()))
+beforeAll(() => {
+  example = writeDocExample(import.meta.path, "src/pipeline/plugins")
+})
 afterAll(() => {
   unregister?.()
-  rmSync(file, { force: true })
+  example?.remove()
 })
-
-/** The project's compiler options (tsconfig.json), for one file. */
-const compilerOptions = (): ts.CompilerOptions => {
-  const config = ts.readConfigFile(join(ROOT, "tsconfig.json"), ts.sys.readFile)
-  return ts.parseJsonConfigFileContent(config.config, ts.sys, ROOT).options
-}
 
 describe("the worked plugin of docs/architecture.md", () => {
   test("type-checks with the project's compiler options", () => {
-    const program = ts.createProgram([file], compilerOptions())
-    const source = program.getSourceFile(file)
-    const problems = [...program.getSyntacticDiagnostics(source), ...program.getSemanticDiagnostics(source)].map((d) =>
-      ts.flattenDiagnosticMessageText(d.messageText, "\n"),
-    )
-    expect(problems).toEqual([])
+    expect(typeProblems(example.file)).toEqual([])
     // ~20 s of CPU (the program reads Effect's types): the bound leaves room on a loaded machine.
   }, 120_000)
 
   test("registered, it rewrites the prompt, marks the answer and reports itself; its Schema refuses a bad field", async () => {
-    const module = (await import(file)) as Record<string, unknown>
+    const module = (await import(example.file)) as Record<string, unknown>
     const plugin = Object.values(module).find((v): v is RequestPlugin => typeof v === "object" && v !== null && "schema" in v && "id" in v)
     if (plugin === undefined) throw new Error("the example exports no RequestPlugin")
     expect(plugin.id).toBe("house-style")

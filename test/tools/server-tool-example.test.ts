@@ -5,42 +5,31 @@
  * through the whole gateway. If the example stops compiling or working, this fails.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { readFileSync, rmSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
 import { Effect } from "effect"
-import ts from "typescript"
 import { FakeProvider, TestGateway } from "gateway/testing"
 import { registerServerTool, type ServerToolProgress, type ServerToolType } from "../../src/tools/index.js"
 import type { ServerTool } from "../../src/tools/types.js"
+import { typeProblems, writeDocExample } from "../support/doc-example.js"
 
-const root = join(import.meta.dir, "..", "..")
-const doc = readFileSync(join(root, "docs/architecture.md"), "utf8")
-const block = /<!-- needs: its place in src\/tools\/ [^\n]*-->\n```ts\n([\s\S]*?)\n```/.exec(doc)?.[1]
-// A dotted name: the project's own `tsc` and globs pass over it if a run of this file is cut short.
-const file = join(root, "src/tools", `.server-tool-example-${process.pid}.ts`)
-
+// Beside the other tools, so its imports resolve.
+let example: ReturnType<typeof writeDocExample>
 let tool: ServerTool | undefined
 let unregister: (() => void) | undefined
 
 beforeAll(async () => {
-  if (block === undefined) throw new Error("docs/architecture.md has no server-tool example block")
-  writeFileSync(file, `${block}\n`)
-  const module = (await import(file)) as Record<string, unknown>
+  example = writeDocExample(import.meta.path, "src/tools")
+  const module = (await import(example.file)) as Record<string, unknown>
   tool = Object.values(module).find((value): value is ServerTool => typeof value === "object" && value !== null && "run" in value)
   if (tool !== undefined) unregister = registerServerTool(tool)
 })
 afterAll(() => {
   unregister?.()
-  rmSync(file, { force: true })
+  example?.remove()
 })
 
 describe("the worked server tool of docs/architecture.md", () => {
   test("compiles under the repository's compiler options", () => {
-    const config = ts.readConfigFile(join(root, "tsconfig.json"), ts.sys.readFile)
-    const { options } = ts.parseJsonConfigFileContent(config.config, ts.sys, root)
-    const program = ts.createProgram([file], { ...options, noEmit: true })
-    const problems = [...program.getOptionsDiagnostics(), ...program.getSyntacticDiagnostics(), ...program.getSemanticDiagnostics(program.getSourceFile(file))]
-    expect(problems.map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"))).toEqual([])
+    expect(typeProblems(example.file)).toEqual([])
   }, 60_000)
 
   test("exports one ServerTool, openrouter:dice offered as the function dice", () => {
