@@ -11,7 +11,7 @@ import type { Endpoint } from "../services/Catalog.js"
 import type { GenerationStore } from "../services/GenerationStore.js"
 import { type Reservation, Spend } from "../services/Spend.js"
 import { storedInput } from "./content.js"
-import { chargedUsage, generationRecord, NO_USAGE, targetOf } from "./record.js"
+import { chargedUsage, generationRecord, NO_USAGE, storedContent, targetOf } from "./record.js"
 import type { ErrorLog } from "../lib/log.js"
 import type { Encoder } from "../formats/format.js"
 import type { RequestLifecycle } from "./lifecycle.js"
@@ -112,15 +112,7 @@ const requestRecord = (
     pricing: endpoint.pricing,
     strategy: prepared.plan.strategy,
   }
-  if (prepared.storeContent) {
-    row.content = {
-      input: storedInput(prepared.request),
-      output: {
-        completion: assembler?.completionText ?? null,
-        reasoning: assembler && assembler.reasoningText !== "" ? assembler.reasoningText : null,
-      },
-    }
-  }
+  if (prepared.storeContent) row.content = storedContent(prepared.request, assembler)
   return row
 }
 

@@ -20,8 +20,7 @@ import { costOf, type Usage } from "../domain/pricing.js"
 import type { ResponsesRequest } from "../domain/responses.js"
 import type { Encoder } from "../formats/format.js"
 import { responsesFormat } from "../formats/responses/index.js"
-import { storedInput } from "./content.js"
-import { chargedUsage, generationRecord, NO_USAGE, targetOf } from "./record.js"
+import { chargedUsage, generationRecord, NO_USAGE, storedContent, targetOf } from "./record.js"
 import { asProviderError } from "./upstream-errors.js"
 import { moneyOf } from "./money.js"
 import { DeadlineExceeded, statusOfFailure, turnRunnerFor } from "./turns.js"
@@ -168,10 +167,7 @@ export const makeInnerCalls = (deps: InnerCallDeps): InnerCalls => {
         error,
       })
       row.parentGenerationId = parent.generationId
-      if (answer !== undefined && parent.storeContent) {
-        const { assembler } = answer
-        row.content = { input: storedInput(request), output: { completion: assembler.completionText, reasoning: assembler.reasoningText === "" ? null : assembler.reasoningText } }
-      }
+      if (answer !== undefined && parent.storeContent) row.content = storedContent(request, answer.assembler)
       return row
     }
     try {
@@ -182,8 +178,7 @@ export const makeInnerCalls = (deps: InnerCallDeps): InnerCalls => {
         const status = error?.status ?? turn.refused.status
         const message = error?.message ?? turn.refused.message
         if (endpoint !== undefined) {
-          const previousErrors = error?.previousErrors
-          const entry = recordOf(endpoint, turn.outcome.status, previousErrors === undefined ? { message, status } : { message, status, previousErrors })
+          const entry = recordOf(endpoint, turn.outcome.status, { message, status, previousErrors: error?.previousErrors })
           await recordAndSettle(entry, held, 0)
           return failed(model, message, status, 0, generationId)
         }

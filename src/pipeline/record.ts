@@ -6,13 +6,14 @@
  * they know (the client's headers, broadcast's references, stored content, the parent's id).
  */
 import type { Types } from "effect"
-import type { GenerationEntry, GenerationStatus, PreviousError } from "../domain/generations.js"
+import type { GenerationContent, GenerationEntry, GenerationStatus, PreviousError } from "../domain/generations.js"
 import { capUsage, estimateTokens, type Usage } from "../domain/pricing.js"
 import type { ResponsesRequest } from "../domain/responses.js"
 import { isoTime } from "../domain/time.js"
 import type { Encoder } from "../formats/format.js"
 import type { Endpoint } from "../services/Catalog.js"
 import { inputBound, outputBound } from "./bounds.js"
+import { storedInput } from "./content.js"
 
 /** Whose generation it is: the key's hash and owners. */
 export interface RecordOwner {
@@ -96,6 +97,15 @@ export const generationRecord = (f: RecordFields): Types.Mutable<GenerationEntry
   }
   return row
 }
+
+/** What a workspace that logs content keeps of an answer: the input as stored, the completion and the reasoning (null when none). */
+export const storedContent = (request: ResponsesRequest, assembler: Encoder | undefined): GenerationContent => ({
+  input: storedInput(request),
+  output: {
+    completion: assembler?.completionText ?? null,
+    reasoning: assembler !== undefined && assembler.reasoningText !== "" ? assembler.reasoningText : null,
+  },
+})
 
 export const NO_USAGE: Usage = { inputTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 }
 
