@@ -6,16 +6,14 @@ import { Either } from "effect"
 import { envelopeOf } from "../../domain/errors.js"
 import type { ClientFormat } from "../format.js"
 import { ChatEncoder, newChatId } from "./encoder.js"
-import { type ChatOptions, decodeChatBody } from "./request.js"
+import { type ChatOptions, decodeChatBody, includesUsage } from "./request.js"
 
 /**
  * The chat-only options of a request (`stateOf`), read from the body `decode` accepted: undefined
  * when they are the default (the usage chunk is sent), the common case.
  */
-const chatOptionsOf = (body: unknown): ChatOptions | undefined => {
-  const streamOptions = (body as { readonly stream_options?: { readonly include_usage?: unknown } | null }).stream_options
-  return streamOptions?.include_usage === false ? { includeUsage: false } : undefined
-}
+const chatOptionsOf = (body: unknown): ChatOptions | undefined =>
+  includesUsage((body as { readonly stream_options?: { readonly include_usage?: unknown } | null }).stream_options) ? undefined : { includeUsage: false }
 
 export const chatFormat: ClientFormat = {
   name: "chat",

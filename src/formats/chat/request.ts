@@ -498,6 +498,9 @@ const formatOf = (format: typeof ResponseFormat.Type): TextFormat => {
 // ---------------------------------------------------------------------------------------------
 
 /** What the chat answer needs that the Responses request has no field for. */
+/** `stream_options.include_usage`: the usage chunk is sent unless the caller says false. */
+export const includesUsage = (streamOptions: { readonly include_usage?: unknown } | null | undefined): boolean => streamOptions?.include_usage !== false
+
 export interface ChatOptions {
   /** `stream_options.include_usage`; the usage chunk is sent unless this is false. */
   readonly includeUsage: boolean
@@ -579,7 +582,7 @@ export const toResponsesRequest = (
   return Either.right({
     // The fields above are the Responses request's, decoded by the same Schemas.
     request: out as ResponsesRequest,
-    options: { includeUsage: chat.stream_options?.include_usage !== false },
+    options: { includeUsage: includesUsage(chat.stream_options) },
   })
 }
 
