@@ -6,13 +6,12 @@
  * refuses the plugin on a request whose model is not the router.
  */
 import { Schema } from "effect"
-import { BadRequest } from "../../domain/errors.js"
 import type { ResponsesRequest } from "../../domain/responses.js"
 import { intBetween, oneOf } from "../../domain/schema-rules.js"
 import { requestText } from "../../services/Guardrails.js"
 import type { Model } from "../../services/Catalog.js"
 import { pluginFields, type RequestPlugin } from "./plugin.js"
-import { type CandidateView, eligibleModels, NONE_ELIGIBLE, priceOf, type RouterChoice, scoreOf } from "./router-common.js"
+import { type CandidateView, eligibleModels, onlyOnRouterModels, NONE_ELIGIBLE, priceOf, type RouterChoice, scoreOf } from "./router-common.js"
 
 export const AutoRouterPlugin = Schema.Struct({
   ...pluginFields("auto-router"),
@@ -171,13 +170,5 @@ export { NONE_ELIGIBLE }
 export const autoRouterPlugin: RequestPlugin<"auto-router", AutoRouterConfig> = {
   id: "auto-router",
   schema: AutoRouterPlugin,
-  pre: () => ({
-    needsPlan: false,
-    run: (_config, state, at) =>
-      state.hints?.requested !== undefined && AUTO_MODELS.has(state.hints.requested)
-        ? undefined
-        : new BadRequest({
-            message: `Invalid request: plugins[${at}]: auto-router applies to the model router/auto (or openrouter/auto), not ${state.request.model ?? "the default model"}`,
-          }),
-  }),
+  pre: () => onlyOnRouterModels("auto-router", AUTO_MODELS, "router/auto (or openrouter/auto)"),
 }

@@ -7,11 +7,10 @@
  * The choice is made by the model-router stage (model-router.ts), before routing.
  */
 import { Schema } from "effect"
-import { BadRequest } from "../../domain/errors.js"
 import { oneOf } from "../../domain/schema-rules.js"
 import type { Model } from "../../services/Catalog.js"
 import { pluginFields, type RequestPlugin } from "./plugin.js"
-import { type CandidateView, eligibleModels, priceOf, type RouterChoice, scoreOf } from "./router-common.js"
+import { type CandidateView, eligibleModels, onlyOnRouterModels, priceOf, type RouterChoice, scoreOf } from "./router-common.js"
 
 export const ParetoRouterPlugin = Schema.Struct({
   ...pluginFields("pareto-router"),
@@ -73,13 +72,5 @@ export const choosePareto = (models: ReadonlyArray<Model>, config: ParetoRouterC
 export const paretoRouterPlugin: RequestPlugin<"pareto-router", ParetoRouterConfig> = {
   id: "pareto-router",
   schema: ParetoRouterPlugin,
-  pre: () => ({
-    needsPlan: false,
-    run: (_config, state, at) =>
-      state.hints?.requested !== undefined && PARETO_MODELS.has(state.hints.requested)
-        ? undefined
-        : new BadRequest({
-            message: `Invalid request: plugins[${at}]: pareto-router applies to the model router/pareto-code (or openrouter/pareto-code), not ${state.request.model ?? "the default model"}`,
-          }),
-  }),
+  pre: () => onlyOnRouterModels("pareto-router", PARETO_MODELS, "router/pareto-code (or openrouter/pareto-code)"),
 }

@@ -4,7 +4,9 @@
  * hand the model-router stage (model-router.ts).
  */
 import picomatch from "picomatch"
+import { BadRequest } from "../../domain/errors.js"
 import type { Model } from "../../services/Catalog.js"
+import type { PluginConfig, PreModelHalf } from "./plugin.js"
 
 /** A model's score for a task type: 0-1 from the catalog's `scores`, 0.5 when it has none for it. */
 export const scoreOf = (model: Model, task: string): number => model.entry.scores?.[task] ?? 0.5
@@ -62,3 +64,15 @@ export interface RouterChoice {
 }
 
 export const NONE_ELIGIBLE = "No models match your request and model restrictions"
+
+/**
+ * A router plugin's stage: its settings are read by the model-router stage (model-router.ts), so
+ * here it only refuses a request whose model is not one of its router's (`models`, named `named`).
+ */
+export const onlyOnRouterModels = <Config extends PluginConfig>(id: string, models: ReadonlySet<string>, named: string): PreModelHalf<Config> => ({
+  needsPlan: false,
+  run: (_config, state, at) =>
+    state.hints?.requested !== undefined && models.has(state.hints.requested)
+      ? undefined
+      : new BadRequest({ message: `Invalid request: plugins[${at}]: ${id} applies to the model ${named}, not ${state.request.model ?? "the default model"}` }),
+})
