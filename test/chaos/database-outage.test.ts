@@ -177,7 +177,16 @@ const expectNothingLost = async (h: Harness, hash: string, answers: ReadonlyArra
   const answered = answers.filter((a) => a.status === 200)
   expect(answered.every((a) => a.complete && a.id !== null)).toBe(true)
   const ids = answered.map((a) => a.id as string)
-  const rows = await direct(h, (pg) => pg.unsafe("SELECT id, total_cost_nano FROM generations WHERE key_hash = $1", [hash]) as Promise<Array<{ id: string; total_cost_nano: number }>>)
+  const recordedRows = () =>
+    direct(h, (pg) => pg.unsafe("SELECT id, total_cost_nano FROM generations WHERE key_hash = $1", [hash]) as Promise<Array<{ id: string; total_cost_nano: number }>>)
+  // The spool's count says nothing of a batch the writer still holds (its commit met the restart and
+  // is retried): wait for the records rather than read once; one never written fails below all the same.
+  let rows = await recordedRows()
+  await until("every answer's record", async () => {
+    rows = await recordedRows()
+    const have = new Set(rows.map((r) => r.id))
+    return ids.every((id) => have.has(id))
+  }).catch(() => undefined)
   const recorded = new Set(rows.map((r) => r.id))
   // Every answered 200 has its record, and no record without an answer: each written once.
   expect(ids.filter((id) => !recorded.has(id))).toEqual([])
