@@ -26,8 +26,8 @@ export interface Floor {
 export const FLOORS: ReadonlyArray<Floor> = [
   {
     name: "domain",
-    paths: ["src/domain/", "src/clock.ts"],
-    why: "wire Schemas and errors, no I/O: the words every other floor speaks; and the clock seam every floor reads time through",
+    paths: ["src/domain/", "src/clock.ts", "src/deadlines.ts"],
+    why: "wire Schemas and errors, no I/O: the words every other floor speaks; and the clock seam and the deadline list every floor reads time through",
   },
   {
     name: "wire",

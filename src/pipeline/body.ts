@@ -1,6 +1,6 @@
 /** Request bodies read with a cap (413 without reading past the limit) and a deadline (408). */
 import { BadRequest, PayloadTooLarge, RateLimited, RequestTimeout, UnsupportedMediaType } from "../domain/errors.js"
-import { Deadlines } from "./deadlines.js"
+import { Deadlines } from "../deadlines.js"
 
 export const tooLarge = (max: number) =>
   new PayloadTooLarge({ message: `Request body is larger than the maximum of ${max} bytes` })

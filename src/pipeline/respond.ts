@@ -11,7 +11,7 @@ import { type ClientFormat, errorResponseIn, type FinishExtras } from "../format
 import type { ErrorLog } from "../lib/log.js"
 import { PlainAbort } from "../providers/abort.js"
 import type { Endpoint } from "../services/Catalog.js"
-import type { Deadlines } from "./deadlines.js"
+import type { Deadlines } from "../deadlines.js"
 import type { Answering, makeEgress } from "./egress.js"
 import type { Attempt, Finish, RequestLife } from "./finish.js"
 import type { ToolLoop } from "./loop.js"

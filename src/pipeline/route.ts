@@ -27,7 +27,7 @@ import { RateLimits, type RateRule, type RateVerdict, rateLimitHeaders } from ".
 import { BODY_TIMED_OUT, bodyTimedOut, makeBodyDeadline, readCappedText, tooManyUnfinished, type UnfinishedBodies } from "./body.js"
 import type { ErrorLog } from "../lib/log.js"
 import type { RequestTrace } from "./trace.js"
-import { Deadlines } from "./deadlines.js"
+import { Deadlines } from "../deadlines.js"
 import { makeEgress } from "./egress.js"
 import { makeFinish, type RequestLife } from "./finish.js"
 import { generationRecord, NO_USAGE } from "./record.js"

@@ -4,6 +4,7 @@
  * body read as JSON or as SSE translated read by read. Per-chunk work is plain code (an Effect Stream
  * step costs 15-20 µs per chunk).
  */
+import { type Deadline, Deadlines } from "../deadlines"
 import { type AbortLike, PlainAbort } from "./abort"
 import { errorDetailOf, errorFromStatus } from "./errors"
 import { type BodySink, DEFAULT_MAX_CONNECTIONS, defaultTransport, type Transport, type UpstreamResponse } from "./http1"
@@ -18,6 +19,21 @@ let shared: Transport | undefined
 export const sharedTransport = (): Transport => (shared ??= defaultTransport())
 
 /**
+ * The silence checks of the upstream calls, one list per timeout length (a provider's
+ * `timeout_ms`): a native timer per call (setTimeout, clearTimeout at its end) was ~1 µs of a JSON
+ * request's CPU (bun --cpu-prof); on a list, adding and removing a check are plain assignments.
+ */
+const silenceChecks = new Map<number, Deadlines>()
+const checksOf = (timeoutMs: number): Deadlines => {
+  let list = silenceChecks.get(timeoutMs)
+  if (list === undefined) {
+    list = new Deadlines(timeoutMs)
+    silenceChecks.set(timeoutMs, list)
+  }
+  return list
+}
+
+/**
  * Ties the upstream request to the caller's signal and to a deadline of `timeoutMs` that bounds the wait
  * for the response head, for a JSON body, and for each gap between stream chunks.
  */
@@ -27,14 +43,16 @@ export class UpstreamLink {
   /** The reader paused the body: its silence is the client's, not the upstream's. */
   paused = false
   private lastActivity = performance.now()
-  private timer: ReturnType<typeof setTimeout> | undefined
+  private readonly checks: Deadlines
+  private pending: Deadline | undefined
 
   constructor(
     private readonly caller: AbortLike,
     private readonly timeoutMs: number,
   ) {
     caller.addEventListener("abort", this.onCallerAbort, { once: true })
-    this.timer = setTimeout(this.check, timeoutMs)
+    this.checks = checksOf(timeoutMs)
+    this.pending = this.checks.add(this.check)
   }
 
   /** Marks the upstream alive: a timestamp only, so a chunk costs no timer re-arming. */
@@ -43,8 +61,8 @@ export class UpstreamLink {
   }
 
   close(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer)
-    this.timer = undefined
+    if (this.pending !== undefined) this.checks.remove(this.pending)
+    this.pending = undefined
     this.caller.removeEventListener("abort", this.onCallerAbort)
   }
 
@@ -62,14 +80,17 @@ export class UpstreamLink {
     this.controller.abort()
   }
 
+  /** Due `timeoutMs` after the call began or after the last check: silent that long, the call is aborted. */
   private readonly check = (): void => {
+    if (this.pending === undefined) return
     const idle = performance.now() - this.lastActivity
+    // Paused: checked again a whole timeout from now. Active since: due a timeout after that activity.
     if (this.paused) {
-      this.timer = setTimeout(this.check, this.timeoutMs)
+      this.pending = this.checks.add(this.check)
       return
     }
     if (idle + 1 < this.timeoutMs) {
-      this.timer = setTimeout(this.check, this.timeoutMs - idle)
+      this.pending = this.checks.add(this.check, -idle)
       return
     }
     this.timedOut = true

@@ -1,6 +1,6 @@
-/** The model requests' deadlines (src/pipeline/deadlines.ts): one list, one timer. */
+/** The model requests' deadlines (src/deadlines.ts): one list, one timer. */
 import { describe, expect, test } from "bun:test"
-import { Deadlines } from "../../src/pipeline/deadlines.js"
+import { Deadlines } from "../../src/deadlines.js"
 
 describe("Deadlines", () => {
   test("each deadline fires once, `ms` after it was set, in the order set", async () => {

@@ -28,7 +28,7 @@ import type { GenerationStore } from "../../services/GenerationStore.js"
 import type { Reservation, Spend } from "../../services/Spend.js"
 import { apiErrorOf, asProviderError, isRetryable } from "../../pipeline/upstream-errors.js"
 import type { ErrorLog } from "../../lib/log.js"
-import type { Deadlines } from "../../pipeline/deadlines.js"
+import type { Deadlines } from "../../deadlines.js"
 
 /** What an attempt on one endpoint gave: its value and the input tokens the upstream counted (undefined: none). */
 export interface Answered<T> {

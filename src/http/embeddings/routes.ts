@@ -24,7 +24,7 @@ import { Spend } from "../../services/Spend.js"
 import { BODY_TIMED_OUT, bodyTimedOut, makeBodyDeadline, readCappedText } from "../../pipeline/body.js"
 import type { ErrorLog } from "../../lib/log.js"
 import type { RequestTrace } from "../../pipeline/trace.js"
-import { Deadlines } from "../../pipeline/deadlines.js"
+import { Deadlines } from "../../deadlines.js"
 import { type Answered, makeCalls, PartlyAnswered } from "./calls.js"
 
 /** Parts of one split batch in flight at once. */

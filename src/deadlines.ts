@@ -1,5 +1,6 @@
 /**
- * The model requests' deadlines. Every deadline of one route has the same length, so the order
+ * Deadlines of one length: the model requests' (one list per route) and the upstream calls'
+ * silence checks (one list per provider timeout, src/providers/http.ts). Every deadline of a list has the same length, so the order
  * they are set in is the order they fall due: they are kept in a linked list (O(1) to add and to
  * remove) with one timer, for the earliest. A timer of its own per request (setTimeout, then
  * clearTimeout when the answer ends) was ~1.5 % of the gateway's main-thread CPU at 32
