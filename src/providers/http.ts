@@ -8,8 +8,9 @@ import { type Deadline, Deadlines } from "../deadlines"
 import { type AbortLike, PlainAbort } from "./abort"
 import { errorDetailOf, errorFromStatus } from "./errors"
 import { type BodySink, DEFAULT_MAX_CONNECTIONS, defaultTransport, type Transport, type UpstreamResponse } from "./http1"
+import { DONE, PushedEvents } from "./pushed-events"
 import { createSseParser, endSse, feedSse, sseIdle } from "./sse"
-import { DEFAULT_UPSTREAM_LIMITS, type EventConsumer, ProviderError, type Subscription, type NormalizedRequest, type Provider, type ProviderConfig, type ProviderEvent, type CallOptions, type UpstreamCall } from "./types"
+import { DEFAULT_UPSTREAM_LIMITS, ProviderError, type NormalizedRequest, type Provider, type ProviderConfig, type ProviderEvent, type CallOptions, type UpstreamCall } from "./types"
 import type { WireFormat } from "./wire"
 
 export const DEFAULT_TIMEOUT_MS = 120_000
@@ -118,26 +119,16 @@ const eventsOfJson = (wire: WireFormat, text: string): Array<ProviderEvent> => {
 /** How long the rest of a body may take after its terminal event before the connection is dropped. */
 const DRAIN_GRACE_MS = 1000
 
-type Step = IteratorResult<ReadonlyArray<ProviderEvent>, void>
-const DONE: Step = { done: true, value: undefined }
-
 /**
  * An upstream SSE body as event batches: each network read is decoded, parsed and translated in
- * the transport's callback, then pushed to a subscribed consumer (no promise), or queued for an
- * iterating one (one promise per batch at most). After the terminal event the rest of the body
+ * the transport's callback, then handed on by PushedEvents (pushed-events.ts) to a subscribed
+ * consumer (no promise), or queued for an iterating one (one promise per batch at most). After the terminal event the rest of the body
  * (the end of the chunked encoding) is still read, so the connection goes back to the pool.
  */
-class StreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>>, BodySink {
+class StreamEvents extends PushedEvents<UpstreamLink> implements BodySink {
   private readonly decoder = new TextDecoder()
   private readonly parser = createSseParser()
   private readonly translator: ReturnType<WireFormat["translator"]>
-  private readonly queue: Array<ReadonlyArray<ProviderEvent>> = []
-  /** Set once no more batches come: DONE, or the error to throw. */
-  private last: Step | ProviderError | undefined
-  private waiting: { resolve: (step: Step) => void; reject: (e: unknown) => void } | undefined
-  /** Set by `subscribe`: batches go to it as they are translated, and nothing is queued. */
-  private consumer: EventConsumer | undefined
-  private bodyOver = false
   /** Text of the current network read, handled once the read is over. */
   private text = ""
   /**
@@ -152,65 +143,14 @@ class StreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>
 
   constructor(
     private readonly wire: WireFormat,
-    private readonly response: UpstreamResponse,
-    private readonly link: UpstreamLink,
+    response: UpstreamResponse,
+    link: UpstreamLink,
     /** The longest event (its text so far) the parser may hold. */
     private readonly maxEvent: number,
   ) {
+    super(response, link)
     this.translator = wire.translator()
     response.pipe(this)
-  }
-
-  [Symbol.asyncIterator](): this {
-    return this
-  }
-
-  next(): Promise<Step> {
-    const batch = this.queue.shift()
-    if (batch !== undefined) return Promise.resolve({ done: false, value: batch })
-    const last = this.last
-    if (last instanceof ProviderError) return Promise.reject(last)
-    if (last !== undefined) return Promise.resolve(last)
-    return new Promise((resolve, reject) => {
-      this.waiting = { resolve, reject }
-    })
-  }
-
-  subscribe(consumer: EventConsumer): Subscription {
-    this.consumer = consumer
-    const queued = this.queue.splice(0)
-    for (const batch of queued) this.push(batch)
-    if (this.last !== undefined && this.consumer !== undefined) this.settle(this.last)
-    return {
-      stop: () => {
-        this.consumer = undefined
-        void this.return()
-      },
-      pause: () => this.pause(),
-      resume: () => this.resume(),
-    }
-  }
-
-  /** Stops reading the upstream (its socket pauses) until `resume`; not once the answer is over. */
-  pause(): void {
-    if (this.bodyOver || this.last !== undefined || this.link.paused) return
-    this.link.paused = true
-    this.response.pause()
-  }
-
-  resume(): void {
-    if (!this.link.paused) return
-    this.link.paused = false
-    this.link.touch()
-    this.response.resume()
-  }
-
-  /** The consumer stopped early: drop the upstream at once. */
-  return(): Promise<Step> {
-    if (!this.bodyOver) this.closeBody(true)
-    this.queue.length = 0
-    this.last ??= DONE
-    return Promise.resolve(DONE)
   }
 
   data(bytes: Uint8Array, start: number, end: number): void {
@@ -300,50 +240,10 @@ class StreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>
     if (this.last === undefined) this.settle(failure)
   }
 
-  private push(batch: ReadonlyArray<ProviderEvent>): void {
-    const consumer = this.consumer
-    if (consumer !== undefined) {
-      try {
-        consumer.batch(batch)
-      } catch (cause) {
-        // The consumer failed on this batch: the answer cannot go on.
-        this.consumer = undefined
-        this.last = DONE
-        this.closeBody(true)
-        consumer.error(cause)
-      }
-      return
-    }
-    const waiting = this.waiting
-    if (waiting === undefined) return void this.queue.push(batch)
-    this.waiting = undefined
-    waiting.resolve({ done: false, value: batch })
-  }
-
-  private settle(last: Step | ProviderError): void {
-    this.last = last
-    // The rest of the body (the chunked encoding's end) is still read, for the connection's reuse.
-    if (this.link.paused) this.resume()
-    const consumer = this.consumer
-    if (consumer !== undefined) {
-      this.consumer = undefined
-      if (last instanceof ProviderError) consumer.error(last)
-      else consumer.end()
-      return
-    }
-    const waiting = this.waiting
-    if (waiting === undefined || this.queue.length > 0) return
-    this.waiting = undefined
-    if (last instanceof ProviderError) waiting.reject(last)
-    else waiting.resolve(last)
-  }
-
-  private closeBody(drop: boolean): void {
-    if (this.bodyOver) return
-    this.bodyOver = true
+  protected override closeBody(drop: boolean): void {
     if (this.grace !== undefined) clearTimeout(this.grace)
-    this.link.close()
-    if (drop) this.response.cancel()
+    this.grace = undefined
+    super.closeBody(drop)
   }
 }
 

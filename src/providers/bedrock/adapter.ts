@@ -35,7 +35,7 @@ export const bedrockProvider: Provider = {
     }
     const limits = options.limits ?? DEFAULT_UPSTREAM_LIMITS
     const events = new ConverseStreamEvents(new ConverseStreamTranslator(structured), answer.response, answer.link, limits.eventBytes)
-    return { upstreamBody, events }
+    return { upstreamBody, events, subscribe: (consumer) => events.subscribe(consumer) }
   },
   // Claude's thinking budget is on top of the answer's maximum (request.ts sends their sum).
   thinkingTokens: (reasoning) => thinkingBudget(reasoning) ?? 0,

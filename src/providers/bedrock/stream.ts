@@ -10,6 +10,7 @@
  */
 import type { UpstreamLink } from "../http"
 import type { BodySink, UpstreamResponse } from "../http1"
+import { DONE, PushedEvents } from "../pushed-events"
 import { BytePattern, isPlainLiteral, jsonLiteralEndInBytes, jsonStringValue } from "../json-literal"
 import { ProviderError, type FinishReason, type ProviderEvent } from "../types"
 import type { Usage } from "../../domain/pricing"
@@ -72,11 +73,6 @@ export const textDeltaInPlace = (bytes: Uint8Array, start: number, end: number, 
 /** A frame is at least its prelude (12 bytes) and message CRC (4). */
 const MIN_FRAME = 16
 
-type Step = IteratorResult<ReadonlyArray<ProviderEvent>, void>
-const DONE: Step = { done: true, value: undefined }
-
-/** Batches queued beyond this pause the upstream's socket until the reader catches up. */
-const HIGH_WATER = 16
 
 /** Turns decoded Converse stream events into ProviderEvents; one per call, fed in order. */
 export class ConverseStreamTranslator {
@@ -212,54 +208,23 @@ export class FrameSplitter {
 }
 
 /**
- * The stream's events as batches, one per network read: pushed into a queue that `events` drains.
- * The upstream's socket is paused while the queue is long (a slow client slows its upstream).
+ * The stream's events as batches, one per network read, handed on by PushedEvents
+ * (../pushed-events.ts) as the SSE formats' are: pushed to a subscriber from the read callback
+ * (no promise per batch), or queued for iteration, the socket paused while the queue is long.
  */
-export class ConverseStreamEvents implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>>, BodySink {
+export class ConverseStreamEvents extends PushedEvents<UpstreamLink> implements BodySink {
   private readonly splitter: FrameSplitter
-  private readonly queue: Array<ReadonlyArray<ProviderEvent>> = []
   private taken: Array<ProviderEvent> = []
-  private last: Step | ProviderError | undefined
-  private waiting: { resolve: (step: Step) => void; reject: (e: unknown) => void } | undefined
-  private bodyOver = false
-  private paused = false
 
   constructor(
     private readonly translator: ConverseStreamTranslator,
-    private readonly response: UpstreamResponse,
-    private readonly link: UpstreamLink,
+    response: UpstreamResponse,
+    link: UpstreamLink,
     maxFrame: number,
   ) {
+    super(response, link)
     this.splitter = new FrameSplitter(maxFrame, (bytes, start, end) => this.frame(bytes, start, end))
     response.pipe(this)
-  }
-
-  [Symbol.asyncIterator](): this {
-    return this
-  }
-
-  next(): Promise<Step> {
-    const batch = this.queue.shift()
-    if (this.paused && this.queue.length < HIGH_WATER / 2) {
-      this.paused = false
-      this.link.paused = false
-      this.link.touch()
-      this.response.resume()
-    }
-    if (batch !== undefined) return Promise.resolve({ done: false, value: batch })
-    const last = this.last
-    if (last instanceof ProviderError) return Promise.reject(last)
-    if (last !== undefined) return Promise.resolve(last)
-    return new Promise((resolve, reject) => {
-      this.waiting = { resolve, reject }
-    })
-  }
-
-  return(): Promise<Step> {
-    this.closeBody(true)
-    this.queue.length = 0
-    this.last ??= DONE
-    return Promise.resolve(DONE)
   }
 
   data(bytes: Uint8Array, start: number, end: number): void {
@@ -331,42 +296,5 @@ export class ConverseStreamEvents implements AsyncIterableIterator<ReadonlyArray
     if (out.length > 0) this.push(out)
     this.closeBody(true)
     this.settle(failure)
-  }
-
-  private push(batch: ReadonlyArray<ProviderEvent>): void {
-    const waiting = this.waiting
-    if (waiting !== undefined) {
-      this.waiting = undefined
-      waiting.resolve({ done: false, value: batch })
-      return
-    }
-    this.queue.push(batch)
-    if (this.queue.length >= HIGH_WATER && !this.paused && !this.bodyOver) {
-      this.paused = true
-      this.link.paused = true
-      this.response.pause()
-    }
-  }
-
-  private settle(last: Step | ProviderError): void {
-    this.last = last
-    // The rest of the body is still read, for the connection's reuse.
-    if (this.paused) {
-      this.paused = false
-      this.link.paused = false
-      this.response.resume()
-    }
-    const waiting = this.waiting
-    if (waiting === undefined || this.queue.length > 0) return
-    this.waiting = undefined
-    if (last instanceof ProviderError) waiting.reject(last)
-    else waiting.resolve(last)
-  }
-
-  private closeBody(drop: boolean): void {
-    if (this.bodyOver) return
-    this.bodyOver = true
-    this.link.close()
-    if (drop) this.response.cancel()
   }
 }

@@ -1,0 +1,141 @@
+/**
+ * An upstream stream's events as batches, one per network read, handed on one of two ways:
+ * pushed to a subscriber from the read callback (`subscribe`: no promise per batch, the relay's
+ * way), or queued for iteration (`next`), the upstream's socket paused while the queue is long.
+ * The SSE formats' reader (http.ts) and ConverseStream's (bedrock/stream.ts) translate; this
+ * delivers, the same way for both.
+ */
+import type { UpstreamResponse } from "./http1"
+import { type EventConsumer, ProviderError, type ProviderEvent, type Subscription } from "./types"
+
+export type Step = IteratorResult<ReadonlyArray<ProviderEvent>, void>
+export const DONE: Step = { done: true, value: undefined }
+
+/** What the reader needs of its call's link (http.ts's UpstreamLink): the silence check's pause, its activity mark, its end. */
+export interface ReaderLink {
+  paused: boolean
+  touch(): void
+  close(): void
+}
+
+/** Batches queued for an iteration beyond this pause the upstream's socket until it catches up. */
+const HIGH_WATER = 16
+
+/** `L`: the reader's link (its own methods stay the subclass's to call). */
+export abstract class PushedEvents<L extends ReaderLink = ReaderLink> implements AsyncIterableIterator<ReadonlyArray<ProviderEvent>> {
+  private readonly queue: Array<ReadonlyArray<ProviderEvent>> = []
+  /** Set once no more batches come: DONE, or the error to throw. */
+  protected last: Step | ProviderError | undefined
+  private waiting: { resolve: (step: Step) => void; reject: (e: unknown) => void } | undefined
+  /** Set by `subscribe`: batches go to it as they are translated, and nothing is queued. */
+  private consumer: EventConsumer | undefined
+  protected bodyOver = false
+
+  constructor(
+    protected readonly response: UpstreamResponse,
+    protected readonly link: L,
+  ) {}
+
+  [Symbol.asyncIterator](): this {
+    return this
+  }
+
+  next(): Promise<Step> {
+    const batch = this.queue.shift()
+    if (this.link.paused && this.consumer === undefined && this.queue.length < HIGH_WATER / 2) this.resume()
+    if (batch !== undefined) return Promise.resolve({ done: false, value: batch })
+    const last = this.last
+    if (last instanceof ProviderError) return Promise.reject(last)
+    if (last !== undefined) return Promise.resolve(last)
+    return new Promise((resolve, reject) => {
+      this.waiting = { resolve, reject }
+    })
+  }
+
+  subscribe(consumer: EventConsumer): Subscription {
+    this.consumer = consumer
+    const queued = this.queue.splice(0)
+    for (const batch of queued) this.push(batch)
+    if (this.last !== undefined && this.consumer !== undefined) this.settle(this.last)
+    return {
+      stop: () => {
+        this.consumer = undefined
+        void this.return()
+      },
+      pause: () => this.pause(),
+      resume: () => this.resume(),
+    }
+  }
+
+  /** Stops reading the upstream (its socket pauses) until `resume`; not once the answer is over. */
+  pause(): void {
+    if (this.bodyOver || this.last !== undefined || this.link.paused) return
+    this.link.paused = true
+    this.response.pause()
+  }
+
+  resume(): void {
+    if (!this.link.paused) return
+    this.link.paused = false
+    this.link.touch()
+    this.response.resume()
+  }
+
+  /** The consumer stopped early: drop the upstream at once. */
+  return(): Promise<Step> {
+    if (!this.bodyOver) this.closeBody(true)
+    this.queue.length = 0
+    this.last ??= DONE
+    return Promise.resolve(DONE)
+  }
+
+  protected push(batch: ReadonlyArray<ProviderEvent>): void {
+    const consumer = this.consumer
+    if (consumer !== undefined) {
+      try {
+        consumer.batch(batch)
+      } catch (cause) {
+        // The consumer failed on this batch: the answer cannot go on.
+        this.consumer = undefined
+        this.last = DONE
+        this.closeBody(true)
+        consumer.error(cause)
+      }
+      return
+    }
+    const waiting = this.waiting
+    if (waiting !== undefined) {
+      this.waiting = undefined
+      waiting.resolve({ done: false, value: batch })
+      return
+    }
+    this.queue.push(batch)
+    if (this.queue.length >= HIGH_WATER) this.pause()
+  }
+
+  protected settle(last: Step | ProviderError): void {
+    this.last = last
+    // The rest of the body (the framing's end) is still read, for the connection's reuse.
+    if (this.link.paused) this.resume()
+    const consumer = this.consumer
+    if (consumer !== undefined) {
+      this.consumer = undefined
+      if (last instanceof ProviderError) consumer.error(last)
+      else consumer.end()
+      return
+    }
+    const waiting = this.waiting
+    if (waiting === undefined || this.queue.length > 0) return
+    this.waiting = undefined
+    if (last instanceof ProviderError) waiting.reject(last)
+    else waiting.resolve(last)
+  }
+
+  /** The body is over for this reader: the link's checks end, and `drop` cancels the rest of it. */
+  protected closeBody(drop: boolean): void {
+    if (this.bodyOver) return
+    this.bodyOver = true
+    this.link.close()
+    if (drop) this.response.cancel()
+  }
+}
