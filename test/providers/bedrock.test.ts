@@ -7,12 +7,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { AwsV4Signer } from "aws4fetch"
 import { eventFrame, MOCK_ACCESS_KEY_ID, MOCK_BEDROCK_API_KEY, MOCK_SECRET_ACCESS_KEY, type MockBedrock, piecesOf, startMockBedrock } from "../../scripts/mock-bedrock"
 import { bedrockProvider } from "../../src/providers/bedrock/adapter"
-import { consumeEvents } from "../../src/providers/consume"
 import { authHeaders, bedrockAuthFrom } from "../../src/providers/bedrock/credentials"
 import { FrameSplitter } from "../../src/providers/bedrock/stream"
 import { modelPath } from "../../src/providers/bedrock/wire"
-import { ProviderError, type ProviderConfig, type ProviderEvent, type UpstreamCall } from "../../src/providers/types"
-import { eventsOf, eventually, literalTexts, providerErrorOf, textRequest, weatherTool } from "./helpers"
+import { ProviderError, type ProviderConfig, type ProviderEvent } from "../../src/providers/types"
+import { consumed, eventsOf, eventually, literalTexts, providerErrorOf, textRequest, weatherTool } from "./helpers"
 
 /** AWS's SigV4 test suite (aws-sig-v4-test-suite): its credentials, date, region and service. */
 const SUITE = {
@@ -354,38 +353,14 @@ describe("bedrock errors map to the contract's kinds", () => {
 /** A text event without its JSON literal (iteration's helper and the relay's read the literals apart). */
 const withoutJson = (e: ProviderEvent): ProviderEvent => (e.type === "text" ? { type: "text", delta: e.delta } : e)
 
-/** A ConverseStream answer pushed to a consumer (`subscribe`), as the relay takes it: the events, the terminal callbacks, and the subscription. */
-const pushed = (call: UpstreamCall) => {
-  const seen = { events: [] as Array<ProviderEvent>, batches: 0, ends: 0, errors: [] as Array<unknown> }
-  let settle = () => {}
-  const settled = new Promise<void>((resolve) => {
-    settle = resolve
-  })
-  const subscription = consumeEvents(call, {
-    batch(events) {
-      seen.batches++
-      seen.events.push(...events.flatMap(literalTexts))
-    },
-    end() {
-      seen.ends++
-      settle()
-    },
-    error(cause) {
-      seen.errors.push(cause)
-      settle()
-    },
-  })
-  return { seen, settled, subscription }
-}
-
 describe("a ConverseStream answer pushed from the read callback (no promise per batch, as the SSE formats)", () => {
   test("the call offers subscribe; its batches are the events iteration yields, then one end", async () => {
     const headers = { "x-mock-tokens": "6", "x-mock-split": "40" }
     const iterated = (await eventsOf(await bedrockProvider.open(textRequest("x"), sigv4(headers), options(true)))).flatMap(literalTexts).map(withoutJson)
     const call = await bedrockProvider.open(textRequest("x"), sigv4(headers), options(true))
     expect(call.subscribe).toBeDefined()
-    const { seen, settled } = pushed(call)
-    await settled
+    const seen = consumed(call)
+    await seen.settled
     expect(seen.events.map(withoutJson)).toEqual(iterated)
     expect(seen.events.filter((e) => e.type === "text")).toHaveLength(6)
     expect(seen.events.at(-1)).toEqual({ type: "finish", reason: "stop" })
@@ -396,8 +371,8 @@ describe("a ConverseStream answer pushed from the read callback (no promise per 
 
   test("an exception frame mid-stream reaches error with its kind, after the deltas before it, and never end", async () => {
     const call = await bedrockProvider.open(textRequest("x"), sigv4({ "x-mock-error": "mid-stream", "x-mock-tokens": "5" }), options(true))
-    const { seen, settled } = pushed(call)
-    await settled
+    const seen = consumed(call)
+    await seen.settled
     expect(seen.events.map((e) => e.type)).toEqual(["text", "text"])
     expect(seen.ends).toBe(0)
     expect(seen.errors).toHaveLength(1)
@@ -407,17 +382,17 @@ describe("a ConverseStream answer pushed from the read callback (no promise per 
   test("paused, no batch comes until resumed; resumed, the answer completes", async () => {
     // Pieces of 50 bytes a millisecond apart (~250 writes): the pause is taken between reads.
     const call = await bedrockProvider.open(textRequest("x"), sigv4({ "x-mock-tokens": "60", "x-mock-split": "50" }), options(true))
-    const { seen, settled, subscription } = pushed(call)
+    const seen = consumed(call)
     expect(await eventually(() => seen.batches > 0, 2000)).toBe(true)
-    subscription.pause()
+    seen.pause()
     // A read already under way may still be translated; after it, nothing.
     await Bun.sleep(30)
     const atPause = seen.batches
     await Bun.sleep(100)
     expect(seen.batches).toBe(atPause)
     expect(seen.ends).toBe(0)
-    subscription.resume()
-    await settled
+    seen.resume()
+    await seen.settled
     expect(seen.ends).toBe(1)
     expect(seen.events.filter((e) => e.type === "text")).toHaveLength(60)
   })

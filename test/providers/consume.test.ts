@@ -4,41 +4,10 @@
  * The same order, one terminal callback, failures after the first byte, and stopping early.
  */
 import { describe, expect, test } from "bun:test"
-import { consumeEvents } from "../../src/providers/consume"
 import { fakeProvider } from "../../src/providers/fake"
 import { openAiChatProvider } from "../../src/providers/openai-chat/adapter"
-import { ProviderError, type ProviderEvent, type UpstreamCall } from "../../src/providers/types"
-import { configFor, eventsOf, eventually, literalTexts, textRequest, useMockUpstream } from "./helpers"
-
-interface Seen {
-  readonly events: Array<ProviderEvent>
-  ends: number
-  readonly errors: Array<unknown>
-  readonly settled: Promise<void>
-}
-
-const consume = (call: UpstreamCall, onBatch?: (events: ReadonlyArray<ProviderEvent>) => void): Seen & { stop: () => void } => {
-  let settle = () => {}
-  const settled = new Promise<void>((resolve) => {
-    settle = resolve
-  })
-  const seen = { events: [] as Array<ProviderEvent>, ends: 0, errors: [] as Array<unknown>, settled }
-  const { stop } = consumeEvents(call, {
-    batch(events) {
-      onBatch?.(events)
-      seen.events.push(...events.flatMap(literalTexts))
-    },
-    end() {
-      seen.ends++
-      settle()
-    },
-    error(cause) {
-      seen.errors.push(cause)
-      settle()
-    },
-  })
-  return { ...seen, get ends() { return seen.ends }, stop }
-}
+import { ProviderError, type ProviderEvent } from "../../src/providers/types"
+import { configFor, consumed, eventsOf, eventually, literalTexts, textRequest, useMockUpstream } from "./helpers"
 
 const mocked = useMockUpstream()
 
@@ -52,7 +21,7 @@ describe("an HTTP adapter's stream, pushed", () => {
     for await (const batch of (await open({ "x-mock-tokens": "40" })).events) iterated.push(...batch.flatMap(literalTexts))
     const call = await open({ "x-mock-tokens": "40" })
     expect(call.subscribe).toBeDefined()
-    const seen = consume(call)
+    const seen = consumed(call)
     await seen.settled
     expect(seen.events).toEqual(iterated)
     expect(seen.events.filter((e) => e.type === "text")).toHaveLength(40)
@@ -64,7 +33,7 @@ describe("an HTTP adapter's stream, pushed", () => {
     const call = await open({ "x-mock-tokens": "5" })
     // The whole answer is read and translated before anyone subscribes.
     await Bun.sleep(30)
-    const seen = consume(call)
+    const seen = consumed(call)
     await seen.settled
     expect(seen.events.filter((e) => e.type === "text").map((e) => (e.type === "text" ? e.delta : ""))).toEqual(Array(5).fill("tok "))
     expect(seen.events.at(-1)).toEqual({ type: "finish", reason: "stop" })
@@ -72,7 +41,7 @@ describe("an HTTP adapter's stream, pushed", () => {
   })
 
   test("a reset after the first deltas reaches error, not end", async () => {
-    const seen = consume(await open({ "x-mock-error": "reset-mid-stream" }))
+    const seen = consumed(await open({ "x-mock-error": "reset-mid-stream" }))
     await seen.settled
     expect(seen.events.filter((e) => e.type === "text")).toHaveLength(2)
     expect(seen.ends).toBe(0)
@@ -83,7 +52,7 @@ describe("an HTTP adapter's stream, pushed", () => {
 
   test("a consumer that throws on a batch gets the error once and the upstream is dropped", async () => {
     const call = await open({ "x-mock-tokens": "1000", "x-mock-interval-ms": "10" })
-    const seen = consume(call, () => {
+    const seen = consumed(call, () => {
       throw new Error("assembler broke")
     })
     await seen.settled
@@ -94,7 +63,7 @@ describe("an HTTP adapter's stream, pushed", () => {
 
   test("stop drops the upstream at once and nothing more is pushed", async () => {
     const call = await open({ "x-mock-tokens": "1000", "x-mock-interval-ms": "10" })
-    const seen = consume(call)
+    const seen = consumed(call)
     expect(await eventually(() => seen.events.length > 0, 1000)).toBe(true)
     seen.stop()
     const count = seen.events.length
@@ -113,21 +82,21 @@ describe("a call without subscribe, iterated", () => {
     const call = await fake("one two three")
     expect(call.subscribe).toBeUndefined()
     const iterated = await eventsOf(await fake("one two three"))
-    const seen = consume(call)
+    const seen = consumed(call)
     await seen.settled
     expect(seen.events).toEqual(iterated)
     expect(seen.ends).toBe(1)
   })
 
   test("a failure mid-way reaches error", async () => {
-    const seen = consume(await fake("[fail-mid] one two three"))
+    const seen = consumed(await fake("[fail-mid] one two three"))
     await seen.settled
     expect(seen.ends).toBe(0)
     expect((seen.errors[0] as ProviderError).kind).toBe("server")
   })
 
   test("stop ends the iteration without a terminal callback", async () => {
-    const seen = consume(await fake("[slow:20] a b c d e f g h"))
+    const seen = consumed(await fake("[slow:20] a b c d e f g h"))
     expect(await eventually(() => seen.events.length > 0, 1000)).toBe(true)
     seen.stop()
     await Bun.sleep(80)

@@ -1,6 +1,7 @@
 /** Shared helpers for the provider tests: requests, configs and draining an upstream call. */
 import { afterAll, beforeAll, beforeEach } from "bun:test"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream"
+import { consumeEvents } from "../../src/providers/consume"
 import { ProviderError, type NormalizedRequest, type ProviderConfig, type ProviderEvent, type UpstreamCall } from "../../src/providers/types"
 
 export const textRequest = (text: string, overrides: Partial<NormalizedRequest> = {}): NormalizedRequest => ({
@@ -106,4 +107,47 @@ export const useMockUpstream = (): { readonly current: MockUpstream } => {
   })
   beforeEach(() => holder.current.reset())
   return holder
+}
+
+/**
+ * A call's events pushed to a consumer (`consumeEvents`), as the relay takes them: what came (the
+ * upstream's literals as text events), the batches and terminal callbacks counted, and the subscription.
+ */
+export const consumed = (call: UpstreamCall, onBatch?: (events: ReadonlyArray<ProviderEvent>) => void) => {
+  let settle = () => {}
+  const settled = new Promise<void>((resolve) => {
+    settle = resolve
+  })
+  const counts = { batches: 0, ends: 0 }
+  const events: Array<ProviderEvent> = []
+  const errors: Array<unknown> = []
+  const subscription = consumeEvents(call, {
+    batch(batch) {
+      onBatch?.(batch)
+      counts.batches++
+      events.push(...batch.flatMap(literalTexts))
+    },
+    end() {
+      counts.ends++
+      settle()
+    },
+    error(cause) {
+      errors.push(cause)
+      settle()
+    },
+  })
+  return {
+    events,
+    errors,
+    settled,
+    get batches() {
+      return counts.batches
+    },
+    get ends() {
+      return counts.ends
+    },
+    stop: subscription.stop,
+    pause: subscription.pause,
+    resume: subscription.resume,
+  }
 }
