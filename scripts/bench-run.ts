@@ -25,6 +25,8 @@
  *                            [--baseline-this-config]  (with --baseline: the baseline is given this build's config too,
  *                                                       for a baseline that knows its providers' kinds: the embeddings
  *                                                       and Bedrock rows then run on it as well, in the same units)
+ *                            [--plain-config]  (every build gets the config without the embeddings and Bedrock
+ *                                               providers: an A/B of two builds older than them, as a bisect needs)
  *                            [--floor]  (with --baseline: a second instance of this build, its twin, measured in the same
  *                                        rounds and slots as the two builds; the report states the paired change of
  *                                        this build against its twin, the harness's own floor in that run)
@@ -100,6 +102,8 @@ const options = {
   baseline: text("baseline", ""),
   /** The baseline knows the embeddings and Bedrock providers: it gets this build's config and their rows. */
   baselineThisConfig: has("baseline-this-config"),
+  /** Every build gets config.json (no embeddings or Bedrock provider, which builds older than them refuse). */
+  plainConfig: has("plain-config"),
   /** Same-build A/Bs read +6.7 % one way round and -0.7 % the other: one process instance is a sample. */
   restart: has("restart"),
   /** Rounds minutes apart read up to 1.6x apart here; loads at the same time share the machine's spell. */
@@ -350,6 +354,7 @@ start("mock", [...pin(CLIENT_CORE), bun, "scripts/mock-upstream.ts", "--port", S
 // The upstreams of the embeddings and Bedrock rows, beside the mock, when those rows run.
 const embedRuns = only.length === 0 || only.includes("embed-c32")
 const bedrockRuns = only.length === 0 || only.includes("bedrock-stream-c1")
+if (options.plainConfig && (embedRuns || bedrockRuns)) throw new Error("--plain-config leaves the embeddings and Bedrock providers out: pass --only without their rows")
 if (embedRuns) start("mock-embeddings", [...pin(CLIENT_CORE), bun, "scripts/mock-embeddings.ts", "--port", String(embedMockPort)], {}, root, true)
 if (bedrockRuns) start("mock-bedrock", [...pin(CLIENT_CORE), bun, "scripts/mock-bedrock.ts", "--port", String(bedrockMockPort)], {}, root, true)
 const proxy = start(
@@ -370,7 +375,7 @@ const startGateway = (name: "gateway" | "baseline" | "twin", binary: string, por
       HOST: "127.0.0.1",
       GATEWAY_DATA_DIR: dataDir,
       DATABASE_URL: join(dataDir, "gateway.db"),
-      GATEWAY_CONFIG: join(runDir, name !== "baseline" || options.baselineThisConfig ? "config-gateway.json" : "config.json"),
+      GATEWAY_CONFIG: join(runDir, !options.plainConfig && (name !== "baseline" || options.baselineThisConfig) ? "config-gateway.json" : "config.json"),
       GATEWAY_MANAGEMENT_KEY: managementKey,
       GATEWAY_LOG_LEVEL: options.logLevel,
       ...BEDROCK_KEYS,
