@@ -36,6 +36,7 @@ for (const [name, transport] of CLIENTS) {
       let failure: unknown
       let paused = false
       let sentWhilePaused = 0
+      let sentAtResume = -1
       let subscription: Subscription | undefined
       // Paused at the first batch, as the relay does when its client's socket is full.
       const pause = () => {
@@ -46,6 +47,7 @@ for (const [name, transport] of CLIENTS) {
         void settledValue(() => mocked.current.stats.sent).then(async (sent) => {
           sentWhilePaused = sent
           await Bun.sleep(Math.max(0, resumeAt - performance.now()))
+          sentAtResume = mocked.current.stats.sent
           subscription?.resume()
         })
       }
@@ -68,7 +70,12 @@ for (const [name, transport] of CLIENTS) {
       if (texts > 0) pause()
       await ended
       expect(failure).toBeUndefined()
-      expect(sentWhilePaused).toBeLessThan(UPSTREAM_BYTES / 2)
+      // The own client pauses the socket: the upstream gets to send what the kernel's buffers hold.
+      // Fetch reads ahead into its own buffer first, by as much as the machine's load lets it before
+      // the pause is taken (a loaded CI run: ~31 of the ~45 MB): bounded there, not small.
+      expect(sentWhilePaused).toBeLessThan(name === "http1" ? UPSTREAM_BYTES / 2 : UPSTREAM_BYTES * 0.8)
+      // Paused, the upstream sent nothing more until the stream was resumed.
+      expect(sentAtResume).toBe(sentWhilePaused)
       expect(finished).toBe(true)
       expect(texts).toBe(TOKENS)
     }, 60_000)
