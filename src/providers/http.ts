@@ -83,7 +83,6 @@ export class UpstreamLink {
 
   /** Due `timeoutMs` after the call began or after the last check: silent that long, the call is aborted. */
   private readonly check = (): void => {
-    if (this.pending === undefined) return
     const idle = performance.now() - this.lastActivity
     // Paused: checked again a whole timeout from now. Active since: due a timeout after that activity.
     if (this.paused) {
