@@ -17,3 +17,16 @@ export const takeRandom = (n: number): number => {
 }
 
 export const randomPool: Readonly<Uint8Array> = POOL
+
+/** The same bytes as a Buffer, for its native hex encoding. */
+const POOL_BYTES = Buffer.from(POOL.buffer, POOL.byteOffset, POOL.byteLength)
+
+/**
+ * `n` fresh random bytes as 2n lowercase hex characters, encoded natively in one call (~75 ns for
+ * 12 bytes, against ~125 ns for twelve two-character concatenations, whose rope the answer's
+ * JSON.stringify then flattens).
+ */
+export const randomHex = (n: number): string => {
+  const at = takeRandom(n)
+  return POOL_BYTES.toString("hex", at, at + n)
+}

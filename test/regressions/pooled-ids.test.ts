@@ -1,7 +1,7 @@
 /** Ids drawn from the pooled random buffer stay well-formed and distinct across many refills of the pool. */
 import { expect, test } from "bun:test"
 import { newGenerationId } from "../../src/domain/generations"
-import { randomPool, takeRandom } from "../../src/domain/random"
+import { randomHex, randomPool, takeRandom } from "../../src/domain/random"
 import { newId } from "../../src/formats/responses/assembler"
 
 test("10,000 generation ids and response ids are well-formed and all distinct", () => {
@@ -26,4 +26,13 @@ test("a reservation never overlaps the previous one, and the pool refills when i
   expect(Array.from(randomPool.slice(0, 200))).not.toEqual(Array.from(before.slice(0, 200)))
   const third = takeRandom(10)
   expect(third).toBe(200)
+})
+
+test("randomHex is the pool's next bytes in hex, as a byte-by-byte encoding writes them", () => {
+  const at = takeRandom(0)
+  const hex = randomHex(12)
+  // The pool was not refilled in between (at most 12 of its 4 KB taken): the same bytes, read back.
+  const bytes = at + 12 <= randomPool.length ? Array.from(randomPool.slice(at, at + 12)) : Array.from(randomPool.slice(0, 12))
+  expect(hex).toBe(bytes.map((b) => b.toString(16).padStart(2, "0")).join(""))
+  expect(hex).toMatch(/^[0-9a-f]{24}$/)
 })

@@ -29,7 +29,7 @@ import type { FinishReason, ProviderEvent } from "../../providers/types.js"
 import { isValidUsage, type Usage } from "../../domain/pricing.js"
 import type { CitableLink, FinishExtras, ServerToolCall, ServerToolOpening } from "../format.js"
 import type { ServerToolProgressEvent } from "../../tools/types.js"
-import { randomPool, takeRandom } from "../../domain/random.js"
+import { randomHex } from "../../domain/random.js"
 import { latin1Slice } from "../../providers/json-literal.js"
 import { ByteWriter, MAX_INTEGER_DIGITS, writeInteger } from "./byte-writer.js"
 import { DONE, sseEvent, sseFrame } from "../sse.js"
@@ -40,15 +40,8 @@ export { debugChunk } from "../sse.js"
 // Ids and the result base
 // ---------------------------------------------------------------------------------------------
 
-const HEX: ReadonlyArray<string> = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"))
-
 /** `<prefix>_` and 24 random hex characters (96 bits). */
-export const newId = (prefix: string): string => {
-  const at = takeRandom(12)
-  let id = `${prefix}_`
-  for (let i = at; i < at + 12; i++) id += HEX[randomPool[i] as number]
-  return id
-}
+export const newId = (prefix: string): string => `${prefix}_${randomHex(12)}`
 
 /** Identity and request settings a result echoes; omitted settings take the wire defaults. */
 export interface ResultBase {
