@@ -84,7 +84,9 @@ describe("an iterated stream held back by its consumer", () => {
     let ended = false
     reads.subscribe({
       batch: (events) => void seen.push(events.length),
-      end: () => void (ended = true),
+      end: () => {
+        ended = true
+      },
       error: (e) => {
         throw e
       },
