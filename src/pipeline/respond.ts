@@ -26,6 +26,8 @@ export interface RespondDeps {
   readonly settings: Settings
   /** The requests' deadlines (the route's: the stages' waits share them). */
   readonly deadlines: Deadlines
+  /** When a request still running starts to watch its client's abort signal (`CLIENT_WATCH_MS`). */
+  readonly clientWatch: Deadlines
   readonly finish: Finish
   readonly turns: ReturnType<typeof makeTurnRunner>
   readonly loop: ToolLoop
@@ -35,6 +37,14 @@ export interface RespondDeps {
   /** The plugins' post-model halves (`PluginSet.post`). */
   readonly postStages: ReadonlyArray<PostModelStage>
 }
+
+/**
+ * How long a request runs before its client's abort signal is watched. A client that goes away
+ * earlier stops the upstream call when the watch starts (at most this much more upstream work,
+ * recorded cancelled and charged for what was produced, as any cancellation); an answer finished
+ * by then is recorded as it ended. Streams also stop at once when their reader is cancelled.
+ */
+export const CLIENT_WATCH_MS = 100
 
 /** `service_metadata`: how the request was routed, its attempts, and what the stages reported. */
 const serviceMetadataOf = (
@@ -68,7 +78,7 @@ const serviceMetadataOf = (
 }
 
 export const makeRespond = (deps: RespondDeps) => {
-  const { settings, deadlines, finish, turns, loop, egress, log, deadlineMessage, postStages } = deps
+  const { settings, deadlines, clientWatch, finish, turns, loop, egress, log, deadlineMessage, postStages } = deps
 
   /**
    * Everything after the decision: the turn (the upstream call, failover), then the answer. Its
@@ -98,12 +108,19 @@ export const makeRespond = (deps: RespondDeps) => {
     // Plain (no native controller or listener): only the client's own signal is native.
     const upstreamAbort = new PlainAbort()
     const onClientAbort = () => upstreamAbort.abort(new Error("client disconnected"))
-    // The request's signal is ours alone: its handler attribute, set and cleared, costs ~140 ns
-    // against ~630 ns for addEventListener with `once` and removeEventListener (Bun 1.4.5).
-    const clientSignal = req.signal
-    clientSignal.onabort = onClientAbort
-    // The client may have gone while we read the body or decided: its abort event already fired.
-    if (clientSignal.aborted) onClientAbort()
+    // The client's abort signal is watched once the request has run `CLIENT_WATCH_MS`: Bun makes
+    // `req.signal` when it is first read, and that with its handler set and cleared cost ~1 µs a
+    // request (bench/NOTES.md, "Per request"), which an answer done sooner does not pay. A client
+    // gone before then (while we read the body or decided, too) is seen when the watch starts:
+    // the signal, made after the close, is already aborted.
+    let clientSignal: AbortSignal | undefined
+    const watch = clientWatch.add(() => {
+      clientSignal = req.signal
+      // The request's signal is ours alone: its handler attribute, set and cleared, costs ~140 ns
+      // against ~630 ns for addEventListener with `once` and removeEventListener (Bun 1.4.5).
+      clientSignal.onabort = onClientAbort
+      if (clientSignal.aborted) onClientAbort()
+    })
     // Set once the answer begins: a stream's relay sets its cut for the deadline there.
     let answering: Answering | undefined
     const deadline = deadlines.add(() => {
@@ -116,7 +133,8 @@ export const makeRespond = (deps: RespondDeps) => {
     }, -stagesMs)
     const cleanup = () => {
       deadlines.remove(deadline)
-      clientSignal.onabort = null
+      clientWatch.remove(watch)
+      if (clientSignal !== undefined) clientSignal.onabort = null
     }
 
     const attempts: Array<Attempt> = []

@@ -41,7 +41,7 @@ import { makePreparer, type Prepared } from "./pre-model.js"
 import { CLIENT_CLOSED, CLIENT_CLOSED_MESSAGE, deadlineMessageOf, turnRunnerFor } from "./turns.js"
 import { makeToolLoop } from "./loop.js"
 import { makeInnerCalls } from "./inner-calls.js"
-import { makeRespond } from "./respond.js"
+import { CLIENT_WATCH_MS, makeRespond } from "./respond.js"
 
 type Services = KeyStore | ContentPolicy | PresetStore | Router | Guardrails | GenerationStore | Spend
 
@@ -155,6 +155,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
   const deadlineMessage = deadlineMessageOf(settings)
   const deadlineFailed = (e: unknown) => log({}, "a request deadline's handler failed", e)
   const deadlines = new Deadlines(settings.requestTimeoutMs, undefined, deadlineFailed)
+  const clientWatch = new Deadlines(CLIENT_WATCH_MS, undefined, deadlineFailed)
   const runExit = Runtime.runPromiseExit(runtime)
   const runPromise = Runtime.runPromise(runtime)
   const generationStore = Runtime.runSync(runtime)(GenerationStore)
@@ -210,7 +211,7 @@ export const makeModelRoute = (runtime: Runtime.Runtime<Services>, options: Mode
     shutdownMessage: "The gateway is shutting down; the answer was cut before its end",
   })
 
-  const respond = makeRespond({ settings, deadlines, finish, turns, loop, egress, log, deadlineMessage, postStages: plugins.post })
+  const respond = makeRespond({ settings, deadlines, clientWatch, finish, turns, loop, egress, log, deadlineMessage, postStages: plugins.post })
 
   /** `trace` (from the server) receives the upstream timings and learns when a stream ends. */
   const handle = async (format: ClientFormat, req: Request, trace?: RequestTrace): Promise<Response> => {
