@@ -4,21 +4,11 @@
  * same, and the record says cancelled, never completed.
  */
 import { describe, expect, test } from "bun:test"
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
 import { CLIENT_WATCH_MS } from "../../src/pipeline/respond.js"
 import { useGateway } from "../support/gateway.js"
+import { ledgerRowsOf } from "../support/generations.js"
 
 const gw = useGateway()
-
-const recordsOf = (hash: string) =>
-  gw().server.runtime.runPromise(
-    Effect.gen(function* () {
-      const sql = yield* SqlClient.SqlClient
-      return yield* sql<{ status: string; cancelled: number; generation_time_ms: number }>`SELECT status, cancelled, generation_time_ms
-        FROM generations WHERE key_hash = ${hash}`
-    }),
-  )
 
 /** A non-streamed answer the fake takes ~1.2 s to give (24 words, 50 ms apart), left after `leaveMs`. */
 const leftAfter = async (leaveMs: number) => {
@@ -40,7 +30,7 @@ const leftAfter = async (leaveMs: number) => {
   expect(await sent).toBeInstanceOf(Error)
   for (let i = 0; i < 100; i++) {
     await gw().server.drain()
-    const rows = await recordsOf(made.data.hash)
+    const rows = await ledgerRowsOf(gw().server, made.data.hash)
     if (rows.length > 0) return rows
     await Bun.sleep(20)
   }

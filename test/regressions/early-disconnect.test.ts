@@ -10,20 +10,10 @@
  * On SQLite `prepare` never yields to the event loop, the close is seen later and the test passes.
  */
 import { describe, expect, test } from "bun:test"
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
 import { useGateway } from "../support/gateway.js"
+import { ledgerRowsOf } from "../support/generations.js"
 
 const gw = useGateway(process.env.REVIEW_LOG ? { logLevel: "info" } : {})
-
-const generationsOf = (hash: string) =>
-  gw().server.runtime.runPromise(
-    Effect.gen(function* () {
-      const sql = yield* SqlClient.SqlClient
-      return yield* sql<{ status: string; cancelled: number; total_cost_nano: number }>`SELECT status, cancelled, total_cost_nano
-        FROM generations WHERE key_hash = ${hash}`
-    }),
-  )
 
 describe("client gone before the handler subscribed to req.signal", () => {
   test("the (slow) upstream call is not made, or is recorded as cancelled", async () => {
@@ -38,7 +28,7 @@ describe("client gone before the handler subscribed to req.signal", () => {
     await client.exited
     await Bun.sleep(2500)
     await gw().server.drain()
-    const rows = await generationsOf(made.data.hash)
+    const rows = await ledgerRowsOf(gw().server, made.data.hash)
     // The non-streamed fake with [slow:100] spends ~800 ms inside `open`; a client that is gone
     // should abort it (status "cancelled") or skip it, never be billed for a completed answer.
     expect(rows.filter((r) => r.status === "completed")).toEqual([])

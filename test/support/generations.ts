@@ -1,6 +1,19 @@
 /** Generation records for ledger tests, and what broadcast delivers of one. */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
 import type { DeliveryPayload } from "../../src/broadcast/payload.js"
 import { type GenerationEntry, newGenerationId } from "../../src/domain/generations.js"
+import type { RunningServer } from "../../src/http/server.js"
+
+/** The ledger's rows of one key as stored (status, cancellation, cost, time), read through a started gateway. */
+export const ledgerRowsOf = (server: Pick<RunningServer, "runtime">, keyHash: string) =>
+  server.runtime.runPromise(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      return yield* sql<{ status: string; cancelled: number; total_cost_nano: number; generation_time_ms: number }>`SELECT status,
+        cancelled, total_cost_nano, generation_time_ms FROM generations WHERE key_hash = ${keyHash}`
+    }),
+  )
 
 /** A generation record: a completed, non-BYOK call costing $0.001, with fresh id. */
 export const generationEntry = (overrides: Partial<GenerationEntry> = {}): GenerationEntry => ({
