@@ -275,8 +275,11 @@ describe.skipIf(!run)("console: Logs", () => {
       const first = await page.locator("tbody tr").first().textContent()
       await page.getByRole("button", { name: "Next page" }).click()
       await page.waitForURL(/cursor=gen-/)
-      await page.locator("tbody tr").first().waitFor()
-      expect(await page.locator("tbody tr").first().textContent()).not.toBe(first)
+      // The URL changes before the next page's rows replace this one's: wait for them, not for any row.
+      await page.waitForFunction((before) => document.querySelector("tbody tr")?.textContent !== before, first)
+      const next = await page.locator("tbody tr").first().textContent()
+      expect(next).not.toBe(first)
+      expect(next).toContain("demo/slow")
       await page.getByLabel("Min cost (USD)").fill("-3")
       await page.getByRole("button", { name: "Apply filters" }).click()
       await expect(page.locator(".field.invalid label").textContent()).resolves.toBe("Min cost (USD)")
