@@ -31,7 +31,7 @@ export interface WorkspaceTargets {
   readonly destinations: ReadonlyArray<OutboxTarget>
 }
 
-export const BATCH_COLUMNS = ["id", "created_at", "items"] as const
+export const BATCH_COLUMNS = ["id", "created_at", "items", "bytes"] as const
 export const CONTENT_COLUMNS = ["batch_id", "content"] as const
 
 export const DELIVERY_COLUMNS = [
@@ -134,12 +134,13 @@ export const makeOutbox = (deps: {
     const now = clockNow()
     // The first wanted generation's id names the batch: a generation is committed once.
     const batchId = first.payload.id
-    const items: OutboxItems = { destinations, generations }
+    const items = JSON.stringify({ destinations, generations } satisfies OutboxItems)
+    const content = withContent ? deps.seal(JSON.stringify(contents)) : undefined
+    // What the batch holds on disk, for the cap on pending bytes (characters: the sealed content is ASCII).
+    const bytes = items.length + (content?.length ?? 0)
     return [
-      { table: "broadcast_batches", columns: BATCH_COLUMNS, rows: [{ id: batchId, created_at: now, items: JSON.stringify(items) }] },
-      ...(withContent
-        ? [{ table: "broadcast_contents", columns: CONTENT_COLUMNS, rows: [{ batch_id: batchId, content: deps.seal(JSON.stringify(contents)) }] }]
-        : []),
+      { table: "broadcast_batches", columns: BATCH_COLUMNS, rows: [{ id: batchId, created_at: now, items, bytes }] },
+      ...(content !== undefined ? [{ table: "broadcast_contents", columns: CONTENT_COLUMNS, rows: [{ batch_id: batchId, content }] }] : []),
       {
         table: "broadcast_deliveries",
         columns: DELIVERY_COLUMNS,

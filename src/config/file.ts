@@ -401,6 +401,8 @@ export const ConfigFile = Schema.Struct({
       retry_base_ms: Schema.optional(positiveInt),
       /** Pending deliveries kept per destination; beyond it the oldest are dropped (counted). */
       max_pending_per_destination: Schema.optional(positiveInt),
+      /** What the pending batches may hold on disk in all (items and sealed content); beyond it the oldest are dropped (counted). */
+      max_pending_bytes: Schema.optional(positiveInt),
       /** Requests in flight to one destination at once. */
       concurrency_per_destination: Schema.optional(positiveInt),
       /** How long delivered and dead rows are kept. */

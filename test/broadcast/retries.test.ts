@@ -275,6 +275,46 @@ describe("cap and retention", () => {
     expect(metrics).toMatch(/gateway_broadcast_deliveries_total\{type="otel-collector",outcome="dropped"\} 3/)
   })
 
+  test("beyond max_pending_bytes the oldest batches are dropped for every destination and counted; a batch keeps its size", async () => {
+    const receiver = startReceiver()
+    cleanups.push(receiver.stop)
+    receiver.respond(503)
+    const gw = await gateway({ broadcast: fast({ maxPendingBytes: 1, retryBaseMs: 60_000 }) })
+    const ids = [
+      await createDestination(gw, { name: "a", type: "otel-collector", config: { endpoint: receiver.url } }),
+      await createDestination(gw, { name: "b", type: "webhook", config: { url: receiver.url } }),
+    ]
+    for (let i = 0; i < 4; i++) await ask(gw, { input: `held ${i}` })
+    await gw.server.drain()
+    const sql = <A,>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) => gw.server.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, f).pipe(Effect.orDie))
+    // Each batch's size is its items' and sealed content's length, written with it.
+    const sizes = await sql((q) =>
+      q<{ bytes: number; items: number; content: number | null }>`SELECT b.bytes, length(b.items) AS items, length(c.content) AS content
+        FROM broadcast_batches b LEFT JOIN broadcast_contents c ON c.batch_id = b.id`,
+    )
+    expect(sizes.length).toBeGreaterThan(0)
+    for (const r of sizes) expect(Number(r.bytes)).toBe(Number(r.items) + Number(r.content ?? 0))
+    // Every row has had its first attempt (not claimed while the cap applies), or was dropped already.
+    const dropped = async () =>
+      [...(await (await gw.fetch("/metrics", { key: TEST_METRICS_TOKEN })).text()).matchAll(/outcome="dropped"\} (\d+)/g)].reduce((n, m) => n + Number(m[1]), 0)
+    const tried = () =>
+      sql((q) =>
+        q<{ n: number | null }>`SELECT SUM(generations) AS n FROM broadcast_deliveries WHERE attempts >= 1 AND claimed_until = 0`.pipe(
+          Effect.map((r) => Number(r[0]?.n ?? 0)),
+        ),
+      )
+    await waitFor(async () => (await tried()) + (await dropped()) >= 8, 15_000, "every row's first attempt, or its drop")
+    await gw.server.runtime.runPromise(Effect.flatMap(Broadcast, (b) => b.maintainNow))
+    // One byte allowed: nothing pending is kept, for either destination, and both kinds count what went.
+    for (const id of ids) expect((await deliveryOf(gw, id)).pending).toBe(0)
+    expect(await dropped()).toBe(8)
+    const metrics = await (await gw.fetch("/metrics", { key: TEST_METRICS_TOKEN })).text()
+    expect(metrics).toMatch(/gateway_broadcast_deliveries_total\{type="otel-collector",outcome="dropped"\} 4/)
+    expect(metrics).toMatch(/gateway_broadcast_deliveries_total\{type="webhook",outcome="dropped"\} 4/)
+    const left = await sql((q) => q<{ n: number }>`SELECT COUNT(*) AS n FROM broadcast_batches`)
+    expect(Number(left[0]?.n)).toBe(0)
+  })
+
   test("delivered rows are deleted after the retention; their content is cleared on delivery", async () => {
     const receiver = startReceiver()
     cleanups.push(receiver.stop)

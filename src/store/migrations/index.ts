@@ -25,6 +25,7 @@ import feedbackAndWorkspaceBudgets from "./0020_feedback_and_workspace_budgets.j
 import keyRateLimits from "./0026_key_rate_limits.js"
 import usageDaily from "./0024_usage_daily.js"
 import generationLogIndexes from "./0025_generation_log_indexes.js"
+import broadcastBatchBytes from "./0027_broadcast_batch_bytes.js"
 
 export interface Migration {
   readonly id: number
@@ -54,4 +55,5 @@ export const migrations: ReadonlyArray<Migration> = [
   { id: 24, name: "usage_daily", up: usageDaily },
   { id: 25, name: "generation_log_indexes", up: generationLogIndexes },
   { id: 26, name: "key_rate_limits", up: keyRateLimits },
+  { id: 27, name: "broadcast_batch_bytes", up: broadcastBatchBytes },
 ]
