@@ -131,6 +131,5 @@ const capPendingBytes = async (state: EngineState, now: number) => {
     }
     // Read again: a batch cut by the LIMIT keeps its other rows, and its bytes, until the next pass.
     excess = (await pending()) - settings.maxPendingBytes
-    if (freed === 0) break
   }
 }
