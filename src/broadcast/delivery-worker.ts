@@ -28,15 +28,17 @@ declare const self: Worker
 const WORKER_PG_POOL = 4
 
 /**
- * The Worker's thread runs at this nice value (Linux: per thread), so that on a core it shares
- * with the request thread a pass that builds and sends bodies does not hold answers back: CFS
- * weight 335 against 1024, ~25 % of the core when both want it, about what three destinations
- * need at saturation. Measured (bench-broadcast, three destinations, one core, 6 rounds): at
- * nice 0 the fixed-rate p99 was ~9.6x the no-destination gateway's, at nice 5 ~3.2x (every
- * generation delivered), at nice 10 ~1.3x but the receivers ended ~3 % short (delivery fell
- * behind at saturation). Where the process has a core to spare it changes nothing.
+ * The Worker's thread runs at the lowest priority (Linux: nice per thread; CFS/EEVDF weight 15
+ * against the request thread's 1024), so that on a core it shares with the request thread
+ * delivery takes what requests leave: answers first, and under sustained saturation delivery
+ * falls behind and catches up when the load eases (the rows wait, bounded by the pending caps).
+ * Measured (bench-broadcast, three destinations against none, one shared core, the closed loop's
+ * CPU counted until every generation is delivered): at nice 5 0.50x the requests a second, the
+ * fixed rate over the gateway's capacity (p99 ~48x), request thread 1.27x; at nice 19 0.74x, p99
+ * 4.0x, request thread 1.17x; every generation delivered in both (docs/broadcast.md). Where the
+ * process has a core to spare it changes nothing.
  */
-const WORKER_NICE = 5
+const WORKER_NICE = 19
 
 const lowerPriority = () => {
   try {

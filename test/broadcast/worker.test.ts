@@ -4,6 +4,7 @@
  * made after the kill; the SQLite gate lets one writer in only once no main transaction is open.
  */
 import { afterAll, describe, expect, test } from "bun:test"
+import { readdirSync, readFileSync } from "node:fs"
 import { Broadcast } from "../../src/broadcast/Broadcast.js"
 import { DEFAULT_BROADCAST } from "../../src/config/Config.js"
 import { asWriter, enterMain, leaveMain, makeGate } from "../../src/store/sqlite-gate.js"
@@ -11,6 +12,24 @@ import { startTestGateway, type TestGateway } from "../support/gateway.js"
 import { ask, createDestination, rootsBy, setBroadcast, waitFor } from "./support.js"
 
 const TIMEOUT_MS = 60_000
+
+/** How many of this process's threads run at `nice` (Linux: /proc, field 19 of a thread's stat); undefined elsewhere. */
+const threadsAtNice = (nice: number): number | undefined => {
+  try {
+    let n = 0
+    for (const tid of readdirSync("/proc/self/task")) {
+      try {
+        const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8")
+        if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]) === nice) n++
+      } catch {
+        // ended between the listing and the read
+      }
+    }
+    return n
+  } catch {
+    return undefined
+  }
+}
 
 interface Held {
   readonly body: string
@@ -80,9 +99,12 @@ describe("a gateway that broadcasts nothing", () => {
     await setBroadcast(gw, true)
     await ask(gw, { input: "nobody listens" })
     expect((await broadcast()).workerStarts()).toBe(0)
+    const lowBefore = threadsAtNice(19)
     await createDestination(gw, { name: "late", type: "otel-collector", config: { endpoint: "http://127.0.0.1:9" } })
     const b = await broadcast()
     await waitFor(() => b.workerStarts() === 1, 5_000, "the Worker started")
+    // Its thread yields the core to requests: one more thread of this process at the lowest priority.
+    if (lowBefore !== undefined) await waitFor(() => (threadsAtNice(19) ?? 0) > lowBefore, 5_000, "the Worker's thread at nice 19")
   }, 30_000)
 })
 
