@@ -29,6 +29,7 @@ import {
   subjectOf,
   type TraceItem,
   traceItemOf,
+  unpackJson,
   type ViewOptions,
 } from "./payload.js"
 import { forget } from "./row-outcomes.js"
@@ -58,7 +59,7 @@ const keyNameOf = ({ deps: { sql, run }, keyNames }: EngineState, hash: string, 
 const openContents = (state: EngineState, sealed: string | null): ReadonlyArray<DeliveryContent | null> | undefined => {
   if (sealed === null) return undefined
   const plain = state.deps.open(sealed)
-  return Either.isRight(plain) ? contentsOf(JSON.parse(plain.right)) : undefined
+  return Either.isRight(plain) ? contentsOf(JSON.parse(unpackJson(plain.right))) : undefined
 }
 
 const keepOpened = (state: EngineState, id: string, batch: OpenedBatch) => {
@@ -96,7 +97,7 @@ export const loadBatches = async (state: EngineState, all: ReadonlyArray<string>
   }
   if (ids.length === 0) return out
   const rows = await queue.batches(ids)
-  const parsed = rows.map((row) => ({ row, items: JSON.parse(row.items) as OutboxItems }))
+  const parsed = rows.map((row) => ({ row, items: JSON.parse(unpackJson(row.items)) as OutboxItems }))
   const wanted: Array<string> = []
   for (const { items } of parsed) for (const g of items.generations) if (needsRecord(g.payload)) wanted.push(g.payload.id)
   const records = new Map<string, PayloadRow>()

@@ -3,7 +3,7 @@
  * generations, what the worker needs to deliver the ones some destination wants: one
  * `broadcast_batches` row for the batch (what each wanted generation's record lacks and which destinations
  * want it), a `broadcast_contents` row with their prompts and completions sealed once (only those
- * a destination outside privacy mode wants), and one small `broadcast_deliveries` row per destination that wants any of
+ * a destination outside privacy mode wants), both packed (`packJson` in src/broadcast/payload.ts), and one small `broadcast_deliveries` row per destination that wants any of
  * them (migration 0017). It only selects and inserts (filter rules and caps are the worker's):
  * the workspace's `is_observability_broadcast_enabled`, the destination enabled, the key among
  * its `api_key_hashes` (null: every key), and its `sampling_rate` (deterministic per session, so
@@ -14,7 +14,7 @@
 import { now as clockNow } from "../clock.js"
 import type { GenerationEntry } from "../domain/generations.js"
 import type { LedgerRows } from "../store/ledger.js"
-import { contentOf, type DeliveryContent, extrasOf, type OutboxItems } from "./payload.js"
+import { contentOf, type DeliveryContent, extrasOf, type OutboxItems, packJson } from "./payload.js"
 
 /** A destination as the commit sees it. */
 export interface OutboxTarget {
@@ -134,9 +134,9 @@ export const makeOutbox = (deps: {
     const now = clockNow()
     // The first wanted generation's id names the batch: a generation is committed once.
     const batchId = first.payload.id
-    const items = JSON.stringify({ destinations, generations } satisfies OutboxItems)
-    const content = withContent ? deps.seal(JSON.stringify(contents)) : undefined
-    // What the batch holds on disk, for the cap on pending bytes (characters: the sealed content is ASCII).
+    const items = packJson(JSON.stringify({ destinations, generations } satisfies OutboxItems))
+    const content = withContent ? deps.seal(packJson(JSON.stringify(contents))) : undefined
+    // What the batch holds on disk, for the cap on pending bytes (characters: both are ASCII).
     const bytes = items.length + (content?.length ?? 0)
     return [
       { table: "broadcast_batches", columns: BATCH_COLUMNS, rows: [{ id: batchId, created_at: now, items, bytes }] },

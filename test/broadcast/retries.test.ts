@@ -8,6 +8,7 @@ import { afterAll, describe, expect, test as bunTest } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { Broadcast } from "../../src/broadcast/Broadcast.js"
+import { packJson, unpackJson } from "../../src/broadcast/payload.js"
 import { type BroadcastSettings, DEFAULT_BROADCAST, GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
 import { type RunningServer, startServer } from "../../src/http/server.js"
 import { GenerationStore } from "../../src/services/GenerationStore.js"
@@ -342,8 +343,22 @@ describe("the outbox batch", () => {
     const rows = await gw.server.runtime.runPromise(
       Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ items: string }>`SELECT items FROM broadcast_batches WHERE id = ${batchId}`),
     )
-    return JSON.parse(rows[0]?.items ?? "null") as { generations: Array<{ payload: Record<string, unknown> }> }
+    const stored = rows[0]?.items ?? "null"
+    // Packed (zstd, base64), not the JSON itself.
+    expect(stored.startsWith("{")).toBe(false)
+    return JSON.parse(unpackJson(stored)) as { generations: Array<{ payload: Record<string, unknown> }> }
   }
+
+  test("items and content are stored packed: a batch's repeated JSON in a fraction of its bytes, read back as written", () => {
+    const json = JSON.stringify(
+      Array.from({ length: 200 }, (_, i) => ({ payload: { id: `gen-${i}`, user: "ünïcode ✓ 𝄞", attempts: [{ model: "demo/free", status: 200 }] }, to: [0, 1, 2] })),
+    )
+    const packed = packJson(json)
+    expect(packed.length).toBeLessThan(json.length / 5)
+    expect(unpackJson(packed)).toBe(json)
+    // Rows written before packing hold the JSON itself, which is read as it is.
+    expect(unpackJson(json)).toBe(json)
+  })
 
   test("keeps only what the generation's record lacks; the trace carries the record's fields", async () => {
     const receiver = startReceiver()
