@@ -417,6 +417,32 @@ describe("the outbox batch", () => {
 })
 
 describe("the size of a send", () => {
+  test("a commit batch of more generations than batch_size goes in several requests, each generation once", async () => {
+    const receiver = startReceiver()
+    cleanups.push(receiver.stop)
+    const gw = await gateway({ broadcast: fast({ batchSize: 3 }) })
+    const id = await createDestination(gw, { name: "c", type: "otel-collector", config: { endpoint: receiver.url } })
+    // One outbox batch of 7 (a ledger commit holds up to 1,000 generations), as the commit writes it, packed.
+    const payloads = Array.from({ length: 7 }, (_, i) =>
+      deliveryPayload({ id: `gen-1700000000-bigbatch${String(i).padStart(11, "0")}`, keyHash: "0".repeat(64), workspaceId: "ws", createdAt: new Date().toISOString() }),
+    )
+    const first = payloads[0]?.id ?? ""
+    await gw.server.runtime.runPromise(
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        Effect.all([
+          sql`INSERT INTO broadcast_batches (id, created_at, items)
+            VALUES (${first}, ${Date.now()}, ${packJson(JSON.stringify({ destinations: [id], generations: payloads.map((payload) => ({ payload, to: [0] })) }))})`,
+          sql`INSERT INTO broadcast_deliveries (batch_id, destination_id, generations, created_at, next_attempt_at)
+            VALUES (${first}, ${id}, 7, ${Date.now()}, ${Date.now()})`,
+        ]),
+      ),
+    )
+    await waitFor(() => payloads.every((p) => rootsBy(receiver.received).has(p.id)), 10_000, "every generation of the batch")
+    const perRequest = receiver.received.map((r) => [...rootsBy([r]).keys()])
+    expect(perRequest.map((roots) => roots.length).sort()).toEqual([1, 3, 3])
+    expect(perRequest.flat().sort()).toEqual(payloads.map((p) => p.id).sort())
+  })
+
   test("generations with long content go in more sends, each under broadcast.batch_max_bytes; short ones share one", async () => {
     const receiver = startReceiver()
     cleanups.push(receiver.stop)
