@@ -8,7 +8,7 @@ import { afterAll, describe, expect, test as bunTest } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { Broadcast } from "../../src/broadcast/Broadcast.js"
-import { packJson, unpackJson } from "../../src/broadcast/payload.js"
+import { type DeliveryPayload, packJson, unpackJson } from "../../src/broadcast/payload.js"
 import { type BroadcastSettings, DEFAULT_BROADCAST, GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
 import { type RunningServer, startServer } from "../../src/http/server.js"
 import { GenerationStore } from "../../src/services/GenerationStore.js"
@@ -66,6 +66,24 @@ const closedPort = (): number => {
 }
 
 type Delivery = { pending: number; dead: number; last_error: string | null; last_success_at: string | null }
+/**
+ * An outbox batch of whole `payloads` for one destination, named after the first, written with its
+ * delivery row as the commit writes them; `store` gives the items' text (plain JSON, or packed).
+ */
+const writeBatch = (gw: TestGateway, destinationId: string, payloads: ReadonlyArray<DeliveryPayload>, store: (json: string) => string) => {
+  const batchId = payloads[0]?.id ?? ""
+  const items = store(JSON.stringify({ destinations: [destinationId], generations: payloads.map((payload) => ({ payload, to: [0] })) }))
+  return gw.server.runtime.runPromise(
+    Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      Effect.all([
+        sql`INSERT INTO broadcast_batches (id, created_at, items) VALUES (${batchId}, ${Date.now()}, ${items})`,
+        sql`INSERT INTO broadcast_deliveries (batch_id, destination_id, generations, created_at, next_attempt_at)
+          VALUES (${batchId}, ${destinationId}, ${payloads.length}, ${Date.now()}, ${Date.now()})`,
+      ]),
+    ),
+  )
+}
+
 const deliveryOf = async (gw: TestGateway, id: string): Promise<Delivery> =>
   ((await (await gw.fetch(`/v1/observability/destinations/${id}`)).json()) as { data: { delivery: Delivery } }).data.delivery
 
@@ -396,17 +414,8 @@ describe("the outbox batch", () => {
       outputTokens: 4,
       totalCost: 0,
     })
-    // No generations row: a whole payload is taken as it is.
-    await gw.server.runtime.runPromise(
-      Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        Effect.all([
-          sql`INSERT INTO broadcast_batches (id, created_at, items)
-            VALUES (${payload.id}, ${Date.now()}, ${JSON.stringify({ destinations: [id], generations: [{ payload, to: [0] }] })})`,
-          sql`INSERT INTO broadcast_deliveries (batch_id, destination_id, generations, created_at, next_attempt_at)
-            VALUES (${payload.id}, ${id}, 1, ${Date.now()}, ${Date.now()})`,
-        ]),
-      ),
-    )
+    // No generations row: a whole payload is taken as it is; written before packing, as plain JSON.
+    await writeBatch(gw, id, [payload], (json) => json)
     await waitFor(() => rootsBy(receiver.received).has(payload.id))
     const root = rootsBy(receiver.received).get(payload.id)
     if (root === undefined) throw new Error("no root span")
@@ -426,17 +435,7 @@ describe("the size of a send", () => {
     const payloads = Array.from({ length: 7 }, (_, i) =>
       deliveryPayload({ id: `gen-1700000000-bigbatch${String(i).padStart(11, "0")}`, keyHash: "0".repeat(64), workspaceId: "ws", createdAt: new Date().toISOString() }),
     )
-    const first = payloads[0]?.id ?? ""
-    await gw.server.runtime.runPromise(
-      Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        Effect.all([
-          sql`INSERT INTO broadcast_batches (id, created_at, items)
-            VALUES (${first}, ${Date.now()}, ${packJson(JSON.stringify({ destinations: [id], generations: payloads.map((payload) => ({ payload, to: [0] })) }))})`,
-          sql`INSERT INTO broadcast_deliveries (batch_id, destination_id, generations, created_at, next_attempt_at)
-            VALUES (${first}, ${id}, 7, ${Date.now()}, ${Date.now()})`,
-        ]),
-      ),
-    )
+    await writeBatch(gw, id, payloads, packJson)
     await waitFor(() => payloads.every((p) => rootsBy(receiver.received).has(p.id)), 10_000, "every generation of the batch")
     const perRequest = receiver.received.map((r) => [...rootsBy([r]).keys()])
     expect(perRequest.map((roots) => roots.length).sort()).toEqual([1, 3, 3])
