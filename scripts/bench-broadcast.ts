@@ -6,7 +6,8 @@
  * for each gateway in alternating order:
  * - JSON at 32 connections, closed loop: requests per second, CPU per request of the whole
  *   process (/proc/<pid>/stat) and of the thread that serves requests (/proc/<pid>/task/<pid>/stat:
- *   the main thread's id is the process's; the delivery Worker is another thread);
+ *   the main thread's id is the process's; the delivery Worker is another thread); and, on stderr,
+ *   each thread's user and kernel CPU and minor page faults a request;
  * - open loop at a fixed rate, 70 % of the no-destination gateway's closed-loop rate in the same
  *   round (the same for both): p50 and p99 latency (from when each request was due).
  * After each phase of the broadcasting gateway the run waits until its receivers have every
@@ -32,20 +33,26 @@ const seconds = arg("seconds", 5)
 const floor = process.argv.includes("--floor")
 const root = join(import.meta.dir, "..")
 const clockTicks = Number(execSync("getconf CLK_TCK").toString().trim()) || 100
-/** utime + stime of a /proc stat file, in µs. */
-const cpuOf = (path: string): number => {
+/** A /proc stat file's user and kernel CPU (µs) and minor page faults. */
+const usageOf = (path: string): { readonly user: number; readonly kernel: number; readonly faults: number } => {
   const stat = readFileSync(path, "utf8")
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / clockTicks
+  return { user: (Number(fields[11]) * 1e6) / clockTicks, kernel: (Number(fields[12]) * 1e6) / clockTicks, faults: Number(fields[7]) }
+}
+/** utime + stime of a /proc stat file, in µs. */
+const cpuOf = (path: string): number => {
+  const { user, kernel } = usageOf(path)
+  return user + kernel
 }
 const processCpu = (pid: number) => cpuOf(`/proc/${pid}/stat`)
 const mainThreadCpu = (pid: number) => cpuOf(`/proc/${pid}/task/${pid}/stat`)
-/** Every thread's CPU in µs by id, and its name ("Worker" for a Bun Worker's thread). */
-const threadCpus = (pid: number): Map<string, { readonly name: string; readonly us: number }> => {
-  const out = new Map<string, { readonly name: string; readonly us: number }>()
+type ThreadUsage = ReturnType<typeof usageOf> & { readonly name: string }
+/** Every thread's CPU by id, and its name ("Worker" for a Bun Worker's thread). */
+const threadCpus = (pid: number): Map<string, ThreadUsage> => {
+  const out = new Map<string, ThreadUsage>()
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
-      out.set(tid, { name: readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim(), us: cpuOf(`/proc/${pid}/task/${tid}/stat`) })
+      out.set(tid, { name: readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim(), ...usageOf(`/proc/${pid}/task/${tid}/stat`) })
     } catch {
       // ended between the listing and the read
     }
@@ -55,14 +62,29 @@ const threadCpus = (pid: number): Map<string, { readonly name: string; readonly 
 /** The CPU of the delivery Worker's threads (a restarted one has a new id: new ids count from 0). */
 const workerCpu = (before: ReturnType<typeof threadCpus>, after: ReturnType<typeof threadCpus>): number => {
   let us = 0
-  for (const [tid, t] of after) if (t.name === "Worker") us += t.us - (before.get(tid)?.us ?? 0)
+  for (const [tid, t] of after) {
+    const b = before.get(tid)
+    if (t.name === "Worker") us += t.user + t.kernel - (b === undefined ? 0 : b.user + b.kernel)
+  }
   return us
 }
 
-/** The CPU of every thread but the main one, by thread name (the Worker's heap's GC and JIT threads, Bun's HTTP client thread, …). */
-const otherThreads = (pid: number, before: ReturnType<typeof threadCpus>, after: ReturnType<typeof threadCpus>): Map<string, number> => {
-  const out = new Map<string, number>()
-  for (const [tid, t] of after) if (tid !== String(pid)) out.set(t.name, (out.get(t.name) ?? 0) + t.us - (before.get(tid)?.us ?? 0))
+/**
+ * Every thread's user and kernel CPU and minor page faults by name, the main thread as "main" (the
+ * Worker's, its heap's helpers, mimalloc's scavenger, Bun's HTTP client thread, …). Kernel time
+ * and faults tell memory churn (fresh pages touched, freed pages returned) from work.
+ */
+const threadUsage = (pid: number, before: ReturnType<typeof threadCpus>, after: ReturnType<typeof threadCpus>) => {
+  const out = new Map<string, { user: number; kernel: number; faults: number }>()
+  for (const [tid, t] of after) {
+    const name = tid === String(pid) ? "main" : t.name
+    const b = before.get(tid)
+    const sum = out.get(name) ?? { user: 0, kernel: 0, faults: 0 }
+    sum.user += t.user - (b?.user ?? 0)
+    sum.kernel += t.kernel - (b?.kernel ?? 0)
+    sum.faults += t.faults - (b?.faults ?? 0)
+    out.set(name, sum)
+  }
   return out
 }
 
@@ -207,8 +229,11 @@ for (let round = 0; round < rounds; round++) {
     const [p1, t1, all1] = [processCpu(g.proc.pid), mainThreadCpu(g.proc.pid), threadCpus(g.proc.pid)]
     if (catchUp >= 100) console.error(`  ${g.name}: delivery caught up ${catchUp.toFixed(0)} ms after the closed loop (request thread ${((t1 - tLoad) / Math.max(1, r.requests)).toFixed(1)} µs / request meanwhile)`)
     const n = Math.max(1, r.requests)
-    const others = [...otherThreads(g.proc.pid, all0, all1)].filter(([, us]) => us / n >= 0.5).sort((a, b) => b[1] - a[1])
-    console.error(`  ${g.name}: other threads µs / request: ${others.map(([name, us]) => `${name} ${(us / n).toFixed(1)}`).join(", ")}`)
+    const threads = [...threadUsage(g.proc.pid, all0, all1)]
+      .filter(([, t]) => (t.user + t.kernel) / n >= 0.5)
+      .sort((a, b) => b[1].user + b[1].kernel - a[1].user - a[1].kernel)
+    const usage = threads.map(([name, t]) => `${name} ${(t.user / n).toFixed(1)}/${(t.kernel / n).toFixed(1)} (${(t.faults / n).toFixed(2)})`)
+    console.error(`  ${g.name}: threads, user/kernel µs (minor faults) a request: ${usage.join(", ")}`)
     closed.set(g.name, { threadUs: (t1 - t0) / n, workerUs: workerCpu(all0, all1) / n, processUs: (p1 - p0) / n, rps: r.rps })
   }
   // 70 % of what the no-destination gateway just answered: the rate follows the machine (shared, its
