@@ -15,7 +15,7 @@
  * while the previous one's deliveries still run on the shared core, and the closed loop's CPU
  * counts until then: the delivery Worker runs at a low priority and may catch up after the load,
  * which is work deferred, not saved. Then every receiver must have seen every generation the
- * broadcasting gateway answered (warm-up included) once. Prints a table; does not write bench/results.
+ * broadcasting gateway answered (warm-up included) once. Prints a table and each gateway's peak resident memory; does not write bench/results.
  *   bun scripts/bench-broadcast.ts [--rounds 6] [--seconds 5] [--floor]
  */
 import { execSync } from "node:child_process"
@@ -287,6 +287,9 @@ if (!floor) {
     `receivers saw ${seen.map((s) => s.size).join(" / ")} of ${answered} generations (warm-up included), duplicates ${duplicates.join(" / ")}; ${errors} errors`,
   )
 }
+
+const peakMb = (pid: number) => Number(/VmHWM:\s*(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024
+console.log(`peak resident memory (VmHWM): none ${peakMb(none.proc.pid).toFixed(0)} MB, three ${peakMb(three.proc.pid).toFixed(0)} MB`)
 
 for (const g of [none, three]) {
   g.proc.kill("SIGTERM")
