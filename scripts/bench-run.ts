@@ -5,7 +5,8 @@
  * gateway (Portkey), all in front of the same mock upstream (scripts/mock-upstream.ts,
  * openai-chat wire). Servers are pinned to core 0, the mock and the load generator
  * (scripts/bench-load.ts) to core 1. Runs are interleaved (A B C, C B A, …) and medians reported;
- * server CPU comes from /proc/<pid>/stat (utime + stime) around each run.
+ * server CPU comes from /proc/<pid>/stat (utime + stime) around each run; the log line of each run
+ * adds every thread's user and kernel CPU a request, by name.
  *
  *   bun scripts/bench-run.ts [--rounds 5] [--duration-ms 5000] [--warmup-ms 5000] [--held 2000] [--held-seconds 60]
  *                            [--no-peer] [--no-held] [--no-held-proxy] [--log-level info] [--quick]
@@ -54,7 +55,7 @@
  * Writes bench/results/latest.md (a full run only) and prints it.
  */
 import { execSync } from "node:child_process"
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { cpus } from "node:os"
 import { join } from "node:path"
 import type { LoadResult, LoadSpec } from "./bench-load.js"
@@ -151,6 +152,39 @@ const cpuMicros = (pid: number): number => {
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / clockTicks
 }
+/** Each thread's user and kernel CPU (µs) by name, the main thread as "main" (Bun's HTTP client, mimalloc's scavenger, the JIT's and the heap's helpers). */
+const threadMicros = (pid: number): Map<string, { user: number; kernel: number }> => {
+  const out = new Map<string, { user: number; kernel: number }>()
+  let tids: Array<string> = []
+  try {
+    tids = readdirSync(`/proc/${pid}/task`)
+  } catch {
+    return out
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8")
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+      const name = tid === String(pid) ? "main" : readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim()
+      const sum = out.get(name) ?? { user: 0, kernel: 0 }
+      sum.user += (Number(fields[11]) * 1e6) / clockTicks
+      sum.kernel += (Number(fields[12]) * 1e6) / clockTicks
+      out.set(name, sum)
+    } catch {
+      // ended between the listing and the read
+    }
+  }
+  return out
+}
+/** What each thread spent a request between two `threadMicros`, user/kernel µs, the busiest first (≥ 0.5 µs). */
+const threadsPerRequest = (before: ReturnType<typeof threadMicros>, after: ReturnType<typeof threadMicros>, requests: number): string =>
+  [...after]
+    .map(([name, t]) => ({ name, user: (t.user - (before.get(name)?.user ?? 0)) / requests, kernel: (t.kernel - (before.get(name)?.kernel ?? 0)) / requests }))
+    .filter((t) => t.user + t.kernel >= 0.5)
+    .sort((a, b) => b.user + b.kernel - a.user - a.kernel)
+    .map((t) => `${t.name} ${t.user.toFixed(1)}/${t.kernel.toFixed(1)}`)
+    .join(", ")
+
 /** Resident set size in bytes. */
 const rssBytes = (pid: number): number => {
   const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))
@@ -829,7 +863,7 @@ const unitsOf = (scenario: Scenario): Array<Array<Target>> => {
   return [...all.filter((t) => !isGateway(t.kind)).map((t) => [t]), builds]
 }
 
-const record = (scenario: Scenario, target: Target, round: number, result: LoadResult, cpuUs: number) => {
+const record = (scenario: Scenario, target: Target, round: number, result: LoadResult, cpuUs: number, threads = "") => {
   const list = samples.get(key(scenario.id, target.kind)) ?? []
   list.push({ result, cpuUs })
   samples.set(key(scenario.id, target.kind), list)
@@ -837,7 +871,8 @@ const record = (scenario: Scenario, target: Target, round: number, result: LoadR
   say(
     `${scenario.id} round ${round} ${target.kind}: ${result.requests} req, ${result.rps.toFixed(0)}/s, ` +
       `p50 ${result.latency.p50.toFixed(3)} ms, CPU ${perReq.toFixed(1)} µs/req` +
-      (result.errors > 0 ? `, ${result.errors} errors (${result.errorSamples[0]})` : ""),
+      (result.errors > 0 ? `, ${result.errors} errors (${result.errorSamples[0]})` : "") +
+      (threads === "" ? "" : ` (threads, user/kernel µs a request: ${threads})`),
   )
 }
 
@@ -896,20 +931,22 @@ for (const group of groups) {
       if (unit.length > 1) {
         await Promise.all(
           unit.map(async (t) => {
-            const before = cpuMicros(t.pid)
+            const [before, threads] = [cpuMicros(t.pid), threadMicros(t.pid)]
             const result = await load(specOf(t, scenario, options.durationMs))
-            record(scenario, t, round, result, cpuMicros(t.pid) - before)
+            record(scenario, t, round, result, cpuMicros(t.pid) - before, threadsPerRequest(threads, threadMicros(t.pid), Math.max(1, result.requests)))
           }),
         )
         continue
       }
       const second = scenario.postgres === "two" ? pg2Target() : undefined
       const before = cpuMicros(target.pid) + (second === undefined ? 0 : cpuMicros(second.pid))
+      const threads = threadMicros(target.pid)
       const result =
         second === undefined
           ? await load(specOf(target, scenario, options.durationMs))
           : combined(await Promise.all([load(specOf(target, scenario, options.durationMs)), load(specOf(second, scenario, options.durationMs))]))
-      record(scenario, target, round, result, cpuMicros(target.pid) + (second === undefined ? 0 : cpuMicros(second.pid)) - before)
+      const threadLine = second === undefined ? threadsPerRequest(threads, threadMicros(target.pid), Math.max(1, result.requests)) : ""
+      record(scenario, target, round, result, cpuMicros(target.pid) + (second === undefined ? 0 : cpuMicros(second.pid)) - before, threadLine)
     }
   }
 }
