@@ -1,7 +1,9 @@
 /**
  * Broadcast's cost as users feel it: two gateways of the same build in one run, one whose
  * workspace has three enabled destinations (otel-collector, webhook, langfuse, each a loopback
- * receiver) and one with none (`--floor`: none on both, the run's noise). The gateways are
+ * receiver) and one with none (`--floor`: none on both, the run's noise; `--baseline DIR`: the
+ * three destinations on both, the first gateway run from the source tree DIR, with its own
+ * node_modules: an A/B of a change to delivery in one run). The gateways are
  * pinned to core 0, this process (the load generator and the receivers) to core 1. Each round,
  * for each gateway in alternating order:
  * - JSON at 32 connections, closed loop: requests per second, CPU per request of the whole
@@ -16,7 +18,7 @@
  * counts until then: the delivery Worker runs at a low priority and may catch up after the load,
  * which is work deferred, not saved. Then every receiver must have seen every generation the
  * broadcasting gateway answered (warm-up included) once. Prints a table and each gateway's peak resident memory; does not write bench/results.
- *   bun scripts/bench-broadcast.ts [--rounds 6] [--seconds 5] [--floor]
+ *   bun scripts/bench-broadcast.ts [--rounds 6] [--seconds 5] [--floor | --baseline DIR]
  */
 import { execSync } from "node:child_process"
 import { readdirSync, readFileSync, rmSync } from "node:fs"
@@ -31,6 +33,10 @@ const arg = (name: string, fallback: number) => {
 const rounds = arg("rounds", 6)
 const seconds = arg("seconds", 5)
 const floor = process.argv.includes("--floor")
+const baselineAt = process.argv.indexOf("--baseline")
+/** `--baseline DIR`: the first gateway ("none") runs DIR's sources, and both broadcast. */
+const baseline = baselineAt >= 0 ? process.argv[baselineAt + 1] : undefined
+if (baseline !== undefined && floor) throw new Error("--floor and --baseline: one or the other")
 const root = join(import.meta.dir, "..")
 const clockTicks = Number(execSync("getconf CLK_TCK").toString().trim()) || 100
 /** A /proc stat file's user and kernel CPU (µs) and minor page faults. */
@@ -136,7 +142,7 @@ const freePort = () => {
 const start = async (name: string) => {
   const port = freePort()
   const dataDir = join(tmpdir(), `bench-broadcast-${name}-${process.pid}`)
-  const command = [process.execPath, join(root, "src", "main.ts"), "serve"]
+  const command = [process.execPath, join(name === "none" && baseline !== undefined ? baseline : root, "src", "main.ts"), "serve"]
   const proc = Bun.spawn(pinned ? ["taskset", "-c", "0", ...command] : command, {
     env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", GATEWAY_DATA_DIR: dataDir, GATEWAY_CONFIG: configFile, GATEWAY_MANAGEMENT_KEY: managementKey, GATEWAY_LOG_LEVEL: "none" },
     stdout: "ignore",
@@ -159,13 +165,15 @@ const api = (base: string, path: string, init: { method?: string; json?: unknown
 
 const none = await start("none")
 const three = await start("three")
-if (!floor) {
-  const workspace = ((await api(three.base, "/v1/key")) as { data: { workspace_id: string } }).data.workspace_id
-  await api(three.base, `/v1/workspaces/${workspace}`, { method: "PATCH", json: { is_observability_broadcast_enabled: true } })
+/** The gateways whose workspace broadcasts to the three receivers. */
+const broadcasting = floor ? [] : baseline === undefined ? [three] : [none, three]
+for (const g of broadcasting) {
+  const workspace = ((await api(g.base, "/v1/key")) as { data: { workspace_id: string } }).data.workspace_id
+  await api(g.base, `/v1/workspaces/${workspace}`, { method: "PATCH", json: { is_observability_broadcast_enabled: true } })
   const [r0, r1, r2] = receivers.map((r) => `http://127.0.0.1:${r.port}`)
-  await api(three.base, "/v1/observability/destinations", { method: "POST", json: { name: "collector", type: "otel-collector", config: { endpoint: r0 } } })
-  await api(three.base, "/v1/observability/destinations", { method: "POST", json: { name: "hook", type: "webhook", config: { url: r1 } } })
-  await api(three.base, "/v1/observability/destinations", {
+  await api(g.base, "/v1/observability/destinations", { method: "POST", json: { name: "collector", type: "otel-collector", config: { endpoint: r0 } } })
+  await api(g.base, "/v1/observability/destinations", { method: "POST", json: { name: "hook", type: "webhook", config: { url: r1 } } })
+  await api(g.base, "/v1/observability/destinations", {
     method: "POST",
     json: { name: "lf", type: "langfuse", config: { publicKey: "pk-lf-bench", secretKey: "sk-lf-bench", baseUrl: r2 } },
   })
@@ -191,7 +199,7 @@ const samples = new Map<string, Array<Round>>([
 let answered = 0
 let errors = 0
 const tally = (g: typeof none, r: LoadResult) => {
-  if (g === three) answered += r.requests
+  if (broadcasting.includes(g)) answered += r.requests
   errors += r.errors
   if (r.errors > 0) console.error(`${g.name}: ${r.errors} errors, e.g. ${r.errorSamples[0]}`)
 }
@@ -225,7 +233,7 @@ for (let round = 0; round < rounds; round++) {
     const r = await load(g, { mode: "loop", durationMs: seconds * 1000 })
     tally(g, r)
     const tLoad = mainThreadCpu(g.proc.pid)
-    const catchUp = g === three ? await drained() : 0
+    const catchUp = broadcasting.includes(g) ? await drained() : 0
     const [p1, t1, all1] = [processCpu(g.proc.pid), mainThreadCpu(g.proc.pid), threadCpus(g.proc.pid)]
     if (catchUp >= 100) console.error(`  ${g.name}: delivery caught up ${catchUp.toFixed(0)} ms after the closed loop (request thread ${((t1 - tLoad) / Math.max(1, r.requests)).toFixed(1)} µs / request meanwhile)`)
     const n = Math.max(1, r.requests)
@@ -244,7 +252,7 @@ for (let round = 0; round < rounds; round++) {
     // Enough sockets that a busy moment queues requests at the server, not here.
     const r = await load(g, { mode: "rate", durationMs: seconds * 1000, ratePerSec: rate, connections: 64 })
     tally(g, r)
-    if (g === three) {
+    if (broadcasting.includes(g)) {
       const catchUp = await drained()
       if (catchUp >= 100) console.error(`  ${g.name}: delivery caught up ${catchUp.toFixed(0)} ms after the open loop`)
     }
@@ -266,15 +274,20 @@ const median = (xs: Array<number>) => {
   return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
 }
 const med = (name: string, key: keyof Round) => median((samples.get(name) ?? []).map((s) => s[key]))
+/** The median of the rounds' own ratios (three over none in the same round): steadier on a shared machine. */
+const paired = (key: keyof Round) => {
+  const [a, b] = [samples.get("none") ?? [], samples.get("three") ?? []]
+  return median(a.map((s, i) => ((b[i] as Round)[key] as number) / (s[key] as number)))
+}
 const row = (label: string, key: keyof Round, digits: number) => {
   const [a, b] = [med("none", key), med("three", key)]
-  console.log(`| ${label} | ${a.toFixed(digits)} | ${b.toFixed(digits)} | ${(b / a).toFixed(3)}× |`)
+  console.log(`| ${label} | ${a.toFixed(digits)} | ${b.toFixed(digits)} | ${(b / a).toFixed(3)}× | ${paired(key).toFixed(3)}× |`)
 }
 console.log(
-  `${rounds} rounds of ${seconds} s, ${pinned ? "gateways on core 0, load and receivers on core 1" : "not pinned (no taskset)"}; ${floor ? "FLOOR: no destinations on either" : "three destinations against none"}; open loop at ${rates.join(", ")}/s`,
+  `${rounds} rounds of ${seconds} s, ${pinned ? "gateways on core 0, load and receivers on core 1" : "not pinned (no taskset)"}; ${floor ? "FLOOR: no destinations on either" : baseline === undefined ? "three destinations against none" : `three destinations on both; "none" is the baseline ${baseline}, "three" this tree`}; open loop at ${rates.join(", ")}/s`,
 )
-console.log("| median of rounds | none | three | ratio |")
-console.log("|---|---|---|---|")
+console.log("| median of rounds | none | three | ratio | paired |")
+console.log("|---|---|---|---|---|")
 row("request thread CPU µs / request (c=32, until delivered)", "threadUs", 1)
 row("delivery Worker thread CPU µs / request (c=32, until delivered)", "workerUs", 1)
 row("process CPU µs / request (c=32, until delivered)", "processUs", 1)
