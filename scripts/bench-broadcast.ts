@@ -21,10 +21,11 @@
  *   bun scripts/bench-broadcast.ts [--rounds 6] [--seconds 5] [--floor | --baseline DIR]
  */
 import { execSync } from "node:child_process"
-import { readdirSync, readFileSync, rmSync } from "node:fs"
+import { readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type LoadResult, runLoad } from "./bench-load.js"
+import { cpuOf, threadUsages, usageByName } from "./proc-usage.js"
 
 const arg = (name: string, fallback: number) => {
   const at = process.argv.indexOf(`--${name}`)
@@ -38,61 +39,8 @@ const baselineAt = process.argv.indexOf("--baseline")
 const baseline = baselineAt >= 0 ? process.argv[baselineAt + 1] : undefined
 if (baseline !== undefined && floor) throw new Error("--floor and --baseline: one or the other")
 const root = join(import.meta.dir, "..")
-const clockTicks = Number(execSync("getconf CLK_TCK").toString().trim()) || 100
-/** A /proc stat file's user and kernel CPU (µs) and minor page faults. */
-const usageOf = (path: string): { readonly user: number; readonly kernel: number; readonly faults: number } => {
-  const stat = readFileSync(path, "utf8")
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-  return { user: (Number(fields[11]) * 1e6) / clockTicks, kernel: (Number(fields[12]) * 1e6) / clockTicks, faults: Number(fields[7]) }
-}
-/** utime + stime of a /proc stat file, in µs. */
-const cpuOf = (path: string): number => {
-  const { user, kernel } = usageOf(path)
-  return user + kernel
-}
 const processCpu = (pid: number) => cpuOf(`/proc/${pid}/stat`)
 const mainThreadCpu = (pid: number) => cpuOf(`/proc/${pid}/task/${pid}/stat`)
-type ThreadUsage = ReturnType<typeof usageOf> & { readonly name: string }
-/** Every thread's CPU by id, and its name ("Worker" for a Bun Worker's thread). */
-const threadCpus = (pid: number): Map<string, ThreadUsage> => {
-  const out = new Map<string, ThreadUsage>()
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      out.set(tid, { name: readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim(), ...usageOf(`/proc/${pid}/task/${tid}/stat`) })
-    } catch {
-      // ended between the listing and the read
-    }
-  }
-  return out
-}
-/** The CPU of the delivery Worker's threads (a restarted one has a new id: new ids count from 0). */
-const workerCpu = (before: ReturnType<typeof threadCpus>, after: ReturnType<typeof threadCpus>): number => {
-  let us = 0
-  for (const [tid, t] of after) {
-    const b = before.get(tid)
-    if (t.name === "Worker") us += t.user + t.kernel - (b === undefined ? 0 : b.user + b.kernel)
-  }
-  return us
-}
-
-/**
- * Every thread's user and kernel CPU and minor page faults by name, the main thread as "main" (the
- * Worker's, its heap's helpers, mimalloc's scavenger, Bun's HTTP client thread, …). Kernel time
- * and faults tell memory churn (fresh pages touched, freed pages returned) from work.
- */
-const threadUsage = (pid: number, before: ReturnType<typeof threadCpus>, after: ReturnType<typeof threadCpus>) => {
-  const out = new Map<string, { user: number; kernel: number; faults: number }>()
-  for (const [tid, t] of after) {
-    const name = tid === String(pid) ? "main" : t.name
-    const b = before.get(tid)
-    const sum = out.get(name) ?? { user: 0, kernel: 0, faults: 0 }
-    sum.user += t.user - (b?.user ?? 0)
-    sum.kernel += t.kernel - (b?.kernel ?? 0)
-    sum.faults += t.faults - (b?.faults ?? 0)
-    out.set(name, sum)
-  }
-  return out
-}
 
 // This process (load generator, receivers) on core 1; the gateways on core 0.
 const pinned = (() => {
@@ -229,20 +177,23 @@ for (let round = 0; round < rounds; round++) {
   type Closed = Omit<Round, "p50" | "p99">
   const closed = new Map<string, Closed>()
   for (const g of order) {
-    const [p0, t0, all0] = [processCpu(g.proc.pid), mainThreadCpu(g.proc.pid), threadCpus(g.proc.pid)]
+    const [p0, t0, all0] = [processCpu(g.proc.pid), mainThreadCpu(g.proc.pid), threadUsages(g.proc.pid)]
     const r = await load(g, { mode: "loop", durationMs: seconds * 1000 })
     tally(g, r)
     const tLoad = mainThreadCpu(g.proc.pid)
     const catchUp = broadcasting.includes(g) ? await drained() : 0
-    const [p1, t1, all1] = [processCpu(g.proc.pid), mainThreadCpu(g.proc.pid), threadCpus(g.proc.pid)]
+    const [p1, t1, all1] = [processCpu(g.proc.pid), mainThreadCpu(g.proc.pid), threadUsages(g.proc.pid)]
     if (catchUp >= 100) console.error(`  ${g.name}: delivery caught up ${catchUp.toFixed(0)} ms after the closed loop (request thread ${((t1 - tLoad) / Math.max(1, r.requests)).toFixed(1)} µs / request meanwhile)`)
     const n = Math.max(1, r.requests)
-    const threads = [...threadUsage(g.proc.pid, all0, all1)]
+    const byName = usageByName(g.proc.pid, all0, all1)
+    // The delivery Worker's thread (a restarted one is a new thread of the same name, counted from 0).
+    const worker = byName.get("Worker")
+    const threads = [...byName]
       .filter(([, t]) => (t.user + t.kernel) / n >= 0.5)
       .sort((a, b) => b[1].user + b[1].kernel - a[1].user - a[1].kernel)
     const usage = threads.map(([name, t]) => `${name} ${(t.user / n).toFixed(1)}/${(t.kernel / n).toFixed(1)} (${(t.faults / n).toFixed(2)})`)
     console.error(`  ${g.name}: threads, user/kernel µs (minor faults) a request: ${usage.join(", ")}`)
-    closed.set(g.name, { threadUs: (t1 - t0) / n, workerUs: workerCpu(all0, all1) / n, processUs: (p1 - p0) / n, rps: r.rps })
+    closed.set(g.name, { threadUs: (t1 - t0) / n, workerUs: worker === undefined ? 0 : (worker.user + worker.kernel) / n, processUs: (p1 - p0) / n, rps: r.rps })
   }
   // 70 % of what the no-destination gateway just answered: the rate follows the machine (shared, its
   // capacity moves between rounds), both gateways get the same one in a round.

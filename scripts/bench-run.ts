@@ -55,10 +55,11 @@
  * Writes bench/results/latest.md (a full run only) and prints it.
  */
 import { execSync } from "node:child_process"
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { cpus } from "node:os"
 import { join } from "node:path"
 import type { LoadResult, LoadSpec } from "./bench-load.js"
+import { cpuOf, threadUsages, usageByName } from "./proc-usage.js"
 
 // ------------------------------------------------------------------ options
 
@@ -144,47 +145,16 @@ const hasTaskset = (() => {
 const pin = (core: number): Array<string> => (hasTaskset ? ["taskset", "-c", String(core)] : [])
 const SERVER_CORE = 0
 const CLIENT_CORE = 1
-const clockTicks = Number(execSync("getconf CLK_TCK").toString().trim()) || 100
-
 /** utime + stime of a process, in µs. */
-const cpuMicros = (pid: number): number => {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / clockTicks
-}
-/** Each thread's user and kernel CPU (µs) by name, the main thread as "main" (Bun's HTTP client, mimalloc's scavenger, the JIT's and the heap's helpers). */
-const threadMicros = (pid: number): Map<string, { user: number; kernel: number }> => {
-  const out = new Map<string, { user: number; kernel: number }>()
-  let tids: Array<string> = []
-  try {
-    tids = readdirSync(`/proc/${pid}/task`)
-  } catch {
-    return out
-  }
-  for (const tid of tids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8")
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-      const name = tid === String(pid) ? "main" : readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim()
-      const sum = out.get(name) ?? { user: 0, kernel: 0 }
-      sum.user += (Number(fields[11]) * 1e6) / clockTicks
-      sum.kernel += (Number(fields[12]) * 1e6) / clockTicks
-      out.set(name, sum)
-    } catch {
-      // ended between the listing and the read
-    }
-  }
-  return out
-}
-/** What each thread spent a request between two `threadMicros`, user/kernel µs, the busiest first (≥ 0.5 µs). */
-const threadsPerRequest = (before: ReturnType<typeof threadMicros>, after: ReturnType<typeof threadMicros>, requests: number): string =>
-  [...after]
-    .map(([name, t]) => ({ name, user: (t.user - (before.get(name)?.user ?? 0)) / requests, kernel: (t.kernel - (before.get(name)?.kernel ?? 0)) / requests }))
+const cpuMicros = (pid: number): number => cpuOf(`/proc/${pid}/stat`)
+/** What each thread spent a request between two `threadUsages`, user/kernel µs, the busiest first (≥ 0.5 µs). */
+const threadsPerRequest = (pid: number, before: ReturnType<typeof threadUsages>, requests: number): string =>
+  [...usageByName(pid, before, threadUsages(pid))]
+    .map(([name, t]) => ({ name, user: t.user / requests, kernel: t.kernel / requests }))
     .filter((t) => t.user + t.kernel >= 0.5)
     .sort((a, b) => b.user + b.kernel - a.user - a.kernel)
     .map((t) => `${t.name} ${t.user.toFixed(1)}/${t.kernel.toFixed(1)}`)
     .join(", ")
-
 /** Resident set size in bytes. */
 const rssBytes = (pid: number): number => {
   const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))
@@ -931,21 +901,21 @@ for (const group of groups) {
       if (unit.length > 1) {
         await Promise.all(
           unit.map(async (t) => {
-            const [before, threads] = [cpuMicros(t.pid), threadMicros(t.pid)]
+            const [before, threads] = [cpuMicros(t.pid), threadUsages(t.pid)]
             const result = await load(specOf(t, scenario, options.durationMs))
-            record(scenario, t, round, result, cpuMicros(t.pid) - before, threadsPerRequest(threads, threadMicros(t.pid), Math.max(1, result.requests)))
+            record(scenario, t, round, result, cpuMicros(t.pid) - before, threadsPerRequest(t.pid, threads, Math.max(1, result.requests)))
           }),
         )
         continue
       }
       const second = scenario.postgres === "two" ? pg2Target() : undefined
       const before = cpuMicros(target.pid) + (second === undefined ? 0 : cpuMicros(second.pid))
-      const threads = threadMicros(target.pid)
+      const threads = threadUsages(target.pid)
       const result =
         second === undefined
           ? await load(specOf(target, scenario, options.durationMs))
           : combined(await Promise.all([load(specOf(target, scenario, options.durationMs)), load(specOf(second, scenario, options.durationMs))]))
-      const threadLine = second === undefined ? threadsPerRequest(threads, threadMicros(target.pid), Math.max(1, result.requests)) : ""
+      const threadLine = second === undefined ? threadsPerRequest(target.pid, threads, Math.max(1, result.requests)) : ""
       record(scenario, target, round, result, cpuMicros(target.pid) + (second === undefined ? 0 : cpuMicros(second.pid)) - before, threadLine)
     }
   }
