@@ -53,16 +53,35 @@ describe("a batch over the per-call limit", () => {
   })
 
   test("a failing part stops the others; the parts that answered come with the failure", async () => {
-    // i0-i1 and i2-i3 answer at once; i4-i5 fails after 20 ms; i6-i7 would take longer (aborted).
-    const delays: Record<string, number> = { i4: 20, i6: 500 }
+    // i0-i1 and i2-i3 answer at once; i8-i9 starts when they free their workers and answers; only
+    // then does i4-i5 fail (ordered by promises, not timers: a loaded machine's pause cannot reorder
+    // them); i6-i7 would answer only later and is aborted.
+    let eightAnswered = () => {}
+    const eight = new Promise<void>((resolve) => {
+      eightAnswered = resolve
+    })
+    const embedder: Embedder = {
+      maxInputs: () => 2,
+      embed: (call, _config, options) =>
+        new Promise((resolve, reject) => {
+          const first = call.inputs[0] as string
+          const answer = () => resolve({ vectors: call.inputs.map((input) => [Number(String(input).slice(1))]), inputTokens: call.inputs.length })
+          options.signal.addEventListener("abort", () => reject(new ProviderError("connection", "aborted")))
+          if (first === "i4") void eight.then(() => reject(new ProviderError("server", "failed on i4", 500)))
+          else if (first === "i8") {
+            answer()
+            eightAnswered()
+          } else if (first !== "i6") answer()
+        }),
+    }
     let caught: unknown
     try {
-      await embedInParts(embedderOf("i4", (first) => delays[first] ?? 0), endpoint, inputs, {}, new PlainAbort(), undefined)
+      await embedInParts(embedder, endpoint, inputs, {}, new PlainAbort(), undefined)
     } catch (e) {
       caught = e
     }
     expect(caught).toBeInstanceOf(PartlyAnswered)
-    // i0-i1, i2-i3 and i8-i9 (started when the first two freed their workers) answered: 6 tokens.
+    // i0-i1, i2-i3 and i8-i9 answered: 6 tokens.
     expect((caught as PartlyAnswered).inputTokens).toBe(6)
     expect((caught as PartlyAnswered).failure.kind).toBe("server")
   })
