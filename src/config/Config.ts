@@ -495,7 +495,9 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   // From the catalog given (its key from the environment, unset allowed), unless given itself.
   search: testSearchSettings(overrides.catalog ?? demoCatalog),
   redis: undefined,
-  pgPoolSize: 20,
+  // Test files run side by side against one Postgres server (max_connections 100 by default):
+  // pools of 20 per gateway, several gateways a file, ran it out of connections ("too many clients").
+  pgPoolSize: 5,
   ...overrides,
 })
 
