@@ -6,6 +6,7 @@ import * as BunContext from "@effect/platform-bun/BunContext"
 import * as BunRuntime from "@effect/platform-bun/BunRuntime"
 import { Cause, Effect, Runtime } from "effect"
 import { CliError, runCli, usageOf } from "./cli.js"
+import { describeStoreFailure, isStoreUnavailable } from "./store/unavailable.js"
 
 const argv = process.argv.length <= 2 ? [...process.argv, "serve"] : process.argv
 
@@ -24,6 +25,13 @@ runCli(argv).pipe(
     if (failure instanceof CliError) {
       return Effect.sync(() => {
         console.error(`gateway: ${failure.message}`)
+        process.exit(1)
+      })
+    }
+    // A database that cannot be reached (down, refusing connections, out of them): one line, no stack.
+    if (isStoreUnavailable(failure)) {
+      return Effect.sync(() => {
+        console.error(`gateway: the database cannot be reached: ${describeStoreFailure(failure)}`)
         process.exit(1)
       })
     }

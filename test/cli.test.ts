@@ -89,6 +89,17 @@ describe("usage errors", () => {
   }, MANY_SPAWNS_MS)
 })
 
+describe("a database that cannot be reached", () => {
+  test("stops a command and start-up with one line naming it, no stack, exit 1", () => {
+    // Nothing listens on port 1: the connection is refused (as "too many clients" or a stopped server would be).
+    for (const args of [["keys", "list"], ["serve"]]) {
+      const run = gateway(args, { DATABASE_URL: "postgres://postgres@127.0.0.1:1/gw", PORT: "0" })
+      expect(run.code).toBe(1)
+      expect(run.err).toBe("gateway: the database cannot be reached: PgClient: Failed to connect: connect ECONNREFUSED 127.0.0.1:1\n")
+    }
+  })
+})
+
 describe("gateway credits add refuses", () => {
   test("an unknown user, with one line and exit 1", () => {
     const out = gateway(["credits", "add", "--user", "user_nobody", "--amount", "5"])

@@ -36,7 +36,7 @@ import {
 } from "../store/ledger.js"
 import type { SettleArgs } from "../store/settlement.js"
 import { type LedgerSpool, openSpool, type SpooledBatch } from "../store/spool.js"
-import { isStoreUnavailable, StoreTimeout } from "../store/unavailable.js"
+import { describeStoreFailure, isStoreUnavailable, StoreTimeout } from "../store/unavailable.js"
 import { MainConnection } from "../store/sqlite-client.js"
 import { writerOut } from "../store/sqlite-gate.js"
 import { LedgerHooks } from "./LedgerHooks.js"
@@ -126,12 +126,6 @@ const OUTAGE_QUIET_MS = 5_000
 const NOTHING_LOST: ReadonlySet<string> = new Set()
 
 /** A failure in one line: a SqlError's own message hides the driver's ("UNIQUE constraint failed…"). */
-const describeFailure = (e: unknown): string => {
-  if (!(e instanceof Error)) return String(e)
-  const inner = (e as { cause?: unknown }).cause
-  return inner instanceof Error ? `${e.message}: ${inner.message}` : e.message
-}
-
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 export class GenerationStore extends Effect.Service<GenerationStore>()("GenerationStore", {
@@ -206,7 +200,7 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
         return await hooks.rowsFor(items.map((i) => i.entry))
       } catch (e) {
         if (isStoreUnavailable(e)) return new StoreAway(e)
-        log(Effect.logError("A ledger hook failed; the batch is written without its rows", describeFailure(e)))
+        log(Effect.logError("A ledger hook failed; the batch is written without its rows", describeStoreFailure(e)))
         return []
       }
     }
@@ -255,7 +249,7 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
       if (outageSince !== undefined) return
       outageSince = lastUnavailable
       unavailableSeen = 1
-      log(Effect.logError(`database unreachable (${where}); answered generations go to the ledger spool, requests that need the database get 503`, describeFailure(e)))
+      log(Effect.logError(`database unreachable (${where}); answered generations go to the ledger spool, requests that need the database get 503`, describeStoreFailure(e)))
       outageTimer = setInterval(() => {
         if (Date.now() - lastUnavailable < OUTAGE_QUIET_MS || outageSince === undefined) return
         clearInterval(outageTimer)
@@ -327,7 +321,7 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
           log(
             Effect.logError(
               `Generation ${entry.id} (key ${entry.keyHash.slice(0, 8)}…, $${entry.totalCost}) could not be written nor spooled`,
-              describeFailure(e),
+              describeStoreFailure(e),
             ),
           )
         }
@@ -364,7 +358,7 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
       log(
         Effect.logWarning(
           `A batch of ${items.length} generation rows failed twice; writing them one by one`,
-          describeFailure(second.failure),
+          describeStoreFailure(second.failure),
         ),
       )
       const lost = new Set<string>()
@@ -372,7 +366,7 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
         let { failure: rowFailure, extra } = await attempt([item])
         if (rowFailure !== undefined && !isStoreUnavailable(rowFailure) && (await attempt([item], false)).failure === undefined) {
           // The hooks' rows (the broadcast outbox) were what failed: the record is kept without them.
-          log(Effect.logWarning(`Generation ${item.entry.id} was written without its ledger hooks' rows`, describeFailure(rowFailure)))
+          log(Effect.logWarning(`Generation ${item.entry.id} was written without its ledger hooks' rows`, describeStoreFailure(rowFailure)))
           rowFailure = undefined
         }
         if (rowFailure === undefined) continue
@@ -394,12 +388,12 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
       log(
         Effect.logError(
           `Generation ${entry.id} (key ${entry.keyHash.slice(0, 8)}…, $${entry.totalCost}) could not be written`,
-          describeFailure(failure),
+          describeStoreFailure(failure),
         ),
       )
       if (item.settlement !== undefined) {
         await settleAlone(item.settlement).catch((e: unknown) =>
-          log(Effect.logError(`The reservation of generation ${entry.id} could not be settled`, describeFailure(e))),
+          log(Effect.logError(`The reservation of generation ${entry.id} could not be settled`, describeStoreFailure(e))),
         )
       }
     }
@@ -509,7 +503,7 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
           try {
             ok = await replayStep()
           } catch (e) {
-            log(Effect.logError("Committing the ledger spool failed; trying again", describeFailure(e)))
+            log(Effect.logError("Committing the ledger spool failed; trying again", describeStoreFailure(e)))
           }
           if (ok) pause = REPLAY_FIRST_PAUSE_MS
           else {
@@ -552,7 +546,7 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
         (e: unknown) => {
           committing = false
           inCommit = []
-          log(Effect.logError("The ledger writer failed", describeFailure(e)))
+          log(Effect.logError("The ledger writer failed", describeStoreFailure(e)))
           for (const item of batch) item.done?.(false)
           wake()
         },

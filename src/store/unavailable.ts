@@ -55,3 +55,10 @@ export const isStoreUnavailable = (e: unknown): boolean => {
   }
   return false
 }
+
+/** A store failure in one line: the error's message and its cause's (pg puts the server's words in the cause). */
+export const describeStoreFailure = (e: unknown): string => {
+  if (!(e instanceof Error)) return String(e)
+  const inner = (e as { cause?: unknown }).cause
+  return inner instanceof Error ? `${e.message}: ${inner.message}` : e.message
+}
