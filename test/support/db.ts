@@ -33,9 +33,18 @@ export const sqliteFileDatabase = (prefix = "gw-test"): TestDatabase => {
   }
 }
 
+/** The test file that asked, as a database name's part: a database left open in pg_stat_activity names its file. */
+const callerFile = (): string => {
+  for (const line of (new Error().stack ?? "").split("\n")) {
+    const file = /\/test\/(?!support\/)([\w/.-]+?)\.test\.ts/.exec(line)?.[1]
+    if (file !== undefined) return file.replace(/[^a-z0-9]+/gi, "_").toLowerCase().slice(-36)
+  }
+  return "x"
+}
+
 export const freshDatabase = async (): Promise<TestDatabase> => {
   if (pgBaseUrl === undefined) return sqliteFileDatabase()
-  const name = `gw_test_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`
+  const name = `gw_test_${callerFile()}_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`
   const admin = new SQL(pgBaseUrl)
   await admin.unsafe(`CREATE DATABASE ${name}`)
   await admin.close()
