@@ -28,22 +28,23 @@ declare const self: Worker
 const WORKER_PG_POOL = 4
 
 /**
- * The Worker's thread runs at the lowest priority (Linux: nice per thread; CFS/EEVDF weight 15
- * against the request thread's 1024), so that on a core it shares with the request thread
- * delivery takes what requests leave: answers first, and under sustained saturation delivery
+ * The Worker's thread runs by default at the lowest priority (`broadcast.worker_nice`, 19; Linux:
+ * nice per thread; CFS/EEVDF weight 15 against the request thread's 1024), so that on a core it
+ * shares with the request thread delivery takes what requests leave: answers first, and under sustained saturation delivery
  * falls behind and catches up when the load eases (the rows wait, bounded by the pending caps).
  * Measured (bench-broadcast, three destinations against none, one shared core, the closed loop's
  * CPU counted until every generation is delivered): at nice 5 0.50x the requests a second, the
  * fixed rate over the gateway's capacity (p99 ~48x), request thread 1.27x; at nice 19 0.74x, p99
  * 4.0x, request thread 1.17x; every generation delivered in both (docs/broadcast.md). Where the
- * process has a core to spare it changes nothing.
+ * process has a core to spare it changes nothing. Its price: beside other busy processes at the
+ * process's priority (not the gateway's own requests) delivery gets as little; 0 keeps the Worker
+ * at the process's priority.
  */
-const WORKER_NICE = 19
-
-const lowerPriority = () => {
+const lowerPriority = (nice: number) => {
+  if (nice <= 0) return
   try {
     const tid = Number(readlinkSync("/proc/thread-self").split("/").pop())
-    if (Number.isInteger(tid) && tid > 0) setPriority(tid, WORKER_NICE)
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, nice)
   } catch {
     // Not Linux, or not allowed: the Worker runs at the process's priority.
   }
@@ -52,7 +53,7 @@ const lowerPriority = () => {
 const post = (message: FromWorker) => self.postMessage(message)
 
 const start = async (init: WorkerStart) => {
-  lowerPriority()
+  lowerPriority(init.broadcast.workerNice)
   const rt = ManagedRuntime.make(
     Layer.merge(clientLayer(init.databaseUrl, Math.min(WORKER_PG_POOL, init.pgPoolSize)), loggerLayer(init.logLevel)),
   )

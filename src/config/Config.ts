@@ -164,6 +164,11 @@ export interface BroadcastSettings {
   /** How often the worker looks for due rows (at most 1 s: a batch waits no longer). */
   readonly pollMs: number
   /**
+   * `broadcast.worker_nice`: the delivery Worker's thread priority on Linux, 0 (the process's) to 19
+   * (the lowest: delivery takes what requests leave; src/broadcast/delivery-worker.ts).
+   */
+  readonly workerNice: number
+  /**
    * Delivery on the thread that serves requests rather than in the delivery Worker: the test kit
    * (src/testing/), whose clock seam moves retries, and another thread does not share that clock.
    */
@@ -188,7 +193,16 @@ export const DEFAULT_BROADCAST: BroadcastSettings = {
   concurrencyPerDestination: 2,
   retentionMs: 7 * 24 * 3_600_000,
   pollMs: 250,
+  workerNice: 19,
 }
+
+/**
+ * Tests' broadcast settings: the Worker at the process's priority. Test files run beside other test
+ * processes and a browser, all at nice 0; at nice 19 the Worker got ~1.5 % of a core and a test
+ * waiting 20 s for a resend failed (three busy loops beside worker.test.ts: failed at 19, passed in
+ * 7 s at 0). The tests of the priority itself give 19.
+ */
+export const TEST_BROADCAST: BroadcastSettings = { ...DEFAULT_BROADCAST, workerNice: 0 }
 
 const broadcastSettings = (file: ConfigFile["broadcast"]): BroadcastSettings => ({
   batchSize: file?.batch_size ?? DEFAULT_BROADCAST.batchSize,
@@ -201,6 +215,7 @@ const broadcastSettings = (file: ConfigFile["broadcast"]): BroadcastSettings => 
   concurrencyPerDestination: file?.concurrency_per_destination ?? DEFAULT_BROADCAST.concurrencyPerDestination,
   retentionMs: file?.retention_hours === undefined ? DEFAULT_BROADCAST.retentionMs : file.retention_hours * 3_600_000,
   pollMs: DEFAULT_BROADCAST.pollMs,
+  workerNice: file?.worker_nice ?? DEFAULT_BROADCAST.workerNice,
 })
 
 /** A high-detail image is at most ~1,600 tokens at the major providers (tiles or pixels). */
@@ -489,7 +504,7 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   commitTimeoutMs: DEFAULT_SPOOL.commitTimeoutMs,
   ...DEFAULT_LIMITS,
   allowPrivateAddresses: false,
-  broadcast: DEFAULT_BROADCAST,
+  broadcast: TEST_BROADCAST,
   trustTraceparent: false,
   consoleEnabled: true,
   // From the catalog given (its key from the environment, unset allowed), unless given itself.

@@ -407,6 +407,8 @@ export const ConfigFile = Schema.Struct({
       concurrency_per_destination: Schema.optional(positiveInt),
       /** How long delivered and dead rows are kept. */
       retention_hours: Schema.optional(Schema.Number.pipe(Schema.positive({ message: () => "must be a number > 0" }))),
+      /** The delivery Worker's thread priority on Linux: 0 (the process's) to 19 (the lowest, the default). */
+      worker_nice: Schema.optional(Schema.Int.pipe(Schema.between(0, 19, { message: () => "must be an integer from 0 to 19" }))),
     }),
   ),
 })

@@ -4,7 +4,7 @@
  * and the three broadcast_* switches shape what is sent; the request's `trace` shapes the ids.
  */
 import { afterAll, beforeAll, describe, expect } from "bun:test"
-import { DEFAULT_BROADCAST } from "../../src/config/Config.js"
+import { TEST_BROADCAST } from "../../src/config/Config.js"
 import { startInProcessGateway, type InProcessGateway, TEST_METRICS_TOKEN } from "../support/gateway.js"
 import {
   ask,
@@ -26,7 +26,7 @@ let gw: InProcessGateway & { stop: () => Promise<void> }
 const receiver = startReceiver()
 
 beforeAll(async () => {
-  gw = await startInProcessGateway({ allowPrivateAddresses: true, broadcast: { ...DEFAULT_BROADCAST, pollMs: 50, retryBaseMs: 100 } })
+  gw = await startInProcessGateway({ allowPrivateAddresses: true, broadcast: { ...TEST_BROADCAST, pollMs: 50, retryBaseMs: 100 } })
   await setBroadcast(gw, true)
 }, TIMEOUT_MS)
 afterAll(async () => {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect } from "bun:test"
 import { Effect, Either } from "effect"
 import type { DestinationKind } from "../../src/broadcast/exporter.js"
 import { DESTINATION_KINDS } from "../../src/broadcast/exporters/index.js"
-import { DEFAULT_BROADCAST } from "../../src/config/Config.js"
+import { TEST_BROADCAST } from "../../src/config/Config.js"
 import { Destinations } from "../../src/services/Destinations.js"
 import { typeProblems, writeDocExample } from "../support/doc-example.js"
 import { type InProcessGateway, startInProcessGateway } from "../support/gateway.js"
@@ -28,7 +28,7 @@ beforeAll(async () => {
   kind = kinds[0] as DestinationKind
   // The registry's list plus the example: what its line in DESTINATION_KINDS does.
   gw = await startInProcessGateway(
-    { allowPrivateAddresses: true, broadcast: { ...DEFAULT_BROADCAST, pollMs: 50, retryBaseMs: 100 } },
+    { allowPrivateAddresses: true, broadcast: { ...TEST_BROADCAST, pollMs: 50, retryBaseMs: 100 } },
     { destinationKinds: [...DESTINATION_KINDS, kind] },
   )
   await setBroadcast(gw, true)

@@ -9,7 +9,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { Broadcast } from "../../src/broadcast/Broadcast.js"
 import { type DeliveryPayload, packJson, unpackJson } from "../../src/broadcast/payload.js"
-import { type BroadcastSettings, DEFAULT_BROADCAST, GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
+import { type BroadcastSettings, TEST_BROADCAST, GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
 import { type RunningServer, startServer } from "../../src/http/server.js"
 import { GenerationStore } from "../../src/services/GenerationStore.js"
 import { Notifications } from "../../src/services/Notifications.js"
@@ -19,7 +19,7 @@ import { deliveryPayload } from "../support/generations.js"
 import { ask, attr, createDestination, rootsBy, setBroadcast, spansIn, startReceiver, TIMEOUT_MS, test, waitFor } from "./support.js"
 
 const fast = (over: Partial<BroadcastSettings> = {}): BroadcastSettings => ({
-  ...DEFAULT_BROADCAST,
+  ...TEST_BROADCAST,
   pollMs: 50,
   retryBaseMs: 100,
   timeoutMs: 2_000,

@@ -4,7 +4,7 @@
  * operators; regexes checked and compiled once).
  */
 import { afterAll, beforeAll, describe, expect } from "bun:test"
-import { DEFAULT_BROADCAST } from "../../src/config/Config.js"
+import { TEST_BROADCAST } from "../../src/config/Config.js"
 import { regexProblem } from "../../src/domain/destinations.js"
 import { compileFilter, type FilterSubject } from "../../src/broadcast/filters.js"
 import { sampled } from "../../src/broadcast/outbox.js"
@@ -15,7 +15,7 @@ let gw: InProcessGateway & { stop: () => Promise<void> }
 const receiver = startReceiver()
 
 beforeAll(async () => {
-  gw = await startInProcessGateway({ allowPrivateAddresses: true, broadcast: { ...DEFAULT_BROADCAST, pollMs: 50 } })
+  gw = await startInProcessGateway({ allowPrivateAddresses: true, broadcast: { ...TEST_BROADCAST, pollMs: 50 } })
 }, TIMEOUT_MS)
 afterAll(async () => {
   await gw.stop()

@@ -3,42 +3,47 @@
  * is restarted, the rows its lease held are released, and every generation arrives in requests
  * made after the kill; the SQLite gate lets one writer in only once no main transaction is open.
  */
-import { afterAll, describe, expect, test } from "bun:test"
+import { afterEach, describe, expect, test } from "bun:test"
+import { Either } from "effect"
 import { readdirSync, readFileSync } from "node:fs"
 import { Broadcast } from "../../src/broadcast/Broadcast.js"
-import { DEFAULT_BROADCAST } from "../../src/config/Config.js"
+import { DEFAULT_BROADCAST, parseConfigFile, TEST_BROADCAST } from "../../src/config/Config.js"
 import { asWriter, enterMain, leaveMain, makeGate } from "../../src/store/sqlite-gate.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
 import { ask, createDestination, rootsBy, setBroadcast, waitFor } from "./support.js"
 
 const TIMEOUT_MS = 60_000
 
-/** How many of this process's threads run at `nice` (Linux: /proc, field 19 of a thread's stat); undefined elsewhere. */
-const threadsAtNice = (nice: number): number | undefined => {
+/** This process's threads at `nice` (Linux: /proc, field 19 of a thread's stat), by id; undefined elsewhere. */
+const threadsAtNice = (nice: number): Set<string> | undefined => {
   try {
-    let n = 0
+    const ids = new Set<string>()
     for (const tid of readdirSync("/proc/self/task")) {
       try {
         const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8")
-        if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]) === nice) n++
+        if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]) === nice) ids.add(tid)
       } catch {
         // ended between the listing and the read
       }
     }
-    return n
+    return ids
   } catch {
     return undefined
   }
 }
+
+/** A thread at `nice` that `before` did not have: a new Worker's (a count could be offset by another thread ending meanwhile). */
+const newThreadAtNice = (nice: number, before: Set<string>) => [...(threadsAtNice(nice) ?? [])].some((tid) => !before.has(tid))
 
 interface Held {
   readonly body: string
   readonly at: number
 }
 
+// Each test's gateways stop when it ends: a Worker left running would share the next test's thread counts.
 const cleanups: Array<() => Promise<void> | void> = []
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c()
+afterEach(async () => {
+  for (let c = cleanups.pop(); c !== undefined; c = cleanups.pop()) await c()
 }, TIMEOUT_MS)
 
 describe("the delivery Worker", () => {
@@ -65,7 +70,7 @@ describe("the delivery Worker", () => {
         allowPrivateAddresses: true,
         // A lease of 2 × 15 s + 5 s: a wait that ends well before it shows the rows were released,
         // with room for a loaded machine (8 s against a 15 s lease fell short beside other test files).
-        broadcast: { ...DEFAULT_BROADCAST, pollMs: 50, retryBaseMs: 100, timeoutMs: 15_000 },
+        broadcast: { ...TEST_BROADCAST, pollMs: 50, retryBaseMs: 100, timeoutMs: 15_000 },
       })
       cleanups.push(() => gw.stop())
       await setBroadcast(gw, true)
@@ -92,8 +97,8 @@ describe("the delivery Worker", () => {
 })
 
 describe("a gateway that broadcasts nothing", () => {
-  test("starts no delivery Worker until a destination is made", async () => {
-    const gw: TestGateway & { stop: () => Promise<void> } = await startTestGateway({ allowPrivateAddresses: true })
+  test("starts no delivery Worker until a destination is made; by default its thread is at nice 19", async () => {
+    const gw: TestGateway & { stop: () => Promise<void> } = await startTestGateway({ allowPrivateAddresses: true, broadcast: DEFAULT_BROADCAST })
     cleanups.push(() => gw.stop())
     const broadcast = () => gw.server.runtime.runPromise(Broadcast)
     await setBroadcast(gw, true)
@@ -103,9 +108,34 @@ describe("a gateway that broadcasts nothing", () => {
     await createDestination(gw, { name: "late", type: "otel-collector", config: { endpoint: "http://127.0.0.1:9" } })
     const b = await broadcast()
     await waitFor(() => b.workerStarts() === 1, 5_000, "the Worker started")
-    // Its thread yields the core to requests: one more thread of this process at the lowest priority.
-    if (lowBefore !== undefined) await waitFor(() => (threadsAtNice(19) ?? 0) > lowBefore, 5_000, "the Worker's thread at nice 19")
+    // Its thread yields the core to requests: a new thread of this process at the lowest priority.
+    if (lowBefore !== undefined) await waitFor(() => newThreadAtNice(19, lowBefore), 5_000, "the Worker's thread at nice 19")
   }, 30_000)
+})
+
+describe("broadcast.worker_nice", () => {
+  test("sets the Worker thread's priority", async () => {
+    const before = threadsAtNice(7)
+    const gw: TestGateway & { stop: () => Promise<void> } = await startTestGateway({ allowPrivateAddresses: true, broadcast: { ...TEST_BROADCAST, workerNice: 7 } })
+    cleanups.push(() => gw.stop())
+    await setBroadcast(gw, true)
+    await createDestination(gw, { name: "seven", type: "otel-collector", config: { endpoint: "http://127.0.0.1:9" } })
+    const b = await gw.server.runtime.runPromise(Broadcast)
+    await waitFor(() => b.workerStarts() === 1, 5_000, "the Worker started")
+    if (before !== undefined) await waitFor(() => newThreadAtNice(7, before), 5_000, "the Worker's thread at nice 7")
+  }, 30_000)
+
+  test("is read from the config file, 0 to 19; other values are refused naming it and the rule", () => {
+    const file = (nice: unknown) =>
+      parseConfigFile("c.json", JSON.stringify({ providers: [], models: [], broadcast: { worker_nice: nice } }))
+    const read = file(0)
+    expect(Either.isRight(read) && read.right.broadcast?.worker_nice).toBe(0)
+    for (const bad of [20, -1, 2.5, "19"]) {
+      const refused = file(bad)
+      expect(Either.isLeft(refused) && refused.left.message).toContain("broadcast.worker_nice")
+      expect(Either.isLeft(refused) && refused.left.message).toMatch(/must be an integer from 0 to 19|Expected an integer|Expected number/)
+    }
+  })
 })
 
 describe("the SQLite gate", () => {

@@ -17,7 +17,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Option, Redacted } from "effect"
 import { metricsAuth, TEST_METRICS_TOKEN } from "../support/gateway.js"
-import { DEFAULT_BROADCAST, demoCatalog, GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
+import { TEST_BROADCAST, demoCatalog, GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
 import { type RunningServer, startServer } from "../../src/http/server.js"
 import { pennyCatalog } from "../support/catalog.js"
 import { engine, freshDatabase, type TestDatabase } from "../support/db.js"
@@ -103,7 +103,7 @@ const startHarness = async (overrides: Partial<Settings>): Promise<Harness> => {
       metricsToken: Redacted.make(TEST_METRICS_TOKEN),
       // The webhook receiver is on loopback; delivery polls often so the test need not wait long.
       allowPrivateAddresses: true,
-      broadcast: { ...DEFAULT_BROADCAST, pollMs: 50, retryBaseMs: 100 },
+      broadcast: { ...TEST_BROADCAST, pollMs: 50, retryBaseMs: 100 },
       ...overrides,
     }),
   )
