@@ -120,9 +120,11 @@ for (const c of CASES) {
     })
 
     test("a slow stream whose gaps stay under the timeout completes", async () => {
-      const call = await open(true, { "x-mock-interval-ms": "60" }, undefined, 150)
+      // 5 tokens 120 ms apart: the stream (~480 ms) outlasts the 400 ms timeout, each gap leaves 280 ms of room
+      // for a loaded machine's pause (60 ms gaps under a 150 ms timeout failed beside other test files).
+      const call = await open(true, { "x-mock-interval-ms": "120", "x-mock-tokens": "5" }, undefined, 400)
       const events = await eventsOf(call)
-      expect(events.filter((event) => event.type === "text").length).toBe(3)
+      expect(events.filter((event) => event.type === "text").length).toBe(5)
       expect(events[events.length - 1]).toEqual({ type: "finish", reason: "stop" })
     })
 
