@@ -10,6 +10,13 @@ import { describeStoreFailure, isStoreUnavailable } from "./store/unavailable.js
 
 const argv = process.argv.length <= 2 ? [...process.argv, "serve"] : process.argv
 
+/** Ends the command with one line on stderr and `code`, no stack trace. */
+const stop = (line: string, code: number) =>
+  Effect.sync(() => {
+    console.error(line)
+    process.exit(code)
+  })
+
 runCli(argv).pipe(
   // A bad config or environment stops start-up with one line, no stack trace.
   Effect.catchAllCause((cause) => {
@@ -17,31 +24,13 @@ runCli(argv).pipe(
     // startServer runs its own runtime; its failures arrive wrapped in a FiberFailure.
     const failure = Runtime.isFiberFailure(squashed) ? Cause.squash(squashed[Runtime.FiberFailureCauseId]) : squashed
     if (typeof failure === "object" && failure !== null && "_tag" in failure && failure._tag === "ConfigFileError") {
-      return Effect.sync(() => {
-        console.error(`gateway: configuration error: ${(failure as unknown as { message: string }).message}`)
-        process.exit(1)
-      })
+      return stop(`gateway: configuration error: ${(failure as unknown as { message: string }).message}`, 1)
     }
-    if (failure instanceof CliError) {
-      return Effect.sync(() => {
-        console.error(`gateway: ${failure.message}`)
-        process.exit(1)
-      })
-    }
-    // A database that cannot be reached (down, refusing connections, out of them): one line, no stack.
-    if (isStoreUnavailable(failure)) {
-      return Effect.sync(() => {
-        console.error(`gateway: the database cannot be reached: ${describeStoreFailure(failure)}`)
-        process.exit(1)
-      })
-    }
+    if (failure instanceof CliError) return stop(`gateway: ${failure.message}`, 1)
+    // A database that cannot be reached (down, refusing connections, out of them).
+    if (isStoreUnavailable(failure)) return stop(`gateway: the database cannot be reached: ${describeStoreFailure(failure)}`, 1)
     // A usage error: @effect/cli has printed its one line; the command's usage follows, no Effect internals.
-    if (ValidationError.isValidationError(failure)) {
-      return Effect.sync(() => {
-        console.error(usageOf(argv.slice(2)))
-        process.exit(2)
-      })
-    }
+    if (ValidationError.isValidationError(failure)) return stop(usageOf(argv.slice(2)), 2)
     return Effect.failCause(cause)
   }),
   Effect.provide(BunContext.layer),

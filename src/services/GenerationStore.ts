@@ -125,7 +125,6 @@ const REPLAY_LONGEST_PAUSE_MS = 1_000
 const OUTAGE_QUIET_MS = 5_000
 const NOTHING_LOST: ReadonlySet<string> = new Set()
 
-/** A failure in one line: a SqlError's own message hides the driver's ("UNIQUE constraint failed…"). */
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 export class GenerationStore extends Effect.Service<GenerationStore>()("GenerationStore", {

@@ -56,7 +56,10 @@ export const isStoreUnavailable = (e: unknown): boolean => {
   return false
 }
 
-/** A store failure in one line: the error's message and its cause's (pg puts the server's words in the cause). */
+/**
+ * A store failure in one line: the error's message and its cause's. A SqlError's own message hides
+ * the driver's ("UNIQUE constraint failed…", pg's "too many clients already"), which is in the cause.
+ */
 export const describeStoreFailure = (e: unknown): string => {
   if (!(e instanceof Error)) return String(e)
   const inner = (e as { cause?: unknown }).cause
