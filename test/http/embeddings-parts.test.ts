@@ -15,17 +15,28 @@ import type { Endpoint } from "../../src/services/Catalog.js"
 
 const endpoint = { upstreamModel: "m", provider: { id: "p", kind: "fake" }, apiKey: undefined } as unknown as Endpoint
 
-/** Two inputs a call; each part answers with one token per input, after `delayOf(part's first input)` ms, or fails. */
-const embedderOf = (failing: string | undefined, delayOf: (first: string) => number = () => 0, seen: Array<string> = []): Embedder => ({
+/**
+ * Two inputs a call; each part answers with one token per input, or fails, after `delayOf(part's
+ * first input)`: that many ms, or when that promise settles. `answered` hears each part that answered.
+ */
+const embedderOf = (
+  failing: string | undefined,
+  delayOf: (first: string) => number | Promise<unknown> = () => 0,
+  seen: Array<string> = [],
+  answered: (first: string) => void = () => {},
+): Embedder => ({
   maxInputs: () => 2,
   embed: (call, _config, options) =>
     new Promise((resolve, reject) => {
       const first = call.inputs[0] as string
       seen.push(first)
-      const timer = setTimeout(() => {
-        if (call.inputs.includes(failing as string)) reject(new ProviderError("server", `failed on ${failing}`, 500))
-        else resolve({ vectors: call.inputs.map((input) => [Number(String(input).slice(1))]), inputTokens: call.inputs.length })
-      }, delayOf(first))
+      const settle = () => {
+        if (call.inputs.includes(failing as string)) return reject(new ProviderError("server", `failed on ${failing}`, 500))
+        resolve({ vectors: call.inputs.map((input) => [Number(String(input).slice(1))]), inputTokens: call.inputs.length })
+        answered(first)
+      }
+      const delay = delayOf(first)
+      const timer = typeof delay === "number" ? setTimeout(settle, delay) : void delay.then(settle)
       options.signal.addEventListener("abort", () => {
         clearTimeout(timer)
         reject(new ProviderError("connection", "aborted"))
@@ -60,20 +71,13 @@ describe("a batch over the per-call limit", () => {
     const eight = new Promise<void>((resolve) => {
       eightAnswered = resolve
     })
-    const embedder: Embedder = {
-      maxInputs: () => 2,
-      embed: (call, _config, options) =>
-        new Promise((resolve, reject) => {
-          const first = call.inputs[0] as string
-          const answer = () => resolve({ vectors: call.inputs.map((input) => [Number(String(input).slice(1))]), inputTokens: call.inputs.length })
-          options.signal.addEventListener("abort", () => reject(new ProviderError("connection", "aborted")))
-          if (first === "i4") void eight.then(() => reject(new ProviderError("server", "failed on i4", 500)))
-          else if (first === "i8") {
-            answer()
-            eightAnswered()
-          } else if (first !== "i6") answer()
-        }),
-    }
+    const never = new Promise<void>(() => {})
+    const embedder = embedderOf(
+      "i4",
+      (first) => (first === "i4" ? eight : first === "i6" ? never : 0),
+      [],
+      (first) => first === "i8" && eightAnswered(),
+    )
     let caught: unknown
     try {
       await embedInParts(embedder, endpoint, inputs, {}, new PlainAbort(), undefined)
