@@ -4,7 +4,7 @@
  * two gateways on one database delivering every row, the cap per destination, retention, and
  * the safe fetcher refusing a loopback destination unless private addresses are allowed.
  */
-import { afterEach, describe, expect, test as bunTest } from "bun:test"
+import { describe, expect, test as bunTest } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { Broadcast } from "../../src/broadcast/Broadcast.js"
@@ -16,7 +16,7 @@ import { Notifications } from "../../src/services/Notifications.js"
 import { engine, freshDatabase, type TestDatabase } from "../support/db.js"
 import { startTestGateway, type TestGateway, TEST_METRICS_TOKEN } from "../support/gateway.js"
 import { deliveryPayload } from "../support/generations.js"
-import { ask, attr, createDestination, rootsBy, setBroadcast, spansIn, startReceiver, TIMEOUT_MS, test, waitFor } from "./support.js"
+import { ask, attr, createDestination, rootsBy, setBroadcast, spansIn, startReceiver, TIMEOUT_MS, test, useCleanups, waitFor } from "./support.js"
 
 const fast = (over: Partial<BroadcastSettings> = {}): BroadcastSettings => ({
   ...TEST_BROADCAST,
@@ -37,12 +37,7 @@ const askThrough = (server: RunningServer, key: string, input: string) =>
     return res.headers.get("x-generation-id") as string
   })
 
-// Each test's gateways, receivers and databases go when it ends: kept to the file's end, its ~15
-// gateways (each a pool, a listener and a delivery Worker's pool) held ~64 Postgres connections at once.
-const cleanups: Array<() => Promise<void> | void> = []
-afterEach(async () => {
-  for (let c = cleanups.pop(); c !== undefined; c = cleanups.pop()) await c()
-}, TIMEOUT_MS)
+const cleanups = useCleanups()
 
 const gateway = async (overrides: Partial<Settings>) => {
   const gw = await startTestGateway({ allowPrivateAddresses: true, broadcast: fast(), ...overrides })

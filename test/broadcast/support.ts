@@ -97,6 +97,19 @@ export const useDestinations = (gw: () => Gateway, receiver: Receiver) => {
   }
 }
 
+/**
+ * What a test started (gateways, receivers, databases), stopped when it ends, the last first:
+ * kept to the file's end, a file's gateways (each a pool, a listener and a delivery Worker's pool)
+ * held ~64 Postgres connections at once, and a Worker left running shared the next test's threads.
+ */
+export const useCleanups = (timeoutMs = TIMEOUT_MS) => {
+  const cleanups: Array<() => Promise<void> | void> = []
+  afterEach(async () => {
+    for (let c = cleanups.pop(); c !== undefined; c = cleanups.pop()) await c()
+  }, timeoutMs)
+  return cleanups
+}
+
 export const ask = async (gw: Gateway, body: Record<string, unknown>, key?: string) => {
   const res = await gw.fetch("/v1/responses", { method: "POST", json: { model: "demo/free", ...body }, ...(key === undefined ? {} : { key }) })
   expect(res.status).toBe(200)

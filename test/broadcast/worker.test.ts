@@ -3,14 +3,14 @@
  * is restarted, the rows its lease held are released, and every generation arrives in requests
  * made after the kill; the SQLite gate lets one writer in only once no main transaction is open.
  */
-import { afterEach, describe, expect, test } from "bun:test"
+import { describe, expect, test } from "bun:test"
 import { Either } from "effect"
 import { readdirSync, readFileSync } from "node:fs"
 import { Broadcast } from "../../src/broadcast/Broadcast.js"
 import { DEFAULT_BROADCAST, parseConfigFile, TEST_BROADCAST } from "../../src/config/Config.js"
 import { asWriter, enterMain, leaveMain, makeGate } from "../../src/store/sqlite-gate.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
-import { ask, createDestination, rootsBy, setBroadcast, waitFor } from "./support.js"
+import { ask, createDestination, rootsBy, setBroadcast, useCleanups, waitFor } from "./support.js"
 
 const TIMEOUT_MS = 60_000
 
@@ -40,11 +40,7 @@ interface Held {
   readonly at: number
 }
 
-// Each test's gateways stop when it ends: a Worker left running would share the next test's thread counts.
-const cleanups: Array<() => Promise<void> | void> = []
-afterEach(async () => {
-  for (let c = cleanups.pop(); c !== undefined; c = cleanups.pop()) await c()
-}, TIMEOUT_MS)
+const cleanups = useCleanups(TIMEOUT_MS)
 
 describe("the delivery Worker", () => {
   test(
