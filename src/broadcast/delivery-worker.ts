@@ -92,6 +92,9 @@ const start = async (init: WorkerStart) => {
     }
     post({ type: "stats", outcomes, pending: now.pending, lagSeconds: now.lagSeconds })
   }
+  // Leases posted to the host and not yet noted by it: their claims wait (worker-protocol.ts, "lease").
+  const leasesAwaited = new Map<number, () => void>()
+  let nextLease = 0
   const engine = makeDeliveryEngine({
     sql,
     run,
@@ -107,7 +110,12 @@ const start = async (init: WorkerStart) => {
       posting = true
       queueMicrotask(postStats)
     },
-    onLease: (until) => post({ type: "lease", until }),
+    onLease: (until) =>
+      new Promise<void>((noted) => {
+        const id = nextLease++
+        leasesAwaited.set(id, noted)
+        post({ type: "lease", until, id })
+      }),
   })
   engine.start()
   post({ type: "ready" })
@@ -119,6 +127,10 @@ const start = async (init: WorkerStart) => {
           await engine.maintain()
           postStats()
           post({ type: "maintained", id: message.id })
+          return
+        case "lease-noted":
+          leasesAwaited.get(message.id)?.()
+          leasesAwaited.delete(message.id)
           return
         case "reset-breaker":
           engine.resetBreaker(message.destinationId)

@@ -31,8 +31,8 @@ export interface EngineDeps {
   readonly open: (sealed: string) => Either.Either<string, unknown>
   /** Told after the counters changed (the Worker forwards them to the thread that serves /metrics). */
   readonly onCount?: () => void
-  /** Told of each lease a claim takes (the Worker's host releases a dead Worker's leases). */
-  readonly onLease?: (until: number) => void
+  /** Told of each lease a claim takes, which waits for it (the Worker's host releases a dead Worker's leases). */
+  readonly onLease?: (until: number) => Promise<void>
 }
 
 /** Outcome counters by destination kind, for `/metrics`. */

@@ -44,7 +44,7 @@ const tick = async (state: EngineState, deadline: number): Promise<number> => {
   // A read first: an idle queue costs no write (on SQLite an UPDATE takes the write lock even when it changes nothing).
   if (!(await queue.anyDue(now))) return 0
   const until = now + settings.timeoutMs * 2 + 5_000
-  state.deps.onLease?.(until)
+  await state.deps.onLease?.(until)
   const claimed = await queue.claim(now, until, unavailable(state, now), MAX_CLAIM)
   if (claimed.length === 0) return 0
   const groups = new Map<string, Array<ClaimedRow>>()

@@ -58,6 +58,7 @@ export const startDeliveryHost = (init: Omit<WorkerStart, "type" | "orphanLeases
       switch (m.type) {
         case "lease":
           leases.add(m.until)
+          w.postMessage({ type: "lease-noted", id: m.id } satisfies ToWorker)
           return
         case "stats":
           for (const [key, n] of m.outcomes) outcomes.set(key, (outcomes.get(key) ?? 0) + n)

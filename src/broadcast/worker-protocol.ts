@@ -28,12 +28,19 @@ export type ToWorker =
   | { readonly type: "maintain"; readonly id: number }
   | { readonly type: "reset-breaker"; readonly destinationId: string }
   | { readonly type: "finish"; readonly deadline: number }
+  /** The host has noted lease `id`: the claim that takes it may run. */
+  | { readonly type: "lease-noted"; readonly id: number }
 
 export type FromWorker =
   /** Started: the orphan leases are released. */
   | { readonly type: "ready" }
-  /** A claim is about to take this lease. */
-  | { readonly type: "lease"; readonly until: number }
+  /**
+   * A claim is about to take this lease, once the host has noted it ("lease-noted"): Bun's
+   * `terminate` drops messages a Worker posted just before it ended while its writes still land,
+   * so a claim that did not wait could hold rows under a lease the host never heard of (they
+   * waited out the lease, 2 × timeout + 5 s, instead of going to the next Worker at once).
+   */
+  | { readonly type: "lease"; readonly until: number; readonly id: number }
   /** Outcome counts since the last message (`kind\u0000outcome` → n), and the queue gauges as last counted. */
   | {
       readonly type: "stats"
