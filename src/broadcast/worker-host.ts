@@ -5,6 +5,7 @@
  * last pass within the deadline.
  */
 import type { BroadcastStats } from "./engine.js"
+import { writerGone } from "../store/sqlite-gate.js"
 import type { FromWorker, ToWorker, WorkerStart } from "./worker-protocol.js"
 
 /** In the compiled binary (scripts/build adds the Worker as an entry point, root `.`) it is found by its path from the root. */
@@ -83,6 +84,7 @@ export const startDeliveryHost = (init: Omit<WorkerStart, "type" | "orphanLeases
     w.addEventListener("close", () => {
       if (worker !== w) return
       worker = undefined
+      if (init.gate !== null) writerGone(init.gate)
       // Whoever waits on it is not left waiting: maintenance runs again in the next one's passes.
       for (const done of maintained.values()) done()
       maintained.clear()

@@ -94,6 +94,16 @@ export const asWriter = async <A>(gate: Gate, write: () => A | Promise<A>): Prom
 }
 
 /**
+ * The other thread ended (its Worker closed, e.g. terminated mid-write): a writer it left in or
+ * waiting can never leave, and would hold every main transaction and the next Worker's writes
+ * out for good, so its flags go. There is one writer thread a gate, so no live writer loses them.
+ */
+export const writerGone = (gate: Gate): void => {
+  Atomics.and(gate, 0, ~(WANT | IN))
+  Atomics.notify(gate, 0)
+}
+
+/**
  * For the main thread's writers on connections of their own (the ledger, spend): while the other
  * thread's writer is in, a write would find the file locked and try again after a pause (1 ms,
  * doubling); waiting on the gate instead resumes as soon as it is out. Undefined when none is in.

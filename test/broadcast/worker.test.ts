@@ -8,7 +8,7 @@ import { Either } from "effect"
 import { readdirSync, readFileSync } from "node:fs"
 import { Broadcast } from "../../src/broadcast/Broadcast.js"
 import { DEFAULT_BROADCAST, parseConfigFile, TEST_BROADCAST } from "../../src/config/Config.js"
-import { asWriter, enterMain, leaveMain, makeGate } from "../../src/store/sqlite-gate.js"
+import { asWriter, enterMain, leaveMain, mainOpen, makeGate, writerGone } from "../../src/store/sqlite-gate.js"
 import { startTestGateway, type TestGateway } from "../support/gateway.js"
 import { ask, createDestination, rootsBy, setBroadcast, useCleanups, waitFor } from "./support.js"
 
@@ -166,6 +166,25 @@ describe("the SQLite gate", () => {
     await long
     await waitFor(() => opened, 1_000, "the main transaction after the writer")
     leaveMain(gate)
+    expect(Atomics.load(gate, 0)).toBe(0)
+  })
+
+  test("a writer whose thread ended inside is cleared by writerGone: main transactions and the next writer go in", async () => {
+    const gate = makeGate()
+    // A writer that never leaves: as a Worker terminated in the middle of its write.
+    void asWriter(gate, () => new Promise<void>(() => {}))
+    await Bun.sleep(10)
+    expect(enterMain(gate)).not.toBe(true)
+    writerGone(gate)
+    await waitFor(() => mainOpen(gate) === 1, 1_000, "the waiting main transaction in")
+    leaveMain(gate)
+    expect(enterMain(gate)).toBe(true)
+    leaveMain(gate)
+    let wrote = false
+    await asWriter(gate, () => {
+      wrote = true
+    })
+    expect(wrote).toBe(true)
     expect(Atomics.load(gate, 0)).toBe(0)
   })
 })
