@@ -1,11 +1,15 @@
 /**
  * The delivery Worker: a Worker ended in the middle of a send (the receiver holding its request)
  * is restarted, the rows its lease held are released, and every generation arrives in requests
- * made after the kill; the SQLite gate lets one writer in only once no main transaction is open.
+ * made after the kill; the SQLite gate lets one writer in only once no main transaction is open,
+ * and a Worker terminated inside a write transaction leaves the file and the gate free.
  */
+import { Database } from "bun:sqlite"
 import { describe, expect, test } from "bun:test"
 import { Either } from "effect"
-import { readdirSync, readFileSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { Broadcast } from "../../src/broadcast/Broadcast.js"
 import { DEFAULT_BROADCAST, parseConfigFile, TEST_BROADCAST } from "../../src/config/Config.js"
 import { asWriter, enterMain, leaveMain, mainOpen, makeGate, writerGone } from "../../src/store/sqlite-gate.js"
@@ -187,4 +191,48 @@ describe("the SQLite gate", () => {
     expect(wrote).toBe(true)
     expect(Atomics.load(gate, 0)).toBe(0)
   })
+
+  test(
+    "a Worker terminated inside a write transaction leaves the file writable, its rows rolled back",
+    async () => {
+      // The restart relies on it: Bun closes a terminated Worker's connections, so its open
+      // transaction ends (rolled back) and releases the file's write lock; writerGone clears the gate.
+      const dir = mkdtempSync(join(tmpdir(), "gw-stuck-writer-"))
+      cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+      const file = join(dir, "gate.db")
+      const main = new Database(file, { create: true, strict: true })
+      cleanups.push(() => main.close())
+      main.run("PRAGMA journal_mode = WAL")
+      main.run("PRAGMA busy_timeout = 0")
+      main.run("CREATE TABLE t (who TEXT NOT NULL)")
+      const gate = makeGate()
+      const worker = new Worker(new URL("./fixtures/stuck-writer.ts", import.meta.url).href)
+      const closed = new Promise<void>((resolve) => worker.addEventListener("close", () => resolve()))
+      const inside = new Promise<void>((resolve) => worker.addEventListener("message", () => resolve()))
+      worker.postMessage({ file, gate })
+      await inside
+      // While it holds the transaction: the file's write lock is taken and the gate holds main transactions.
+      expect(() => main.run("INSERT INTO t (who) VALUES ('main, too early')")).toThrow(/locked|busy/i)
+      expect(enterMain(gate)).not.toBe(true)
+      worker.terminate()
+      await closed
+      writerGone(gate)
+      await waitFor(() => mainOpen(gate) === 1, 1_000, "the waiting main transaction in")
+      leaveMain(gate)
+      await waitFor(
+        () => {
+          try {
+            main.run("INSERT INTO t (who) VALUES ('main')")
+            return true
+          } catch {
+            return false
+          }
+        },
+        2_000,
+        "a write on the main connection",
+      )
+      expect(main.query<{ who: string }, []>("SELECT who FROM t").all()).toEqual([{ who: "main" }])
+    },
+    TIMEOUT_MS,
+  )
 })
