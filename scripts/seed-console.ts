@@ -20,6 +20,7 @@ import { GatewayConfig, isPostgresUrl, testSettings } from "../src/config/Config
 import { type GenerationEntry, newGenerationId } from "../src/domain/generations.js"
 import { startServer } from "../src/http/server.js"
 import { GENERATION_COLUMNS, type GenerationRow, toRow } from "../src/store/ledger.js"
+import { logSpanAdderOn, logSpansOf } from "../src/store/log-spans.js"
 import { rollUp, type SpendDayRow } from "../src/store/spend-rollup.js"
 import { coarsen, rollUpUsage, type UsageDayRow } from "../src/store/usage-rollup.js"
 
@@ -152,8 +153,11 @@ if (!pg) {
   const insert = sqlite.prepare<unknown, [GenerationRow]>(
     `INSERT INTO generations (${GENERATION_COLUMNS.join(", ")}) VALUES (${GENERATION_COLUMNS.map((c) => `$${c}`).join(", ")})`,
   )
+  const addSpans = logSpanAdderOn(sqlite)
   const write = sqlite.transaction((chunk: ReadonlyArray<GenerationEntry>) => {
     for (const e of chunk) insert.run(toRow(e))
+    // In the order of their last id, as a live ledger's commits add them (each commit's are its newest).
+    addSpans(logSpansOf(chunk).sort((a, b) => (a.last_id < b.last_id ? -1 : 1)))
   })
   for (let i = 0; i < rows; i += CHUNK) {
     const chunk = Array.from({ length: Math.min(CHUNK, rows - i) }, (_, j) => entryAt(i + j))
@@ -186,6 +190,10 @@ if (!pg) {
       // Bun's SQL sends a value bound to a json parameter as JSON itself.
       chunk.map(toRow),
     ])
+    await sql.unsafe(
+      "INSERT INTO generation_log_spans (field, value, first_id, last_id, row_count) SELECT field, value, first_id, last_id, row_count FROM json_populate_recordset(NULL::generation_log_spans, $1::json)",
+      [logSpansOf(chunk)],
+    )
     addUp(chunk)
   }
   const { models: byModel, keys: byKey } = coarsen([...usage.values()])

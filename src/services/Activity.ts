@@ -1,18 +1,17 @@
 /**
  * Reads of usage for the activity endpoints and the console: sums over the daily rollup
  * (`usage_daily`, src/store/usage-rollup.ts), never a scan of `generations`; and the generation
- * log's keyset-paginated listing. Every read is scoped: the workspaces a management key's user
+ * log's keyset-paginated listing (src/services/generation-log.ts). Every read is scoped: the workspaces a management key's user
  * may use, or an inference key's own hash. Every answer is bounded (a range of days, a page, a top N).
  */
 import { SqlClient } from "@effect/sql"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect } from "effect"
 import type { ActivityItem, LogParams, UsageSummary } from "../domain/activity.js"
-import { idBoundOf, isoOf, LOG_PAGE_DEFAULT, SUMMARY_TOP } from "../domain/activity.js"
-import { fromNanoUsd, toNanoUsd } from "../domain/pricing.js"
-import { fromRow, type GenerationRow } from "../store/ledger.js"
+import { SUMMARY_TOP } from "../domain/activity.js"
+import { fromNanoUsd } from "../domain/pricing.js"
 import { LATENCY_BOUNDS_MS } from "../store/usage-rollup.js"
-import type { StoredGeneration } from "./GenerationStore.js"
+import { makeLogPage } from "./generation-log.js"
 
 /** Who may see which rows: every row of some workspaces, or one key's. */
 export type UsageScope = { readonly workspaces: ReadonlyArray<string> } | { readonly keyHash: string }
@@ -67,9 +66,6 @@ export const quantileOf = (counts: ReadonlyArray<number>, q: number): number | n
   }
   return null
 }
-
-/** Longest a request's id may be made after its creation time (its pre-model stages), as the log's time range reads it. */
-const ID_SLACK_S = 3600
 
 export class Activity extends Effect.Service<Activity>()("Activity", {
   effect: Effect.gen(function* () {
@@ -185,28 +181,14 @@ export class Activity extends Effect.Service<Activity>()("Activity", {
         return data
       }).pipe(Effect.orDie)
 
-    /**
-     * The log, newest first, one page: keyset on the id (ids start with the creation second, so
-     * id order is time order and a time range is an id range). A page reads at most `limit + 1`
-     * rows through an index whatever page it is (no OFFSET).
-     */
+    const pageOf = makeLogPage(sql)
+    /** One page of the log that `scope` may see (src/services/generation-log.ts). */
     const logPage = (scope: UsageScope, params: LogParams) =>
-      Effect.gen(function* () {
-        const limit = params.limit ?? LOG_PAGE_DEFAULT
-        const parts = scopeWhere(scope, { workspaceId: params.workspace_id, keyHash: params.api_key_hash, model: params.model })
-        if (params.cursor !== undefined) parts.push(sql`id < ${params.cursor}`)
-        // The id's second is the request's, taken after its pre-model stages: the id bounds the
-        // range through the index (an hour's slack above), the creation time decides it.
-        if (params.from !== undefined) parts.push(sql`id >= ${idBoundOf(params.from)}`, sql`created_at >= ${isoOf(params.from)}`)
-        if (params.to !== undefined) parts.push(sql`id < ${idBoundOf(params.to, ID_SLACK_S)}`, sql`created_at < ${isoOf(params.to)}`)
-        if (params.provider !== undefined) parts.push(sql`provider_name = ${params.provider}`)
-        if (params.status !== undefined) parts.push(sql`status = ${params.status}`)
-        if (params.session_id !== undefined) parts.push(sql`session_id = ${params.session_id}`)
-        if (params.min_cost !== undefined) parts.push(sql`total_cost_nano >= ${toNanoUsd(params.min_cost)}`)
-        const rows = yield* sql<GenerationRow>`SELECT * FROM generations WHERE ${sql.and(parts)} ORDER BY id DESC LIMIT ${limit + 1}`
-        const page: Array<StoredGeneration> = rows.slice(0, limit).map(fromRow)
-        return { page, next: rows.length > limit ? (page[page.length - 1]?.id ?? null) : null }
-      }).pipe(Effect.orDie)
+      pageOf(
+        scopeWhere(scope, { workspaceId: params.workspace_id, keyHash: params.api_key_hash, model: params.model }),
+        "keyHash" in scope ? scope.keyHash : params.api_key_hash,
+        params,
+      )
 
     return { workspacesOf, activity, summary, logPage } as const
   }),

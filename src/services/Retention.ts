@@ -63,6 +63,14 @@ export class Retention extends Effect.Service<Retention>()("Retention", {
         (rows) => rows.length,
       )
 
+    /** One batch of the log's spans (src/store/log-spans.ts) that end before `bound`. Rows deleted. */
+    const spanBatch = (bound: string, limit: number) =>
+      Effect.map(
+        sql<{ last_id: string }>`DELETE FROM generation_log_spans WHERE last_id IN (
+          SELECT last_id FROM generation_log_spans WHERE last_id < ${bound} ORDER BY last_id LIMIT ${limit}) RETURNING last_id`,
+        (rows) => rows.length,
+      )
+
     /** Runs `batch` until one deletes fewer than `limit` rows, pausing between; the rows deleted in all. */
     const drain = (batch: Effect.Effect<number, unknown>, limit: number, pauseMs: number) =>
       Effect.iterate(
@@ -87,6 +95,8 @@ export class Retention extends Effect.Service<Retention>()("Retention", {
                 limit,
                 pauseMs,
               )
+        // The spans of the records gone: a span that ends after the bound stays (its older rows are simply not found).
+        if (generationsMs !== undefined) yield* drain(spanBatch(idBoundOf(now - generationsMs), limit), limit, pauseMs)
         return { generations, contents } satisfies SweepResult
       }).pipe(Effect.orDie)
 

@@ -4,9 +4,9 @@
  * statements on a connection of the writer's own. Each batch adds its spend to the daily rollup
  * (src/store/spend-rollup.ts): one upsert per key and day, not a row per generation; and its usage
  * to the activity rollup (src/store/usage-rollup.ts): one upsert per day, key, model, provider and
- * outcome. Measured on
- * this machine (bench/scratch micro-benchmark, 20-row batches of a generation and what was then
- * its spend row): 25-40 µs of CPU per row through @effect/sql (the statement machinery per
+ * outcome; and where its generations lie in the log, by key and by model (src/store/log-spans.ts).
+ * Measured on this machine (bench/scratch micro-benchmark, 20-row batches of a generation and
+ * what was then its spend row): 25-40 µs of CPU per row through @effect/sql (the statement machinery per
  * call), 17 µs per row with prepared statements, nearly all of it SQLite's own b-tree work; the
  * generation row alone ~8 µs.
  */
@@ -15,6 +15,7 @@ import { Database } from "bun:sqlite"
 import { Effect } from "effect"
 import type { GenerationEntry, GenerationError, GenerationStatus, StoredGeneration } from "../domain/generations.js"
 import { fromNanoUsd, toNanoUsd } from "../domain/pricing.js"
+import { addLogSpansWith, logSpanAdderOn, logSpansOf } from "./log-spans.js"
 import { type SettleArgs, settlementsOn, settlementsWith } from "./settlement.js"
 import { addSpendWith, rollUp, type SpendItem, spendAdderOn } from "./spend-rollup.js"
 import { addUsageWith, rollUpUsage, usageAdderOn } from "./usage-rollup.js"
@@ -206,6 +207,7 @@ export const sqlBatchWriter = (sql: SqlClient.SqlClient) => {
         if (contents.length > 0) yield* insertRows(sql, "generation_content", contents)
         yield* addSpendWith(sql, rollUp(entries.map(spendOf)))
         yield* addUsageWith(sql, rollUpUsage(entries))
+        if (entries.length > 0) yield* addLogSpansWith(sql, logSpansOf(entries))
         yield* settle(items.flatMap((i) => i.settlement ?? []))
         for (const part of extra) {
           if (part.rows.length > 0) yield* insertRows(sql, part.table, part.rows)
@@ -271,6 +273,7 @@ const prepareWriter = (db: Database): SqliteBatchWriter => {
   )
   const addSpend = spendAdderOn(db)
   const addUsage = usageAdderOn(db)
+  const addLogSpans = logSpanAdderOn(db)
   const settleAll = settlementsOn(db)
   // One prepared insert per table and column list a hook writes (bound by name, as above).
   const extraInserts = new Map<string, ReturnType<typeof db.prepare<unknown, [Record<string, string | number | null>]>>>()
@@ -294,6 +297,7 @@ const prepareWriter = (db: Database): SqliteBatchWriter => {
     const entries = items.map((item) => item.entry)
     addSpend(rollUp(entries.map(spendOf)))
     addUsage(rollUpUsage(entries))
+    addLogSpans(logSpansOf(entries))
     // The holds are released in the transaction that writes the spend replacing them: never both, never neither.
     settleAll(settlements)
     for (const part of extra) insertExtra(part)

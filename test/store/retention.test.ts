@@ -1,7 +1,7 @@
 /**
  * Retention (docs/operations.md#retention): records older than `retention.generations_days` and
- * content older than `retention.content_days` are deleted in batches; younger ones stay, and so do
- * the daily spend rollups. Rows are backdated through their ids and `created_at`, as the ledger
+ * content older than `retention.content_days` are deleted in batches (the log's spans of the records
+ * with them); younger ones stay, and so do the daily spend rollups. Rows are backdated through their ids and `created_at`, as the ledger
  * writes them.
  */
 import { describe, expect, test } from "bun:test"
@@ -10,6 +10,7 @@ import { Effect } from "effect"
 import { newGenerationId } from "../../src/domain/generations.js"
 import { GenerationStore } from "../../src/services/GenerationStore.js"
 import { idBoundOf, Retention } from "../../src/services/Retention.js"
+import { keySpanValue } from "../../src/store/log-spans.js"
 import { generationEntry } from "../support/generations.js"
 import { servicesRuntime } from "../support/services.js"
 
@@ -39,6 +40,7 @@ const counts = Effect.gen(function* () {
     contents: n(yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM generation_content`),
     flagged: n(yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM generations WHERE has_content = 1`),
     spendDays: n(yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM spend_daily`),
+    keySpans: (yield* sql<{ value: string }>`SELECT value FROM generation_log_spans WHERE field = 'key'`).map((r) => r.value).sort(),
   }
 })
 
@@ -56,6 +58,10 @@ describe("retention", () => {
       const after = await runtime.runPromise(counts)
       expect(after.generations).toBe(3)
       expect(after.contents).toBe(3)
+      // The log's spans of the records gone go too (src/store/log-spans.ts); the young key's stay.
+      expect(before.keySpans).toContain(keySpanValue("a".repeat(64)))
+      expect(after.keySpans).not.toContain(keySpanValue("a".repeat(64)))
+      expect(after.keySpans).toContain(keySpanValue("b".repeat(64)))
       // The daily rollups the limits and usage windows read are not touched.
       expect(after.spendDays).toBe(before.spendDays)
       const kept = await runtime.runPromise(Effect.flatMap(GenerationStore, (g) => Effect.forEach(young, (id) => g.get(id))))

@@ -26,6 +26,7 @@ import keyRateLimits from "./0026_key_rate_limits.js"
 import usageDaily from "./0024_usage_daily.js"
 import generationLogIndexes from "./0025_generation_log_indexes.js"
 import broadcastBatchBytes from "./0027_broadcast_batch_bytes.js"
+import generationLogSpans from "./0028_generation_log_spans.js"
 
 export interface Migration {
   readonly id: number
@@ -56,4 +57,5 @@ export const migrations: ReadonlyArray<Migration> = [
   { id: 25, name: "generation_log_indexes", up: generationLogIndexes },
   { id: 26, name: "key_rate_limits", up: keyRateLimits },
   { id: 27, name: "broadcast_batch_bytes", up: broadcastBatchBytes },
+  { id: 28, name: "generation_log_spans", up: generationLogSpans },
 ]
