@@ -30,8 +30,9 @@ const WORKER_PG_POOL = 4
 /**
  * The Worker's thread runs by default at the lowest priority (`broadcast.worker_nice`, 19; Linux:
  * nice per thread; CFS/EEVDF weight 15 against the request thread's 1024), so that on a core it
- * shares with the request thread delivery takes what requests leave: answers first, and under sustained saturation delivery
- * falls behind and catches up when the load eases (the rows wait, bounded by the pending caps).
+ * shares with the request thread delivery takes what requests leave: answers first, and under
+ * sustained saturation delivery falls behind and catches up when the load eases (the rows wait,
+ * bounded by the pending caps).
  * Measured (bench-broadcast, three destinations against none, one shared core, the closed loop's
  * CPU counted until every generation is delivered): at nice 5 0.50x the requests a second, the
  * fixed rate over the gateway's capacity (p99 ~48x), request thread 1.27x; at nice 19 0.74x, p99

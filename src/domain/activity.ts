@@ -5,7 +5,7 @@
  * latency percentiles), and the generation log's keyset-paginated listing (`GET /v1/generations`).
  */
 import { Schema } from "effect"
-import { Generation } from "./generations.js"
+import { Generation, idBoundAt } from "./generations.js"
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/
 const validDay = (s: string) => DAY.test(s) && !Number.isNaN(Date.parse(`${s}T00:00:00Z`)) && new Date(`${s}T00:00:00Z`).toISOString().startsWith(s)
@@ -160,4 +160,4 @@ export type GenerationLog = typeof GenerationLog.Type
 export const isoOf = (time: string): string => new Date(Date.parse(time.length === 10 ? `${time}T00:00:00Z` : time)).toISOString()
 
 /** The smallest generation id of a time plus `slackS` seconds (ids start with the Unix second: `gen-<s>-…`, src/domain/generations.ts). */
-export const idBoundOf = (time: string, slackS = 0): string => `gen-${Math.floor(Date.parse(isoOf(time)) / 1000) + slackS}-`
+export const idBoundOf = (time: string, slackS = 0): string => idBoundAt(Math.floor(Date.parse(isoOf(time)) / 1000) + slackS)

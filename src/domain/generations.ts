@@ -151,6 +151,19 @@ export const newGenerationId = (nowMs: number = Date.now()): string => {
   return `gen-${Math.floor(nowMs / 1000)}-${ms < 10 ? `00${ms}` : ms < 100 ? `0${ms}` : `${ms}`}${random}`
 }
 
+/**
+ * The least id of Unix second `second` in `newGenerationId`'s shape: every id of an earlier second
+ * sorts below it, every id of that second or later at or above it (the log's time ranges, retention).
+ */
+export const idBoundAt = (second: number): string => `gen-${second}-`
+
+/** The Unix second a generation id starts with (`newGenerationId`'s shape); 0 for an id of another shape. */
+export const idSecondOf = (id: string): number => {
+  const end = id.indexOf("-", 4)
+  const n = id.startsWith("gen-") && end > 4 ? Number(id.slice(4, end)) : Number.NaN
+  return Number.isFinite(n) ? n : 0
+}
+
 // ---- wire shapes ----
 
 export const GenerationIdParams = Schema.Struct({

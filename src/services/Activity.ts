@@ -1,8 +1,9 @@
 /**
  * Reads of usage for the activity endpoints and the console: sums over the daily rollup
  * (`usage_daily`, src/store/usage-rollup.ts), never a scan of `generations`; and the generation
- * log's keyset-paginated listing (src/services/generation-log.ts). Every read is scoped: the workspaces a management key's user
- * may use, or an inference key's own hash. Every answer is bounded (a range of days, a page, a top N).
+ * log's keyset-paginated listing (src/services/generation-log.ts). Every read is scoped: the
+ * workspaces a management key's user may use, or an inference key's own hash. Every answer is
+ * bounded (a range of days, a page, a top N).
  */
 import { SqlClient } from "@effect/sql"
 import type { Fragment } from "@effect/sql/Statement"

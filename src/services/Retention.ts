@@ -12,6 +12,7 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schedule } from "effect"
 import { GatewayConfig } from "../config/Config.js"
+import { idBoundAt } from "../domain/generations.js"
 
 /**
  * Rows per statement. SQLite runs a batch on the event loop: 500 records with 4 KB of content each
@@ -26,7 +27,7 @@ const EVERY_MS = 10 * 60_000
 const FIRST_AFTER_MS = 30_000
 
 /** The smallest id of a generation created at or after `ms`: older ids sort before it. */
-export const idBoundOf = (ms: number) => `gen-${Math.floor(ms / 1000)}-`
+export const idBoundOf = (ms: number) => idBoundAt(Math.floor(ms / 1000))
 
 export interface SweepResult {
   readonly generations: number
@@ -87,16 +88,11 @@ export class Retention extends Effect.Service<Retention>()("Retention", {
         const now = yield* Clock.currentTimeMillis
         const contents =
           contentKeptMs === undefined ? 0 : yield* drain(contentBatch(idBoundOf(now - contentKeptMs), limit), limit, pauseMs)
-        const generations =
-          generationsMs === undefined
-            ? 0
-            : yield* drain(
-                generationBatch(idBoundOf(now - generationsMs), new Date(now - generationsMs).toISOString(), limit),
-                limit,
-                pauseMs,
-              )
+        if (generationsMs === undefined) return { generations: 0, contents } satisfies SweepResult
+        const bound = idBoundOf(now - generationsMs)
+        const generations = yield* drain(generationBatch(bound, new Date(now - generationsMs).toISOString(), limit), limit, pauseMs)
         // The spans of the records gone: a span that ends after the bound stays (its older rows are simply not found).
-        if (generationsMs !== undefined) yield* drain(spanBatch(idBoundOf(now - generationsMs), limit), limit, pauseMs)
+        yield* drain(spanBatch(bound, limit), limit, pauseMs)
         return { generations, contents } satisfies SweepResult
       }).pipe(Effect.orDie)
 

@@ -9,9 +9,10 @@ import type { SqlClient } from "@effect/sql"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect } from "effect"
 import { idBoundOf, isoOf, LOG_PAGE_DEFAULT, type LogParams } from "../domain/activity.js"
+import { idBoundAt, idSecondOf } from "../domain/generations.js"
 import { toNanoUsd } from "../domain/pricing.js"
 import { fromRow, type GenerationRow } from "../store/ledger.js"
-import { idAbove, idSecond, keySpanValue, SPAN_WIDTH_S } from "../store/log-spans.js"
+import { keySpanValue, SPAN_WIDTH_S } from "../store/log-spans.js"
 import type { StoredGeneration } from "./GenerationStore.js"
 
 /** Longest a request's id may be made after its creation time (its pre-model stages), as the log's time range reads it. */
@@ -47,7 +48,7 @@ const alongSpans = (
       sql<Span>`SELECT first_id, last_id, row_count FROM generation_log_spans WHERE ${sql.and([
         ...ofSpan,
         sql`last_id >= ${bound}`,
-        sql`last_id < ${idAbove(idSecond(bound) + SPAN_WIDTH_S)}`,
+        sql`last_id < ${idBoundAt(idSecondOf(bound) + SPAN_WIDTH_S + 1)}`,
         sql`first_id < ${bound}`,
       ])}`
     const endingBelow = (bound: string | undefined) =>
@@ -115,13 +116,16 @@ export const makeLogPage =
           : params.model !== undefined
             ? { field: "model" as const, value: params.model }
             : undefined
-    if (span !== undefined) {
-      const { rows, next } = yield* alongSpans(sql, span, parts, upper, lower, limit + 1)
-      const page: Array<StoredGeneration> = rows.slice(0, limit).map(fromRow)
-      return { page, next: rows.length > limit ? (page[page.length - 1]?.id ?? null) : (next ?? null) }
-    }
-    if (upper !== undefined) parts.push(sql`id < ${upper}`)
-    const rows = yield* sql<GenerationRow>`SELECT * FROM generations WHERE ${sql.and(parts)} ORDER BY id DESC LIMIT ${limit + 1}`
+    const { rows, next } =
+      span !== undefined
+        ? yield* alongSpans(sql, span, parts, upper, lower, limit + 1)
+        : {
+            rows: yield* sql<GenerationRow>`SELECT * FROM generations WHERE ${sql.and([
+              ...parts,
+              ...(upper === undefined ? [] : [sql`id < ${upper}`]),
+            ])} ORDER BY id DESC LIMIT ${limit + 1}`,
+            next: undefined,
+          }
     const page: Array<StoredGeneration> = rows.slice(0, limit).map(fromRow)
-    return { page, next: rows.length > limit ? (page[page.length - 1]?.id ?? null) : null }
+    return { page, next: rows.length > limit ? (page[page.length - 1]?.id ?? null) : (next ?? null) }
   }).pipe(Effect.orDie)

@@ -6,8 +6,8 @@
  * to the activity rollup (src/store/usage-rollup.ts): one upsert per day, key, model, provider and
  * outcome; and where its generations lie in the log, by key and by model (src/store/log-spans.ts).
  * Measured on this machine (bench/scratch micro-benchmark, 20-row batches of a generation and
- * what was then its spend row): 25-40 µs of CPU per row through @effect/sql (the statement machinery per
- * call), 17 µs per row with prepared statements, nearly all of it SQLite's own b-tree work; the
+ * what was then its spend row): 25-40 µs of CPU per row through @effect/sql (the statement
+ * machinery per call), 17 µs per row with prepared statements, nearly all of it SQLite's own b-tree work; the
  * generation row alone ~8 µs.
  */
 import type { SqlClient } from "@effect/sql"

@@ -10,11 +10,11 @@
  * A span holds the first and last id of its rows (ids start with their creation second: the log's
  * order is time order) and how many there are. Its ids are at most `SPAN_WIDTH_S` seconds apart,
  * so every span that holds an id below a bound ends below that bound plus `SPAN_WIDTH_S`: the log
- * finds them all by the span's last id (src/services/Activity.ts, `logPage`).
+ * finds them all by the span's last id (src/services/generation-log.ts, `alongSpans`).
  */
 import type { SqlClient } from "@effect/sql"
 import type { Database } from "bun:sqlite"
-import type { GenerationEntry } from "../domain/generations.js"
+import { type GenerationEntry, idSecondOf } from "../domain/generations.js"
 
 /** The most seconds between the first and last id of one span. */
 export const SPAN_WIDTH_S = 120
@@ -36,25 +36,15 @@ export type LogSpanRow = {
   readonly row_count: number
 }
 
-/** The creation second an id starts with (`gen-<seconds>-…`); 0 for an id of another shape. */
-export const idSecond = (id: string): number => {
-  const end = id.indexOf("-", 4)
-  const n = id.startsWith("gen-") && end > 4 ? Number(id.slice(4, end)) : Number.NaN
-  return Number.isFinite(n) ? n : 0
-}
-
-/** The least id string above every id of `second` and before (`gen-<second + 1>-` sorts after them). */
-export const idAbove = (second: number): string => `gen-${second + 1}-`
-
 const spansOfField = (field: LogSpanRow["field"], byValue: Map<string, Array<string>>, out: Array<LogSpanRow>) => {
   for (const [value, ids] of byValue) {
     ids.sort()
     let first = ids[0] as string
-    let firstSecond = idSecond(first)
+    let firstSecond = idSecondOf(first)
     let count = 0
     let last = first
     for (const id of ids) {
-      const second = idSecond(id)
+      const second = idSecondOf(id)
       if (second - firstSecond > SPAN_WIDTH_S) {
         out.push({ field, value, first_id: first, last_id: last, row_count: count })
         first = id

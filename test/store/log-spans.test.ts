@@ -5,9 +5,9 @@
  */
 import { describe, expect, test } from "bun:test"
 import { Effect } from "effect"
-import { newGenerationId } from "../../src/domain/generations.js"
+import { idBoundAt, idSecondOf, newGenerationId } from "../../src/domain/generations.js"
 import { toRow } from "../../src/store/ledger.js"
-import { idAbove, idSecond, keySpanValue, type LogSpanRow, logSpansOf, SPAN_WIDTH_S } from "../../src/store/log-spans.js"
+import { keySpanValue, type LogSpanRow, logSpansOf, SPAN_WIDTH_S } from "../../src/store/log-spans.js"
 import { migrate } from "../../src/store/Store.js"
 import { engine } from "../support/db.js"
 import { generationEntry } from "../support/generations.js"
@@ -39,7 +39,7 @@ describe("logSpansOf", () => {
     expect(sorted("key", "b")).toEqual([[entries[4]?.id, entries[4]?.id, 1]])
     expect(sorted("model", "m/one")).toEqual([[near[0], near[2], 4]])
     expect(sorted("model", "m/two")).toEqual([[far, far, 1]])
-    for (const s of spans) expect(idSecond(s.last_id) - idSecond(s.first_id)).toBeLessThanOrEqual(SPAN_WIDTH_S)
+    for (const s of spans) expect(idSecondOf(s.last_id) - idSecondOf(s.first_id)).toBeLessThanOrEqual(SPAN_WIDTH_S)
   })
 
   test("a key's spans are filed under the first 16 characters of its hash", () => {
@@ -47,11 +47,11 @@ describe("logSpansOf", () => {
     expect(logSpansOf([{ id: idAt(T0), keyHash: hash, model: "m" }]).find((s) => s.field === "key")?.value).toBe("0123456789abcdef")
   })
 
-  test("an id's second, and the least id above a second", () => {
-    expect(idSecond(idAt(T0))).toBe(T0)
-    expect(idSecond("not-an-id")).toBe(0)
-    expect(idAt(T0 + 1) < idAbove(T0 + 1)).toBe(true)
-    expect(idAt(T0 + 2) > idAbove(T0 + 1)).toBe(true)
+  test("an id's second, and the least id of a second", () => {
+    expect(idSecondOf(idAt(T0))).toBe(T0)
+    expect(idSecondOf("not-an-id")).toBe(0)
+    expect(idAt(T0 + 1) < idBoundAt(T0 + 2)).toBe(true)
+    expect(idAt(T0 + 2) > idBoundAt(T0 + 2)).toBe(true)
   })
 })
 
@@ -91,7 +91,7 @@ describe(`the generation_log_spans migration (${engine})`, () => {
       const ids = after.entries.filter((e) => e.model === value).map((e) => e.id)
       expect(covered(after.spans, "model", value, ids)).toBe(true)
     }
-    for (const s of after.spans) expect(idSecond(s.last_id) - idSecond(s.first_id)).toBeLessThanOrEqual(SPAN_WIDTH_S)
+    for (const s of after.spans) expect(idSecondOf(s.last_id) - idSecondOf(s.first_id)).toBeLessThanOrEqual(SPAN_WIDTH_S)
     expect(after.indexes).not.toContain("generations_key_id")
     expect(after.indexes).not.toContain("generations_model_id")
     expect(after.indexes).toContain("generations_session_id")
