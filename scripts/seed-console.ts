@@ -183,17 +183,15 @@ if (!pg) {
   sqlite.close()
 } else {
   const sql = new SQL(db)
-  const cols = GENERATION_COLUMNS.map((c) => `"${c}"`).join(", ")
+  /** Rows of one shape as one JSON parameter (Bun's SQL sends a value bound to a json parameter as JSON itself). */
+  const insertJson = async (table: string, list: ReadonlyArray<object>) => {
+    const c = columnsOf(list[0] as object).map((x) => `"${x}"`).join(", ")
+    await sql.unsafe(`INSERT INTO ${table} (${c}) SELECT ${c} FROM json_populate_recordset(NULL::${table}, $1::json)`, [list])
+  }
   for (let i = 0; i < rows; i += CHUNK) {
     const chunk = Array.from({ length: Math.min(CHUNK, rows - i) }, (_, j) => entryAt(i + j))
-    await sql.unsafe(`INSERT INTO generations (${cols}) SELECT ${cols} FROM json_populate_recordset(NULL::generations, $1::json)`, [
-      // Bun's SQL sends a value bound to a json parameter as JSON itself.
-      chunk.map(toRow),
-    ])
-    await sql.unsafe(
-      "INSERT INTO generation_log_spans (field, value, first_id, last_id, row_count) SELECT field, value, first_id, last_id, row_count FROM json_populate_recordset(NULL::generation_log_spans, $1::json)",
-      [logSpansOf(chunk)],
-    )
+    await insertJson("generations", chunk.map(toRow))
+    await insertJson("generation_log_spans", logSpansOf(chunk))
     addUp(chunk)
   }
   const { models: byModel, keys: byKey } = coarsen([...usage.values()])
@@ -204,11 +202,7 @@ if (!pg) {
     ["spend_daily", [...spend.values()]],
   ]
   for (const [table, list] of tables) {
-    for (let i = 0; i < list.length; i += CHUNK) {
-      const part = list.slice(i, i + CHUNK)
-      const c = columnsOf(part[0] as object).map((x) => `"${x}"`).join(", ")
-      await sql.unsafe(`INSERT INTO ${table} (${c}) SELECT ${c} FROM json_populate_recordset(NULL::${table}, $1::json)`, [part])
-    }
+    for (let i = 0; i < list.length; i += CHUNK) await insertJson(table, list.slice(i, i + CHUNK))
   }
   await sql.unsafe("ANALYZE")
   await sql.close()
