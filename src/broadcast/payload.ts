@@ -10,11 +10,11 @@
  */
 import { createHash } from "node:crypto"
 import { type HrTime, type Link, SpanKind, SpanStatusCode } from "@opentelemetry/api"
-import { JsonTraceSerializer } from "@opentelemetry/otlp-transformer"
-import { resourceFromAttributes } from "@opentelemetry/resources"
+import type { Resource } from "@opentelemetry/resources"
 import type { ReadableSpan, TimedEvent } from "@opentelemetry/sdk-trace-base"
 import type { AttemptRecord, ContentMessage, EndpointPrices, GenerationEntry } from "../domain/generations.js"
 import { fromNanoUsd } from "../domain/pricing.js"
+import { otelResources, otlpTransformer } from "./otel-sdk.js"
 import type { GenerationView } from "./exporter.js"
 import type { FilterSubject } from "./filters.js"
 
@@ -359,7 +359,12 @@ const bytesOf = (content: DeliveryContent | undefined): number => {
 
 const hrTime = (ms: number): HrTime => [Math.floor(ms / 1000), Math.round((ms % 1000) * 1e6)]
 const duration = (fromMs: number, toMs: number): HrTime => hrTime(Math.max(0, toMs - fromMs))
-const resource = resourceFromAttributes({ "service.name": SERVICE_NAME })
+/** The spans' resource for the official serializer, made on first use (its package is loaded then: otel-sdk.ts). */
+let resource: Resource | undefined
+const resourceOnce = (): Resource => {
+  resource ??= otelResources().resourceFromAttributes({ "service.name": SERVICE_NAME })
+  return resource
+}
 const scope = { name: "gateway.broadcast", version: GEN_AI_SEMCONV_VERSION, schemaUrl: `https://opentelemetry.io/schemas/${GEN_AI_SEMCONV_VERSION}` }
 const NO_LINKS: Array<Link> = []
 const NO_EVENTS: Array<TimedEvent> = []
@@ -392,7 +397,7 @@ const span = (args: SpanData): ReadableSpan => ({
   links: NO_LINKS,
   events: NO_EVENTS,
   ended: true,
-  resource,
+  resource: resourceOnce(),
   instrumentationScope: scope,
   droppedAttributesCount: 0,
   droppedEventsCount: 0,
@@ -597,4 +602,4 @@ export const otlpOf = (items: ReadonlyArray<TraceItem>): Uint8Array => {
 
 /** The same body through @opentelemetry/otlp-transformer's serializer (tests compare the two). */
 export const officialOtlpOf = (items: ReadonlyArray<TraceItem>): Uint8Array =>
-  JsonTraceSerializer.serializeRequest(items.flatMap(spansOf)) ?? new Uint8Array()
+  otlpTransformer().JsonTraceSerializer.serializeRequest(items.flatMap(spansOf)) ?? new Uint8Array()

@@ -13,6 +13,7 @@ import { join } from "node:path"
 import OpenAI from "openai"
 import { PDFDocument, StandardFonts } from "pdf-lib"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
+import { allSpans, normalProtobuf } from "../broadcast/exporters-support.js"
 import { untilListening } from "../support/spawned.js"
 
 const root = join(import.meta.dir, "..", "..")
@@ -174,12 +175,22 @@ describe("dist/gateway", () => {
 })
 
 describe("dist/gateway broadcast", () => {
-  test("delivers generations to a destination from its embedded delivery Worker", async () => {
+  test("delivers generations to a destination from its embedded delivery Worker, as OTLP JSON and as protobuf", async () => {
     const seen = new Set<string>()
+    // The protobuf body is written by OpenTelemetry's serializer, loaded on first use (src/broadcast/otel-sdk.ts): in the binary too.
+    const seenProtobuf = new Set<string>()
     const receiver = Bun.serve({
       port: 0,
       hostname: "127.0.0.1",
       fetch: async (req) => {
+        if (req.headers.get("content-type") === "application/x-protobuf") {
+          const trace = normalProtobuf(new Uint8Array(await req.arrayBuffer()))
+          for (const span of allSpans(trace)) {
+            const id = span.attributes["gen_ai.response.id"]
+            if (typeof id === "string") seenProtobuf.add(id)
+          }
+          return new Response("{}")
+        }
         const body = (await req.json()) as {
           resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<{ attributes: Array<{ key: string; value: { stringValue?: string } }> }> }> }>
         }
@@ -207,6 +218,10 @@ describe("dist/gateway broadcast", () => {
         json: { name: "c", type: "otel-collector", config: { endpoint: `http://127.0.0.1:${receiver.port}` } },
       })
       expect(created.status).toBe(201)
+      const grafana = await call("/v1/observability/destinations", {
+        json: { name: "g", type: "grafana", config: { apiKey: "k", instanceId: "1", endpoint: `http://127.0.0.1:${receiver.port}/otlp` } },
+      })
+      expect(grafana.status).toBe(201)
       const ids: Array<string> = []
       for (let i = 0; i < 5; i++) {
         const res = await call("/v1/responses", { json: { model: "demo/echo", input: `broadcast ${i}` } })
@@ -215,8 +230,9 @@ describe("dist/gateway broadcast", () => {
         ids.push(res.headers.get("x-generation-id") as string)
       }
       const until = Date.now() + 10_000
-      while (!ids.every((id) => seen.has(id)) && Date.now() < until) await Bun.sleep(50)
+      while (!ids.every((id) => seen.has(id) && seenProtobuf.has(id)) && Date.now() < until) await Bun.sleep(50)
       expect(ids.filter((id) => !seen.has(id))).toEqual([])
+      expect(ids.filter((id) => !seenProtobuf.has(id))).toEqual([])
       proc.kill("SIGTERM")
       expect(await proc.exited).toBe(0)
     } finally {

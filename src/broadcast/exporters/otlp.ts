@@ -1,18 +1,19 @@
 /**
  * What the vendor exporters share about the batch's OTLP body: its shape as a Schema (the
- * worker builds it with @opentelemetry/otlp-transformer's JSON serializer), the binary protobuf
- * encoding (what every OTLP/HTTP receiver accepts, and the only one some vendors take: Weave,
- * New Relic's recommended one), attributes a vendor routes or renders by, and one trace's spans.
- * The protobuf bytes come from the OpenTelemetry package's own serializer, fed with the spans
- * read back from the JSON, so no encoding is written by hand here.
+ * worker writes it with its own encoder, src/broadcast/payload.ts, the official JSON serializer's
+ * bytes), the binary protobuf encoding (what every OTLP/HTTP receiver accepts, and the only one
+ * some vendors take: Weave, New Relic's recommended one), attributes a vendor routes or renders
+ * by, and one trace's spans. The protobuf bytes come from the OpenTelemetry package's own
+ * serializer (loaded on first use: ../otel-sdk.ts), fed with the spans read back from the JSON,
+ * so no protobuf encoding is written by hand here.
  */
 import type { AttributeValue, Attributes, HrTime, SpanContext } from "@opentelemetry/api"
-import { ProtobufTraceSerializer } from "@opentelemetry/otlp-transformer"
-import { type Resource, resourceFromAttributes } from "@opentelemetry/resources"
+import type { Resource } from "@opentelemetry/resources"
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base"
 import { Either, ParseResult, Schema } from "effect"
 import { describeParseError } from "../../domain/validation.js"
 import type { OutboundRequest } from "../exporter.js"
+import { otelResources, otlpTransformer } from "../otel-sdk.js"
 
 // ---- the OTLP/HTTP JSON shape (opentelemetry-proto, JSON mapping) ----
 
@@ -271,7 +272,7 @@ export const toProtobuf = (otlp: TraceRequest): Uint8Array => {
   const spans: Array<ReadableSpan> = []
   for (const rs of otlp.resourceSpans ?? []) {
     // One Resource and one scope object per group: the serializer groups spans by identity.
-    const resource = resourceFromAttributes(
+    const resource = otelResources().resourceFromAttributes(
       attributesOf(rs.resource?.attributes),
       rs.schemaUrl === undefined ? undefined : { schemaUrl: rs.schemaUrl },
     )
@@ -280,7 +281,7 @@ export const toProtobuf = (otlp: TraceRequest): Uint8Array => {
       for (const span of ss.spans ?? []) spans.push(readableSpan(span, resource, scope))
     }
   }
-  return ProtobufTraceSerializer.serializeRequest(spans) ?? new Uint8Array()
+  return otlpTransformer().ProtobufTraceSerializer.serializeRequest(spans) ?? new Uint8Array()
 }
 
 /** One OTLP/HTTP traces export in protobuf to `url` with the vendor's `headers`. */
