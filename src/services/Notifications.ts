@@ -19,7 +19,7 @@
  * SQLite without Redis is one process: publishing does nothing and nothing is ever heard.
  */
 import { SqlClient } from "@effect/sql"
-import pg, { type Client } from "pg"
+import type { Client } from "pg"
 import { Context, Effect, Either, Runtime, Schema } from "effect"
 import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
 import { SharedState } from "./SharedState.js"
@@ -151,6 +151,8 @@ export class Notifications extends Effect.Service<Notifications>()("Notification
     // ------------------------------------------------------------------ the listener (Postgres)
 
     let closed = false
+    // The driver, loaded when the listener starts (Postgres only): a SQLite process never loads it.
+    let ClientClass: (typeof import("pg"))["Client"] | undefined
     let client: Client | undefined
     let listening = false
     let attempt = 0
@@ -186,8 +188,8 @@ export class Notifications extends Effect.Service<Notifications>()("Notification
 
     const connect = () => {
       retry = undefined
-      if (closed) return
-      const c = new pg.Client({ connectionString: config.databaseUrl, application_name: "gateway-notices", keepAlive: true })
+      if (closed || ClientClass === undefined) return
+      const c = new ClientClass({ connectionString: config.databaseUrl, application_name: "gateway-notices", keepAlive: true })
       client = c
       c.on("error", (e) => lost(c, e.message))
       c.on("end", () => lost(c, "the connection ended"))
@@ -242,6 +244,7 @@ export class Notifications extends Effect.Service<Notifications>()("Notification
     }
 
     if (enabled) {
+      ClientClass = (yield* Effect.promise(() => import("pg"))).default.Client
       connect()
       yield* Effect.addFinalizer(() =>
         Effect.promise(async () => {

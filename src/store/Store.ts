@@ -3,13 +3,11 @@
  * Migrations run when the layer is built (start-up) and by `gateway migrate`.
  */
 import { SqlClient, type SqlError } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import { Effect, Layer, Redacted } from "effect"
 import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
 import { migrations } from "./migrations/index.js"
-import { pgTypes } from "./pg-types.js"
 import { type MainConnection, noMainConnection, sqliteLayer } from "./sqlite-client.js"
 
 const sqlitePragmas = Effect.gen(function* () {
@@ -25,17 +23,24 @@ export const DEFAULT_PG_POOL_SIZE = 20
 
 export const clientLayer = (databaseUrl: string, poolSize = DEFAULT_PG_POOL_SIZE): Layer.Layer<SqlClient.SqlClient | MainConnection, SqlError.SqlError> => {
   if (isPostgresUrl(databaseUrl)) {
-    return Layer.merge(
-      PgClient.layer({
-        url: Redacted.make(databaseUrl),
-        maxConnections: poolSize,
-        // A connection that cannot be made in this time fails (a server that accepts and stalls would
-        // otherwise hold the request forever): the request gets 503, a ledger batch goes to the spool.
-        connectTimeout: "5 seconds",
-        // BIGINT money and its sums as numbers, not strings.
-        types: pgTypes,
-      }).pipe(Layer.orDie),
-      noMainConnection,
+    // The driver is loaded only for Postgres: a SQLite process never loads its modules.
+    return Layer.unwrapEffect(
+      Effect.promise(() => Promise.all([import("@effect/sql-pg"), import("./pg-types.js")])).pipe(
+        Effect.map(([{ PgClient }, { pgTypes }]) =>
+          Layer.merge(
+            PgClient.layer({
+              url: Redacted.make(databaseUrl),
+              maxConnections: poolSize,
+              // A connection that cannot be made in this time fails (a server that accepts and stalls would
+              // otherwise hold the request forever): the request gets 503, a ledger batch goes to the spool.
+              connectTimeout: "5 seconds",
+              // BIGINT money and its sums as numbers, not strings.
+              types: pgTypes,
+            }).pipe(Layer.orDie),
+            noMainConnection,
+          ),
+        ),
+      ),
     )
   }
   if (databaseUrl !== ":memory:") mkdirSync(dirname(databaseUrl), { recursive: true })
