@@ -102,10 +102,12 @@ const requestRecord = (
     row.numFetches = outcome.serverTools.numFetches
     row.webSearchEngine = outcome.serverTools.webSearchEngine
   }
-  // References only: the outbox reads them when a destination wants this generation.
+  // References only: the outbox reads them when a destination wants this generation. The thunk
+  // holds the request alone, not `prepared` (a queued record would keep its plan and stages alive).
+  const request = prepared.request
   row.broadcast = {
-    request: prepared.request,
-    input: () => storedInput(prepared.request),
+    request,
+    input: () => storedInput(request),
     completion: assembler?.completionText ?? null,
     reasoning: assembler && assembler.reasoningText !== "" ? assembler.reasoningText : null,
     attempts: life.attempts ?? [],
