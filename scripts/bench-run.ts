@@ -920,6 +920,7 @@ for (const group of groups) {
     for (const target of targetsOf(scenario)) {
       const second = scenario.postgres === "two" ? pg2Target() : undefined
       if (second === undefined) await warmUp(target, scenario)
+      // Two processes on one database warm up together, for `--warmup-ms` only (their JIT is not watched).
       else await Promise.all([load(specOf(target, scenario, options.warmupMs)), load(specOf(second, scenario, options.warmupMs))])
     }
   }
