@@ -102,12 +102,10 @@ const requestRecord = (
     row.numFetches = outcome.serverTools.numFetches
     row.webSearchEngine = outcome.serverTools.webSearchEngine
   }
-  // References only: the outbox reads them when a destination wants this generation. The thunk
-  // holds the request alone, not `prepared` (a queued record would keep its plan and stages alive).
-  const request = prepared.request
+  // References only: the outbox reads them when a destination wants this generation.
   row.broadcast = {
-    request,
-    input: () => storedInput(request),
+    request: prepared.request,
+    input: () => storedInput(prepared.request),
     completion: assembler?.completionText ?? null,
     reasoning: assembler && assembler.reasoningText !== "" ? assembler.reasoningText : null,
     attempts: life.attempts ?? [],
