@@ -115,6 +115,27 @@ const eventsOfJson = (wire: WireFormat, text: string): Array<ProviderEvent> => {
   return wire.fromJson(json)
 }
 
+/**
+ * Events a stream parses one by one so its translator can take the rest of their read as bytes:
+ * a role chunk, the first text chunk, the finish, the usage and `[DONE]`, with room to spare. Past
+ * it, what the translator does not take is decoded with the rest of its read, as before.
+ */
+const PARSED_ALONE_MAX = 8
+
+const LF = 10
+const CR = 13
+/** Where the SSE event at `from` ends (after its blank line, LF LF or LF CR LF), or -1 when it does not end before `end`. */
+const endOfEvent = (bytes: Uint8Array, from: number, end: number): number => {
+  let at = bytes.indexOf(LF, from)
+  while (at !== -1 && at + 1 < end) {
+    const next = bytes[at + 1]
+    if (next === LF) return at + 2
+    if (next === CR && at + 2 < end && bytes[at + 2] === LF) return at + 3
+    at = bytes.indexOf(LF, at + 2)
+  }
+  return -1
+}
+
 /** How long the rest of a body may take after its terminal event before the connection is dropped. */
 const DRAIN_GRACE_MS = 1000
 
@@ -138,6 +159,8 @@ class StreamEvents extends PushedEvents<UpstreamLink> implements BodySink {
   private taken: Array<ProviderEvent> | undefined
   /** The decoder holds no part of a character (the last byte it was given was ASCII). */
   private decoderClear = true
+  /** Events of a read parsed one by one for the translator to learn their shape (`data`), at most `PARSED_ALONE_MAX` a stream. */
+  private parsedAlone = 0
   private grace: ReturnType<typeof setTimeout> | undefined
 
   constructor(
@@ -162,11 +185,24 @@ class StreamEvents extends PushedEvents<UpstreamLink> implements BodySink {
     const translator = this.translator
     if (translator.pushBytes !== undefined && this.decoderClear && !translator.done) {
       if (this.text !== "" && !this.translateText()) return
-      if (!translator.done && sseIdle(this.parser)) {
-        const taken = this.taken ?? []
-        from = translator.pushBytes(bytes, start, end, taken)
-        if (taken.length > 0) this.taken = taken
-        if (from === end) return
+      while (!translator.done) {
+        if (sseIdle(this.parser)) {
+          const taken = this.taken ?? []
+          from = translator.pushBytes(bytes, from, end, taken)
+          if (taken.length > 0) this.taken = taken
+          if (from === end) return
+        }
+        // An event the translator did not take: the first of a stream (nothing learned yet), or
+        // one of another shape (a finish, the usage). The first few are parsed on their own, so
+        // that a read holding a whole answer (a fast upstream, a cached one) is taken as bytes
+        // after its first text event, not decoded and split into lines as a whole.
+        if (this.parsedAlone === PARSED_ALONE_MAX) break
+        const eventEnd = endOfEvent(bytes, from, end)
+        if (eventEnd === -1) break
+        this.parsedAlone++
+        this.text = this.decoder.decode(bytes.subarray(from, eventEnd), { stream: true })
+        from = eventEnd
+        if (!this.translateText()) return
       }
     }
     this.text += this.decoder.decode(bytes.subarray(from, end), { stream: true })

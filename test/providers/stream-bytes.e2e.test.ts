@@ -111,3 +111,25 @@ test("an event still being built takes the next line as its own: two data lines 
   expect(String(error)).toContain("not JSON")
   expect(events.map((e) => (e.type === "text" ? e.delta : e.type))).toEqual(["learn"])
 })
+
+test("a whole answer in one read (a fast upstream): its text events after the first are taken from the bytes, and are the same events", async () => {
+  const encoder = new TextEncoder()
+  const role = `${HEAD}{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`
+  const contents = Array.from({ length: 200 }, (_, i) => `tok ${i} `)
+  for (const eol of ["\n", "\r\n"]) {
+    const body = [role, ...contents.map(textChunk), FINISH, USAGE, "[DONE]"].map((d) => `data: ${d}${eol}${eol}`).join("")
+    bodies.set(`whole${eol.length}`, [encoder.encode(body)])
+    const call = await openAiChatProvider.open(textRequest("hi"), configFor("openai-chat", `http://127.0.0.1:${server!.port}/v1`, { "x-body": `whole${eol.length}` }), {
+      stream: true,
+      signal: new AbortController().signal,
+      apiKey: "sk-test",
+    })
+    const raw: Array<ProviderEvent> = []
+    for await (const batch of call.events) raw.push(...batch)
+    expect(raw.flatMap(literalTexts).map((e) => (e.type === "text" ? e.delta : e.type))).toEqual([...contents, "usage", "finish"])
+    // LF-framed: the first text event is parsed (the translator learns its shape), the other 199 are one run of
+    // literals in the read. The learned shape ends in LF LF, so a CRLF-framed answer is parsed as a whole.
+    const runs = raw.filter((e) => e.type === "text_literals")
+    expect(runs.map((e) => (e.type === "text_literals" ? e.spans.length / 2 : 0))).toEqual(eol === "\n" ? [199] : [])
+  }
+})
