@@ -9,7 +9,7 @@ import { type AbortLike, PlainAbort } from "./abort"
 import { errorDetailOf, errorFromStatus } from "./errors"
 import { type BodySink, DEFAULT_MAX_CONNECTIONS, defaultTransport, type Transport, type UpstreamResponse } from "./http1"
 import { DONE, PushedEvents } from "./pushed-events"
-import { createSseParser, endSse, feedSse, sseIdle } from "./sse"
+import { createSseParser, endSse, feedSse, sseEventEnd, sseIdle } from "./sse"
 import { DEFAULT_UPSTREAM_LIMITS, ProviderError, type NormalizedRequest, type Provider, type ProviderConfig, type ProviderEvent, type CallOptions, type UpstreamCall } from "./types"
 import type { WireFormat } from "./wire"
 
@@ -122,20 +122,6 @@ const eventsOfJson = (wire: WireFormat, text: string): Array<ProviderEvent> => {
  */
 const PARSED_ALONE_MAX = 8
 
-const LF = 10
-const CR = 13
-/** Where the SSE event at `from` ends (after its blank line, LF LF or LF CR LF), or -1 when it does not end before `end`. */
-const endOfEvent = (bytes: Uint8Array, from: number, end: number): number => {
-  let at = bytes.indexOf(LF, from)
-  while (at !== -1 && at + 1 < end) {
-    const next = bytes[at + 1]
-    if (next === LF) return at + 2
-    if (next === CR && at + 2 < end && bytes[at + 2] === LF) return at + 3
-    at = bytes.indexOf(LF, at + 2)
-  }
-  return -1
-}
-
 /** How long the rest of a body may take after its terminal event before the connection is dropped. */
 const DRAIN_GRACE_MS = 1000
 
@@ -197,7 +183,7 @@ class StreamEvents extends PushedEvents<UpstreamLink> implements BodySink {
         // that a read holding a whole answer (a fast upstream, a cached one) is taken as bytes
         // after its first text event, not decoded and split into lines as a whole.
         if (this.parsedAlone === PARSED_ALONE_MAX) break
-        const eventEnd = endOfEvent(bytes, from, end)
+        const eventEnd = sseEventEnd(bytes, from, end)
         if (eventEnd === -1) break
         this.parsedAlone++
         this.text = this.decoder.decode(bytes.subarray(from, eventEnd), { stream: true })

@@ -40,6 +40,22 @@ const CR = 13
 const COLON = 58
 const SPACE = 32
 
+/**
+ * Where the event at `from` in an SSE body's bytes ends (after its blank line, LF LF or LF CR LF),
+ * or -1 when it does not end before `end` (or its lines end in CR alone): the bytes up to there
+ * can be decoded and fed on their own, leaving the parser idle.
+ */
+export const sseEventEnd = (bytes: Uint8Array, from: number, end: number): number => {
+  let at = bytes.indexOf(LF, from)
+  while (at !== -1 && at + 1 < end) {
+    const next = bytes[at + 1]
+    if (next === LF) return at + 2
+    if (next === CR && at + 2 < end && bytes[at + 2] === LF) return at + 3
+    at = bytes.indexOf(LF, at + 2)
+  }
+  return -1
+}
+
 const processLine = (parser: SseParser, text: string, start: number, end: number, out: Array<SseEvent>): void => {
   if (start === end) {
     // A blank line dispatches; an event without data is dropped, as the spec says.

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test"
-import { createSseParser, endSse, feedSse, type SseEvent, sseBatches } from "../../src/providers/sse"
+import { createSseParser, endSse, feedSse, type SseEvent, sseBatches, sseEventEnd } from "../../src/providers/sse"
 
 const parseWhole = (text: string): Array<SseEvent> => {
   const parser = createSseParser()
@@ -127,4 +127,17 @@ describe("SSE over a byte stream", () => {
     }
     expect(cancelled).toBe(true)
   })
+})
+
+test("sseEventEnd: after an event's blank line (LF LF or LF CR LF), within the range, or -1", () => {
+  const bytes = new TextEncoder().encode('data: {"a":1}\n\ndata: b\r\n\r\ndata: c\ndata: d\n\ndata: e\r\rdata: f\n')
+  const first = bytes.indexOf(10) + 2
+  expect(sseEventEnd(bytes, 0, bytes.length)).toBe(first)
+  const second = sseEventEnd(bytes, first, bytes.length)
+  expect(new TextDecoder().decode(bytes.subarray(first, second))).toBe("data: b\r\n\r\n")
+  const third = sseEventEnd(bytes, second, bytes.length)
+  expect(new TextDecoder().decode(bytes.subarray(second, third))).toBe("data: c\ndata: d\n\n")
+  // Lines ended by CR alone, and an event not finished in the range: not found.
+  expect(sseEventEnd(bytes, third, bytes.length)).toBe(-1)
+  expect(sseEventEnd(bytes, 0, first - 1)).toBe(-1)
 })
