@@ -4,7 +4,8 @@
  * receiver) and one with none (`--floor`: none on both, the run's noise; `--baseline DIR`: the
  * three destinations on both, the first gateway run from the source tree DIR, with its own
  * node_modules: an A/B of a change to delivery in one run). The gateways are
- * pinned to core 0, this process (the load generator and the receivers) to core 1. Each round,
+ * pinned to core 0; this process (the load generator) and the receivers (scripts/bench-receivers.ts,
+ * a process of their own) to core 1. Each round,
  * for each gateway in alternating order:
  * - JSON at 32 connections, closed loop: requests per second, CPU per request of the whole
  *   process (/proc/<pid>/stat) and of the thread that serves requests (/proc/<pid>/task/<pid>/stat:
@@ -42,7 +43,7 @@ const root = join(import.meta.dir, "..")
 const processCpu = (pid: number) => cpuOf(`/proc/${pid}/stat`)
 const mainThreadCpu = (pid: number) => cpuOf(`/proc/${pid}/task/${pid}/stat`)
 
-// This process (load generator, receivers) on core 1; the gateways on core 0.
+// This process (the load generator) and the receivers it starts on core 1; the gateways on core 0.
 const pinned = (() => {
   try {
     execSync(`taskset -a -p -c 1 ${process.pid}`, { stdio: "ignore" })
@@ -52,28 +53,25 @@ const pinned = (() => {
   }
 })()
 
-// Three receivers: each counts the generations (root spans) it is sent, and how often each.
-const seen = [new Map<string, number>(), new Map<string, number>(), new Map<string, number>()]
-type Attributes = Array<{ key: string; value: { stringValue?: string } }>
-const receivers = seen.map((ids) =>
-  Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    fetch: async (req) => {
-      const body = (await req.json()) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<{ attributes: Attributes }> }> }> }
-      for (const r of body.resourceSpans) {
-        for (const s of r.scopeSpans) {
-          for (const span of s.spans) {
-            if (span.attributes.some((a) => a.key === "gateway.attempt.index")) continue
-            const id = span.attributes.find((a) => a.key === "gen_ai.response.id")?.value.stringValue
-            if (id !== undefined) ids.set(id, (ids.get(id) ?? 0) + 1)
-          }
-        }
-      }
-      return new Response("{}")
-    },
-  }),
-)
+// The three receivers (an OTLP collector, a webhook, Langfuse), in a process of their own on this
+// core (scripts/bench-receivers.ts): parsing their bodies here stalled the load generator.
+const receiverProc = Bun.spawn([process.execPath, join(import.meta.dir, "bench-receivers.ts")], { stdout: "pipe", stderr: "inherit" })
+const receiverPorts = await (async () => {
+  const reader = receiverProc.stdout.getReader()
+  let text = ""
+  while (!text.includes("\n")) {
+    const { value, done } = await reader.read()
+    if (done) throw new Error("the receivers ended before listening")
+    text += new TextDecoder().decode(value)
+  }
+  reader.releaseLock()
+  return (JSON.parse(text.slice(0, text.indexOf("\n"))) as { ports: Array<number> }).ports
+})()
+interface Counts {
+  readonly sizes: ReadonlyArray<number>
+  readonly duplicates: ReadonlyArray<number>
+}
+const receiverCounts = (): Promise<Counts> => fetch(`http://127.0.0.1:${receiverPorts[0]}/counts`).then((r) => r.json() as Promise<Counts>)
 
 const configFile = join(tmpdir(), `bench-broadcast-${process.pid}.json`)
 const demo = JSON.parse(readFileSync(join(root, "config", "demo.json"), "utf8")) as Record<string, unknown>
@@ -118,7 +116,7 @@ const broadcasting = floor ? [] : baseline === undefined ? [three] : [none, thre
 for (const g of broadcasting) {
   const workspace = ((await api(g.base, "/v1/key")) as { data: { workspace_id: string } }).data.workspace_id
   await api(g.base, `/v1/workspaces/${workspace}`, { method: "PATCH", json: { is_observability_broadcast_enabled: true } })
-  const [r0, r1, r2] = receivers.map((r) => `http://127.0.0.1:${r.port}`)
+  const [r0, r1, r2] = receiverPorts.map((port) => `http://127.0.0.1:${port}`)
   await api(g.base, "/v1/observability/destinations", { method: "POST", json: { name: "collector", type: "otel-collector", config: { endpoint: r0 } } })
   await api(g.base, "/v1/observability/destinations", { method: "POST", json: { name: "hook", type: "webhook", config: { url: r1 } } })
   await api(g.base, "/v1/observability/destinations", {
@@ -152,14 +150,16 @@ const tally = (g: typeof none, r: LoadResult) => {
   if (r.errors > 0) console.error(`${g.name}: ${r.errors} errors, e.g. ${r.errorSamples[0]}`)
 }
 
-const complete = () => floor || seen.every((s) => s.size >= answered)
 /** Until the receivers have every generation answered so far, or stop getting any for 3 s; how long it took (ms). */
 const drained = async (): Promise<number> => {
   const from = performance.now()
   let last = ""
-  for (let i = 0, quiet = 0; i < 1_200 && quiet < 30 && !complete(); i++) {
+  for (let i = 0, quiet = 0; i < 1_200 && quiet < 30; i++) {
+    if (floor) break
+    const { sizes } = await receiverCounts()
+    if (sizes.every((n) => n >= answered)) break
     await Bun.sleep(100)
-    const now = seen.map((s) => s.size).join("/")
+    const now = sizes.join("/")
     quiet = now === last ? quiet + 1 : 0
     last = now
   }
@@ -246,10 +246,8 @@ row("requests / s (c=32)", "rps", 0)
 row("p50 ms at 70 % (open loop)", "p50", 2)
 row("p99 ms at 70 % (open loop)", "p99", 2)
 if (!floor) {
-  const duplicates = seen.map((s) => [...s.values()].reduce((n, k) => n + k - 1, 0))
-  console.log(
-    `receivers saw ${seen.map((s) => s.size).join(" / ")} of ${answered} generations (warm-up included), duplicates ${duplicates.join(" / ")}; ${errors} errors`,
-  )
+  const { sizes, duplicates } = await receiverCounts()
+  console.log(`receivers saw ${sizes.join(" / ")} of ${answered} generations (warm-up included), duplicates ${duplicates.join(" / ")}; ${errors} errors`)
 }
 
 const peakMb = (pid: number) => Number(/VmHWM:\s*(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024
@@ -260,5 +258,6 @@ for (const g of [none, three]) {
   await g.proc.exited
   rmSync(g.dataDir, { recursive: true, force: true })
 }
-for (const r of receivers) r.stop(true)
+receiverProc.kill("SIGTERM")
+await receiverProc.exited
 rmSync(configFile, { force: true })
