@@ -5,8 +5,9 @@
 import { SqlClient, type SqlError } from "@effect/sql"
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Redacted, Runtime } from "effect"
 import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
+import { BACKSTOP_AUTOCHECKPOINT, startCheckpoints } from "./checkpoints.js"
 import { migrations } from "./migrations/index.js"
 import { type MainConnection, noMainConnection, sqliteLayer } from "./sqlite-client.js"
 
@@ -15,6 +16,8 @@ const sqlitePragmas = Effect.gen(function* () {
   yield* sql`PRAGMA busy_timeout = 5000`
   yield* sql`PRAGMA foreign_keys = ON`
   yield* sql`PRAGMA synchronous = NORMAL`
+  // The checkpointer Worker copies the log back (src/store/checkpoints.ts); this is its backstop.
+  yield* sql`PRAGMA wal_autocheckpoint = ${sql.literal(String(BACKSTOP_AUTOCHECKPOINT))}`
 })
 
 /** The engine's client for a DATABASE_URL. */
@@ -66,7 +69,25 @@ export const migrate = Effect.gen(function* () {
   return ran
 })
 
-/** The store: the client for the configured database, migrated. */
+/**
+ * A SQLite file's checkpoints, off this thread (src/store/checkpoints.ts) for as long as the
+ * store is open; failures are logged as errors.
+ */
+const checkpointsOf = (databaseUrl: string): Layer.Layer<never> =>
+  isPostgresUrl(databaseUrl) || databaseUrl === ":memory:"
+    ? Layer.empty
+    : Layer.scopedDiscard(
+        Effect.acquireRelease(
+          Effect.runtime<never>().pipe(
+            Effect.map((rt) => startCheckpoints(databaseUrl, (message) => Runtime.runFork(rt)(Effect.logError(message)))),
+          ),
+          (checkpoints) => Effect.sync(checkpoints.stop),
+        ),
+      )
+
+/** The store: the client for the configured database, migrated, and a SQLite file's checkpointer. */
 export const StoreLive: Layer.Layer<SqlClient.SqlClient | MainConnection, SqlError.SqlError, GatewayConfig> = Layer.unwrapEffect(
-  Effect.map(GatewayConfig, (config) => clientLayer(config.databaseUrl, config.pgPoolSize)),
-).pipe(Layer.tap((ctx) => Effect.provide(migrate, ctx)))
+  Effect.map(GatewayConfig, (config) =>
+    Layer.merge(clientLayer(config.databaseUrl, config.pgPoolSize).pipe(Layer.tap((ctx) => Effect.provide(migrate, ctx))), checkpointsOf(config.databaseUrl)),
+  ),
+)

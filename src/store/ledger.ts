@@ -15,6 +15,7 @@ import { Database } from "bun:sqlite"
 import { Effect } from "effect"
 import type { GenerationEntry, GenerationError, GenerationStatus, StoredGeneration } from "../domain/generations.js"
 import { fromNanoUsd, toNanoUsd } from "../domain/pricing.js"
+import { BACKSTOP_AUTOCHECKPOINT } from "./checkpoints.js"
 import { addLogSpansWith, logSpanAdderOn, logSpansOf } from "./log-spans.js"
 import { type SettleArgs, settlementsOn, settlementsWith } from "./settlement.js"
 import { addSpendWith, rollUp, type SpendItem, spendAdderOn } from "./spend-rollup.js"
@@ -263,6 +264,8 @@ const prepareWriter = (db: Database): SqliteBatchWriter => {
   db.run("PRAGMA busy_timeout = 0")
   db.run("PRAGMA foreign_keys = ON")
   db.run("PRAGMA synchronous = NORMAL")
+  // The log is checkpointed off this thread (src/store/checkpoints.ts): not inside a ledger commit.
+  db.run(`PRAGMA wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT}`)
   // Bound by name from the row object (strict mode: no `$` in the keys): ~1.7 µs per row against
   // ~2.2 µs for a positional array mapped from it and spread (Bun 1.4.5, 25 columns).
   const insertGeneration = db.prepare<unknown, [GenerationRow]>(

@@ -10,6 +10,7 @@
  * SQLITE_BUSY, rolled back, and `whenUnlocked` runs it again after a pause.
  */
 import { Database } from "bun:sqlite"
+import { BACKSTOP_AUTOCHECKPOINT } from "./checkpoints.js"
 import { Effect } from "effect"
 import { isBusy } from "./ledger.js"
 import { type GiveBackArgs, type GrantArgs, type GrantOutcome, sliceStatementsOn } from "./budget-slices.js"
@@ -105,6 +106,8 @@ const prepare = (db: Database): SqliteSpend => {
   db.run("PRAGMA busy_timeout = 0")
   db.run("PRAGMA foreign_keys = ON")
   db.run("PRAGMA synchronous = NORMAL")
+  // The log is checkpointed off this thread (src/store/checkpoints.ts).
+  db.run(`PRAGMA wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT}`)
   const windowOf = db.query<{ window_start: string | null }, [string]>("SELECT window_start FROM api_keys WHERE hash = ?")
   /** The key's spend in a window according to the ledger: four variants (BYOK counted or not, a start or all time). */
   const ledgerSpend = (args: ReserveArgs): number => {

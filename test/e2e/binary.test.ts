@@ -2,12 +2,13 @@
  * The compiled binary (`scripts/build` → dist/gateway, built here when missing or older than the
  * sources) end to end: it starts from a folder without the project (the demo catalog and the
  * migrations are embedded), serves the openai client in front of the mock upstream, exposes
- * /metrics, parses a PDF and reads a web page in its embedded workers, serves the web console
- * from its embedded bundle, and exits 0 on SIGTERM.
+ * /metrics, parses a PDF and reads a web page in its embedded workers, checkpoints its SQLite file
+ * from its embedded checkpointer, serves the web console from its embedded bundle, and exits 0 on
+ * SIGTERM.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { execSync } from "node:child_process"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import OpenAI from "openai"
@@ -105,6 +106,20 @@ describe("dist/gateway", () => {
     proc.kill("SIGTERM")
     expect(await proc.exited).toBe(0)
   }, 20_000)
+
+  test("checkpoints its SQLite file from its embedded checkpointer Worker, not on the request thread", async () => {
+    const file = join(dir, "checkpoints.db")
+    const { proc } = await start({ DATABASE_URL: file })
+    // The migrations wrote the schema to the log; the request thread's connections leave it there
+    // (their own mark is ~64 MB), so only the Worker's checkpoint, once the log has been quiet
+    // for 10 s, brings the file past its first page.
+    expect(statSync(file).size).toBeLessThanOrEqual(4096)
+    const end = Date.now() + 20_000
+    while (statSync(file).size <= 4096 && Date.now() < end) await Bun.sleep(100)
+    expect(statSync(file).size).toBeGreaterThan(4096)
+    proc.kill("SIGTERM")
+    expect(await proc.exited).toBe(0)
+  }, 30_000)
 
   test("parses a PDF in its embedded worker (file-parser, pdf-text) and sends the text upstream", async () => {
     const upstream = await startMockUpstream({ port: 0, tokens: 2 })
