@@ -71,15 +71,16 @@ export const migrate = Effect.gen(function* () {
 
 /**
  * A SQLite file's checkpoints, off this thread (src/store/checkpoints.ts) for as long as the
- * store is open; failures are logged as errors.
+ * store is open; failures are logged as errors. Built on the client (the file exists, migrated).
  */
-const checkpointsOf = (databaseUrl: string): Layer.Layer<never> =>
+const checkpointsOf = (databaseUrl: string): Layer.Layer<never, never, SqlClient.SqlClient> =>
   isPostgresUrl(databaseUrl) || databaseUrl === ":memory:"
     ? Layer.empty
     : Layer.scopedDiscard(
         Effect.acquireRelease(
-          Effect.runtime<never>().pipe(
-            Effect.map((rt) => startCheckpoints(databaseUrl, (message) => Runtime.runFork(rt)(Effect.logError(message)))),
+          Effect.zipRight(
+            SqlClient.SqlClient,
+            Effect.map(Effect.runtime<never>(), (rt) => startCheckpoints(databaseUrl, (message) => Runtime.runFork(rt)(Effect.logError(message)))),
           ),
           (checkpoints) => Effect.sync(checkpoints.stop),
         ),
@@ -88,6 +89,8 @@ const checkpointsOf = (databaseUrl: string): Layer.Layer<never> =>
 /** The store: the client for the configured database, migrated, and a SQLite file's checkpointer. */
 export const StoreLive: Layer.Layer<SqlClient.SqlClient | MainConnection, SqlError.SqlError, GatewayConfig> = Layer.unwrapEffect(
   Effect.map(GatewayConfig, (config) =>
-    Layer.merge(clientLayer(config.databaseUrl, config.pgPoolSize).pipe(Layer.tap((ctx) => Effect.provide(migrate, ctx))), checkpointsOf(config.databaseUrl)),
+    checkpointsOf(config.databaseUrl).pipe(
+      Layer.provideMerge(clientLayer(config.databaseUrl, config.pgPoolSize).pipe(Layer.tap((ctx) => Effect.provide(migrate, ctx)))),
+    ),
   ),
 )
