@@ -63,6 +63,19 @@ const deltaBytes = (event: ProviderEvent): number => {
 const isLongLiteral = (event: TextLiterals): boolean => event.spans.length > 2 * EVENTS_PER_WRITE || deltaBytes(event) > BYTES_PER_WRITE
 
 /**
+ * The upstream's answer ends in these events (they hold its finish): they are translated in one
+ * write. Bun's sink sends a write that takes it past its mark at once, with what it holds, so a
+ * 200-delta answer that came in one read (~47 KB) leaves in two sends, not three (`strace -c`).
+ * What a client that reads nothing can leave in the sink is bounded by one upstream read (its
+ * receive buffer is fixed, src/providers/socket-buffers.ts), once, at the answer's end; a long
+ * answer is paused in pieces long before it.
+ */
+const endsAnswer = (events: ReadonlyArray<ProviderEvent>): boolean => {
+  for (let i = events.length - 1; i >= 0; i--) if ((events[i] as ProviderEvent).type === "finish") return true
+  return false
+}
+
+/**
  * A literal that is its own copy (made by `restOfLiteral`): its deltas fill its source. One in an
  * upstream read never starts at 0, as its event's `data: {` comes before it in the same read.
  */
@@ -310,6 +323,10 @@ export const makeEgress = (deps: EgressDeps) => {
         }
         /** Translates and writes `events` from `start`; where it stopped on backpressure, or their length. */
         const translate = (events: ReadonlyArray<ProviderEvent>, start: number): number => {
+          if (start === 0 && !blocked && endsAnswer(events)) {
+            writeOut(assembler.push(events, 0, events.length), true)
+            return events.length
+          }
           // In pieces of a few KB: Bun's sink sends a write of over 16 KB at once, apart from
           // what it buffers (a system call more per stream: 200 deltas make ~47 KB); smaller
           // writes go out together when the turn of the event loop ends. Backpressure is looked
@@ -336,11 +353,12 @@ export const makeEgress = (deps: EgressDeps) => {
           }
           return events.length
         }
-        const writeOut = (text: string | Uint8Array) => {
+        const writeOut = (text: string | Uint8Array, whole = false) => {
           if (typeof text === "string") {
             if (text !== "") write(text)
             return
           }
+          if (whole) return write(text)
           // The sink copies what it is given: the view can be cut and the writer reused.
           for (let at = 0; at < text.length; at += BYTES_PER_WRITE) write(text.subarray(at, at + BYTES_PER_WRITE))
         }
