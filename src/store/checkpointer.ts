@@ -34,26 +34,30 @@ export interface CheckpointDone {
 
 /** SQLite's own automatic checkpoint's mark (`wal_autocheckpoint`'s default), in frames (pages). */
 const CHECKPOINT_FRAMES = 1000
+/** The wal-index is in the machine's byte order. */
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
 
 /**
  * The frames of the log not yet copied to the file, read from the wal-index (the `-shm` file,
  * which every connection to the database maps; sqlite.org/walformat.html): `mxFrame` at byte 16
  * of its header, `nBackfill` at byte 96, in the machine's byte order. Undefined when it cannot
- * be read or is not initialized: the caller then checkpoints on the clock alone.
+ * be read or is not initialized: the caller then checkpoints on the clock alone. Opened for each
+ * read: a descriptor held by the Worker would outlive it when it is terminated (a restart).
  */
-const pendingFrames = (shm: number | undefined, header: Uint8Array): number | undefined => {
-  if (shm === undefined) return undefined
+const pendingFrames = (shm: string, header: Uint8Array, view: DataView): number | undefined => {
+  let fd: number | undefined
   try {
-    if (readSync(shm, header, 0, 100, 0) < 100) return undefined
+    fd = openSync(shm, "r")
+    if (readSync(fd, header, 0, 100, 0) < 100) return undefined
   } catch {
     return undefined
+  } finally {
+    if (fd !== undefined) closeSync(fd)
   }
-  const view = new DataView(header.buffer, header.byteOffset, header.byteLength)
-  const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
   // isInit (byte 12): the header was written by a connection.
   if (header[12] !== 1) return undefined
-  const mxFrame = view.getUint32(16, littleEndian)
-  const nBackfill = view.getUint32(96, littleEndian)
+  const mxFrame = view.getUint32(16, LITTLE_ENDIAN)
+  const nBackfill = view.getUint32(96, LITTLE_ENDIAN)
   return mxFrame >= nBackfill ? mxFrame - nBackfill : mxFrame
 }
 
@@ -62,17 +66,13 @@ const start = ({ filename, pollMs, idleMs }: CheckpointerStart) => {
   // Another process's checkpoint in progress answers BUSY at once: this one is skipped, the next comes.
   db.run("PRAGMA busy_timeout = 0")
   const checkpoint = db.query<{ busy: number; log: number; checkpointed: number }, []>("PRAGMA wal_checkpoint(PASSIVE)")
-  let shm: number | undefined
-  try {
-    shm = openSync(`${filename}-shm`, "r")
-  } catch {
-    shm = undefined
-  }
+  const shm = `${filename}-shm`
   const header = new Uint8Array(100)
+  const view = new DataView(header.buffer)
   let lastPending = 0
   let grewAt = Date.now()
   const pass = () => {
-    const pending = pendingFrames(shm, header)
+    const pending = pendingFrames(shm, header, view)
     const now = Date.now()
     if (pending !== undefined) {
       if (pending !== lastPending) grewAt = now
@@ -89,12 +89,8 @@ const start = ({ filename, pollMs, idleMs }: CheckpointerStart) => {
       // SQLITE_BUSY or a locked file: a later pass tries again.
     }
   }
-  const timer = setInterval(pass, pollMs)
-  self.addEventListener("close", () => {
-    clearInterval(timer)
-    if (shm !== undefined) closeSync(shm)
-    db.close()
-  })
+  // It runs until the host terminates the thread, which closes the connection with it.
+  setInterval(pass, pollMs)
 }
 
 self.onmessage = (event: MessageEvent<CheckpointerStart>) => start(event.data)

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
-import { mkdtempSync, rmSync, statSync } from "node:fs"
+import { mkdtempSync, readdirSync, readlinkSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { BACKSTOP_AUTOCHECKPOINT, type Checkpoints, startCheckpoints } from "../../src/store/checkpoints.js"
@@ -77,16 +77,30 @@ describe("SQLite checkpoints off the request thread", () => {
     db.close()
   }, 10_000)
 
-  test("a Worker that dies is started again, and checkpoints", async () => {
+  test("a Worker that dies is started again, and checkpoints; the Workers leave no descriptor of the log's index open", async () => {
     const { file, db, write } = database()
+    write(10)
+    // Descriptors of the log's index (SQLite keeps one a process, shared by its connections, and
+    // may keep a closed connection's database descriptor for its locks: those are not counted).
+    const descriptors = () =>
+      readdirSync("/proc/self/fd").filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`) === `${file}-shm`
+        } catch {
+          return false
+        }
+      }).length
+    const before = descriptors()
     const checkpoints = startCheckpoints(file, () => undefined, { pollMs: 20, idleMs: 60_000 })
     open.push(checkpoints)
-    write(10)
+    await Bun.sleep(100)
     checkpoints.kill()
     await Bun.sleep(50)
     write(750)
     expect(await until(() => checkpoints.done() > 0, 5_000)).toBe(true)
     expect(checkpoints.starts()).toBe(2)
+    checkpoints.stop()
+    expect(await until(() => descriptors() <= before, 2_000)).toBe(true)
     db.close()
   }, 10_000)
 })
