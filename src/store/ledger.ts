@@ -260,12 +260,20 @@ export const openSqliteBatchWriter = (filename: string): SqliteBatchWriter => {
   }
 }
 
-const prepareWriter = (db: Database): SqliteBatchWriter => {
+/**
+ * A connection of this thread's own writers (the ledger, spend): it never waits for a lock (a
+ * synchronous wait would stall the event loop), and the log is checkpointed off this thread
+ * (src/store/checkpoints.ts), not inside their commits.
+ */
+export const prepareOwnConnection = (db: Database): void => {
   db.run("PRAGMA busy_timeout = 0")
   db.run("PRAGMA foreign_keys = ON")
   db.run("PRAGMA synchronous = NORMAL")
-  // The log is checkpointed off this thread (src/store/checkpoints.ts): not inside a ledger commit.
   db.run(`PRAGMA wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT}`)
+}
+
+const prepareWriter = (db: Database): SqliteBatchWriter => {
+  prepareOwnConnection(db)
   // Bound by name from the row object (strict mode: no `$` in the keys): ~1.7 µs per row against
   // ~2.2 µs for a positional array mapped from it and spread (Bun 1.4.5, 25 columns).
   const insertGeneration = db.prepare<unknown, [GenerationRow]>(

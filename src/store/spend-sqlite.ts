@@ -10,9 +10,8 @@
  * SQLITE_BUSY, rolled back, and `whenUnlocked` runs it again after a pause.
  */
 import { Database } from "bun:sqlite"
-import { BACKSTOP_AUTOCHECKPOINT } from "./checkpoints.js"
 import { Effect } from "effect"
-import { isBusy } from "./ledger.js"
+import { isBusy, prepareOwnConnection } from "./ledger.js"
 import { type GiveBackArgs, type GrantArgs, type GrantOutcome, sliceStatementsOn } from "./budget-slices.js"
 import { type SettleArgs, settlementOn } from "./settlement.js"
 import { dayOf } from "./spend-rollup.js"
@@ -103,11 +102,7 @@ export const openSqliteSpend = (filename: string): SqliteSpend => {
 }
 
 const prepare = (db: Database): SqliteSpend => {
-  db.run("PRAGMA busy_timeout = 0")
-  db.run("PRAGMA foreign_keys = ON")
-  db.run("PRAGMA synchronous = NORMAL")
-  // The log is checkpointed off this thread (src/store/checkpoints.ts).
-  db.run(`PRAGMA wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT}`)
+  prepareOwnConnection(db)
   const windowOf = db.query<{ window_start: string | null }, [string]>("SELECT window_start FROM api_keys WHERE hash = ?")
   /** The key's spend in a window according to the ledger: four variants (BYOK counted or not, a start or all time). */
   const ledgerSpend = (args: ReserveArgs): number => {
