@@ -324,13 +324,14 @@ export const makeEgress = (deps: EgressDeps) => {
         /** Translates and writes `events` from `start`; where it stopped on backpressure, or their length. */
         const translate = (events: ReadonlyArray<ProviderEvent>, start: number): number => {
           if (start === 0 && !blocked && endsAnswer(events)) {
-            writeOut(assembler.push(events, 0, events.length), true)
+            const text = assembler.push(events, 0, events.length)
+            if (text.length > 0) write(text)
             return events.length
           }
-          // In pieces of a few KB: Bun's sink sends a write of over 16 KB at once, apart from
-          // what it buffers (a system call more per stream: 200 deltas make ~47 KB); smaller
-          // writes go out together when the turn of the event loop ends. Backpressure is looked
-          // at between pieces, so a client that reads nothing is given one piece past its last write.
+          // In pieces of a few KB: Bun's sink sends a write that takes it past its 16 KB mark at
+          // once, with what it holds; smaller writes go out together when the turn of the event
+          // loop ends. Backpressure is looked at between pieces, so a client that reads nothing is
+          // given one piece past its last write.
           for (let from = start; from < events.length; ) {
             if (blocked) return from
             const first = events[from] as ProviderEvent
@@ -353,12 +354,11 @@ export const makeEgress = (deps: EgressDeps) => {
           }
           return events.length
         }
-        const writeOut = (text: string | Uint8Array, whole = false) => {
+        const writeOut = (text: string | Uint8Array) => {
           if (typeof text === "string") {
             if (text !== "") write(text)
             return
           }
-          if (whole) return write(text)
           // The sink copies what it is given: the view can be cut and the writer reused.
           for (let at = 0; at < text.length; at += BYTES_PER_WRITE) write(text.subarray(at, at + BYTES_PER_WRITE))
         }
