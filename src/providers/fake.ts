@@ -23,7 +23,7 @@
  * gets: the demo catalog scripts a failing endpoint and a slow one with them.
  */
 import type { AbortLike } from "./abort"
-import { schemaExample } from "./fake-schema"
+import { SchemaTooLarge, schemaExample } from "./fake-schema"
 import {
   type CallOptions,
   type InputItem,
@@ -199,6 +199,16 @@ const script = (request: NormalizedRequest): Script => {
   }
 }
 
+/** The script, or the upstream's 400 for a schema that asks for more than the fake writes (the caller's schema, not a failure). */
+const scriptOrRefusal = (request: NormalizedRequest): Script => {
+  try {
+    return script(request)
+  } catch (e) {
+    if (e instanceof SchemaTooLarge) throw new ProviderError("bad_request", `fake: ${e.message}`, 400)
+    throw e
+  }
+}
+
 const aborted = (): ProviderError => new ProviderError("connection", "the upstream call was aborted by the caller")
 
 /** Waits `ms`, rejecting as soon as the signal aborts. */
@@ -239,7 +249,7 @@ const open = async (request: NormalizedRequest, config: ProviderConfig, options:
   const failure = FAIL.exec(markersOf(request, lastUserText(request.input)))
   const fail = failure === null ? undefined : FAILURES[failure[1]]
   if (fail !== undefined) throw fail()
-  const plan = script(request)
+  const plan = scriptOrRefusal(request)
   const upstreamBody = { fake: true, model: request.model, stream: options.stream }
   if (options.stream) return { upstreamBody, events: play(plan, options.signal) }
   if (plan.failAfter !== undefined) throw new ProviderError("server", "fake: failed mid-answer", 500)

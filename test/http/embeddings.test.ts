@@ -97,6 +97,12 @@ describe("POST /v1/embeddings through the openai SDK", () => {
     expect(answer.data[0]?.embedding).toHaveLength(3)
   })
 
+  test("dimensions the fake model does not write are the upstream's 400 naming them, not an answer that grows without end", async () => {
+    const message = await expectError(await post("/v1/embeddings", { model: "demo/embed", input: "hi", dimensions: 1_000_000_000 }), 400)
+    expect(message).toContain("dimensions 1000000000 for 1 input(s) is more than this model writes")
+    expect((await embed({ model: "demo/embed", input: "hi", dimensions: 1024 })).data[0]?.embedding).toHaveLength(1024)
+  })
+
   test("token id arrays are embedded as inputs of their own", async () => {
     const answer = await embed({ model: "demo/embed", input: [[1, 2, 3], [4, 5]] })
     expect(answer.data.map((d) => d.embedding)).toEqual([fakeVector("1,2,3"), fakeVector("4,5")])

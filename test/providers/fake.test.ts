@@ -2,12 +2,12 @@ import { describe, expect, test } from "bun:test"
 // zod (from @openrouter/sdk) reads JSON Schema independently of the fake's generator.
 import { z } from "zod"
 import { FAKE_REASONING, fakeProvider, fakeWords } from "../../src/providers/fake"
-import { schemaExample } from "../../src/providers/fake-schema"
+import { MAX_EXAMPLE_CHARS, MAX_EXAMPLE_NODES, schemaExample } from "../../src/providers/fake-schema"
 import { providerFor } from "../../src/providers/index"
 import { anthropicProvider } from "../../src/providers/anthropic/adapter"
 import { openAiChatProvider } from "../../src/providers/openai-chat/adapter"
 import { openAiResponsesProvider } from "../../src/providers/openai-responses/adapter"
-import type { ProviderConfig, ProviderErrorKind } from "../../src/providers/types"
+import type { ProviderConfig, ProviderError, ProviderErrorKind } from "../../src/providers/types"
 import { batchesOf, eventsOf, providerErrorOf, textRequest, usage, weatherTool } from "./helpers"
 
 const config: ProviderConfig = { id: "fake", kind: "fake" }
@@ -288,6 +288,37 @@ describe("fake provider: JSON output", () => {
       s: "Echo: hi",
       t: "Echo",
     })
+  })
+
+  test("json_schema past the fake's bounds is the upstream's 400 (the caller's schema), not an answer that grows without end", async () => {
+    const refusal = async (schema: Record<string, unknown>) => {
+      const request = textRequest("hi", { responseFormat: { type: "json_schema", name: "out", schema, strict: true } })
+      const opened = fakeProvider.open(request, config, { stream: false, signal: new AbortController().signal })
+      return opened.then(
+        () => undefined,
+        (e: unknown) => e as ProviderError,
+      )
+    }
+    for (const [schema, asks] of [
+      [{ type: "object", properties: { a: { type: "string", minLength: 1e9 } }, required: ["a"] }, "a string of at least 1000000000 characters"],
+      [{ type: "array", items: { type: "string" }, minItems: 1e9 }, "an array of at least 1000000000 items"],
+      // Each level small, the whole large: 200 × 200 values.
+      [{ type: "array", minItems: 200, items: { type: "array", minItems: 200, items: { type: "integer" } } }, "an array of at least 200 items"],
+    ] as const) {
+      const e = await refusal(schema)
+      expect(e?.kind).toBe("bad_request")
+      expect(e?.upstreamStatus).toBe(400)
+      expect(e?.message).toContain(`the schema asks for ${asks}`)
+    }
+    // Inside the bounds, the value still satisfies the schema.
+    expect((schemaExample({ type: "string", minLength: MAX_EXAMPLE_CHARS }, "x") as string).length).toBe(MAX_EXAMPLE_CHARS)
+    expect(schemaExample({ type: "array", minItems: MAX_EXAMPLE_NODES, items: { const: 1 } }, "x")).toHaveLength(MAX_EXAMPLE_NODES)
+  })
+
+  test("json_schema: an allOf that refers to itself ends (no stack overflow), and an unknown format named after a prototype member is the reply", () => {
+    const recursive = { $defs: { a: { allOf: [{ $ref: "#/$defs/a" }, { type: "object", properties: { x: { type: "string" } } }] } }, $ref: "#/$defs/a" }
+    expect(schemaExample(recursive, "hi")).toEqual({ x: "hi" })
+    expect(schemaExample({ type: "string", format: "constructor" }, "hi")).toBe("hi")
   })
 
   test("json_object: a JSON object carrying the reply", async () => {

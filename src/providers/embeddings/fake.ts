@@ -18,6 +18,12 @@ const FAILURES: Record<string, () => ProviderError> = {
 const FAIL = /\[fail:([a-z0-9]+)\]/
 const BATCH = /\[batch:(\d+)\]/
 export const FAKE_DIMENSIONS = 8
+/**
+ * The most numbers one fake answer carries (inputs × dimensions): beyond it the fake refuses with
+ * the upstream's 400, as a model refuses dimensions it does not have. Without it a `dimensions` of a
+ * billion grew one answer until the process ran out of memory (the demo catalog answers any key).
+ */
+export const FAKE_MAX_NUMBERS = 1 << 20
 
 const failureOf = (model: string): ProviderError | undefined => {
   const match = FAIL.exec(model)
@@ -53,10 +59,18 @@ export const fakeEmbedder: Embedder = {
     if (options.signal.aborted) throw new ProviderError("connection", "the upstream call was aborted by the caller")
     const failure = failureOf(call.model)
     if (failure !== undefined) throw failure
+    const dimensions = call.dimensions ?? FAKE_DIMENSIONS
+    if (dimensions * call.inputs.length > FAKE_MAX_NUMBERS) {
+      throw new ProviderError(
+        "bad_request",
+        `fake: dimensions ${dimensions} for ${call.inputs.length} input(s) is more than this model writes (at most ${FAKE_MAX_NUMBERS} numbers an answer)`,
+        400,
+      )
+    }
     let tokens = 0
     const vectors = call.inputs.map((input) => {
       tokens += tokensOf(input)
-      return fakeVector(typeof input === "string" ? input : input.join(","), call.dimensions ?? FAKE_DIMENSIONS)
+      return fakeVector(typeof input === "string" ? input : input.join(","), dimensions)
     })
     return { vectors, inputTokens: tokens }
   },
