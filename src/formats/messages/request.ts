@@ -249,7 +249,8 @@ const unknownField = (body: unknown): BadRequest | undefined => {
   if (typeof body !== "object" || body === null || Array.isArray(body)) return undefined
   for (const key in body) {
     if (KNOWN_FIELDS.has(key)) continue
-    const why = UNSUPPORTED[key] ?? "unknown field; this gateway does not carry it"
+    // Own keys only: a field named `constructor` or `toString` is an unknown field, not a lookup of the prototype.
+    const why = Object.hasOwn(UNSUPPORTED, key) ? UNSUPPORTED[key] : "unknown field; this gateway does not carry it"
     return new BadRequest({ message: `Invalid request: ${clipped(key)}: ${why}` })
   }
   return undefined

@@ -380,6 +380,14 @@ describe("POST /v1/messages decode: what the gateway does not carry is refused b
     expect(refused({ ...BASE, frobnicate: 1 })).toBe("Invalid request: frobnicate: unknown field; this gateway does not carry it")
   })
 
+  test("a field named after an Object.prototype member is an unknown field too, not a lookup of the prototype", () => {
+    for (const name of ["constructor", "toString", "hasOwnProperty", "__proto__"]) {
+      expect(refused(JSON.parse(`{"${name}": 1, "model": "acme/model-1", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}`))).toBe(
+        `Invalid request: ${name}: unknown field; this gateway does not carry it`,
+      )
+    }
+  })
+
   test("service_tier other than auto is refused", () => {
     expect(ok({ ...BASE, service_tier: "auto" }).model).toBe("acme/model-1")
     expect(refused({ ...BASE, service_tier: "standard_only" })).toBe(
