@@ -20,7 +20,7 @@ import { RequestTimeout } from "../domain/errors.js"
 import type { Finish, Outcome, RequestLife } from "./finish.js"
 import type { RequestLifecycle } from "./lifecycle.js"
 import type { PostModelRun } from "./stages.js"
-import { DeadlineExceeded, statusOfFailure } from "./turns.js"
+import { clientClosedResponse, DeadlineExceeded, statusOfFailure } from "./turns.js"
 
 /** Upstream events translated per write to a stream: ~11 KB of text deltas (~235 bytes each), under the sink's 16 KB. */
 const EVENTS_PER_WRITE = 48
@@ -190,6 +190,7 @@ export const makeEgress = (deps: EgressDeps) => {
       if (upstreamAbort.signal.reason instanceof DeadlineExceeded) {
         return errorResponseIn(format, new RequestTimeout({ message: deadlineMessage }), idHeader)
       }
+      if (cancelled) return clientClosedResponse()
       return errorResponseIn(format, apiErrorOf(error, chosen.provider.id), idHeader)
     }
     cleanup()

@@ -20,7 +20,7 @@ import type { Prepared } from "./pre-model.js"
 import { chargedUsage } from "./record.js"
 import type { PipelineEntry, PostModelStage } from "./stages.js"
 import type { RequestTrace } from "./trace.js"
-import { DeadlineExceeded, type makeTurnRunner } from "./turns.js"
+import { clientClosedResponse, DeadlineExceeded, type makeTurnRunner } from "./turns.js"
 
 export interface RespondDeps {
   readonly settings: Settings
@@ -156,7 +156,7 @@ export const makeRespond = (deps: RespondDeps) => {
     if (turn.refused !== undefined) {
       cleanup()
       finish(life, streaming, turn.outcome)
-      return errorResponseIn(format, turn.refused, idHeader)
+      return turn.outcome.status === "cancelled" ? clientClosedResponse() : errorResponseIn(format, turn.refused, idHeader)
     }
 
     const chosen = turn.endpoint

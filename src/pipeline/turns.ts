@@ -27,6 +27,12 @@ export class DeadlineExceeded extends Error {}
 /** nginx's "client closed request": the record of a request its client left before any answer. */
 export const CLIENT_CLOSED = 499
 export const CLIENT_CLOSED_MESSAGE = "The client closed the request before the answer began"
+/**
+ * The answer to a request whose client has gone: nobody reads it, but the request's log line and
+ * metrics take its status, which is 499 (the client's doing), not the upstream failure its
+ * aborted call ended in (a 502 counted against the providers).
+ */
+export const clientClosedResponse = (): Response => new Response(null, { status: CLIENT_CLOSED })
 
 /** The HTTP-ish status an attempt ended with, for `service_metadata.attempts`. */
 export const statusOfFailure = (e: ProviderError) =>

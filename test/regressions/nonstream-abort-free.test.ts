@@ -11,7 +11,7 @@
 import { describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { useInProcessGateway } from "../support/gateway.js"
+import { metricsAuth, useInProcessGateway } from "../support/gateway.js"
 
 const gw = useInProcessGateway({ requestTimeoutMs: 300 })
 
@@ -56,6 +56,31 @@ describe("a non-streamed call that ends before its answer arrives", () => {
     // The same abort on a non-streamed request is recorded too; nothing came from upstream: $0.
     expect(p.generations).toEqual(["cancelled"])
     expect(p.spend).toBe(0)
+  })
+
+  test("client abort of a JSON request: its metrics and log line say 499 (the client's), not a provider's 502", async () => {
+    const k = await newKey("abort-status")
+    const series = (status: number) => `gateway_http_requests_total{route="/v1/responses",method="POST",status="${status}"}`
+    const countOf = async (status: number) => {
+      const res = await gw().fetch("/metrics", { key: null, headers: metricsAuth })
+      expect(res.status).toBe(200)
+      const text = await res.text()
+      const line = text.split("\n").find((l) => l.startsWith(`${series(status)} `))
+      return line === undefined ? 0 : Number(line.slice(series(status).length + 1))
+    }
+    const [before499, before502] = [await countOf(499), await countOf(502)]
+    const controller = new AbortController()
+    const pending = gw()
+      .fetch("/v1/responses", { method: "POST", key: k.key, json: { ...BODY, stream: false }, signal: controller.signal })
+      .catch(() => undefined)
+    await Bun.sleep(150)
+    controller.abort()
+    await pending
+    await Bun.sleep(100)
+    await gw().server.drain()
+    expect((await ledgerOf(k.data.hash)).generations).toEqual(["cancelled"])
+    expect(await countOf(499)).toBe(before499 + 1)
+    expect(await countOf(502)).toBe(before502)
   })
 
   test("our deadline (408): the generation is recorded", async () => {
