@@ -1,7 +1,8 @@
 /**
  * Observability destinations: CRUD with tenancy (a destination belongs to a workspace; a user
- * sees those of the workspaces it owns or is a member of), config validated per kind, secret
- * config values sealed at rest (Secrets) and masked on the way out.
+ * sees those of the workspaces it owns or is a member of, and changes, tests and redelivers those
+ * of the workspaces it administers), config validated per kind, secret config values sealed at
+ * rest (Secrets) and masked on the way out.
  */
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either, Option, Schema } from "effect"
@@ -24,7 +25,7 @@ import {
 // broadcast's worker, so no circle can close through it).
 import { deleteDeliveries } from "../broadcast/queue.js"
 import { GatewayConfig } from "../config/Config.js"
-import { BadRequest, NotFound } from "../domain/errors.js"
+import { BadRequest, Forbidden, NotFound } from "../domain/errors.js"
 import { type PageParams, pageOf } from "../domain/paging.js"
 import { refusalOf } from "../outbound/fetch.js"
 import { KeyStore } from "./KeyStore.js"
@@ -235,6 +236,38 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
         }),
       )
 
+    /**
+     * A change of where a destination sends (its receiver URLs) that keeps a stored secret without
+     * the caller sending it again: the secret's key (a header's as `headers.<name>`), else
+     * undefined. Whoever may change the URL could otherwise send the secret to an address of
+     * their own with a test delivery; giving it again shows they hold it.
+     */
+    const secretKeptOnMove = (
+      rules: DestinationRules,
+      stored: DestinationConfig,
+      merged: DestinationConfig,
+      patch: Readonly<Record<string, unknown>>,
+    ): string | undefined => {
+      // A receiver removed (the vendor's own host again) sends nowhere new; one set or changed does.
+      const before = new Set(configUrls(rules, stored).map((u) => `${u.key}\u0000${u.url}`))
+      if (configUrls(rules, merged).every((u) => before.has(`${u.key}\u0000${u.url}`))) return undefined
+      for (const key of rules.secretFields) {
+        const before = stored[key]
+        if (typeof before === "string" && merged[key] === before && patch[key] !== before) return key
+      }
+      for (const key of rules.secretMaps) {
+        const before = stored[key]
+        const after = merged[key]
+        const given = patch[key]
+        if (typeof before !== "object" || typeof after !== "object") continue
+        for (const [name, value] of Object.entries(after)) {
+          const sent = typeof given === "object" && given !== null ? (given as Record<string, unknown>)[name] : undefined
+          if (Object.hasOwn(before, name) && before[name] === value && sent !== value) return `${key}.${name}`
+        }
+      }
+      return undefined
+    }
+
     /** The row, if the user may see it; otherwise 404 (existence does not leak). */
     const visible = (userId: string, id: string) =>
       Effect.gen(function* () {
@@ -244,6 +277,29 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
         }
         return row.value
       })
+
+    /**
+     * Only the workspace's admins (its owner, admin members) add, change, test, redeliver or remove
+     * its destinations: a destination holds the workspace's vendor secrets, which a change of its
+     * URL and a test would send elsewhere, and receives its members' prompts. A plain member reads
+     * them, secrets masked (403 otherwise; 404 when the workspace is not theirs at all).
+     */
+    const requireAdmin = (userId: string, workspaceId: string): Effect.Effect<void, Forbidden | NotFound> =>
+      Effect.flatMap(users.roleIn(userId, workspaceId), (role): Effect.Effect<void, Forbidden | NotFound> =>
+        role === undefined
+          ? Effect.fail(new NotFound({ message: `Workspace ${workspaceId} not found` }))
+          : role === "admin"
+            ? Effect.void
+            : Effect.fail(
+                new Forbidden({
+                  message: `Only admins of workspace ${workspaceId} can add, change, test, redeliver or remove its observability destinations; your role is member`,
+                }),
+              ),
+      )
+
+    /** The row, if the user administers its workspace (see `requireAdmin`); 404 when it may not see it. */
+    const administered = (userId: string, id: string) =>
+      Effect.tap(visible(userId, id), (row) => requireAdmin(userId, row.workspace_id))
 
     /** A receiver the outbound fetcher would refuse (private, loopback, metadata) is refused now, not retried at every delivery. */
     const checkReceivers = (rules: DestinationRules, config: DestinationConfig) =>
@@ -272,9 +328,7 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
     const create = (caller: DestinationCaller, payload: CreateDestinationPayload) =>
       Effect.gen(function* () {
         const workspaceId = payload.workspace_id ?? caller.workspaceId
-        if (!(yield* users.canUseWorkspace(caller.userId, workspaceId))) {
-          return yield* new NotFound({ message: `Workspace ${workspaceId} not found` })
-        }
+        yield* requireAdmin(caller.userId, workspaceId)
         const rules = yield* kindOf(payload.type)
         const config = yield* decodeConfig(rules, payload.config)
         yield* checkReceivers(rules, config)
@@ -325,7 +379,7 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
 
     const update = (userId: string, id: string, payload: UpdateDestinationPayload) =>
       Effect.gen(function* () {
-        const row = yield* visible(userId, id)
+        const row = yield* administered(userId, id)
         const type = payload.type ?? row.type
         const sets = [sql`updated_at = ${yield* nowIso}`]
         if (payload.config !== undefined || type !== row.type) {
@@ -333,6 +387,14 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
           const stored = type === row.type ? yield* plainConfig(row) : {}
           const rules = yield* kindOf(type)
           const config = yield* decodeConfig(rules, mergeConfig(rules, stored, payload.config ?? {}))
+          const kept = secretKeptOnMove(rules, stored, config, payload.config ?? {})
+          if (kept !== undefined) {
+            return yield* new BadRequest({
+              message: `Invalid request: config.${kept}: send the secret again to change where the destination sends (${configUrls(rules, config)
+                .map((u) => u.key)
+                .join(", ")}); a stored secret is not sent to a new address`,
+            })
+          }
           yield* checkReceivers(rules, config)
           sets.push(sql`type = ${type}`, sql`config = ${JSON.stringify(sealConfig(rules, config))}`)
         }
@@ -364,7 +426,7 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
 
     const remove = (userId: string, id: string) =>
       Effect.gen(function* () {
-        const row = yield* visible(userId, id)
+        const row = yield* administered(userId, id)
         yield* sql.withTransaction(
           Effect.zipRight(
             Effect.provideService(deleteDeliveries(row.id), SqlClient.SqlClient, sql),
@@ -386,6 +448,8 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
       create,
       list,
       get,
+      /** The destination as `get` answers it, if the user administers its workspace (a test send, a redelivery). */
+      getAdministered: (userId: string, id: string) => Effect.flatMap(administered(userId, id), view),
       update,
       remove,
       resolved,

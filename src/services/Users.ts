@@ -46,6 +46,21 @@ export class Users extends Effect.Service<Users>()("Users", {
         Effect.orDie,
       )
 
-    return { ensure, canUseWorkspace } as const
+    /** The user's role in the workspace: the owner and admin members administer it; undefined when it is not theirs to use. */
+    const roleIn = (userId: string, workspaceId: string) =>
+      sql<{ owner_user_id: string; role: string | null }>`
+        SELECT w.owner_user_id, m.role FROM workspaces w
+        LEFT JOIN workspace_members m ON m.workspace_id = w.id AND m.user_id = ${userId}
+        WHERE w.id = ${workspaceId}`.pipe(
+        Effect.map((rows): "admin" | "member" | undefined => {
+          const row = rows[0]
+          if (row === undefined) return undefined
+          if (row.owner_user_id === userId || row.role === "admin") return "admin"
+          return row.role === null ? undefined : "member"
+        }),
+        Effect.orDie,
+      )
+
+    return { ensure, canUseWorkspace, roleIn } as const
   }),
 }) {}

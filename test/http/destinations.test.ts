@@ -308,9 +308,14 @@ describe("POST /observability/destinations", () => {
     expect(await refusedCreate({ api_key_hashes: [other.hash] })).toContain("api_key_hashes[0]")
   })
 
-  test("workspace_id: one the caller is a member of is accepted; another user's workspace is 404", async () => {
+  test("workspace_id: one the caller administers is accepted; a plain member's is 403; another user's workspace is 404", async () => {
     const shared = await shareWorkspaceOfOther()
     expect((await create({ workspace_id: shared })).workspace_id).toBe(shared)
+    const joined = await shareWorkspaceOfOther("member")
+    const before = await listIds()
+    const refused = await gw().fetch(PATH, { method: "POST", json: { name: "x", type: "langfuse", config: LANGFUSE, workspace_id: joined } })
+    expect(await expectError(refused, 403)).toContain("Only admins of workspace")
+    expect(await listIds()).toEqual(before)
     const res = await gw().fetch(PATH, {
       method: "POST",
       json: { name: "x", type: "langfuse", config: LANGFUSE, workspace_id: other.workspaceId },
@@ -342,8 +347,8 @@ describe("POST /observability/destinations", () => {
   })
 })
 
-/** A workspace owned by the other user with me as a member (written directly: membership is another feature). */
-const shareWorkspaceOfOther = () =>
+/** A workspace owned by the other user with me as a member, by default an admin (written directly: membership is another feature). */
+const shareWorkspaceOfOther = (role: "admin" | "member" = "admin") =>
   run(
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
@@ -352,7 +357,7 @@ const shareWorkspaceOfOther = () =>
       yield* sql`INSERT INTO workspaces (id, owner_user_id, name, slug, description, is_default, created_by, created_at)
         VALUES (${id}, ${other.userId}, ${"Shared"}, ${`shared-${id.slice(0, 8)}`}, ${""}, 0, ${other.userId}, ${now})`
       yield* sql`INSERT INTO workspace_members (workspace_id, user_id, role, is_scim, created_at)
-        VALUES (${id}, ${me.userId}, ${"member"}, 0, ${now})`
+        VALUES (${id}, ${me.userId}, ${role}, 0, ${now})`
       return id
     }),
   )
@@ -589,6 +594,49 @@ describe("receivers on private, loopback or metadata addresses (outbound.allow_p
     const switched = await patch(made.id, { type: "otel-collector", config: { endpoint: "http://10.1.2.3:4318" } })
     expect(await expectError(switched, 400)).toContain("config.endpoint")
     expect((await getOne(made.id)).type).toBe("webhook")
+  })
+})
+
+describe("who may change a destination", () => {
+  test("a plain member of its workspace reads it, secrets masked, but may not change, test, redeliver or remove it (403, nothing changes)", async () => {
+    const joined = await shareWorkspaceOfOther("member")
+    const theirs = await create({ workspace_id: joined }, other.key)
+    const seen = await getOne(theirs.id)
+    expect(seen.config).toEqual(theirs.config)
+    expect(JSON.stringify(seen)).not.toContain(LANGFUSE.secretKey!)
+    const moved = await patch(theirs.id, { config: { baseUrl: "https://collector.example.net" } })
+    expect(await expectError(moved, 403)).toContain("your role is member")
+    for (const [method, suffix] of [
+      ["DELETE", ""],
+      ["POST", "/test"],
+      ["POST", "/redeliver"],
+    ] as const) {
+      expect(await expectError(await gw().fetch(`${PATH}/${theirs.id}${suffix}`, { method }), 403)).toContain("Only admins of workspace")
+    }
+    expect(await resolvedConfig(theirs.id)).toEqual(LANGFUSE)
+    expect(await listIds(other.key)).toContain(theirs.id)
+  })
+
+  test("a new receiver URL needs the secrets sent again: masked or omitted they are 400 naming the secret, and nothing changes", async () => {
+    const made = await create({})
+    const refused = await patch(made.id, { config: { ...made.config, baseUrl: "https://collector.example.net" } })
+    expect(await expectError(refused, 400)).toMatch(/config\.(publicKey|secretKey): send the secret again to change where the destination sends \(baseUrl\)/)
+    await expectError(await patch(made.id, { config: { baseUrl: "https://collector.example.net" } }), 400)
+    expect(await resolvedConfig(made.id)).toEqual(LANGFUSE)
+    // With the secrets given again it moves; one of them still masked is refused.
+    const half = await patch(made.id, { config: { baseUrl: "https://collector.example.net", publicKey: LANGFUSE.publicKey, secretKey: made.config.secretKey } })
+    expect(await expectError(half, 400)).toContain("config.secretKey")
+    const given = { baseUrl: "https://collector.example.net", publicKey: LANGFUSE.publicKey, secretKey: LANGFUSE.secretKey }
+    expect((await patch(made.id, { config: given })).status).toBe(200)
+    expect(await resolvedConfig(made.id)).toEqual({ ...LANGFUSE, baseUrl: "https://collector.example.net" })
+  })
+
+  test("a webhook's stored header is not carried to a new URL unless sent again", async () => {
+    const headers = { Authorization: "Bearer webhook-token-0123456789" }
+    const made = await create({ type: "webhook", config: { url: "https://hooks.example.com/in", headers } })
+    const refused = await patch(made.id, { config: { url: "https://hooks.example.net/other", headers: made.config.headers } })
+    expect(await expectError(refused, 400)).toContain("config.headers.Authorization: send the secret again")
+    expect((await patch(made.id, { config: { url: "https://hooks.example.net/other", headers } })).status).toBe(200)
   })
 })
 
