@@ -1,15 +1,10 @@
 /** Wire shapes of API keys, per the contract and wire-compat. */
 import { Schema } from "effect"
+import { NANO_PER_USD } from "./pricing.js"
+import { ZonedTimestamp } from "./timestamps.js"
 
 export const LimitReset = Schema.Literal("daily", "weekly", "monthly")
 export type LimitReset = typeof LimitReset.Type
-
-/** ISO 8601 with a zone, as clients require (`2026-11-22T10:00:00.000Z`). */
-export const ZonedTimestamp = Schema.String.pipe(
-  Schema.pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/, {
-    message: () => "must be an ISO 8601 timestamp with a zone, e.g. 2026-11-22T10:00:00Z",
-  }),
-)
 
 /** The largest amount a limit may be: money is counted in nano-dollars, exact in a JS number below 2^53 (~$9M). */
 export const MAX_LIMIT_USD = 9_000_000
@@ -17,6 +12,10 @@ export const MAX_LIMIT_USD = 9_000_000
 const Usd = Schema.Number.pipe(
   Schema.finite({ message: () => "must be a finite number" }),
   Schema.nonNegative({ message: () => "must be ≥ 0 (USD)" }),
+  // Stored in nano-dollars: a smaller positive limit would be rounded to 0, a key that can spend nothing.
+  Schema.filter((usd) => usd === 0 || usd >= 1 / NANO_PER_USD, {
+    message: () => "a positive limit must be at least 0.000000001 (a nano-dollar), or 0",
+  }),
   Schema.lessThanOrEqualTo(MAX_LIMIT_USD, { message: () => `must be at most ${MAX_LIMIT_USD} (USD; money is counted in nano-dollars)` }),
 )
 

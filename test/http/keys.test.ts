@@ -68,6 +68,40 @@ describe("POST /keys (create)", () => {
     expect(body.data.expires_at).toBe("2099-01-01T00:00:00.000Z")
   })
 
+  test("expires_at with a field out of range or a date that does not exist is 400 naming the rule, never 500", async () => {
+    for (const expires_at of [
+      "2099-13-45T00:00:00Z",
+      "2030-00-10T00:00:00Z",
+      "2030-01-01T00:00:00+25:00",
+      "2030-01-01T00:00:00+23:99",
+      "2099-12-31T23:59:60Z",
+      "2099-12-31T24:00:00Z",
+      "2099-02-30T00:00:00Z",
+      "2100-02-29T00:00:00Z",
+      "2099-04-31T00:00:00Z",
+    ]) {
+      const message = await expectError(await gw().fetch("/v1/keys", { method: "POST", json: { name: "x", expires_at } }), 400)
+      expect(message).toContain("expires_at: must be an ISO 8601 timestamp")
+      expect(message).toContain("in range")
+    }
+  })
+
+  test("expires_at on a real day at the edges of the ranges is accepted as given", async () => {
+    for (const [expires_at, utc] of [
+      ["2096-02-29T23:59:59Z", "2096-02-29T23:59:59.000Z"],
+      ["2099-12-31T23:59:59.5-23:59", "2100-01-01T23:58:59.500Z"],
+      ["2099-01-01T00:00:00+23:59", "2098-12-31T00:01:00.000Z"],
+    ] as const) {
+      expect((await createKey({ name: "edge", expires_at })).data.expires_at).toBe(utc)
+    }
+  })
+
+  test("a positive limit below a nano-dollar is 400 naming limit (it would be stored as 0); one nano-dollar is kept", async () => {
+    const message = await expectError(await gw().fetch("/v1/keys", { method: "POST", json: { name: "a", limit: 0.0000000001 } }), 400)
+    expect(message).toContain("limit: a positive limit must be at least 0.000000001")
+    expect((await createKey({ name: "nano", limit: 0.000000001 })).data.limit).toBe(0.000000001)
+  })
+
   test("a workspace the caller cannot use is 404", async () => {
     const res = await gw().fetch("/v1/keys", {
       method: "POST",
@@ -179,6 +213,14 @@ describe("PATCH /keys/{hash}", () => {
     }
     const after = (await (await gw().fetch(`/v1/keys/${data.hash}`)).json()) as { data: Record<string, unknown> }
     expect(after.data).toMatchObject({ name: "keep", limit: 1, disabled: false, limit_reset: null })
+  })
+
+  test("a positive limit below a nano-dollar is 400 naming limit and changes nothing", async () => {
+    const { data } = await createKey({ name: "keep-limit", limit: 1 })
+    const res = await gw().fetch(`/v1/keys/${data.hash}`, { method: "PATCH", json: { limit: 0.0000000001 } })
+    expect(await expectError(res, 400)).toContain("limit: a positive limit must be at least 0.000000001")
+    const after = (await (await gw().fetch(`/v1/keys/${data.hash}`)).json()) as { data: Record<string, unknown> }
+    expect(after.data.limit).toBe(1)
   })
 
   test("a disabled key is refused by the very next request, and works again when re-enabled", async () => {
