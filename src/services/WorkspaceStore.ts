@@ -252,11 +252,16 @@ export class WorkspaceStore extends Effect.Service<WorkspaceStore>()("WorkspaceS
 
     /**
      * Deletes a workspace and its memberships. Refused (nothing changes) for the owner's
-     * default workspace, and while keys that are not deleted (active or disabled) live in it.
-     * Deleted keys are tombstones kept for the ledger; they move to the owner's default
+     * default workspace, and while keys of its members (the owner included) that are not
+     * deleted live in it, active or disabled: a member can still use or re-enable them.
+     * Keys of users who are no longer members are deleted with the workspace: they cannot
+     * authenticate in it nor be re-enabled (Auth and the keys handler check membership), and
+     * only their own user could delete them, so otherwise nobody who may delete the workspace
+     * could. Deleted keys are tombstones kept for the ledger; they move to the owner's default
      * workspace so the workspace row can go (the spend rows keep the original workspace id).
+     * Returns the hashes of the keys deleted here, whose cached rows the caller drops.
      */
-    const remove = (row: WorkspaceRow) =>
+    const remove = (row: WorkspaceRow, callerId: string) =>
       sql
         .withTransaction(
           Effect.gen(function* () {
@@ -265,26 +270,46 @@ export class WorkspaceStore extends Effect.Service<WorkspaceStore>()("WorkspaceS
                 message: `Workspace '${row.slug}' is its owner's default workspace and cannot be deleted (keys created without a workspace_id go there); nothing was deleted`,
               })
             }
-            const keys = yield* sql<{ active: number; disabled: number }>`SELECT
-                CAST(COALESCE(SUM(CASE WHEN disabled = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS active,
-                CAST(COALESCE(SUM(CASE WHEN disabled = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS disabled
-              FROM api_keys WHERE workspace_id = ${row.id} AND deleted = 0`
-            const active = Number(keys[0]?.active ?? 0)
-            const disabled = Number(keys[0]?.disabled ?? 0)
-            if (active + disabled > 0) {
-              return yield* new BadRequest({
-                message: `Workspace '${row.slug}' still has ${plural(active, "active API key", "active API keys")} and ${plural(
-                  disabled,
-                  "disabled API key",
-                  "disabled API keys",
-                )}; delete them first. Nothing was deleted`,
+            const holders = yield* sql<{ user_id: string; active: number; disabled: number; member: number }>`SELECT k.user_id,
+                CAST(SUM(CASE WHEN k.disabled = 0 THEN 1 ELSE 0 END) AS INTEGER) AS active,
+                CAST(SUM(CASE WHEN k.disabled = 1 THEN 1 ELSE 0 END) AS INTEGER) AS disabled,
+                CASE WHEN k.user_id = ${row.owner_user_id} OR EXISTS (SELECT 1 FROM workspace_members m
+                  WHERE m.workspace_id = ${row.id} AND m.user_id = k.user_id) THEN 1 ELSE 0 END AS member
+              FROM api_keys k WHERE k.workspace_id = ${row.id} AND k.deleted = 0
+              GROUP BY k.user_id ORDER BY k.user_id`
+            const members = holders.filter((h) => Number(h.member) === 1)
+            if (members.length > 0) {
+              // The caller's own keys first: those it can delete itself.
+              members.sort((a, b) => Number(b.user_id === callerId) - Number(a.user_id === callerId))
+              const shown = members.slice(0, 5).map((h) => {
+                const counts = [
+                  Number(h.active) > 0 ? plural(Number(h.active), "active API key", "active API keys") : undefined,
+                  Number(h.disabled) > 0 ? plural(Number(h.disabled), "disabled API key", "disabled API keys") : undefined,
+                ].filter((c) => c !== undefined)
+                return `${h.user_id === callerId ? "yours" : h.user_id}: ${counts.join(" and ")}`
               })
+              const more = members.length > shown.length ? `; and ${plural(members.length - shown.length, "other member", "other members")}` : ""
+              return yield* new BadRequest({
+                message: `Workspace '${row.slug}' still has API keys of its members (${shown.join("; ")}${more}). A key can be deleted only by its own user; a member whose keys here are all disabled can instead be removed from the workspace, as keys of former members are deleted with it. Nothing was deleted`,
+              })
+            }
+            // By user: a key a member creates meanwhile is not swept along (it fails the delete instead).
+            const formerUsers = holders.map((h) => h.user_id)
+            const deletedHashes =
+              formerUsers.length === 0
+                ? []
+                : (yield* sql<{ hash: string }>`SELECT hash FROM api_keys
+                    WHERE workspace_id = ${row.id} AND deleted = 0 AND user_id IN ${sql.in(formerUsers)}`).map((k) => k.hash)
+            if (deletedHashes.length > 0) {
+              yield* sql`UPDATE api_keys SET deleted = 1, disabled = 1, updated_at = ${yield* nowIso}
+                WHERE hash IN ${sql.in(deletedHashes)}`
             }
             const fallback = yield* users.ensure(row.owner_user_id)
             yield* sql`UPDATE api_keys SET workspace_id = ${fallback} WHERE workspace_id = ${row.id} AND deleted = 1`
             yield* sql`DELETE FROM workspace_members WHERE workspace_id = ${row.id}`
             yield* sql`DELETE FROM workspace_budgets WHERE workspace_id = ${row.id}`
             yield* sql`DELETE FROM workspaces WHERE id = ${row.id}`
+            return deletedHashes
           }),
         )
         .pipe(

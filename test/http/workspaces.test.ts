@@ -499,6 +499,49 @@ describe("DELETE /workspaces/{id or slug}", () => {
     await expectError(await gw().fetch(`/v1/workspaces/${made.id}`), 404)
   })
 
+  test("a key a former member left disabled does not hold the workspace: it is deleted with it", async () => {
+    const bob = await otherUser(`user_bob_${++counter}`)
+    const made = await createWs()
+    await gw().fetch(`/v1/workspaces/${made.id}/members/add`, { method: "POST", json: { user_ids: [bob.userId] } })
+    // Bob makes a key in the workspace and disables it, so that the owner may remove him.
+    const created = await gw().fetch("/v1/keys", { method: "POST", key: bob.secret, json: { name: "bob-in-team", workspace_id: made.id } })
+    const left = ((await created.json()) as { data: { hash: string }; key: string })
+    expect(created.status).toBe(201)
+    await gw().fetch(`/v1/keys/${left.data.hash}`, { method: "PATCH", key: bob.secret, json: { disabled: true } })
+    const removed = await gw().fetch(`/v1/workspaces/${made.id}/members/remove`, { method: "POST", json: { user_ids: [bob.userId] } })
+    expect(((await removed.json()) as { removed_count: number }).removed_count).toBe(1)
+    // The owner cannot see or delete Bob's key...
+    await expectError(await gw().fetch(`/v1/keys/${left.data.hash}`, { method: "DELETE" }), 404)
+    // ...and need not: the workspace goes, and the key with it.
+    const res = await gw().fetch(`/v1/workspaces/${made.id}`, { method: "DELETE" })
+    expect(res.status).toBe(200)
+    await expectError(await gw().fetch(`/v1/workspaces/${made.id}`), 404)
+    await expectError(await gw().fetch(`/v1/keys/${left.data.hash}`, { key: bob.secret }), 404)
+    const bobsKeys = (await (await gw().fetch("/v1/keys?include_disabled=true", { key: bob.secret })).json()) as { data: Array<{ hash: string }> }
+    expect(bobsKeys.data.map((k) => k.hash)).not.toContain(left.data.hash)
+    expect(await expectError(await gw().fetch("/v1/key", { key: left.key }), 401)).toBe("Invalid API key")
+  })
+
+  test("a current member's keys, even disabled, hold the workspace; the refusal names whose they are and how to clear them", async () => {
+    const bob = await otherUser(`user_bob_${++counter}`)
+    const made = await createWs()
+    const { creator_user_id } = await me()
+    await gw().fetch(`/v1/workspaces/${made.id}/members/add`, { method: "POST", json: { user_ids: [bob.userId] } })
+    const mine = await keyIn(creator_user_id, made.id, "mine")
+    const created = await gw().fetch("/v1/keys", { method: "POST", key: bob.secret, json: { name: "bob-in-team", workspace_id: made.id } })
+    const bobs = ((await created.json()) as { data: { hash: string } }).data
+    await gw().fetch(`/v1/keys/${bobs.hash}`, { method: "PATCH", key: bob.secret, json: { disabled: true } })
+    const message = await expectError(await gw().fetch(`/v1/workspaces/${made.id}`, { method: "DELETE" }), 400)
+    expect(message).toContain(`(yours: 1 active API key; ${bob.userId}: 1 disabled API key)`)
+    expect(message).toContain("can instead be removed from the workspace")
+    expect(message).toContain("Nothing was deleted")
+    // The owner clears its own key and removes Bob (his keys there are all disabled): then the workspace can go.
+    expect((await gw().fetch(`/v1/keys/${mine.hash}`, { method: "DELETE" })).status).toBe(200)
+    await gw().fetch(`/v1/workspaces/${made.id}/members/remove`, { method: "POST", json: { user_ids: [bob.userId] } })
+    expect((await gw().fetch(`/v1/workspaces/${made.id}`, { method: "DELETE" })).status).toBe(200)
+    await expectError(await gw().fetch(`/v1/keys/${bobs.hash}`, { key: bob.secret }), 404)
+  })
+
   test("a workspace other resources still refer to is refused with 400 (not 500) and stays", async () => {
     const made = await createWs()
     // Any table that refers to workspaces without cascading (destinations do) holds the workspace.

@@ -1,4 +1,4 @@
-/** Handlers of the workspaces group: they check the caller and call WorkspaceStore, nothing more. */
+/** Handlers of the workspaces group: they check the caller and call WorkspaceStore (and KeyStore, for the keys a deleted workspace takes along), nothing more. */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { BadRequest, Forbidden, NotFound } from "../../domain/errors.js"
@@ -9,6 +9,7 @@ import { servesModel } from "../../routing/model-id.js"
 import { Broadcast } from "../../broadcast/Broadcast.js"
 import { requireManagement } from "../../services/Auth.js"
 import { Catalog } from "../../services/Catalog.js"
+import { KeyStore } from "../../services/KeyStore.js"
 import { ContentPolicy } from "../../services/ContentPolicy.js"
 import { WorkspaceBudgets } from "../../services/WorkspaceBudgets.js"
 import { WorkspaceStore, type WorkspaceSettings } from "../../services/WorkspaceStore.js"
@@ -33,6 +34,7 @@ const settingsOf = (p: Omit<UpdateWorkspacePayload, "name" | "slug">): Workspace
 export const WorkspacesLive = HttpApiBuilder.group(GatewayApi, "workspaces", (handlers) =>
   Effect.gen(function* () {
     const store = yield* WorkspaceStore
+    const keys = yield* KeyStore
     const policy = yield* ContentPolicy
     const broadcast = yield* Broadcast
     const catalog = yield* Catalog
@@ -101,7 +103,9 @@ export const WorkspacesLive = HttpApiBuilder.group(GatewayApi, "workspaces", (ha
       .handle("delete", ({ path }) =>
         Effect.gen(function* () {
           const ws = yield* administered(path.id)
-          yield* store.remove(ws.row)
+          const deletedKeys = yield* store.remove(ws.row, ws.userId)
+          // After the commit: a key deleted with the workspace must not live on in a cache.
+          yield* Effect.forEach(deletedKeys, keys.invalidate, { discard: true })
           return { deleted: true as const }
         }),
       )
