@@ -109,7 +109,8 @@ export const LOG_PAGE_MAX = 100
 const GENERATION_ID = /^gen-\d{10}-[A-Za-z0-9]{1,40}$/
 
 const Iso = Schema.String.pipe(
-  Schema.filter((s) => /^\d{4}-\d{2}-\d{2}(T[\d:.]+Z?)?$/.test(s) && !Number.isNaN(Date.parse(s)), {
+  // The day checked as one (Date.parse rolls 2026-02-30 over to March 2).
+  Schema.filter((s) => /^\d{4}-\d{2}-\d{2}(T[\d:.]+Z?)?$/.test(s) && !Number.isNaN(Date.parse(s)) && validDay(s.slice(0, 10)), {
     message: () => "must be an ISO 8601 time or date in UTC",
   }),
 )

@@ -241,6 +241,9 @@ describe("GET /v1/generations (the log)", () => {
     expect(await expectError(await gw().fetch("/v1/generations?cursor=abc"), 400)).toContain("cursor")
     expect(await expectError(await gw().fetch("/v1/generations?status=weird"), 400)).toContain("status")
     expect(await expectError(await gw().fetch("/v1/generations?min_cost=-1"), 400)).toContain("min_cost")
+    // A day the calendar does not have, not rolled over to the next month.
+    expect(await expectError(await gw().fetch("/v1/generations?from=2026-02-30"), 400)).toContain("from")
+    expect(await expectError(await gw().fetch("/v1/activity/summary?to=2026-04-31T10:00:00Z"), 400)).toContain("to")
   })
 })
 
