@@ -123,6 +123,17 @@ const toolChoice = (choice: ToolChoiceInput): Result<ToolChoice> => {
   return refuse(`tool_choice: type ${quote(String(choice.type))} cannot be sent to this provider`)
 }
 
+/**
+ * A tool choice the request's function tools cannot meet, as the 400's text: a function it does
+ * not declare, or "required" with none. Providers refuse these too, but with their own wording,
+ * and a model forced to call a function the caller does not have answers with a call it cannot run.
+ */
+const unmetChoice = (choice: ToolChoice, tools: ReadonlyArray<FunctionTool>): string | undefined => {
+  if (choice === "required" && tools.length === 0) return `tool_choice: "required" needs at least one function tool in tools`
+  if (typeof choice !== "object" || tools.some((t) => t.name === choice.name)) return undefined
+  return `tool_choice.name: ${quote(choice.name)} is not the name of a function tool of this request (tools[].name)`
+}
+
 const responseFormat = (format: NonNullable<NonNullable<ResponsesRequest["text"]>["format"]>): ResponseFormat => {
   switch (format.type) {
     case "text":
@@ -169,6 +180,8 @@ export const toNormalizedRequest = (
   if (req.tool_choice !== undefined) {
     const choice = toolChoice(req.tool_choice)
     if (Either.isLeft(choice)) return Either.left(choice.left)
+    const unmet = unmetChoice(choice.right, tools.right)
+    if (unmet !== undefined) return refuse(unmet)
     out.toolChoice = choice.right
   }
   if (req.instructions != null) out.instructions = req.instructions

@@ -148,7 +148,17 @@ describe("Normalizing tools and choices", () => {
   })
 
   test("string tool choices pass through", () => {
-    for (const choice of ["auto", "none", "required"] as const) expect(normalize({ tool_choice: choice }).toolChoice).toBe(choice)
+    const tools = [{ type: "function", name: "f" }]
+    for (const choice of ["auto", "none", "required"] as const) expect(normalize({ tools, tool_choice: choice }).toolChoice).toBe(choice)
+    expect(normalize({ tool_choice: "none" }).toolChoice).toBe("none")
+  })
+
+  test("a choice the request's tools cannot meet is refused: a function it does not declare, required with none", () => {
+    expect(refusal({ tools: [{ type: "function", name: "f" }], tool_choice: { type: "function", name: "g" } })).toContain(
+      'tool_choice.name: "g" is not the name of a function tool of this request (tools[].name)',
+    )
+    expect(refusal({ tool_choice: { type: "function", name: "g" } })).toContain('tool_choice.name: "g"')
+    expect(refusal({ tool_choice: "required" })).toContain('tool_choice: "required" needs at least one function tool in tools')
   })
 
   test("a non-function tool is refused naming its type and index", () => {
