@@ -307,8 +307,16 @@ const METADATA_PAIRS = 16
 const METADATA_KEY = 64
 const METADATA_VALUE = 512
 
+/**
+ * `JSON.parse` makes a `"__proto__"` key an own key; a Record's decode assigns it, which sets the
+ * prototype instead: the pair vanished and did not count toward the 16. Refused before it.
+ */
+const NoProtoKey = Schema.Unknown.pipe(
+  Schema.filter((u) => typeof u !== "object" || u === null || !Object.hasOwn(u, "__proto__") || "key __proto__ is not allowed"),
+)
+
 /** String keys and values; at most 16 pairs; key ≤ 64 characters without brackets; value ≤ 512. */
-export const Metadata = Schema.Record({ key: Schema.String, value: Schema.String }).pipe(
+export const Metadata = Schema.compose(NoProtoKey, Schema.Record({ key: Schema.String, value: Schema.String }), { strict: false }).pipe(
   Schema.filter((m) => {
     const keys = Object.keys(m)
     if (keys.length > METADATA_PAIRS) return `at most ${METADATA_PAIRS} pairs`

@@ -109,6 +109,10 @@ describe("Limit: metadata", () => {
   test("16 pairs are accepted, 17 are refused", () => {
     accept({ metadata: pairs(16) })
     expect(refuse({ metadata: pairs(17) })).toContain("metadata: at most 16 pairs")
+    // A "__proto__" key (JSON.parse makes it an own key) would vanish in the decode and not count.
+    expect(refuse(JSON.parse('{"model": "acme/model-1", "input": "hi", "metadata": {"__proto__": "x", "a": "b"}}'))).toContain(
+      "metadata: key __proto__ is not allowed",
+    )
   })
   test("a key of 64 characters is accepted, 65 is refused", () => {
     accept({ metadata: { ["k".repeat(64)]: "v" } })
