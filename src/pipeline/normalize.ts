@@ -108,11 +108,26 @@ const inputItem = (item: InputItem, i: number): Result<NormalizedItem> => {
   }
 }
 
+/** What makes `parameters` no object schema (the contract's rule for a function tool), or undefined. */
+const objectSchemaProblem = (parameters: Readonly<Record<string, unknown>>): string | undefined => {
+  const { type, properties, required } = parameters
+  if (type !== undefined && type !== "object" && !(Array.isArray(type) && type.includes("object"))) return `must be an object schema (type "object")`
+  if (properties !== undefined && (typeof properties !== "object" || properties === null || Array.isArray(properties))) {
+    return "properties must be an object of property schemas"
+  }
+  if (required !== undefined && !(Array.isArray(required) && required.every((r) => typeof r === "string"))) return "required must be an array of property names"
+  return undefined
+}
+
 const functionTool = (tool: ToolInput, i: number): Result<FunctionTool> => {
   if (!isFunctionTool(tool)) return refuse(`tools[${i}]: tool type ${quote(String(tool.type))} cannot be sent to this provider`)
   const fn: Types.Mutable<FunctionTool> = { type: "function", name: tool.name }
   if (tool.description != null) fn.description = tool.description
-  if (tool.parameters != null) fn.parameters = tool.parameters
+  if (tool.parameters != null) {
+    const problem = objectSchemaProblem(tool.parameters)
+    if (problem !== undefined) return refuse(`tools[${i}].parameters: ${problem}`)
+    fn.parameters = tool.parameters
+  }
   if (tool.strict != null) fn.strict = tool.strict
   return Either.right(fn)
 }

@@ -161,6 +161,15 @@ describe("Normalizing tools and choices", () => {
     expect(refusal({ tool_choice: "required" })).toContain('tool_choice: "required" needs at least one function tool in tools')
   })
 
+  test("parameters that are no object schema are refused naming the tool", () => {
+    const tool = (parameters: Record<string, unknown>) => ({ tools: [{ type: "function", name: "f" }, { type: "function", name: "g", parameters }] })
+    expect(refusal(tool({ type: "string" }))).toContain('tools[1].parameters: must be an object schema (type "object")')
+    expect(refusal(tool({ type: "object", properties: 5 }))).toContain("tools[1].parameters: properties must be an object")
+    expect(refusal(tool({ type: "object", required: 7 }))).toContain("tools[1].parameters: required must be an array of property names")
+    expect(normalize(tool({ type: ["object", "null"], properties: { a: { type: "string" } }, required: ["a"] })).tools).toHaveLength(2)
+    expect(normalize(tool({ properties: {} })).tools).toHaveLength(2)
+  })
+
   test("a non-function tool is refused naming its type and index", () => {
     expect(refusal({ tools: [{ type: "function", name: "f" }, { type: "web_search_preview" }] })).toContain(
       'tools[1]: tool type "web_search_preview" cannot be sent to this provider',
