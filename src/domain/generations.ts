@@ -4,7 +4,8 @@
  * `GET /generation/content`).
  */
 import { randomPool, takeRandom } from "./random"
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
+import { BadRequest } from "./errors.js"
 import type { ResponsesRequest } from "./responses.js"
 
 export type GenerationStatus = "completed" | "incomplete" | "failed" | "cancelled"
@@ -166,9 +167,21 @@ export const idSecondOf = (id: string): number => {
 
 // ---- wire shapes ----
 
-export const GenerationIdParams = Schema.Struct({
-  id: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })),
-})
+const GenerationId = Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
+export const GenerationIdParams = Schema.Struct({ id: GenerationId })
+
+/**
+ * `GET /generation/content`'s query: the id checked in the handler, after the key (the contract
+ * answers an inference key 403 there, whatever its query).
+ */
+export const GenerationContentParams = Schema.Struct({ id: Schema.optional(Schema.String) })
+/** The content query's id: a 400 naming it when missing or empty. */
+export const generationIdOf = (params: typeof GenerationContentParams.Type): Effect.Effect<string, BadRequest> =>
+  params.id === undefined
+    ? Effect.fail(new BadRequest({ message: "Invalid request: id: is missing" }))
+    : params.id === ""
+      ? Effect.fail(new BadRequest({ message: "Invalid request: id: must not be empty" }))
+      : Effect.succeed(params.id)
 
 /** The categories of `POST /generation/feedback`, as the official SDK sends them. */
 export const FEEDBACK_CATEGORIES = ["latency", "incoherence", "incorrect_response", "formatting", "billing", "api_error", "other"] as const

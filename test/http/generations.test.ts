@@ -178,8 +178,14 @@ describe("GET /generation/content", () => {
   })
 
   test("a missing or empty id is 400 naming id", async () => {
-    expect(await expectError(await gw().fetch("/v1/generation/content"), 400)).toContain("id")
-    expect(await expectError(await gw().fetch("/v1/generation/content?id="), 400)).toContain("id")
+    expect(await expectError(await gw().fetch("/v1/generation/content"), 400)).toBe("Invalid request: id: is missing")
+    expect(await expectError(await gw().fetch("/v1/generation/content?id="), 400)).toBe("Invalid request: id: must not be empty")
+  })
+
+  test("an inference key is 403 whatever its query: the key is checked before the id", async () => {
+    for (const query of ["", "?id=", "?id=gen-1"]) {
+      expect(await expectError(await gw().fetch(`/v1/generation/content${query}`, { key: me.inference.key }), 403)).toContain("Only management keys")
+    }
   })
 
   test("no credential is 401", async () => {

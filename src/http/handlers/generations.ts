@@ -7,7 +7,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { NotFound } from "../../domain/errors.js"
-import { contentView, generationView, type StoredGeneration } from "../../domain/generations.js"
+import { contentView, generationIdOf, generationView, type StoredGeneration } from "../../domain/generations.js"
 import { Principal, type PrincipalShape, requireManagement } from "../../services/Auth.js"
 import { GenerationFeedback } from "../../services/GenerationFeedback.js"
 import { GenerationStore } from "../../services/GenerationStore.js"
@@ -43,7 +43,7 @@ export const GenerationsLive = HttpApiBuilder.group(GatewayApi, "generations", (
       .handle("content", ({ urlParams }) =>
         Effect.gen(function* () {
           const p = yield* requireManagement
-          const generation = yield* visible(p, urlParams.id)
+          const generation = yield* visible(p, yield* generationIdOf(urlParams))
           const content = yield* generations.getContent(generation.id)
           if (Option.isNone(content)) {
             return yield* new NotFound({
