@@ -29,6 +29,10 @@ export const WorkspaceSlug = Schema.String.pipe(
     message: () =>
       "must be lowercase letters and digits in segments joined by single hyphens (^[a-z0-9]+(?:-[a-z0-9]+)*$)",
   }),
+  // A path names a workspace by id or slug, the id first: a slug shaped as an id could name another workspace.
+  Schema.filter((slug) => !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(slug), {
+    message: () => "must not have the shape of a workspace id (a UUID): paths take either",
+  }),
 )
 
 export const WorkspaceDescription = Schema.String.pipe(

@@ -178,6 +178,11 @@ describe("POST /workspaces (create)", () => {
     expect(await createRefused({ name: "x" }, "slug")).toContain("is missing")
   })
 
+  test("a slug shaped as a workspace id (a UUID) is refused: a path naming it would find the workspace of that id first", async () => {
+    const message = await createRefused({ name: "x", slug: crypto.randomUUID() }, "slug")
+    expect(message).toContain("must not have the shape of a workspace id")
+  })
+
   test("slug pattern: a-b and a1-b2-c3 are accepted; A, a--b, -a, a-, a_b and 'a b' are refused naming slug", async () => {
     const suffix = Math.random().toString(36).slice(2, 8)
     expect((await createWs({ slug: `a-b${suffix}` })).slug).toBe(`a-b${suffix}`)
