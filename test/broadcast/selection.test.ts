@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect } from "bun:test"
 import { TEST_BROADCAST } from "../../src/config/Config.js"
-import { regexProblem } from "../../src/domain/destinations.js"
+import { regexProblem } from "../../src/domain/safe-regex.js"
 import { compileFilter, type FilterSubject } from "../../src/broadcast/filters.js"
 import { sampled } from "../../src/broadcast/outbox.js"
 import { startInProcessGateway, type InProcessGateway, TEST_METRICS_TOKEN } from "../support/gateway.js"
