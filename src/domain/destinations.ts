@@ -7,6 +7,7 @@
  * `DestinationKinds` table.
  */
 import { Context, Either, ParseResult, Schema } from "effect"
+import { regexProblem } from "./safe-regex.js"
 import { BadRequest } from "./errors.js"
 import { PageParams } from "./paging.js"
 import { describeParseError } from "./validation.js"
@@ -37,16 +38,43 @@ export const isHttpUrl = (s: string) => {
 
 export const ConfigUrl = ConfigText.pipe(Schema.filter((s) => isHttpUrl(s) || "must be an http(s) URL"))
 
-/** A map of header names to values (a kind lists it in `secretMaps`: auth headers live there). */
+/** An RFC 7230 token: what fetch accepts as a header name. */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+
+/** Headers the HTTP client sets itself from the request (framing, hop-by-hop): a tenant's value would break every delivery. */
+const RESERVED_HEADERS: ReadonlyArray<string> = ["host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer"]
+
+/** Why a header is refused, or undefined: fetch refuses these names and values, so every delivery would fail. */
+const headerProblem = (name: string, value: string): string | undefined => {
+  if (name.length === 0) return "header names must not be empty"
+  if (name.length > 256) return "header names have at most 256 characters"
+  if (!HEADER_NAME.test(name)) return "is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only: no spaces or colons)"
+  if (RESERVED_HEADERS.includes(name.toLowerCase())) return "is set by the gateway for each request: remove it"
+  if (/[\r\n\0]/.test(value)) return "must not contain CR, LF or NUL"
+  if (/[^\u0000-\u00ff]/.test(value)) return "must be Latin-1 text (encode other characters, e.g. percent-encoding)"
+  return undefined
+}
+
+/**
+ * A map of header names to values (a kind lists it in `secretMaps`: auth headers live there). Names
+ * are checked here rather than on the Record's key, where a refused key reads "unknown key".
+ */
 export const ConfigHeaders = Schema.Record({
-  key: Schema.String.pipe(
-    Schema.minLength(1, { message: () => "header names must not be empty" }),
-    Schema.maxLength(256, { message: () => "header names have at most 256 characters" }),
-  ),
+  key: Schema.String,
   value: Schema.String.annotations({ message: () => "must be a string" }).pipe(
     Schema.maxLength(CONFIG_VALUE_MAX, { message: () => `at most ${CONFIG_VALUE_MAX} characters` }),
   ),
-}).annotations({ message: () => "must be an object of header names to string values" })
+})
+  .annotations({ message: () => "must be an object of header names to string values" })
+  .pipe(
+    Schema.filter((headers) => {
+      for (const [name, value] of Object.entries(headers)) {
+        const problem = headerProblem(name, value)
+        if (problem !== undefined) return { path: [name], message: problem }
+      }
+      return true
+    }),
+  )
 
 /** A SQL identifier: quoted in the SQL text; the length cap keeps it sane. */
 export const ConfigSqlIdentifier = Schema.String.pipe(
@@ -137,15 +165,50 @@ export const receiverValues = (config: DestinationConfig): Array<ReceiverUrl> =>
 export const configUrls = (rules: DestinationRules, config: DestinationConfig): ReadonlyArray<ReceiverUrl> =>
   rules.receivers === undefined ? receiverValues(config) : rules.receivers(config)
 
-/** `pk-l...EfGh`: the first and last 4 characters; 8 characters or fewer are fully masked. */
-export const mask = (secret: string): string =>
+/** A secret shorter than this shows no character: 4 known of fewer than 16 leave too few to guess. */
+const MASK_REVEAL_MIN = 16
+
+/** `****EfGh`: the last 4 characters of a secret of 16 or more, else `****`. */
+export const mask = (secret: string): string => (secret.length < MASK_REVEAL_MIN ? "****" : `****${secret.slice(-4)}`)
+
+/** Query parameters whose values are taken for credentials (`api_key`, `access_token`, `X-Amz-Signature`, `sig`, …). */
+const SECRET_PARAM = /key|token|secret|passw|pwd|sig|auth|credential|session/i
+
+/**
+ * A URL as it may be shown: the password of its userinfo masked (the user name too when it comes
+ * alone: `https://<key>@host` carries its key there), and secret-looking query values masked.
+ * Anything else, URL or not, is returned as is.
+ */
+export const maskUrl = (value: string): string => {
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    return value
+  }
+  const params = url.search.slice(1).split("&")
+  const isSecret = (param: string) => param.indexOf("=") > 0 && SECRET_PARAM.test(param.slice(0, param.indexOf("=")))
+  if (url.username === "" && url.password === "" && !params.some(isSecret)) return value
+  if (url.password !== "") url.password = mask(url.password)
+  else if (url.username !== "") url.username = mask(url.username)
+  if (params.some(isSecret)) {
+    url.search = params.map((p) => (isSecret(p) ? `${p.slice(0, p.indexOf("="))}=${mask(p.slice(p.indexOf("=") + 1))}` : p)).join("&")
+  }
+  return url.toString()
+}
+
+/** The format shown before `mask` (first and last 4 characters), which a client may still hold. */
+const earlierMask = (secret: string): string =>
   secret.length <= 8 ? "********" : `${secret.slice(0, 4)}...${secret.slice(-4)}`
 
-/** The config as it may be shown: every secret value masked. */
+/** Whether a value sent back is the stored secret as it is (or was) shown. */
+const isMasked = (sent: unknown, secret: string): boolean => sent === mask(secret) || sent === earlierMask(secret)
+
+/** The config as it may be shown: every secret value masked, and the credentials of URLs. */
 export const maskConfig = (rules: DestinationRules, config: DestinationConfig): DestinationConfig => {
   const out: Record<string, string | Readonly<Record<string, string>>> = {}
   for (const [key, value] of Object.entries(config)) {
-    if (typeof value === "string") out[key] = rules.secretFields.includes(key) ? mask(value) : value
+    if (typeof value === "string") out[key] = rules.secretFields.includes(key) ? mask(value) : maskUrl(value)
     else if (rules.secretMaps.includes(key)) {
       out[key] = Object.fromEntries(Object.entries(value).map(([name, v]) => [name, mask(v)]))
     } else out[key] = value
@@ -155,9 +218,9 @@ export const maskConfig = (rules: DestinationRules, config: DestinationConfig): 
 
 /**
  * A PATCH's config over the stored one: keys merge one by one (null removes an optional key);
- * a secret sent back exactly in its masked form keeps the stored secret. A header map is
- * replaced as a whole, except that a header value equal to the masked stored value of the
- * same header keeps the stored value.
+ * a value sent back exactly as it is shown (a masked secret, a URL with its credentials masked)
+ * keeps the stored value. A header map is replaced as a whole, except that a header value equal
+ * to the masked stored value of the same header keeps the stored value.
  */
 export const mergeConfig = (
   rules: DestinationRules,
@@ -168,8 +231,9 @@ export const mergeConfig = (
   for (const [key, value] of Object.entries(patch)) {
     const before = stored[key]
     if (value === null) delete out[key]
-    else if (rules.secretFields.includes(key) && typeof before === "string" && value === mask(before)) out[key] = before
-    else if (
+    else if (typeof before === "string" && (rules.secretFields.includes(key) ? isMasked(value, before) : value === maskUrl(before))) {
+      out[key] = before
+    } else if (
       rules.secretMaps.includes(key) &&
       typeof value === "object" &&
       !Array.isArray(value) &&
@@ -178,7 +242,7 @@ export const mergeConfig = (
       out[key] = Object.fromEntries(
         Object.entries(value as Record<string, unknown>).map(([name, v]) => {
           const old = before[name]
-          return [name, old !== undefined && v === mask(old) ? old : v]
+          return [name, old !== undefined && isMasked(v, old) ? old : v]
         }),
       )
     } else out[key] = value
@@ -220,48 +284,6 @@ export const FILTER_OPERATORS = [
 ] as const
 
 const NUMERIC_OPERATORS: ReadonlyArray<string> = ["gt", "lt", "gte", "lte"]
-
-/** A tenant's regex is run on every generation: short, and without the nested quantifiers that backtrack exponentially. */
-export const REGEX_MAX_LENGTH = 256
-
-/**
- * Why a filter's regex is refused, or undefined: too long, a quantified group that itself holds a
- * quantifier (`(a+)+`, `(\w*)*`, `(a|b+){2,}`), a backreference, or not compilable.
- */
-export const regexProblem = (pattern: string): string | undefined => {
-  if (pattern.length > REGEX_MAX_LENGTH) return `is longer than ${REGEX_MAX_LENGTH} characters`
-  // Each open group: whether a quantifier occurs inside it.
-  const groups: Array<boolean> = []
-  let inClass = false
-  for (let i = 0; i < pattern.length; i++) {
-    const ch = pattern[i]
-    if (ch === "\\") {
-      const next = pattern[i + 1] ?? ""
-      if (!inClass && /[1-9k]/.test(next)) return "uses a backreference (not allowed)"
-      i++
-      continue
-    }
-    if (inClass) {
-      if (ch === "]") inClass = false
-      continue
-    }
-    if (ch === "[") inClass = true
-    else if (ch === "(") groups.push(false)
-    else if (ch === ")") {
-      const quantifiedInside = groups.pop() ?? false
-      const next = pattern[i + 1]
-      const quantified = next === "*" || next === "+" || next === "?" || next === "{"
-      if (quantified && quantifiedInside) return "nests quantifiers (e.g. (a+)+), which can take exponential time"
-      if (groups.length > 0 && (quantifiedInside || quantified)) groups[groups.length - 1] = true
-    } else if ((ch === "*" || ch === "+" || ch === "{") && groups.length > 0) groups[groups.length - 1] = true
-  }
-  try {
-    new RegExp(pattern)
-    return undefined
-  } catch (e) {
-    return `is not a valid regular expression (${(e as Error).message})`
-  }
-}
 
 const FilterRule = Schema.Struct({
   field: Schema.Literal(...FILTER_FIELDS).annotations({

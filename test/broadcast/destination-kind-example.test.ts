@@ -76,7 +76,7 @@ describe("the worked example of a destination kind (docs/architecture.md)", () =
     const made = await create({ url: `${receiver.url}/ingest`, token: "tok-0123456789" })
     if (Either.isLeft(made)) throw new Error(`create: ${made.left.message}`)
     expect(made.right.type).toBe("jsonl")
-    expect(made.right.config).toEqual({ url: `${receiver.url}/ingest`, token: "tok-...6789" })
+    expect(made.right.config).toEqual({ url: `${receiver.url}/ingest`, token: "****" })
 
     const generation = await ask(gw, { input: "hello jsonl" })
     await waitFor(() => receiver.received.some((r) => r.body.includes(generation)), 10_000, `generation ${generation} at the receiver`)

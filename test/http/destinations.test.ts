@@ -40,7 +40,7 @@ const DESTINATION = {
   updated_at: ["zoned"],
 } as const
 
-const mask = (s: string) => (s.length <= 8 ? "********" : `${s.slice(0, 4)}...${s.slice(-4)}`)
+const mask = (s: string) => (s.length < 16 ? "****" : `****${s.slice(-4)}`)
 
 /** Every kind with a full config, its required keys, and the keys we treat as secrets. */
 const KINDS: Record<string, { config: Record<string, string>; required: Array<string>; secrets: Array<string> }> = {
@@ -164,7 +164,7 @@ describe("POST /observability/destinations", () => {
       broadcast_generation_identity: true,
       broadcast_generation_request_context: true,
     })
-    expect(data.config).toEqual({ publicKey: "pk-l...EfGh", secretKey: "sk-l...wxyz", baseUrl: "https://cloud.langfuse.com" })
+    expect(data.config).toEqual({ publicKey: "****EfGh", secretKey: "****wxyz", baseUrl: "https://cloud.langfuse.com" })
     expect(data.created_at).toBe(data.updated_at)
   })
 
@@ -323,10 +323,10 @@ describe("POST /observability/destinations", () => {
     await expectError(res, 404)
   })
 
-  test("a secret of 8 characters or fewer is fully masked", async () => {
-    const data = await create({ type: "ramp", config: { apiKey: "12345678" } })
-    expect(data.config).toEqual({ apiKey: "********" })
-    expect((await create({ type: "ramp", config: { apiKey: "123456789" } })).config).toEqual({ apiKey: "1234...6789" })
+  test("a secret of fewer than 16 characters is fully masked; a longer one shows only its last 4", async () => {
+    const data = await create({ type: "ramp", config: { apiKey: "123456789012345" } })
+    expect(data.config).toEqual({ apiKey: "****" })
+    expect((await create({ type: "ramp", config: { apiKey: "1234567890123456" } })).config).toEqual({ apiKey: "****3456" })
   })
 
   test("a refused create stores nothing", async () => {
@@ -389,7 +389,7 @@ describe("secrets at rest", () => {
     expect(await resolvedConfig(hook.id)).toEqual({ url: "https://hooks.example.com/x", headers })
     expect(hook.config).toEqual({
       url: "https://hooks.example.com/x",
-      headers: { Authorization: "Bear...6789", "x-team": "core...ader" },
+      headers: { Authorization: "****6789", "x-team": "****ader" },
     })
   })
 })
@@ -473,14 +473,14 @@ describe("PATCH /observability/destinations/{id}", () => {
     const made = await create({})
     const res = await patch(made.id, { config: { secretKey: "sk-lf-brand-new-secret-9999" } })
     const { data } = (await res.json()) as DestinationBody
-    expect(data.config).toEqual({ publicKey: "pk-l...EfGh", secretKey: "sk-l...9999", baseUrl: "https://cloud.langfuse.com" })
+    expect(data.config).toEqual({ publicKey: "****EfGh", secretKey: "****9999", baseUrl: "https://cloud.langfuse.com" })
     expect(await resolvedConfig(made.id)).toEqual({ ...LANGFUSE, secretKey: "sk-lf-brand-new-secret-9999" })
   })
 
   test("null removes an optional config key; null on a required key is 400 and changes nothing", async () => {
     const made = await create({})
     const { data } = (await (await patch(made.id, { config: { baseUrl: null } })).json()) as DestinationBody
-    expect(data.config).toEqual({ publicKey: "pk-l...EfGh", secretKey: "sk-l...wxyz" })
+    expect(data.config).toEqual({ publicKey: "****EfGh", secretKey: "****wxyz" })
     expect(await expectError(await patch(made.id, { config: { secretKey: null } }), 400)).toContain("config.secretKey: is missing")
     expect(await resolvedConfig(made.id)).toEqual({ publicKey: LANGFUSE.publicKey, secretKey: LANGFUSE.secretKey })
   })
