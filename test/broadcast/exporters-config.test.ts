@@ -7,19 +7,7 @@ import { Either } from "effect"
 import { RAMP_UNSUPPORTED } from "../../src/broadcast/exporters/ramp.js"
 import { DESTINATION_KINDS, DESTINATION_TYPES, REGISTERED_KINDS } from "../../src/broadcast/exporters/index.js"
 import { decodeConfig, maskConfig } from "../../src/domain/destinations.js"
-import { BATCH } from "./exporters-support.js"
-
-const kindOf = (type: string) => {
-  const kind = REGISTERED_KINDS.get(type)
-  if (kind === undefined) throw new Error(`no ${type} kind in the registry`)
-  return kind
-}
-
-const refusal = (type: string, config: unknown): string => {
-  const decoded = decodeConfig(kindOf(type), config)
-  if (Either.isRight(decoded)) throw new Error(`expected ${type} config to be refused`)
-  return decoded.left.message
-}
+import { BATCH, kindOf, refusal } from "./exporters-support.js"
 
 const accepted = (type: string, config: unknown) => Either.isRight(decodeConfig(kindOf(type), config))
 

@@ -9,6 +9,9 @@ import { JsonTraceSerializer } from "@opentelemetry/otlp-transformer"
 import { resourceFromAttributes } from "@opentelemetry/resources"
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { type Delivery, type GenerationView, type OutboundRequest, type TraceBatch, traceBatch } from "../../src/broadcast/exporter.js"
+import { Either } from "effect"
+import { REGISTERED_KINDS } from "../../src/broadcast/exporters/index.js"
+import { decodeConfig, type DestinationRules } from "../../src/domain/destinations.js"
 
 // ---- the fixed batch ----
 
@@ -365,3 +368,18 @@ export const normalProtobuf = (body: Uint8Array): NormalTrace => ({
 })
 
 export const allSpans = (t: NormalTrace): Array<NormalSpan> => t.resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans))
+
+/** A destination kind of the registry, by its type. */
+export const kindOf = (type: string): DestinationRules => {
+  const kind = REGISTERED_KINDS.get(type)
+  if (kind === undefined) throw new Error(`no ${type} kind in the registry`)
+  return kind
+}
+
+/** The message of a kind's config refusal; throws when the config is accepted. */
+export const refusal = (type: string, config: unknown): string => {
+  const decoded = decodeConfig(kindOf(type), config)
+  if (Either.isRight(decoded)) throw new Error(`expected ${type} config to be refused`)
+  return decoded.left.message
+}
+

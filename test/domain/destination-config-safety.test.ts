@@ -9,22 +9,10 @@ import { rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Either, Option } from "effect"
-import { REGISTERED_KINDS } from "../../src/broadcast/exporters/index.js"
-import { decodeConfig, type DestinationRules, mask, maskConfig, maskUrl, mergeConfig } from "../../src/domain/destinations.js"
+import { decodeConfig, mask, maskConfig, maskUrl, mergeConfig } from "../../src/domain/destinations.js"
 import { Destinations } from "../../src/services/Destinations.js"
+import { kindOf, refusal } from "../broadcast/exporters-support.js"
 import { expectError, useGateway } from "../support/gateway.js"
-
-const kindOf = (type: string): DestinationRules => {
-  const kind = REGISTERED_KINDS.get(type)
-  if (kind === undefined) throw new Error(`no ${type} kind in the registry`)
-  return kind
-}
-
-const refusal = (type: string, config: unknown): string => {
-  const decoded = decodeConfig(kindOf(type), config)
-  if (Either.isRight(decoded)) throw new Error(`expected ${type} config to be refused`)
-  return decoded.left.message
-}
 
 const withHeaders = (headers: Record<string, string>) => ({ url: "https://hooks.example.com/in", headers })
 
