@@ -88,8 +88,21 @@ const parseRegex = (p: string): RegexNode => {
       case "r": return one(13)
       // In a class, a backspace; outside it, `\b` is an assertion and never comes here.
       case "b": return one(8)
+      // A Unicode property (`\p{L}`, read with the `u` flag as JSON Schema patterns are) or a code
+      // point (`\u{1F600}`): taken as any character, which can only find more overlap, never less.
+      case "p":
+      case "P":
+        if (p[i] === "{" && p.indexOf("}", i) > i) {
+          i = p.indexOf("}", i) + 1
+          return ANY
+        }
+        return one(ch.charCodeAt(0))
       case "x":
       case "u": {
+        if (ch === "u" && p[i] === "{" && p.indexOf("}", i) > i) {
+          i = p.indexOf("}", i) + 1
+          return ANY
+        }
         const hex = (ch === "x" ? /^[\da-f]{2}/i : /^[\da-f]{4}/i).exec(p.slice(i))?.[0]
         if (hex === undefined) return one(ch.charCodeAt(0))
         i += hex.length
@@ -245,6 +258,10 @@ const shapeProblem = (root: RegexNode): string | undefined => {
       case "repeat": {
         const from = positions.length
         const inner = shape(node.node)
+        // An optional group (`(\.\d+)?`) is no loop: its parts keep their own positions, so what
+        // follows is held against its quantified parts as in a sequence, and taking or skipping it
+        // doubles the ways tried.
+        if (inner.quantifies && node.max === 1) return { ...inner, nullable: node.min === 0 || inner.nullable, ways: inner.ways * 2 }
         if (inner.quantifies) {
           throw new Refused(`nests quantifiers in ${node.source} (e.g. (a+)+, (.*a){12}), which can take exponential time: quantify single characters or fixed text, e.g. (ab)+`)
         }
@@ -338,8 +355,8 @@ const shapeProblem = (root: RegexNode): string | undefined => {
  * What is left takes time linear in the text from each start position (times those few ways);
  * the Worker bounds the text (src/broadcast/filters.ts), which bounds the search over all of them.
  */
-export const regexProblem = (pattern: string): string | undefined => {
-  if (pattern.length > REGEX_MAX_LENGTH) return `is longer than ${REGEX_MAX_LENGTH} characters`
+export const regexProblem = (pattern: string, maxLength = REGEX_MAX_LENGTH): string | undefined => {
+  if (pattern.length > maxLength) return `is longer than ${maxLength} characters`
   try {
     new RegExp(pattern)
   } catch (e) {
