@@ -58,7 +58,8 @@ interface Table {
   readonly known: Array<Known>
 }
 
-const patternOf = (path: string) => new RegExp(`^${path.replace(/:[^/]+/g, "[^/]+")}/?$`)
+/** A served path with its parameters; not with a trailing slash, which Bun's router does not serve either (a 404, not a 405 naming methods that would not answer it). */
+const patternOf = (path: string) => new RegExp(`^${path.replace(/:[^/]+/g, "[^/]+")}$`)
 
 const mount = (table: Table, path: string, methods: Partial<Record<Method, RouteHandler>>, errorOf?: (e: ApiError) => Response) => {
   table.routes[path] = methods

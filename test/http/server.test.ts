@@ -24,6 +24,10 @@ describe("the front door", () => {
   test("an unknown path is 404 in the envelope", async () => {
     expect(await expectError(await gw().fetch("/v1/nothing-here"), 404)).toContain("/v1/nothing-here")
     await expectError(await gw().fetch("/"), 404)
+    // A served path with a trailing slash is not served: 404, not a 405 naming methods that would not answer it.
+    const slashed = await gw().fetch("/v1/keys/0123abcd/")
+    expect(await expectError(slashed, 404)).toContain("No such endpoint: GET /v1/keys/0123abcd/")
+    expect(slashed.headers.get("allow")).toBeNull()
   })
 
   test("a wrong method is 405 in the envelope with Allow", async () => {
