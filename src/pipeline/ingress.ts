@@ -146,6 +146,15 @@ const decodeInSlices = async (
   return { body, request: { ...(first as ResponsesRequest), input: decodedItems as ResponsesRequest["input"] }, formatState: format.stateOf?.(body) }
 }
 
+/** More than MAX_INPUT_ITEMS items in the body's list (`input`, `messages`): the 400 naming it. */
+const tooManyItems = (list: ReturnType<typeof itemsIn>): BadRequest | undefined =>
+  list !== undefined && list.items.length > MAX_INPUT_ITEMS
+    ? new BadRequest({ message: `Invalid request: ${list.key}: at most ${MAX_INPUT_ITEMS} items in one request, got ${list.items.length}` })
+    : undefined
+
+/** The item limit of a parsed body (routes that decode a body of their own, such as Messages' count_tokens). */
+export const itemLimitOf = (body: unknown): BadRequest | undefined => tooManyItems(itemsIn(body))
+
 /**
  * The body text → the normalized request, through `format`'s decoder, or the 400 naming the field
  * and the rule. More than MAX_INPUT_ITEMS items is refused before any decoding; a list longer than
@@ -157,11 +166,8 @@ export const decodeBody = (format: ClientFormat, bodyText: string, loaded: Loade
   const body = parseJson(bodyText)
   if (Either.isLeft(body)) return body.left
   const list = itemsIn(body.right)
-  if (list !== undefined && list.items.length > MAX_INPUT_ITEMS) {
-    return new BadRequest({
-      message: `Invalid request: ${list.key}: at most ${MAX_INPUT_ITEMS} items in one request, got ${list.items.length}`,
-    })
-  }
+  const tooMany = tooManyItems(list)
+  if (tooMany !== undefined) return tooMany
   const sliced = format.slicedItems
   if (list !== undefined && sliced?.key === list.key && list.items.length > DECODE_SLICE_ITEMS) {
     const parsed = body.right as Record<string, unknown>

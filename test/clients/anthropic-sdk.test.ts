@@ -239,6 +239,20 @@ describe("count_tokens, presets", () => {
     })
     expect(res.status).toBe(400)
     expect(await res.json()).toEqual({ type: "error", error: { type: "invalid_request_error", message: "Invalid request: messages: is missing" } })
+    const refusal = async (body: unknown) => {
+      const r = await fetch(`${gw.url}/v1/messages/count_tokens`, {
+        method: "POST",
+        headers: { "x-api-key": gw.adminKey, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      })
+      expect(r.status).toBe(400)
+      return ((await r.json()) as { error: { message: string } }).error.message
+    }
+    // As the model route refuses them: no model, more messages than a request may carry.
+    expect(await refusal({ messages: user("x") })).toBe("Invalid request: model: is missing")
+    expect(await refusal({ model: "m", messages: Array.from({ length: 10_001 }, () => ({ role: "user", content: "x" })) })).toBe(
+      "Invalid request: messages: at most 10000 items in one request, got 10001",
+    )
   })
 
   test("POST /v1/presets/{slug}/messages makes a version from a Messages body; @preset/slug uses it", async () => {

@@ -533,6 +533,8 @@ export const decodeMessagesPreset = (body: unknown): Result<ResponsesRequest> =>
 /** POST /v1/messages/count_tokens: `messages` required, `max_tokens` not (Anthropic's count takes none). */
 export const decodeCountTokensRequest = (body: unknown): Result<ResponsesRequest> =>
   Either.flatMap(decodeMessagesShape(body), (shape) => {
+    // As Anthropic's count_tokens: the model is required, though the count does not depend on it.
+    if (shape.model === undefined) return refuse("model: is missing")
     if (shape.messages === undefined) return refuse("messages: is missing")
     return toResponsesRequest(shape)
   })

@@ -15,7 +15,7 @@ import { applyPreset, presetSlugOf } from "../../routing/presets.js"
 import { Auth, requestSecret } from "../../services/Auth.js"
 import { PresetStore } from "../../services/PresetStore.js"
 import { BODY_TIMED_OUT, bodyTimedOut, makeBodyDeadline, readCappedText, tooManyUnfinished, type UnfinishedBodies } from "../../pipeline/body.js"
-import { parseJson } from "../../pipeline/ingress.js"
+import { itemLimitOf, parseJson } from "../../pipeline/ingress.js"
 
 const CLOSE = { connection: "close" }
 
@@ -32,6 +32,8 @@ export const makeCountTokensRoute = (runtime: Runtime.Runtime<Auth | PresetStore
     Effect.gen(function* () {
       const json = parseJson(bodyText)
       if (Either.isLeft(json)) return yield* json.left
+      const tooMany = itemLimitOf(json.right)
+      if (tooMany !== undefined) return yield* tooMany
       const decoded = yield* decodeCountTokensRequest(json.right)
       // Its plugins are refused as the model route refuses them (each entry by its plugin's Schema).
       if (decoded.plugins !== undefined) yield* decodePlugins(decoded.plugins)

@@ -442,5 +442,7 @@ describe("presets and count_tokens bodies", () => {
     expect(Either.isRight(decodeCountTokensRequest({ model: "m", messages: [{ role: "user", content: "x" }] }))).toBe(true)
     const missing = decodeCountTokensRequest({ model: "m" })
     expect(Either.isLeft(missing) && missing.left.message).toBe("Invalid request: messages: is missing")
+    const noModel = decodeCountTokensRequest({ messages: [{ role: "user", content: "x" }] })
+    expect(Either.isLeft(noModel) && noModel.left.message).toBe("Invalid request: model: is missing")
   })
 })
