@@ -51,8 +51,10 @@ for (const c of CASES) {
     })
 
     test("a streamed answer arrives in one batch per upstream chunk", async () => {
-      const batches = await batchesOf(await open(c, true, { "x-mock-interval-ms": "15" }))
-      // The mock pauses before each delta, so each arrives in its own chunk, hence its own batch.
+      const batches = await batchesOf(await open(c, true, { "x-mock-interval-ms": "80" }))
+      // The mock pauses before each delta, so each arrives in its own chunk, hence its own batch. The
+      // pause is long enough that a busy machine (the suite runs two files at once) does not read two
+      // chunks in one read: at 15 ms a CI run once got the first two deltas together.
       const textBatches = batches.map((batch) => batch.filter((event) => event.type === "text")).filter((batch) => batch.length > 0)
       expect(textBatches).toEqual([[text3[0]], [text3[1]], [text3[2]]])
     })
