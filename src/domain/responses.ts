@@ -269,15 +269,20 @@ export const ProviderPreferences = Schema.Struct({
   preferred_min_throughput: nullable(Schema.Union(Percentiles, Schema.Number)),
   preferred_max_latency: nullable(Schema.Union(Percentiles, Schema.Number)),
   max_price: Schema.optional(
-    Schema.Struct({
-      prompt: Schema.optional(PriceLimit),
-      completion: Schema.optional(PriceLimit),
-      request: Schema.optional(PriceLimit),
-      image: Schema.optional(PriceLimit),
-    }),
+    objectOf(
+      "an object of amounts: {prompt?, completion?, request?, image?}",
+      Schema.Struct({
+        prompt: Schema.optional(PriceLimit),
+        completion: Schema.optional(PriceLimit),
+        request: Schema.optional(PriceLimit),
+        image: Schema.optional(PriceLimit),
+      }),
+    ),
   ),
 })
 export type ProviderPreferences = typeof ProviderPreferences.Type
+/** `provider` as a request carries it: a value that is no object is refused with the rule, not the Struct's text. */
+export const ProviderField = objectOf("an object of provider preferences (order, only, ignore, sort, max_price, …)", ProviderPreferences)
 
 // ---------------------------------------------------------------------------------------------
 // Request: plugins
@@ -376,14 +381,14 @@ export const ResponsesRequest = Schema.Struct({
   metadata: nullable(Metadata),
   session_id: Schema.optional(maxChars(256)),
   user: Schema.optional(maxChars(256)),
-  debug: Schema.optional(Schema.Struct({ echo_upstream_body: Schema.optional(Schema.Boolean) })),
+  debug: Schema.optional(objectOf("an object: {echo_upstream_body?: boolean}", Schema.Struct({ echo_upstream_body: Schema.optional(Schema.Boolean) }))),
   cache_control: Schema.optional(CacheControl),
   plugins: Schema.optional(Schema.Array(PluginEntry)),
-  tools: Schema.optional(Schema.Array(ToolInput)),
+  tools: Schema.optional(Schema.compose(Schema.Array(Schema.Unknown).annotations(rule("an array of tools")), Schema.Array(ToolInput), { strict: false })),
   tool_choice: Schema.optional(ToolChoiceInput),
-  text: Schema.optional(TextConfig),
-  reasoning: nullable(ReasoningInput),
-  provider: nullable(ProviderPreferences),
+  text: Schema.optional(objectOf("an object: {format?, verbosity?}", TextConfig)),
+  reasoning: nullable(objectOf("an object: {effort?, summary?, enabled?, max_tokens?}", ReasoningInput)),
+  provider: nullable(ProviderField),
   // Listed by the contract without a structure: accepted as given.
   prompt: Schema.optional(Schema.Unknown),
   prompt_cache_options: Schema.optional(Schema.Unknown),

@@ -36,7 +36,8 @@ export const AnyRecord = Schema.Record({ key: Schema.String, value: Schema.Unkno
  * `what` as its message instead of the union's full type dump.
  */
 export const objectOf = <A, I, R>(what: string, union: Schema.Schema<A, I, R>) =>
-  Schema.compose(Schema.Object.annotations(rule(what)), union, { strict: false })
+  // AnyRecord, not Schema.Object: an array is no object here (`tool_choice: []` read "type: is missing").
+  Schema.compose(AnyRecord.annotations(rule(what)), union, { strict: false })
 
 /** `type` of an item or tool this service does not model field by field (decoded, then judged). */
 export const otherKind = (known: ReadonlySet<string>) =>

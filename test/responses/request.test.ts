@@ -109,6 +109,18 @@ describe("Limit: metadata", () => {
   test("16 pairs are accepted, 17 are refused", () => {
     accept({ metadata: pairs(16) })
     expect(refuse({ metadata: pairs(17) })).toContain("metadata: at most 16 pairs")
+    // A value of the wrong kind reads as the rule, not Effect's rendering of the whole shape.
+    for (const [field, value, message] of [
+      ["provider", true, "provider: an object of provider preferences (order, only, ignore, sort, max_price, …)"],
+      ["text", null, "text: an object: {format?, verbosity?}"],
+      ["tools", null, "tools: an array of tools"],
+      ["reasoning", 5, "reasoning: an object: {effort?, summary?, enabled?, max_tokens?}"],
+      ["debug", null, "debug: an object: {echo_upstream_body?: boolean}"],
+      ["provider", { max_price: [1] }, "provider.max_price: an object of amounts: {prompt?, completion?, request?, image?}"],
+      ["tool_choice", [], 'tool_choice: "auto", "none", "required", or a tool choice object'],
+    ] as const) {
+      expect(refuse({ model: "acme/model-1", input: "hi", [field]: value })).toContain(message)
+    }
     // A "__proto__" key (JSON.parse makes it an own key) would vanish in the decode and not count.
     expect(refuse(JSON.parse('{"model": "acme/model-1", "input": "hi", "metadata": {"__proto__": "x", "a": "b"}}'))).toContain(
       "metadata: key __proto__ is not allowed",
