@@ -152,7 +152,7 @@ const lastPass = (parts: Parts, generations: GenerationStore, delivery: Delivery
 const sendTest = (parts: Parts, userId: string, id: string) =>
   Effect.gen(function* () {
     const { destinations, config } = parts
-    yield* destinations.getAdministered(userId, id)
+    yield* destinations.requireAdministered(userId, id)
     const destination = Option.getOrThrow(yield* destinations.resolved(id))
     const exporter = exporterFor(parts.kinds, destination.type)
     if ("unsupported" in exporter) return yield* new BadRequest({ message: `Invalid request: ${exporter.unsupported}` })
@@ -201,7 +201,7 @@ export class Broadcast extends Effect.Service<Broadcast>()("Broadcast", {
       /** Puts a destination's dead deliveries back in the queue; how many. */
       redeliver: (userId: string, id: string) =>
         Effect.gen(function* () {
-          yield* parts.destinations.getAdministered(userId, id)
+          yield* parts.destinations.requireAdministered(userId, id)
           return yield* redeliverAny(parts, delivery, id)
         }),
       /** `redeliver` for the operator (CLI): any destination. */

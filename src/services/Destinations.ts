@@ -284,22 +284,26 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
      * URL and a test would send elsewhere, and receives its members' prompts. A plain member reads
      * them, secrets masked (403 otherwise; 404 when the workspace is not theirs at all).
      */
-    const requireAdmin = (userId: string, workspaceId: string): Effect.Effect<void, Forbidden | NotFound> =>
-      Effect.flatMap(users.roleIn(userId, workspaceId), (role): Effect.Effect<void, Forbidden | NotFound> =>
-        role === undefined
-          ? Effect.fail(new NotFound({ message: `Workspace ${workspaceId} not found` }))
-          : role === "admin"
-            ? Effect.void
-            : Effect.fail(
-                new Forbidden({
-                  message: `Only admins of workspace ${workspaceId} can add, change, test, redeliver or remove its observability destinations; your role is member`,
-                }),
-              ),
-      )
+    const notAdmin = (workspaceId: string) =>
+      new Forbidden({
+        message: `Only admins of workspace ${workspaceId} can add, change, test, redeliver or remove its observability destinations; your role is member`,
+      })
+    const requireAdmin = (userId: string, workspaceId: string) =>
+      Effect.gen(function* () {
+        const role = yield* users.roleIn(userId, workspaceId)
+        if (role === undefined) return yield* new NotFound({ message: `Workspace ${workspaceId} not found` })
+        if (role !== "admin") return yield* notAdmin(workspaceId)
+      })
 
-    /** The row, if the user administers its workspace (see `requireAdmin`); 404 when it may not see it. */
+    /** The row, if the user administers its workspace (see `requireAdmin`); 404 when it may not see it. One read of the role answers both. */
     const administered = (userId: string, id: string) =>
-      Effect.tap(visible(userId, id), (row) => requireAdmin(userId, row.workspace_id))
+      Effect.gen(function* () {
+        const row = yield* load(id)
+        const role = Option.isNone(row) ? undefined : yield* users.roleIn(userId, row.value.workspace_id)
+        if (Option.isNone(row) || role === undefined) return yield* notFound(id)
+        if (role !== "admin") return yield* notAdmin(row.value.workspace_id)
+        return row.value
+      })
 
     /** A receiver the outbound fetcher would refuse (private, loopback, metadata) is refused now, not retried at every delivery. */
     const checkReceivers = (rules: DestinationRules, config: DestinationConfig) =>
@@ -448,8 +452,8 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
       create,
       list,
       get,
-      /** The destination as `get` answers it, if the user administers its workspace (a test send, a redelivery). */
-      getAdministered: (userId: string, id: string) => Effect.flatMap(administered(userId, id), view),
+      /** Fails unless the user administers the destination's workspace (a test send, a redelivery): 404 or 403, as a change. */
+      requireAdministered: (userId: string, id: string) => Effect.asVoid(administered(userId, id)),
       update,
       remove,
       resolved,

@@ -36,16 +36,6 @@ export class Users extends Effect.Service<Users>()("Users", {
         return workspaceId
       }).pipe(Effect.orDie)
 
-    /** Whether the user may use the workspace (owner or member). */
-    const canUseWorkspace = (userId: string, workspaceId: string) =>
-      sql<{ n: number }>`
-        SELECT CAST(COUNT(*) AS INTEGER) AS n FROM workspaces w
-        WHERE w.id = ${workspaceId} AND (w.owner_user_id = ${userId}
-          OR EXISTS (SELECT 1 FROM workspace_members m WHERE m.workspace_id = w.id AND m.user_id = ${userId}))`.pipe(
-        Effect.map((rows) => Number(rows[0]?.n ?? 0) > 0),
-        Effect.orDie,
-      )
-
     /** The user's role in the workspace: the owner and admin members administer it; undefined when it is not theirs to use. */
     const roleIn = (userId: string, workspaceId: string) =>
       sql<{ owner_user_id: string; role: string | null }>`
@@ -60,6 +50,9 @@ export class Users extends Effect.Service<Users>()("Users", {
         }),
         Effect.orDie,
       )
+
+    /** Whether the user may use the workspace (owner or member). */
+    const canUseWorkspace = (userId: string, workspaceId: string) => Effect.map(roleIn(userId, workspaceId), (role) => role !== undefined)
 
     return { ensure, canUseWorkspace, roleIn } as const
   }),
