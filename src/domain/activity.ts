@@ -6,9 +6,10 @@
  */
 import { Schema } from "effect"
 import { Generation, idBoundAt } from "./generations.js"
+import { isCalendarDate } from "./timestamps.js"
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/
-const validDay = (s: string) => DAY.test(s) && !Number.isNaN(Date.parse(`${s}T00:00:00Z`)) && new Date(`${s}T00:00:00Z`).toISOString().startsWith(s)
+const validDay = (s: string) => DAY.test(s) && isCalendarDate(Number(s.slice(0, 4)), Number(s.slice(5, 7)), Number(s.slice(8, 10)))
 
 /** A UTC day as `YYYY-MM-DD`. */
 export const Day = Schema.String.pipe(Schema.filter(validDay, { message: () => "must be a UTC date as YYYY-MM-DD" }))
