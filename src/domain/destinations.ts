@@ -188,11 +188,17 @@ export const maskUrl = (value: string): string => {
   }
   const params = url.search.slice(1).split("&")
   const isSecret = (param: string) => param.indexOf("=") > 0 && SECRET_PARAM.test(param.slice(0, param.indexOf("=")))
-  if (url.username === "" && url.password === "" && !params.some(isSecret)) return value
+  const secretParams = params.some(isSecret)
+  if (url.username === "" && url.password === "" && !secretParams) return value
   if (url.password !== "") url.password = mask(url.password)
   else if (url.username !== "") url.username = mask(url.username)
-  if (params.some(isSecret)) {
-    url.search = params.map((p) => (isSecret(p) ? `${p.slice(0, p.indexOf("="))}=${mask(p.slice(p.indexOf("=") + 1))}` : p)).join("&")
+  if (secretParams) {
+    url.search = params
+      .map((p) => {
+        const at = p.indexOf("=")
+        return isSecret(p) ? `${p.slice(0, at)}=${mask(p.slice(at + 1))}` : p
+      })
+      .join("&")
   }
   return url.toString()
 }

@@ -15,8 +15,9 @@ type Node = { readonly [key: string]: unknown }
 
 /** Deeper than this, recursive schemas get their smallest value (an empty array, null). */
 const MAX_DEPTH = 12
-/** The most characters of padding (`minLength`) and of array items and object properties one value may take. */
+/** The most characters of padding (`minLength`) one value may take. */
 export const MAX_EXAMPLE_CHARS = 100_000
+/** The most array items and object properties one value may take. */
 export const MAX_EXAMPLE_NODES = 10_000
 
 /** A schema that asks for more than the bounds above: the fake provider refuses it (a 400, the caller's schema). */
