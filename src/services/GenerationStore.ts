@@ -646,6 +646,18 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
       )
     })
 
+    /**
+     * Whether a settlement that lowers `keyHash`'s holds (or, given `userId`, that user's credit
+     * holds) is queued or being committed. Until it commits, the finished request's whole worst
+     * case still counts against the limit: a refusal waits for that commit and asks once more
+     * (src/services/reservations.ts). A scan of the queue, on the refusal's path only.
+     */
+    const settling = (keyHash: string, userId?: string): boolean => {
+      const lowers = (p: Pending) =>
+        p.settlement !== undefined && (userId === undefined ? p.settlement.keyHash === keyHash : p.settlement.userId === userId && p.settlement.creditsNano > 0)
+      return pending.some(lowers) || inCommit.some(lowers)
+    }
+
     /** Generations waiting to be written. */
     const queueDepth = Effect.sync(() => queuedEntries)
 
@@ -680,6 +692,7 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
       flush,
       written,
       caughtUp,
+      settling,
       queueDepth,
       stats: Effect.sync((): WriterStats => ({ ...stats })),
       /** What the spool holds (a plain call, for `/metrics` and `/v1/ready`). */

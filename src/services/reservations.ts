@@ -141,7 +141,16 @@ export const reserveOwn = (ctx: SpendContext, key: KeyRow, worstCaseUsd: number,
       // Wall-clock time, not the (injectable) Clock: leases are compared across processes.
       leaseUntil: Date.now() + ctx.owner.leaseMs,
     }
-    const ok = ctx.reserveBatched !== undefined ? yield* ctx.reserveBatched(args) : yield* reserveThroughSql(ctx, args)
+    const attempt = ctx.reserveBatched !== undefined ? ctx.reserveBatched(args) : reserveThroughSql(ctx, args)
+    let ok = yield* attempt
+    if (ok !== "ok" && ctx.generations.settling(key.hash, ok === "credits" ? key.user_id : undefined)) {
+      // A request of this key (or user) has finished and its settlement waits for the ledger's next
+      // commit, its whole worst case still held until then: a client asking one request after
+      // another near its limit would be refused for the hold of the one before. Once that commit
+      // is in, ask again (once; a refusal then stands).
+      yield* ctx.generations.flush
+      ok = yield* attempt
+    }
     if (ok === "key") return yield* Effect.flatMap(refuseKey(ctx, key, nowMs, worstCaseUsd, args), Effect.fail)
     if (ok === "credits") return yield* Effect.flatMap(refuseCredits(ctx, key.user_id, worstCaseUsd), Effect.fail)
     return Option.some({

@@ -32,7 +32,7 @@ export interface SpendContext {
   readonly reserveBatched: ((args: ReserveArgs) => Effect.Effect<ReserveOutcome>) | undefined
   readonly runPromise: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
   readonly owner: HoldOwner
-  readonly generations: Pick<GenerationStore, "caughtUp" | "spoolStats">
+  readonly generations: Pick<GenerationStore, "caughtUp" | "spoolStats" | "settling" | "flush">
 }
 
 /** What a hold depends on beyond the key: whether the request runs on the caller's own provider key (BYOK). */
