@@ -6,6 +6,7 @@ import { providerKinds } from "../providers/kinds.js"
 import { providerSettingsProblem } from "./provider-settings.js"
 import { EMBEDDERS, RERANKERS } from "../providers/embeddings/index.js"
 import { Schema } from "effect"
+import { patternSearchProblem } from "../domain/pattern-search.js"
 import { searchEngineIds } from "../domain/web.js"
 import { RateLimit } from "../domain/keys.js"
 import { Category, DefaultParameters, InputModality, OutputModality, Parameter } from "../domain/models.js"
@@ -440,11 +441,8 @@ export const checkReferences = (file: ConfigFile): string | undefined => {
   }
   for (const [i, g] of (file.guardrails ?? []).entries()) {
     for (const [j, pattern] of g.patterns.entries()) {
-      try {
-        new RegExp(pattern, "i")
-      } catch (e) {
-        return `guardrails[${i}].patterns[${j}]: not a valid regular expression (${(e as Error).message})`
-      }
+      const problem = patternSearchProblem(pattern)
+      if (problem !== undefined) return `guardrails[${i}].patterns[${j}]: ${problem}`
     }
   }
   for (const id of Object.keys(file.plugins?.context_compression?.max_messages ?? {})) {

@@ -369,3 +369,37 @@ export const regexProblem = (pattern: string, maxLength = REGEX_MAX_LENGTH): str
     throw e
   }
 }
+
+/** Longest text a match can span from one start position (Infinity: no bound). */
+const spanOf = (node: RegexNode): number => {
+  switch (node.type) {
+    case "char":
+      return 1
+    case "assert":
+      return 0
+    case "seq":
+      return node.items.reduce((sum, item) => sum + spanOf(item), 0)
+    case "alt":
+      return Math.max(0, ...node.branches.map(spanOf))
+    case "repeat": {
+      const inner = spanOf(node.node)
+      return node.max === 0 || inner === 0 ? 0 : node.max * inner
+    }
+  }
+}
+
+/**
+ * Whether a search for `pattern` (`RegExp#test`) reads a bounded stretch of text from each start
+ * position, so that it takes time linear in the text whatever the text: the shape passes
+ * `regexProblem` (few ways to try, no nested or overlapping loops) and a match spans at most
+ * `maxSpan` characters. A quantifier at the very end counts its minimum: the search stops as
+ * soon as that is met (`sk-[a-z0-9]+` reads `sk-` and one character). `.*secret` is not
+ * bounded: each start position reads to the end of its line, quadratic in all.
+ */
+export const regexReadsBounded = (pattern: string, maxLength: number, maxSpan: number): boolean => {
+  if (regexProblem(pattern, maxLength) !== undefined) return false
+  const root = parseRegex(pattern)
+  const tail = (node: RegexNode): RegexNode =>
+    node.type === "repeat" ? { ...node, max: node.min } : node.type === "seq" && node.items.length > 0 ? { ...node, items: [...node.items.slice(0, -1), tail(node.items[node.items.length - 1]!)] } : node
+  return spanOf(tail(root)) <= maxSpan
+}

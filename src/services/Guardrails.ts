@@ -1,19 +1,21 @@
 /**
  * Content checks that can block a request (contract rule 7): 403 with the matched patterns in
  * `error.metadata.patterns`, and with metadata enabled a `service_metadata` whose pipeline holds
- * the guardrail stage. Patterns are compiled once at start; a check is plain code over the
+ * the guardrail stage. Patterns are compiled once at start, each on an engine that searches in
+ * time linear in the text (src/domain/pattern-search.ts); a check is plain code over the
  * request's text, run before any spend is reserved.
  */
 import { Context, Effect, Layer } from "effect"
 import { GatewayConfig } from "../config/Config.js"
 import type { GuardrailEntry } from "../config/file.js"
 import { Forbidden } from "../domain/errors.js"
+import { type PatternSearch, patternSearch } from "../domain/pattern-search.js"
 import type { ResponsesRequest } from "../domain/responses.js"
 import type { Endpoint } from "./Catalog.js"
 
 interface CompiledGuardrail {
   readonly entry: GuardrailEntry
-  readonly patterns: ReadonlyArray<{ readonly source: string; readonly regex: RegExp }>
+  readonly patterns: ReadonlyArray<{ readonly source: string; readonly search: PatternSearch }>
   readonly workspaces: ReadonlySet<string> | undefined
 }
 
@@ -58,7 +60,7 @@ export const requestText = (request: ResponsesRequest): string => {
 export const makeGuardrails = (entries: ReadonlyArray<GuardrailEntry>): GuardrailsShape => {
   const compiled: ReadonlyArray<CompiledGuardrail> = entries.map((entry) => ({
     entry,
-    patterns: entry.patterns.map((source) => ({ source, regex: new RegExp(source, "i") })),
+    patterns: entry.patterns.map((source) => ({ source, search: patternSearch(source) })),
     workspaces: entry.workspace_ids === undefined ? undefined : new Set(entry.workspace_ids),
   }))
   if (compiled.length === 0) return { blocked: () => undefined }
@@ -68,7 +70,7 @@ export const makeGuardrails = (entries: ReadonlyArray<GuardrailEntry>): Guardrai
       for (const g of compiled) {
         if (g.workspaces !== undefined && !g.workspaces.has(context.workspaceId)) continue
         text ??= requestText(context.request)
-        const matched = g.patterns.filter((p) => p.regex.test(text!)).map((p) => p.source)
+        const matched = g.patterns.filter((p) => p.search.test(text!)).map((p) => p.source)
         if (matched.length === 0) continue
         const summary = `Guardrail "${g.entry.name}" blocked the request: ${matched.length} pattern(s) matched`
         const serviceMetadata = context.withMetadata
