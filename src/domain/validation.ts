@@ -22,6 +22,26 @@ const clipRule = (message: string): string => {
   return at < 0 ? clipped(message, MAX_QUOTED * 2) : `${message.slice(0, at + 7)}${clipped(message.slice(at + 7))}`
 }
 
+/**
+ * The rule of an "Expected <type>, actual <value>" message in words where Effect names the type as
+ * TypeScript would (`ReadonlyArray<string>`, `{ readonly a: … }`): a caller reads JSON, not types.
+ */
+const inWords = (message: string): string => {
+  if (!message.startsWith("Expected ")) return message
+  const end = message.lastIndexOf(", actual ")
+  if (end < 0) return message
+  const type = message.slice(9, end)
+  const words =
+    type === "ReadonlyArray<string>"
+      ? "an array of strings"
+      : type.startsWith("ReadonlyArray<")
+        ? "an array"
+        : type.startsWith("{ ")
+          ? "an object"
+          : undefined
+  return words === undefined ? message : `Expected ${words}${message.slice(end)}`
+}
+
 const pathOf = (path: ReadonlyArray<PropertyKey>): string =>
   path.reduce<string>((acc, key) => {
     if (typeof key === "number") return `${acc}[${key}]`
@@ -43,7 +63,7 @@ export const describeIssue = (issue: {
         ? typeof issue.path[issue.path.length - 1] === "number"
           ? "unexpected element"
           : "unknown key"
-        : clipRule(issue.message)
+        : clipRule(inWords(issue.message))
   if (path === "") return message.startsWith("Expected {") ? "the body must be a JSON object" : message
   return `${path}: ${message}`
 }

@@ -21,7 +21,10 @@ const CASES: ReadonlyArray<readonly [body: string, status: number, names?: strin
   ['{"model":"demo/echo","input":[1]}', 400, "input[0]: an input item object"],
   ['{"model":"demo/echo","tools":[null]}', 400, "tools[0]: a tool object with a type"],
   ['{"model":"demo/echo","input":"hi","max_output_tokens":-1}', 400, "max_output_tokens: an integer of at least 1"],
-  ['{"model":"demo/echo","input":"hi","metadata":[]}', 400, "metadata: Expected"],
+  // Types in words, not as TypeScript writes them (`ReadonlyArray<string>`, `{ readonly … }`).
+  ['{"model":"demo/echo","input":"hi","metadata":[]}', 400, "metadata: Expected an object, actual []"],
+  ['{"model":"demo/echo","input":"hi","provider":{"order":"x"}}', 400, 'provider.order: Expected an array of strings, actual "x"'],
+  ['{"model":"demo/echo","input":"hi","plugins":"x"}', 400, 'plugins: Expected an array, actual "x"'],
   // null is "no preferences", as an absent field.
   ['{"model":"demo/echo","input":"hi","provider":null}', 200],
   ['{"model":"demo/echo","input":"hi","provider":{"order":[null]}}', 400, "provider.order[0]: Expected string"],
