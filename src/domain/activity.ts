@@ -7,6 +7,7 @@
 import { Schema } from "effect"
 import { Generation, idBoundAt } from "./generations.js"
 import { isCalendarDate } from "./timestamps.js"
+import { charsAtMost } from "./schema-rules.js"
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/
 const validDay = (s: string) => DAY.test(s) && isCalendarDate(Number(s.slice(0, 4)), Number(s.slice(5, 7)), Number(s.slice(8, 10)))
@@ -17,7 +18,7 @@ export const Day = Schema.String.pipe(Schema.filter(validDay, { message: () => "
 const Id = (what: string) =>
   Schema.String.pipe(
     Schema.minLength(1, { message: () => `must be a non-empty ${what}` }),
-    Schema.maxLength(256, { message: () => `must be at most 256 characters` }),
+    charsAtMost(256, `must be at most 256 characters`),
   )
 
 export const ActivityParams = Schema.Struct({

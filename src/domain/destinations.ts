@@ -11,6 +11,7 @@ import { regexProblem } from "./safe-regex.js"
 import { BadRequest } from "./errors.js"
 import { PageParams } from "./paging.js"
 import { describeParseError } from "./validation.js"
+import { charsAtMost } from "./schema-rules.js"
 
 export const REGIONS = ["global", "europe", "us"] as const
 export const Region = Schema.Literal(...REGIONS).annotations({
@@ -24,7 +25,7 @@ export const CONFIG_VALUE_MAX = 4096
 /** A non-empty string of at most CONFIG_VALUE_MAX characters. */
 export const ConfigText = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
-  Schema.maxLength(CONFIG_VALUE_MAX, { message: () => `at most ${CONFIG_VALUE_MAX} characters` }),
+  charsAtMost(CONFIG_VALUE_MAX, `at most ${CONFIG_VALUE_MAX} characters`),
 )
 
 export const isHttpUrl = (s: string) => {
@@ -62,7 +63,7 @@ const headerProblem = (name: string, value: string): string | undefined => {
 export const ConfigHeaders = Schema.Record({
   key: Schema.String,
   value: Schema.String.annotations({ message: () => "must be a string" }).pipe(
-    Schema.maxLength(CONFIG_VALUE_MAX, { message: () => `at most ${CONFIG_VALUE_MAX} characters` }),
+    charsAtMost(CONFIG_VALUE_MAX, `at most ${CONFIG_VALUE_MAX} characters`),
   ),
 })
   .annotations({ message: () => "must be an object of header names to string values" })
@@ -79,7 +80,7 @@ export const ConfigHeaders = Schema.Record({
 /** A SQL identifier: quoted in the SQL text; the length cap keeps it sane. */
 export const ConfigSqlIdentifier = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
-  Schema.maxLength(255, { message: () => "at most 255 characters" }),
+  charsAtMost(255, "at most 255 characters"),
 )
 
 /** One of `values`, refused with the list. */
@@ -332,7 +333,7 @@ export type FilterRules = typeof FilterRules.Type
 
 export const DestinationName = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
-  Schema.maxLength(100, { message: () => "at most 100 characters" }),
+  charsAtMost(100, "at most 100 characters"),
 )
 
 export const SamplingRate = Schema.Number.pipe(

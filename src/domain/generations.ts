@@ -7,6 +7,7 @@ import { randomPool, takeRandom } from "./random"
 import { Effect, Schema } from "effect"
 import { BadRequest } from "./errors.js"
 import type { ResponsesRequest } from "./responses.js"
+import { charsAtMost } from "./schema-rules.js"
 
 export type GenerationStatus = "completed" | "incomplete" | "failed" | "cancelled"
 
@@ -195,7 +196,7 @@ export const FEEDBACK_COMMENT_MAX = 4000
 export const FeedbackPayload = Schema.Struct({
   generation_id: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })),
   category: FeedbackCategory,
-  comment: Schema.optional(Schema.String.pipe(Schema.maxLength(FEEDBACK_COMMENT_MAX, { message: () => `at most ${FEEDBACK_COMMENT_MAX} characters` }))),
+  comment: Schema.optional(Schema.String.pipe(charsAtMost(FEEDBACK_COMMENT_MAX, `at most ${FEEDBACK_COMMENT_MAX} characters`))),
 })
 
 export const FeedbackAccepted = Schema.Struct({ data: Schema.Struct({ success: Schema.Literal(true) }) })

@@ -6,7 +6,7 @@
 import { Either, Schema } from "effect"
 import { BadRequest } from "./errors.js"
 import { makeDecoder } from "./validation.js"
-import { rule, oneOf, nullableOneOf, maxChars, nonEmpty, intBetween, intAtLeast, numberBetween, nullable, AnyRecord, objectOf, otherKind } from "./schema-rules.js"
+import { rule, oneOf, nullableOneOf, maxChars, withinChars, nonEmpty, intBetween, intAtLeast, numberBetween, nullable, AnyRecord, objectOf, otherKind } from "./schema-rules.js"
 
 // ---------------------------------------------------------------------------------------------
 // Request: shared pieces
@@ -326,9 +326,9 @@ export const Metadata = Schema.compose(NoProtoKey, Schema.Record({ key: Schema.S
     const keys = Object.keys(m)
     if (keys.length > METADATA_PAIRS) return `at most ${METADATA_PAIRS} pairs`
     for (const key of keys) {
-      if (key.length > METADATA_KEY) return `key at most ${METADATA_KEY} characters`
+      if (!withinChars(key, METADATA_KEY)) return `key at most ${METADATA_KEY} characters`
       if (key.includes("[") || key.includes("]")) return `key must not contain brackets ([ or ])`
-      if (m[key].length > METADATA_VALUE) return { path: [key], message: `value at most ${METADATA_VALUE} characters` }
+      if (!withinChars(m[key], METADATA_VALUE)) return { path: [key], message: `value at most ${METADATA_VALUE} characters` }
     }
     return undefined
   }),

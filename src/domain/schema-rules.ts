@@ -13,8 +13,33 @@ export const oneOf = <const L extends readonly [string, ...Array<string>]>(...va
 export const nullableOneOf = <const L extends readonly [string, ...Array<string>]>(...values: L) =>
   Schema.NullOr(Schema.Literal(...values)).annotations(rule(`one of ${values.join(", ")}, or null`))
 
-export const maxChars = (max: number) =>
-  Schema.String.pipe(Schema.maxLength(max, { message: () => `at most ${max} characters` }))
+/** Code points in `text`: a character outside the Basic Multilingual Plane (an emoji) is one, though two UTF-16 units. */
+const codePoints = (text: string): number => {
+  let n = 0
+  for (let i = 0; i < text.length; i++, n++) {
+    const c = text.charCodeAt(i)
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const d = text.charCodeAt(i + 1)
+      if (d >= 0xdc00 && d <= 0xdfff) i++
+    }
+  }
+  return n
+}
+
+/**
+ * Whether `text` has at most `max` characters, counted as Unicode code points (a limit of 256
+ * characters holds 256 emoji). Only a text longer in UTF-16 units than `max`, and at most twice
+ * as long, is counted.
+ */
+export const withinChars = (text: string, max: number): boolean => text.length <= max || (text.length <= 2 * max && codePoints(text) <= max)
+
+/** The Schema rule "at most `max` characters" (`withinChars`), with its message. */
+export const charsAtMost =
+  (max: number, message = `at most ${max} characters`) =>
+  <A extends string, I, R>(self: Schema.Schema<A, I, R>): Schema.filter<Schema.Schema<A, I, R>> =>
+    self.pipe(Schema.filter((text) => withinChars(text, max) || message))
+
+export const maxChars = (max: number) => Schema.String.pipe(charsAtMost(max))
 
 export const nonEmpty = Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
 

@@ -1,5 +1,6 @@
 /** Wire shapes of workspaces and their members, per the contract (operations 4 and 5) and wire-compat. */
 import { Schema } from "effect"
+import { charsAtMost } from "./schema-rules.js"
 
 /**
  * One of a few strings, refused with one message that lists them (a plain Literal union
@@ -19,12 +20,12 @@ export type MemberRole = typeof MemberRole.Type
 
 export const WorkspaceName = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must be 1 to 100 characters" }),
-  Schema.maxLength(100, { message: () => "must be 1 to 100 characters" }),
+  charsAtMost(100, "must be 1 to 100 characters"),
 )
 
 export const WorkspaceSlug = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must be 1 to 50 characters" }),
-  Schema.maxLength(50, { message: () => "must be 1 to 50 characters" }),
+  charsAtMost(50, "must be 1 to 50 characters"),
   Schema.pattern(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, {
     message: () =>
       "must be lowercase letters and digits in segments joined by single hyphens (^[a-z0-9]+(?:-[a-z0-9]+)*$)",
@@ -36,7 +37,7 @@ export const WorkspaceSlug = Schema.String.pipe(
 )
 
 export const WorkspaceDescription = Schema.String.pipe(
-  Schema.maxLength(500, { message: () => "at most 500 characters" }),
+  charsAtMost(500, "at most 500 characters"),
 )
 
 export const SamplingRate = Schema.Number.pipe(
@@ -56,12 +57,12 @@ export const ServerToolNames = Schema.Array(
   Schema.String.pipe(Schema.minLength(1, { message: () => "a server tool name must not be empty" })),
 )
 
-const ModelId = Schema.String.pipe(Schema.maxLength(256, { message: () => "at most 256 characters" }))
+const ModelId = Schema.String.pipe(charsAtMost(256, "at most 256 characters"))
 
 /** A user id in a members request. */
 export const UserId = Schema.String.pipe(
   Schema.minLength(1, { message: () => "a user id must not be empty" }),
-  Schema.maxLength(256, { message: () => "a user id is at most 256 characters" }),
+  charsAtMost(256, "a user id is at most 256 characters"),
 )
 
 export const UserIds = Schema.Array(UserId).pipe(

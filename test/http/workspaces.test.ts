@@ -170,6 +170,12 @@ describe("POST /workspaces (create)", () => {
     expect(await createRefused({ slug: uniqueSlug() }, "name")).toContain("is missing")
   })
 
+  test("characters are code points: a name of 100 emoji and a description of 500 are accepted, one more refused", async () => {
+    expect((await createWs({ name: "🚀".repeat(100), description: "🚀".repeat(500) })).name).toBe("🚀".repeat(100))
+    await createRefused({ name: "🚀".repeat(101), slug: uniqueSlug() }, "name")
+    await createRefused({ name: "x", slug: uniqueSlug(), description: "🚀".repeat(501) }, "description")
+  })
+
   test("slug of 50 characters is accepted, 51 refused naming slug; empty and missing slug refused", async () => {
     const fifty = `s${Date.now()}`.padEnd(50, "x")
     expect((await createWs({ slug: fifty })).slug).toBe(fifty)

@@ -153,6 +153,15 @@ describe("Limit: session_id and user", () => {
     accept({ user: "u".repeat(256) })
     expect(refuse({ user: "u".repeat(257) })).toContain("user: at most 256 characters")
   })
+  test("characters are code points: 256 emoji (512 UTF-16 units) are accepted, 257 refused; a lone surrogate counts as one", () => {
+    accept({ session_id: "😀".repeat(256) })
+    expect(refuse({ session_id: "😀".repeat(257) })).toContain("session_id: at most 256 characters")
+    accept({ user: `${"😀".repeat(255)}\ud800` })
+    expect(refuse({ user: `${"😀".repeat(256)}\ud800` })).toContain("user: at most 256 characters")
+    accept({ metadata: { ["é😀".repeat(32)]: "😀".repeat(512) } })
+    expect(refuse({ metadata: { k: "😀".repeat(513) } })).toContain("metadata.k: value at most 512 characters")
+    expect(refuse({ metadata: { ["😀".repeat(65)]: "v" } })).toContain("metadata: key at most 64 characters")
+  })
 })
 
 describe("Enums: service_tier, include, modalities, cache_control", () => {
