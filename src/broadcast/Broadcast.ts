@@ -25,6 +25,7 @@ import { otlpOf, traceItemOf } from "./payload.js"
 import { anyDestination, loadTargets, rowsWaiting } from "./targets.js"
 import { testGeneration } from "./test-send.js"
 import { type DeliveryHost, lazyHost, startDeliveryHost } from "./worker-host.js"
+import { clipped } from "../domain/validation.js"
 
 export { backoffMs, type BroadcastStats, retryAfterMs, type TestResult } from "./engine.js"
 
@@ -173,7 +174,7 @@ const sendTest = (parts: Parts, userId: string, id: string) =>
 const redeliverAny = ({ sql }: Parts, delivery: Delivery, id: string) =>
   Effect.gen(function* () {
     const found = yield* sql<{ id: string }>`SELECT id FROM observability_destinations WHERE id = ${id}`.pipe(Effect.orDie)
-    if (found.length === 0) return yield* new NotFound({ message: `Observability destination ${id} not found` })
+    if (found.length === 0) return yield* new NotFound({ message: `Observability destination ${clipped(id)} not found` })
     const requeued = yield* Effect.provideService(requeueDead(id), SqlClient.SqlClient, sql)
     delivery.resetBreaker(id)
     return requeued

@@ -32,6 +32,7 @@ import { KeyStore } from "./KeyStore.js"
 import { Notifications } from "./Notifications.js"
 import { Secrets } from "./secrets.js"
 import { Users } from "./Users.js"
+import { clipped } from "../domain/validation.js"
 
 interface DestinationRow {
   readonly id: string
@@ -71,7 +72,7 @@ const RECEIVER_CHECK_TIMEOUT_MS = 3_000
 
 const bit = (b: boolean) => (b ? 1 : 0)
 
-const notFound = (id: string) => new NotFound({ message: `Observability destination ${id} not found` })
+const notFound = (id: string) => new NotFound({ message: `Observability destination ${clipped(id)} not found` })
 
 /** The notice a destination's write publishes to the other processes on the database: drop that workspace's cached targets. */
 export const DESTINATION_CHANGED = "destination.changed"
@@ -291,7 +292,7 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
     const requireAdmin = (userId: string, workspaceId: string) =>
       Effect.gen(function* () {
         const role = yield* users.roleIn(userId, workspaceId)
-        if (role === undefined) return yield* new NotFound({ message: `Workspace ${workspaceId} not found` })
+        if (role === undefined) return yield* new NotFound({ message: `Workspace ${clipped(workspaceId)} not found` })
         if (role !== "admin") return yield* notAdmin(workspaceId)
       })
 
@@ -366,7 +367,7 @@ export class Destinations extends Effect.Service<Destinations>()("Destinations",
     const list = (userId: string, workspaceId: string | undefined, page: PageParams) =>
       Effect.gen(function* () {
         if (workspaceId !== undefined && !(yield* users.canUseWorkspace(userId, workspaceId))) {
-          return yield* new NotFound({ message: `Workspace ${workspaceId} not found` })
+          return yield* new NotFound({ message: `Workspace ${clipped(workspaceId)} not found` })
         }
         const rows = yield* sql<DestinationRow>`SELECT d.* FROM observability_destinations d
           WHERE d.workspace_id IN (

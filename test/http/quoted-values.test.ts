@@ -28,3 +28,23 @@ describe("validation errors quote at most ~200 characters of the value", () => {
     })
   }
 })
+
+describe("not-found errors quote at most ~200 characters of the id or name in the path or query", () => {
+  // Past the quote's 200 characters; a path segment much longer is no route at all (404 "No such endpoint").
+  const long = "x".repeat(500)
+  const cases: Array<[string, string, RequestInit & { json?: unknown }]> = [
+    ["a generation", `/v1/generation?id=${long}`, {}],
+    ["a generation's content", `/v1/generation/content?id=${long}`, {}],
+    ["a key", `/v1/keys/${long}`, {}],
+    ["a workspace", `/v1/workspaces/${long}`, {}],
+    ["a destination", `/v1/observability/destinations/${long}`, {}],
+    ["a generation to give feedback on", "/v1/generation/feedback", { method: "POST", json: { generation_id: long, category: "other" } }],
+  ]
+  for (const [name, path, init] of cases) {
+    test(`${name}: 404`, async () => {
+      const message = await expectError(await gw().fetch(path, init), 404)
+      expect(quotedRun(message)).toBeGreaterThan(0)
+      expect(quotedRun(message)).toBeLessThanOrEqual(MAX_QUOTED)
+    })
+  }
+})

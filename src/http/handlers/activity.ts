@@ -13,6 +13,7 @@ import { Activity, daysBetween, type UsageScope } from "../../services/Activity.
 import { Principal, type PrincipalShape, requireManagement } from "../../services/Auth.js"
 import { GenerationStore } from "../../services/GenerationStore.js"
 import { GatewayApi } from "../Api.js"
+import { clipped } from "../../domain/validation.js"
 
 const DAY_MS = 86_400_000
 const dayAt = (ms: number) => new Date(ms).toISOString().slice(0, 10)
@@ -36,7 +37,7 @@ export const ActivityLive = HttpApiBuilder.group(GatewayApi, "activity", (handle
         }
         const workspaces = yield* activity.workspacesOf(p.userId)
         if (workspaceId !== undefined && !workspaces.includes(workspaceId)) {
-          return yield* new NotFound({ message: `Workspace ${workspaceId} not found` })
+          return yield* new NotFound({ message: `Workspace ${clipped(workspaceId)} not found` })
         }
         return { workspaces } satisfies UsageScope
       })

@@ -13,8 +13,9 @@ import { GenerationFeedback } from "../../services/GenerationFeedback.js"
 import { GenerationStore } from "../../services/GenerationStore.js"
 import { Users } from "../../services/Users.js"
 import { GatewayApi } from "../Api.js"
+import { clipped } from "../../domain/validation.js"
 
-const notFound = (id: string) => new NotFound({ message: `Generation ${id} not found` })
+const notFound = (id: string) => new NotFound({ message: `Generation ${clipped(id)} not found` })
 
 export const GenerationsLive = HttpApiBuilder.group(GatewayApi, "generations", (handlers) =>
   Effect.gen(function* () {

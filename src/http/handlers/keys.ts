@@ -9,6 +9,7 @@ import { RateLimits } from "../../services/RateLimits.js"
 import { intervalText } from "../../domain/keys.js"
 import { Users } from "../../services/Users.js"
 import { GatewayApi } from "../Api.js"
+import { clipped } from "../../domain/validation.js"
 
 /** `GET /v1/key`'s rate_limit: the shape the API family's SDK requires, `requests: -1` when none applies. */
 const currentRateLimit = (key: KeyRow, rateLimits: RateLimits) => {
@@ -22,7 +23,7 @@ const currentRateLimit = (key: KeyRow, rateLimits: RateLimits) => {
   }
 }
 
-const notFound = (hash: string) => new NotFound({ message: `API key ${hash} not found` })
+const notFound = (hash: string) => new NotFound({ message: `API key ${clipped(hash)} not found` })
 
 export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
   Effect.gen(function* () {
@@ -48,7 +49,7 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
           const p = yield* requireManagement
           const workspaceId = urlParams.workspace_id
           if (workspaceId !== undefined && !(yield* users.canUseWorkspace(p.userId, workspaceId))) {
-            return yield* new NotFound({ message: `Workspace ${workspaceId} not found` })
+            return yield* new NotFound({ message: `Workspace ${clipped(workspaceId)} not found` })
           }
           const rows = yield* keys.list(p.userId, {
             offset: urlParams.offset ?? 0,
@@ -63,7 +64,7 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
           const p = yield* requireManagement
           const workspaceId = payload.workspace_id ?? p.workspaceId
           if (payload.workspace_id !== undefined && !(yield* users.canUseWorkspace(p.userId, workspaceId))) {
-            return yield* new NotFound({ message: `Workspace ${workspaceId} not found` })
+            return yield* new NotFound({ message: `Workspace ${clipped(workspaceId)} not found` })
           }
           if (payload.expires_at != null && Date.parse(payload.expires_at) <= Date.now()) {
             return yield* new BadRequest({ message: "Invalid request: expires_at: must be in the future" })

@@ -9,7 +9,7 @@ import { pageOf } from "../../domain/paging.js"
 import { PAGE_SIZE_DEFAULT, type PresetConfig, type VersionBody, versionBodyFromRequest } from "../../domain/presets.js"
 import { versionBodyFromChat } from "../../formats/chat/preset.js"
 import { decodeMessagesPreset } from "../../formats/messages/request.js"
-import { quote } from "../../domain/validation.js"
+import { quote, clipped } from "../../domain/validation.js"
 import { namesPreset, servesModel } from "../../routing/model-id.js"
 import { Principal, requireManagement } from "../../services/Auth.js"
 import { Catalog } from "../../services/Catalog.js"
@@ -17,7 +17,7 @@ import { decodePlugins } from "../../pipeline/plugins/index.js"
 import { PresetStore } from "../../services/PresetStore.js"
 import { GatewayApi } from "../Api.js"
 
-const presetNotFound = (slug: string) => new NotFound({ message: `Preset ${slug} not found` })
+const presetNotFound = (slug: string) => new NotFound({ message: `Preset ${clipped(slug)} not found` })
 
 export const PresetsLive = HttpApiBuilder.group(GatewayApi, "presets", (handlers) =>
   Effect.gen(function* () {

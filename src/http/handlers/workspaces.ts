@@ -3,7 +3,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { BadRequest, Forbidden, NotFound } from "../../domain/errors.js"
 import { pageOf } from "../../domain/paging.js"
-import { quote } from "../../domain/validation.js"
+import { quote, clipped } from "../../domain/validation.js"
 import type { UpdateWorkspacePayload } from "../../domain/workspaces.js"
 import { servesModel } from "../../routing/model-id.js"
 import { Broadcast } from "../../broadcast/Broadcast.js"
@@ -15,7 +15,7 @@ import { WorkspaceBudgets } from "../../services/WorkspaceBudgets.js"
 import { WorkspaceStore, type WorkspaceSettings } from "../../services/WorkspaceStore.js"
 import { GatewayApi } from "../Api.js"
 
-const notFound = (ref: string) => new NotFound({ message: `Workspace ${ref} not found` })
+const notFound = (ref: string) => new NotFound({ message: `Workspace ${clipped(ref)} not found` })
 
 /** The wire's settings fields in the store's words. */
 const settingsOf = (p: Omit<UpdateWorkspacePayload, "name" | "slug">): WorkspaceSettings => ({
