@@ -153,7 +153,7 @@ export const MemberList = Schema.Struct({ data: Schema.Array(Member), total_coun
 
 export const AddMembersPayload = Schema.Struct({
   user_ids: UserIds,
-  /** Our extension: the role of the members added (default member); existing members keep theirs. */
+  /** Our extension: the role of the members added (default member); given, it also becomes the role of those already members. */
   role: Schema.optional(MemberRole),
 })
 

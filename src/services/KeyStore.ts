@@ -305,8 +305,12 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
     const findForUser = (userId: string, hash: string) =>
       Effect.map(loadByHash(hash), Option.filter((row) => row.user_id === userId))
 
-    const list = (userId: string, options: { offset: number; includeDisabled: boolean; limit?: number; workspaceId?: string }) =>
-      sql<StoredKeyRow>`SELECT * FROM api_keys WHERE user_id = ${userId} AND deleted = 0
+    /**
+     * The user's keys; with `everyUser`, every member's keys of `workspaceId` (for its admins,
+     * who govern its members' keys).
+     */
+    const list = (userId: string, options: { offset: number; includeDisabled: boolean; limit?: number; workspaceId?: string; everyUser?: boolean }) =>
+      sql<StoredKeyRow>`SELECT * FROM api_keys WHERE ${options.everyUser === true && options.workspaceId !== undefined ? sql`1 = 1` : sql`user_id = ${userId}`} AND deleted = 0
           ${options.includeDisabled ? sql`` : sql`AND disabled = 0`}
           ${options.workspaceId === undefined ? sql`` : sql`AND workspace_id = ${options.workspaceId}`}
           ORDER BY id LIMIT ${options.limit ?? 100} OFFSET ${options.offset}`.pipe(
@@ -478,6 +482,8 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
       /** Key-cache lookups so far: answered from memory, or loaded. */
       cacheStats: (): { readonly hits: number; readonly misses: number } => ({ ...cacheStats }),
       findForUser,
+      /** A live key by its hash, whoever made it (the caller checks who may see it). */
+      findByHash: loadByHash,
       list,
       update,
       remove,

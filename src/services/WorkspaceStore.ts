@@ -290,7 +290,7 @@ export class WorkspaceStore extends Effect.Service<WorkspaceStore>()("WorkspaceS
               })
               const more = members.length > shown.length ? `; and ${plural(members.length - shown.length, "other member", "other members")}` : ""
               return yield* new BadRequest({
-                message: `Workspace '${row.slug}' still has API keys of its members (${shown.join("; ")}${more}). A key can be deleted only by its own user; a member whose keys here are all disabled can instead be removed from the workspace, as keys of former members are deleted with it. Nothing was deleted`,
+                message: `Workspace '${row.slug}' still has API keys of its members (${shown.join("; ")}${more}). Its admins can disable or delete them (GET /keys?workspace_id=${row.id} lists them); a member whose keys here are all disabled can instead be removed from the workspace, as keys of former members are deleted with it. Nothing was deleted`,
               })
             }
             // By user: a key a member creates meanwhile is not swept along (it fails the delete instead).
@@ -330,18 +330,39 @@ export class WorkspaceStore extends Effect.Service<WorkspaceStore>()("WorkspaceS
 
     /**
      * Adds users as members (unknown users are created, with their own default workspace).
-     * Users already present keep their role and do not count. Returns the memberships of
-     * every requested user, in the order asked.
+     * Users already present do not count; they keep their role unless `role` is given, which
+     * changes it, all or nothing: refused for the owner (always an admin) and for a member
+     * provisioned through SCIM (unless this is the provisioning, `scim`). Returns the
+     * memberships of every requested user, in the order asked.
      */
     const addMembers = (workspaceId: string, userIds: ReadonlyArray<string>, options: { role?: MemberRole; scim?: boolean } = {}) =>
       sql
         .withTransaction(
           Effect.gen(function* () {
             const wanted = [...new Set(userIds)]
-            const present = new Set(
-              (yield* sql<{ user_id: string }>`SELECT user_id FROM workspace_members
-                WHERE workspace_id = ${workspaceId} AND user_id IN ${sql.in(wanted)}`).map((r) => r.user_id),
-            )
+            const presentRows = yield* sql<MemberRow>`SELECT * FROM workspace_members
+                WHERE workspace_id = ${workspaceId} AND user_id IN ${sql.in(wanted)}`
+            const present = new Set(presentRows.map((r) => r.user_id))
+            const { role } = options
+            const changing = role === undefined ? [] : presentRows.filter((m) => m.role !== role)
+            if (changing.length > 0) {
+              const owner = (yield* sql<{ owner_user_id: string }>`SELECT owner_user_id FROM workspaces WHERE id = ${workspaceId}`)[0]?.owner_user_id
+              const refused = changing.flatMap((m) =>
+                m.user_id === owner
+                  ? [{ user_id: m.user_id, reason: "owns the workspace (the owner is always an admin)" }]
+                  : Number(m.is_scim) === 1 && options.scim !== true
+                    ? [{ user_id: m.user_id, reason: "is provisioned through SCIM (make this change in the identity provider)" }]
+                    : [],
+              )
+              if (refused.length > 0) {
+                return yield* new BadRequest({
+                  message: `No member was added or changed: ${refused.map((r) => `${r.user_id} ${r.reason}`).join("; ")}`,
+                  metadata: { refused },
+                })
+              }
+              yield* sql`UPDATE workspace_members SET role = ${role} WHERE workspace_id = ${workspaceId}
+                AND user_id IN ${sql.in(changing.map((m) => m.user_id))}`
+            }
             const now = yield* nowIso
             let added = 0
             for (const userId of wanted) {
@@ -364,7 +385,7 @@ export class WorkspaceStore extends Effect.Service<WorkspaceStore>()("WorkspaceS
             }
           }),
         )
-        .pipe(Effect.orDie)
+        .pipe(Effect.catchTag("SqlError", Effect.die))
 
     /**
      * Removes members, all or nothing. Refused: the owner (always a member), a member

@@ -116,18 +116,80 @@ describe("POST /workspaces/{id}/members/add", () => {
     expect(await memberIds(ws.id)).toEqual([await me(), "user_add_a", "user_add_b"].sort())
   })
 
-  test("a member already present, or named twice, counts once; existing members keep their role", async () => {
+  test("a member already present, or named twice, counts once; without a role, existing members keep theirs", async () => {
     const ws = await createWs()
-    await add(ws.id, { user_ids: ["user_twice"] })
-    const res = await add(ws.slug, { user_ids: ["user_twice", await me(), "user_new", "user_new"], role: "admin" })
+    await add(ws.id, { user_ids: ["user_twice"], role: "admin" })
+    const res = await add(ws.slug, { user_ids: ["user_twice", await me(), "user_new", "user_new"] })
     const body = (await res.json()) as { added_count: number; data: Array<MemberBody> }
     expect(body.added_count).toBe(1)
     expect(body.data.map((m) => [m.user_id, m.role])).toEqual([
-      ["user_twice", "member"],
+      ["user_twice", "admin"],
       [await me(), "admin"],
-      ["user_new", "admin"],
+      ["user_new", "member"],
     ])
     expect((await listMembers(ws.id)).length).toBe(3)
+  })
+
+  test("a role given changes the role of members already present: promoted, then demoted, counted as none added", async () => {
+    const ws = await createWs()
+    await add(ws.id, { user_ids: ["user_promoted"] })
+    const promoted = (await (await add(ws.id, { user_ids: ["user_promoted", await me()], role: "admin" })).json()) as { added_count: number; data: Array<MemberBody> }
+    expect(promoted.added_count).toBe(0)
+    expect(promoted.data.map((m) => [m.user_id, m.role])).toEqual([["user_promoted", "admin"], [await me(), "admin"]])
+    expect(await run(Effect.flatMap(Users, (u) => u.roleIn("user_promoted", ws.id)))).toBe("admin")
+    await add(ws.id, { user_ids: ["user_promoted"], role: "member" })
+    expect(await run(Effect.flatMap(Users, (u) => u.roleIn("user_promoted", ws.id)))).toBe("member")
+  })
+
+  test("the owner's role and a SCIM member's are not changed here: 400 naming them, nothing changed or added", async () => {
+    const ws = await createWs()
+    await add(ws.id, { user_ids: ["user_idp", "user_plain_role"] })
+    await setScim(ws.id, "user_idp", true)
+    const res = await add(ws.id, { user_ids: [await me(), "user_idp", "user_plain_role", "user_not_yet"], role: "admin" })
+    const message = await expectError(res, 400)
+    expect(message).toMatch(/^No member was added or changed: /)
+    expect(message).toContain("user_idp is provisioned through SCIM")
+    const demote = await expectError(await add(ws.id, { user_ids: [await me()], role: "member" }), 400)
+    expect(demote).toContain(`${await me()} owns the workspace (the owner is always an admin)`)
+    expect((await listMembers(ws.id)).map((m) => [m.user_id, m.role]).sort()).toEqual(
+      [[await me(), "admin"], ["user_idp", "member"], ["user_plain_role", "member"]].sort(),
+    )
+  })
+
+  test("an admin governs members' keys: lists, disables and deletes them; then demotes or removes the member and deletes the workspace", async () => {
+    const ws = await createWs()
+    const member = await otherUser(unique("user_rogue"))
+    await add(ws.id, { user_ids: [member.userId], role: "admin" })
+    const created = await gw().fetch("/v1/keys", { method: "POST", json: { name: "rogue key", workspace_id: ws.id }, key: member.secret })
+    expect(created.status).toBe(201)
+    const hash = ((await created.json()) as { data: { hash: string } }).data.hash
+    // The owner sees it in the workspace's list (not in its own), reads it and disables it.
+    const listed = (await (await gw().fetch(`/v1/keys?workspace_id=${ws.id}`)).json()) as { data: Array<{ hash: string }> }
+    expect(listed.data.map((k) => k.hash)).toContain(hash)
+    const own = (await (await gw().fetch("/v1/keys")).json()) as { data: Array<{ hash: string }> }
+    expect(own.data.map((k) => k.hash)).not.toContain(hash)
+    expect((await gw().fetch(`/v1/keys/${hash}`)).status).toBe(200)
+    const disabled = await gw().fetch(`/v1/keys/${hash}`, { method: "PATCH", json: { disabled: true } })
+    expect(((await disabled.json()) as { data: { disabled: boolean } }).data.disabled).toBe(true)
+    await add(ws.id, { user_ids: [member.userId], role: "member" })
+    expect(await run(Effect.flatMap(Users, (u) => u.roleIn(member.userId, ws.id)))).toBe("member")
+    expect(await (await remove(ws.id, { user_ids: [member.userId] })).json()).toEqual({ removed_count: 1 })
+    // A former member's key is still the workspace's to govern.
+    expect(await (await gw().fetch(`/v1/keys/${hash}`, { method: "DELETE" })).json()).toEqual({ deleted: true })
+    expect((await gw().fetch(`/v1/workspaces/${ws.id}`, { method: "DELETE" })).status).toBe(200)
+  })
+
+  test("a plain member cannot reach another member's key (404), nor list the workspace's keys beyond their own", async () => {
+    const other = await otherUser(unique("user_head"))
+    const ws = await createWs(other.secret)
+    await add(ws.id, { user_ids: [await me()] }, other.secret)
+    const theirs = await gw().fetch("/v1/keys", { method: "POST", json: { name: "head key", workspace_id: ws.id }, key: other.secret })
+    const hash = ((await theirs.json()) as { data: { hash: string } }).data.hash
+    await expectError(await gw().fetch(`/v1/keys/${hash}`), 404)
+    await expectError(await gw().fetch(`/v1/keys/${hash}`, { method: "PATCH", json: { disabled: true } }), 404)
+    await expectError(await gw().fetch(`/v1/keys/${hash}`, { method: "DELETE" }), 404)
+    const listed = (await (await gw().fetch(`/v1/keys?workspace_id=${ws.id}`)).json()) as { data: Array<{ hash: string }> }
+    expect(listed.data.map((k) => k.hash)).not.toContain(hash)
   })
 
   test("unknown users are created as users", async () => {

@@ -36,11 +36,19 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
     const viewMany = (rows: ReadonlyArray<KeyRow>) => Effect.zipRight(caughtUp, keys.viewMany(rows))
     const credits = (userId: string) => Effect.zipRight(caughtUp, keys.credits(userId))
 
-    const ownKey = (hash: string) =>
+    /**
+     * A key the caller may manage: their own, or one in a workspace they administer. Admins govern
+     * their members' keys: without that, a member (or an admin) keeping one active key could be
+     * neither removed nor demoted, nor the workspace deleted. Any other key is 404.
+     */
+    const keyInReach = (hash: string) =>
       Effect.gen(function* () {
         const p = yield* requireManagement
-        const row = yield* keys.findForUser(p.userId, hash)
-        return yield* Option.match(row, { onNone: () => Effect.fail(notFound(hash)), onSome: Effect.succeed })
+        const found = yield* keys.findByHash(hash)
+        if (Option.isNone(found)) return yield* notFound(hash)
+        const row = found.value
+        if (row.user_id === p.userId || (yield* users.roleIn(p.userId, row.workspace_id)) === "admin") return row
+        return yield* notFound(hash)
       })
 
     return handlers
@@ -48,13 +56,15 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
         Effect.gen(function* () {
           const p = yield* requireManagement
           const workspaceId = urlParams.workspace_id
-          if (workspaceId !== undefined && !(yield* users.canUseWorkspace(p.userId, workspaceId))) {
+          const role = workspaceId === undefined ? undefined : yield* users.roleIn(p.userId, workspaceId)
+          if (workspaceId !== undefined && role === undefined) {
             return yield* new NotFound({ message: `Workspace ${clipped(workspaceId)} not found` })
           }
+          // An admin listing a workspace sees every member's keys there (keyInReach below).
           const rows = yield* keys.list(p.userId, {
             offset: urlParams.offset ?? 0,
             includeDisabled: urlParams.include_disabled ?? false,
-            ...(workspaceId === undefined ? {} : { workspaceId }),
+            ...(workspaceId === undefined ? {} : { workspaceId, everyUser: role === "admin" }),
           })
           return { data: yield* viewMany(rows) }
         }),
@@ -83,10 +93,10 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
           return { data: yield* viewOne(row), key: secret }
         }),
       )
-      .handle("get", ({ path }) => Effect.flatMap(ownKey(path.hash), (row) => Effect.map(viewOne(row), (data) => ({ data }))))
+      .handle("get", ({ path }) => Effect.flatMap(keyInReach(path.hash), (row) => Effect.map(viewOne(row), (data) => ({ data }))))
       .handle("update", ({ path, payload }) =>
         Effect.gen(function* () {
-          const row = yield* ownKey(path.hash)
+          const row = yield* keyInReach(path.hash)
           if (payload.disabled === false && !(yield* users.canUseWorkspace(row.user_id, row.workspace_id))) {
             return yield* new Forbidden({
               message: `The key's user is no longer a member of workspace ${row.workspace_id}; the key cannot be re-enabled`,
@@ -107,7 +117,7 @@ export const KeysLive = HttpApiBuilder.group(GatewayApi, "keys", (handlers) =>
       )
       .handle("delete", ({ path }) =>
         Effect.gen(function* () {
-          const row = yield* ownKey(path.hash)
+          const row = yield* keyInReach(path.hash)
           yield* keys.remove(row.hash)
           return { deleted: true as const }
         }),
