@@ -8,7 +8,7 @@
 import type { SqlClient } from "@effect/sql"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect } from "effect"
-import { idBoundOf, isoOf, LOG_PAGE_DEFAULT, type LogParams } from "../domain/activity.js"
+import { endOf, idBoundOf, isoOf, LOG_PAGE_DEFAULT, type LogParams } from "../domain/activity.js"
 import { idBoundAt, idSecondOf } from "../domain/generations.js"
 import { toNanoUsd } from "../domain/pricing.js"
 import { fromRow, type GenerationRow } from "../store/ledger.js"
@@ -98,12 +98,13 @@ export const makeLogPage =
     // The id's second is the request's, taken after its pre-model stages: the id bounds the
     // range through the index (an hour's slack above), the creation time decides it.
     const lower = params.from === undefined ? undefined : idBoundOf(params.from)
-    const below = params.to === undefined ? undefined : idBoundOf(params.to, ID_SLACK_S)
+    const end = params.to === undefined ? undefined : endOf(params.to)
+    const below = end === undefined ? undefined : idBoundOf(end, ID_SLACK_S)
     // Rows below the cursor or the range's end, whichever is lower.
     const upper = params.cursor !== undefined && (below === undefined || params.cursor < below) ? params.cursor : below
     if (lower !== undefined) parts.push(sql`id >= ${lower}`)
     if (params.from !== undefined) parts.push(sql`created_at >= ${isoOf(params.from)}`)
-    if (params.to !== undefined) parts.push(sql`created_at < ${isoOf(params.to)}`)
+    if (end !== undefined) parts.push(sql`created_at < ${end}`)
     if (params.provider !== undefined) parts.push(sql`provider_name = ${params.provider}`)
     if (params.status !== undefined) parts.push(sql`status = ${params.status}`)
     if (params.session_id !== undefined) parts.push(sql`session_id = ${params.session_id}`)

@@ -223,7 +223,10 @@ describe("GET /v1/generations (the log)", () => {
     expect((await page("?status=failed")).data.map((g) => g.status)).toEqual(["failed"])
     expect((await page("?session_id=sess-1")).data.map((g) => g.session_id)).toEqual(["sess-1"])
     expect((await page("?min_cost=0.2")).data.map((g) => g.total_cost).sort()).toEqual([0.25, 0.5, 1])
-    expect((await page(`?from=${dayOf(daysAgo(3))}&to=${dayOf(daysAgo(2))}`)).data).toHaveLength(1)
+    // Days are inclusive, as on the activity routes: `to` a day takes that whole day; a time ends before it.
+    expect((await page(`?from=${dayOf(daysAgo(3))}&to=${dayOf(daysAgo(3))}`)).data).toHaveLength(1)
+    expect((await page(`?from=${dayOf(daysAgo(3))}&to=${dayOf(daysAgo(2))}`)).data).toHaveLength(5)
+    expect((await page(`?from=${dayOf(daysAgo(3))}&to=${daysAgo(2, 10)}`)).data).toHaveLength(2)
     expect((await page(`?model=demo/echo&api_key_hash=${s.inference.hash}`)).data).toHaveLength(3)
   })
 
