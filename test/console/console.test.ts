@@ -413,9 +413,10 @@ describe.skipIf(!run)("console: Destinations", () => {
     try {
       const made = await gw.fetch("/v1/observability/destinations", {
         method: "POST",
-        json: { name: "local-hook", type: "webhook", config: { url: `http://127.0.0.1:${receiver.port}/hook` } },
+        json: { name: "local-hook", type: "webhook", config: { url: `http://127.0.0.1:${receiver.port}/hook`, headers: { Authorization: "Bearer secret-1234567890" } } },
       })
       expect(made.ok).toBe(true)
+      const destinationId = ((await made.json()) as { data: { id: string } }).data.id
       await withPage("destinations", gw.adminKey, async ({ page }) => {
         await openPage(page, "Destinations")
         const row = page.getByRole("listitem", { name: "Destination local-hook" })
@@ -424,6 +425,16 @@ describe.skipIf(!run)("console: Destinations", () => {
         await row.getByRole("button", { name: "Send test" }).click()
         await row.getByText(/Test delivered/).waitFor()
         expect(received.length).toBeGreaterThan(0)
+        // Edited in the console: the stored header shows masked, a line added beside it keeps it.
+        await row.getByRole("link", { name: "Edit local-hook" }).click()
+        const headers = page.getByLabel("headers (optional)")
+        await headers.waitFor()
+        expect(await headers.inputValue()).toBe("Authorization: ****7890")
+        await headers.fill(`${await headers.inputValue()}\nX-Extra: 1`)
+        await page.getByRole("button", { name: "Save destination" }).click()
+        await page.getByRole("listitem", { name: "Destination local-hook" }).waitFor()
+        const stored = (await (await gw.fetch(`/v1/observability/destinations/${destinationId}`)).json()) as { data: { config: { headers: Record<string, string> } } }
+        expect(stored.data.config.headers).toEqual({ Authorization: "****7890", "X-Extra": "****" })
         // Every kind's form comes from the server's schemas: an S3 destination asks for its bucket, its secret write-only.
         await page.getByLabel("Kind").selectOption("s3")
         await page.getByLabel("bucketName").waitFor()

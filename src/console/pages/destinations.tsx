@@ -134,6 +134,9 @@ const DestinationForm = ({ destination, onSaved }: { destination: Destination | 
     for (const f of KINDS[destination?.type ?? "webhook"] ?? []) {
       const v = destination?.config[f.name]
       if (!f.secret && !f.map && typeof v === "string") out[f.name] = v
+      // A header map is shown as stored, values masked: sent back as shown, a value is kept (the API
+      // replaces the map as a whole), so adding a line does not drop the others.
+      if (f.map && typeof v === "object" && v !== null) out[f.name] = Object.entries(v).map(([header, value]) => `${header}: ${value}`).join("\n")
     }
     return out
   })
@@ -145,8 +148,13 @@ const DestinationForm = ({ destination, onSaved }: { destination: Destination | 
     const config: Record<string, unknown> = {}
     for (const f of fields) {
       const v = values[f.name] ?? ""
-      // Secrets are write-only: an empty secret on an edit keeps the stored one.
-      if (v === "") continue
+      if (v === "") {
+        // Secrets are write-only: an empty secret on an edit keeps the stored one. An optional field
+        // or header list emptied on an edit is removed.
+        const stored = destination?.type === type ? destination.config[f.name] : undefined
+        if (!f.secret && !f.required && stored !== undefined) config[f.name] = null
+        continue
+      }
       config[f.name] = f.map ? parseHeaders(v) : v
     }
     const sampling_rate = Number(sampling)
@@ -186,7 +194,17 @@ const DestinationForm = ({ destination, onSaved }: { destination: Destination | 
           label={`${f.name}${f.required ? "" : " (optional)"}`}
           name={`config.${f.name}`}
           error={error}
-          hint={f.secret || f.map ? (destination ? "Write-only: leave empty to keep the stored value" : "Write-only: never shown again") : undefined}
+          hint={
+            f.map
+              ? destination
+                ? "One Name: value a line; stored values are shown masked, and a line left as it is keeps its value"
+                : "One Name: value a line; values are never shown again"
+              : f.secret
+                ? destination
+                  ? "Write-only: leave empty to keep the stored value"
+                  : "Write-only: never shown again"
+                : undefined
+          }
         >
           {(id, d, inv) =>
             f.options !== null ? (
