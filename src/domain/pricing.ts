@@ -73,6 +73,13 @@ export interface PartAllowance {
   readonly maxTokensPerFile: number
 }
 
+/**
+ * A main count (input or output tokens) as an upstream reported it: one it left out or sent as
+ * null is no count (NaN), so `isValidUsage` refuses the usage and the gateway charges its
+ * estimate. Read as 0, an answer without them cost nothing.
+ */
+export const reportedCount = (n: number | null | undefined): number => n ?? Number.NaN
+
 /** A count an upstream may report: a non-negative whole number (1e12 passes here, the caps below bound it). */
 const isCount = (n: unknown): boolean => typeof n === "number" && Number.isSafeInteger(n) && n >= 0
 

@@ -46,6 +46,9 @@ const USAGES = {
   // 1e400 parses to Infinity (NaN has no JSON).
   infinite: `{"prompt_tokens":1e400,"completion_tokens":2,"total_tokens":1e400}`,
   string: `{"prompt_tokens":"12","completion_tokens":"2","total_tokens":"14"}`,
+  // Read as 0 these made the answer free.
+  null: `{"prompt_tokens":null,"completion_tokens":null,"total_tokens":null}`,
+  absent: `{"total_tokens":14}`,
   honest: `{"prompt_tokens":20,"completion_tokens":2,"total_tokens":22}`,
 } as const
 type Kind = keyof typeof USAGES
@@ -140,7 +143,7 @@ describe("usage from upstream is bounded by the reservation", () => {
 })
 
 describe("counts that are not counts are treated as missing: estimated, and the record says so", () => {
-  for (const kind of ["negative", "fractional", "infinite", "string"] as const) {
+  for (const kind of ["negative", "fractional", "infinite", "string", "null", "absent"] as const) {
     for (const stream of [false, true]) {
       test(`${kind} counts (${stream ? "streamed" : "JSON"}): usage_estimated, a positive cost, never a negative one`, async () => {
         const { key, data } = await limitedKey(1)

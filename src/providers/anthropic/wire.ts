@@ -4,7 +4,7 @@
  */
 import { errorFromEvent } from "../errors"
 import type { FinishReason, ProviderError } from "../types"
-import type { Usage } from "../../domain/pricing"
+import { type Usage, reportedCount } from "../../domain/pricing"
 
 export interface AnthropicUsage {
   readonly input_tokens?: number | null
@@ -56,10 +56,10 @@ export const anthropicUsage = (usage: AnthropicUsage): Usage => {
   const cacheRead = usage.cache_read_input_tokens ?? 0
   const cacheWrite = usage.cache_creation_input_tokens ?? 0
   return {
-    inputTokens: (usage.input_tokens ?? 0) + cacheRead + cacheWrite,
+    inputTokens: reportedCount(usage.input_tokens) + cacheRead + cacheWrite,
     cachedTokens: cacheRead,
     cacheWriteTokens: cacheWrite,
-    outputTokens: usage.output_tokens ?? 0,
+    outputTokens: reportedCount(usage.output_tokens),
     // Anthropic does not report thinking tokens apart from the rest of the output.
     reasoningTokens: 0,
   }

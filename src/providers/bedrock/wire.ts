@@ -5,7 +5,7 @@
 import type { HeaderReader } from "../http1"
 import { errorDetailOf, isContextLengthError, retryAfterSeconds } from "../errors"
 import { ProviderError, type FinishReason, type ProviderErrorKind } from "../types"
-import type { Usage } from "../../domain/pricing"
+import { type Usage, reportedCount } from "../../domain/pricing"
 
 export interface BedrockUsage {
   readonly inputTokens?: number
@@ -51,10 +51,10 @@ export const bedrockUsage = (usage: BedrockUsage): Usage => {
   const cacheRead = usage.cacheReadInputTokens ?? 0
   const cacheWrite = usage.cacheWriteInputTokens ?? 0
   return {
-    inputTokens: (usage.inputTokens ?? 0) + cacheRead + cacheWrite,
+    inputTokens: reportedCount(usage.inputTokens) + cacheRead + cacheWrite,
     cachedTokens: cacheRead,
     cacheWriteTokens: cacheWrite,
-    outputTokens: usage.outputTokens ?? 0,
+    outputTokens: reportedCount(usage.outputTokens),
     // Converse does not report reasoning tokens apart from the rest of the output.
     reasoningTokens: 0,
   }

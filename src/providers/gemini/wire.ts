@@ -7,7 +7,7 @@
 import { errorDetailOf, errorFromStatus, isContextLengthError, retryAfterSeconds } from "../errors"
 import type { HeaderReader } from "../http1"
 import { type FinishReason, ProviderError, type ProviderErrorKind } from "../types"
-import type { Usage } from "../../domain/pricing"
+import { type Usage, reportedCount } from "../../domain/pricing"
 
 export interface GeminiPart {
   readonly text?: string
@@ -49,7 +49,9 @@ export const geminiUsage = (usage: GeminiUsage): Usage => {
   const thoughts = usage.thoughtsTokenCount ?? 0
   return {
     // The prompt count includes the cached part; prompts written by tool use are billed as input too.
-    inputTokens: (usage.promptTokenCount ?? 0) + (usage.toolUsePromptTokenCount ?? 0),
+    // Proto3's JSON leaves out a zero count: an answer of no tokens has no candidatesTokenCount, but
+    // a prompt is never empty, so a prompt count left out (or null) is no count (`reportedCount`).
+    inputTokens: reportedCount(usage.promptTokenCount) + (usage.toolUsePromptTokenCount ?? 0),
     cachedTokens: usage.cachedContentTokenCount ?? 0,
     cacheWriteTokens: 0,
     outputTokens: (usage.candidatesTokenCount ?? 0) + thoughts,

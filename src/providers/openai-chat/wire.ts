@@ -3,7 +3,7 @@
  * mappings both paths share: usage and finish reason.
  */
 import type { FinishReason } from "../types"
-import type { Usage } from "../../domain/pricing"
+import { type Usage, reportedCount } from "../../domain/pricing"
 
 export interface ChatUsage {
   readonly prompt_tokens?: number
@@ -55,10 +55,10 @@ export interface ChatCompletion {
 
 /** OpenAI's prompt_tokens already include the cached ones, as our Usage wants. */
 export const chatUsage = (usage: ChatUsage): Usage => ({
-  inputTokens: usage.prompt_tokens ?? 0,
+  inputTokens: reportedCount(usage.prompt_tokens),
   cachedTokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
   cacheWriteTokens: 0,
-  outputTokens: usage.completion_tokens ?? 0,
+  outputTokens: reportedCount(usage.completion_tokens),
   reasoningTokens: usage.completion_tokens_details?.reasoning_tokens ?? 0,
 })
 

@@ -4,7 +4,7 @@
  */
 import { errorFromEvent } from "../errors"
 import type { FinishReason, ProviderError } from "../types"
-import type { Usage } from "../../domain/pricing"
+import { type Usage, reportedCount } from "../../domain/pricing"
 
 export interface ResponsesUsage {
   readonly input_tokens?: number
@@ -47,10 +47,10 @@ export interface ResponsesStreamEvent {
 
 /** Responses' input_tokens already include the cached ones, as our Usage wants. */
 export const responsesUsage = (usage: ResponsesUsage): Usage => ({
-  inputTokens: usage.input_tokens ?? 0,
+  inputTokens: reportedCount(usage.input_tokens),
   cachedTokens: usage.input_tokens_details?.cached_tokens ?? 0,
   cacheWriteTokens: 0,
-  outputTokens: usage.output_tokens ?? 0,
+  outputTokens: reportedCount(usage.output_tokens),
   reasoningTokens: usage.output_tokens_details?.reasoning_tokens ?? 0,
 })
 
