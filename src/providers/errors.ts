@@ -56,6 +56,18 @@ export const retryAfterSeconds = (headers: HeaderReader): number | undefined => 
 
 const BAD_REQUEST_STATUSES = new Set([400, 404, 409, 413, 422])
 
+/**
+ * A 2xx body that is not an answer of its format (`null`, an array, an object without the answer's
+ * parts): a failure of the upstream (502, and the next endpoint is tried), not an empty answer
+ * charged as completed.
+ */
+export const notAnAnswer = (wire: string, what: string): ProviderError =>
+  new ProviderError("server", `${wire} upstream sent a body that is not an answer: ${what}`)
+
+/** Whether a parsed body is a JSON object (not null, an array or a scalar). */
+export const isJsonObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
 /** The error for a non-2xx upstream answer. */
 export const errorFromStatus = (status: number, detail: UpstreamErrorDetail, headers: HeaderReader): ProviderError => {
   const message = detail.message

@@ -6,7 +6,7 @@
  */
 import { type Deadline, Deadlines } from "../deadlines"
 import { type AbortLike, PlainAbort } from "./abort"
-import { errorDetailOf, errorFromStatus } from "./errors"
+import { errorDetailOf, errorFromStatus, isJsonObject, notAnAnswer } from "./errors"
 import { type BodySink, DEFAULT_MAX_CONNECTIONS, defaultTransport, type Transport, type UpstreamResponse } from "./http1"
 import { DONE, PushedEvents } from "./pushed-events"
 import { createSseParser, endSse, feedSse, sseEventEnd, sseIdle } from "./sse"
@@ -112,6 +112,7 @@ const eventsOfJson = (wire: WireFormat, text: string): Array<ProviderEvent> => {
   } catch {
     throw new ProviderError("server", `${wire.name} upstream sent a body that is not JSON`)
   }
+  if (!isJsonObject(json)) throw notAnAnswer(wire.name, "not a JSON object")
   return wire.fromJson(json)
 }
 
@@ -206,8 +207,12 @@ class StreamEvents extends PushedEvents<UpstreamLink> implements BodySink {
       for (let i = 0; i < sse.length && !translator.done; i++) translator.push(sse[i], taken)
     } catch (cause) {
       this.taken = undefined
+      // What this read held before the failure goes out first: text already received is the answer's.
+      if (taken.length > 0) this.push(taken)
       this.closeBody(true)
-      this.settle(cause instanceof ProviderError ? cause : this.link.failure(cause))
+      // A translator throws only on what it reads: an error event (a ProviderError), or an event
+      // that is not one of its format (a TypeError or SyntaxError, whose text names gateway code).
+      this.settle(cause instanceof ProviderError ? cause : new ProviderError("server", `${this.wire.name} upstream sent an event that is not one of its format`))
       return false
     }
     if (taken.length > 0) this.taken = taken

@@ -1,12 +1,14 @@
 /** A non-streamed Anthropic message → ProviderEvents, in the order a stream would give them. */
+import { isJsonObject, notAnAnswer } from "../errors"
 import type { ProviderEvent } from "../types"
 import { type AnthropicMessageObject, anthropicFailure, anthropicFinishReason, anthropicUsage } from "./wire"
 
 export const anthropicJsonEvents = (json: unknown): Array<ProviderEvent> => {
   const message = json as AnthropicMessageObject
-  if (message.type === "error") throw anthropicFailure(message.error)
+  if (message.type === "error" || isJsonObject(message.error)) throw anthropicFailure(message.error)
+  if (!Array.isArray(message.content)) throw notAnAnswer("anthropic", "no content")
   const out: Array<ProviderEvent> = []
-  const content = message.content ?? []
+  const content = message.content
   for (let index = 0; index < content.length; index++) {
     const block = content[index]
     if (block.type === "text" && block.text) {

@@ -1,4 +1,5 @@
 /** A Converse answer → ProviderEvents, in the order a stream would give them. */
+import { notAnAnswer } from "../errors"
 import type { ProviderEvent } from "../types"
 import { RESPONSE_TOOL } from "./request"
 import { bedrockFinishReason, bedrockUsage, type ConverseResponse } from "./wire"
@@ -6,8 +7,9 @@ import { bedrockFinishReason, bedrockUsage, type ConverseResponse } from "./wire
 /** `structured`: the request asked for JSON, so the answer tool's input is the answer's text. */
 export const converseJsonEvents = (json: unknown, structured: boolean): Array<ProviderEvent> => {
   const answer = json as ConverseResponse
+  const content = answer.output?.message?.content
+  if (!Array.isArray(content)) throw notAnAnswer("bedrock", "no output.message.content")
   const out: Array<ProviderEvent> = []
-  const content = answer.output?.message?.content ?? []
   let answeredByTool = false
   for (let index = 0; index < content.length; index++) {
     const block = content[index]

@@ -5,6 +5,7 @@
  * as an object), so it is a start and one delta. Usage is cumulative per chunk: the last is kept,
  * and usage then finish are emitted when the answer ends (the stream has no terminal event).
  */
+import { notAnAnswer } from "../errors"
 import type { SseEvent } from "../sse"
 import { type FinishReason, ProviderError, type ProviderEvent } from "../types"
 import type { Usage } from "../../domain/pricing"
@@ -71,7 +72,12 @@ export class GeminiAnswer implements StreamTranslator {
 export const geminiJsonEvents = (json: unknown): Array<ProviderEvent> => {
   const answer = new GeminiAnswer()
   const out: Array<ProviderEvent> = []
-  answer.take(json as GeminiResponse, out)
+  const response = json as GeminiResponse
+  // No candidates is an answer only when the prompt was blocked (promptFeedback says why).
+  if (response.error === undefined && !Array.isArray(response.candidates) && response.promptFeedback?.blockReason === undefined) {
+    throw notAnAnswer("gemini", "no candidates")
+  }
+  answer.take(response, out)
   answer.close(out)
   return out
 }

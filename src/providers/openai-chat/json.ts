@@ -1,5 +1,5 @@
 /** A non-streamed Chat Completion → ProviderEvents, in the order a stream would give them. */
-import { errorFromEvent } from "../errors"
+import { errorFromEvent, notAnAnswer } from "../errors"
 import type { ProviderEvent } from "../types"
 import { type ChatCompletion, chatFinishReason, chatUsage } from "./wire"
 
@@ -8,8 +8,9 @@ export const chatJsonEvents = (json: unknown): Array<ProviderEvent> => {
   if (completion.error !== undefined) {
     throw errorFromEvent({ message: completion.error.message ?? "openai-chat upstream reported an error" })
   }
+  const choice = Array.isArray(completion.choices) ? completion.choices[0] : undefined
+  if (typeof choice !== "object" || choice === null) throw notAnAnswer("openai-chat", "no choices")
   const out: Array<ProviderEvent> = []
-  const choice = completion.choices?.[0]
   const message = choice?.message
   if (message !== undefined) {
     const reasoning = message.reasoning ?? message.reasoning_content

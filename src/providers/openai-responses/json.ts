@@ -1,10 +1,13 @@
 /** A non-streamed Responses object → ProviderEvents, in the order a stream would give them. */
+import { isJsonObject, notAnAnswer } from "../errors"
 import type { ProviderEvent } from "../types"
 import { type ResponsesObject, responsesFailure, responsesFinishReason, responsesUsage } from "./wire"
 
 export const responsesJsonEvents = (json: unknown): Array<ProviderEvent> => {
   const response = json as ResponsesObject
-  if (response.status === "failed") throw responsesFailure(response.error)
+  // An error object is a failure whatever the status says (a proxy may answer 200 with one).
+  if (response.status === "failed" || isJsonObject(response.error)) throw responsesFailure(response.error)
+  if (!Array.isArray(response.output)) throw notAnAnswer("openai-responses", "no output")
   const out: Array<ProviderEvent> = []
   let calledTools = false
   const output = response.output ?? []

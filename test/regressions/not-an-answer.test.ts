@@ -1,0 +1,160 @@
+/**
+ * Regression: a 2xx body that is not an answer of its format (`null`, an array, an error object
+ * under a 200, an object without the answer's parts) was a "completed" empty answer, charged its
+ * input, with no failover; `null` answered a 502 whose message was a TypeError's text. A stream
+ * event that is not one of its format read "upstream connection failed: null is not an object",
+ * and text an upstream sent in the same read as its error event was dropped. Now the JSON bodies
+ * are a 502 in the envelope, at $0, and the next endpoint answers; a stream says the upstream sent
+ * an event that is not one, after the text it had already sent.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import type { ConfigFile } from "../../src/config/file.js"
+import { startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
+
+/** JSON bodies by upstream model, each answered with 200; "good" is a real answer of the format. */
+const BODIES: Record<string, Record<string, string>> = {
+  "openai-chat": {
+    null: "null",
+    array: "[1,2]",
+    wrong: `{"id":5,"choices":"nope"}`,
+    good: `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"fine"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}`,
+  },
+  "openai-responses": {
+    null: "null",
+    error: `{"error":{"message":"internal boom","type":"server_error","code":500}}`,
+    wrong: `{"id":"r","output":"nope"}`,
+  },
+  anthropic: {
+    null: "null",
+    error: `{"error":{"type":"api_error","message":"Internal server error"}}`,
+    wrong: `{"id":"m","type":"message","content":"nope"}`,
+  },
+}
+
+const chunk = (delta: string) => `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"${delta}"},"finish_reason":null}]}\n\n`
+/** Streams by upstream model (Chat Completions), each sent in one write. */
+const STREAMS: Record<string, string> = {
+  "null-event": "data: null\n\n",
+  "text-then-bad": `${chunk("Hel")}${chunk("lo ")}data: {not json\n\n`,
+}
+
+let upstream: ReturnType<typeof Bun.serve>
+let gw: InProcessGateway & { stop: () => Promise<void> }
+
+beforeAll(async () => {
+  upstream = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(req) {
+      const kind = new URL(req.url).pathname.split("/")[1]!
+      const body = (await req.json()) as { model: string; stream?: boolean }
+      if (body.stream === true) return new Response(STREAMS[body.model] ?? "", { headers: { "content-type": "text/event-stream" } })
+      return new Response(BODIES[kind]?.[body.model] ?? "null", { headers: { "content-type": "application/json" } })
+    },
+  })
+  const base = (kind: string) => `http://127.0.0.1:${upstream.port}/${kind}`
+  const kinds = Object.keys(BODIES)
+  gw = await startInProcessGateway({
+    catalog: {
+      providers: [
+        ...kinds.map((kind) => ({ id: kind, kind, base_url: base(kind) })),
+        { id: "healthy", kind: "openai-chat", base_url: base("openai-chat") },
+      ],
+      models: [
+        ...kinds.flatMap((kind) =>
+          Object.keys(BODIES[kind]!).map((scenario) => ({
+            id: `${kind}/${scenario}`,
+            context_length: 100_000,
+            endpoints: [{ provider: kind, upstream_model: scenario, pricing: { prompt: 1, completion: 1 } }],
+          })),
+        ),
+        {
+          id: "fallback/wrong-first",
+          context_length: 100_000,
+          endpoints: [
+            { provider: "openai-chat", upstream_model: "wrong", pricing: { prompt: 1, completion: 1 } },
+            { provider: "healthy", upstream_model: "good", pricing: { prompt: 1, completion: 1 } },
+          ],
+        },
+        ...Object.keys(STREAMS).map((scenario) => ({
+          id: `stream/${scenario}`,
+          context_length: 100_000,
+          endpoints: [{ provider: "openai-chat", upstream_model: scenario, pricing: { prompt: 1, completion: 1 } }],
+        })),
+      ],
+    } as unknown as ConfigFile,
+  })
+})
+afterAll(async () => {
+  await gw?.stop()
+  upstream?.stop(true)
+})
+
+const generation = async (res: Response) => {
+  await gw.server.drain()
+  const id = res.headers.get("x-generation-id")!
+  return ((await (await gw.fetch(`/v1/generation?id=${id}`)).json()) as { data: { status: string; total_cost: number } }).data
+}
+
+describe("a 200 body that is not an answer of its format", () => {
+  for (const kind of Object.keys(BODIES)) {
+    for (const scenario of Object.keys(BODIES[kind]!).filter((s) => s !== "good")) {
+      test(`${kind}, ${scenario}: 502 in the envelope, no gateway code in the message, $0`, async () => {
+        const res = await gw.fetch("/v1/responses", { method: "POST", json: { model: `${kind}/${scenario}`, input: "hi" } })
+        const body = (await res.json()) as { error?: { code: number; message: string } }
+        expect(res.status).toBe(502)
+        expect(body.error?.code).toBe(502)
+        expect(body.error?.message).not.toContain("evaluating")
+        const record = await generation(res)
+        expect(record.status).toBe("failed")
+        expect(record.total_cost).toBe(0)
+      })
+    }
+  }
+
+  test("the next endpoint answers when the first sends one", async () => {
+    const res = await gw.fetch("/v1/responses", { method: "POST", json: { model: "fallback/wrong-first", input: "hi" } })
+    expect(res.status).toBe(200)
+    const body = (await res.json()) as { output: Array<{ content: Array<{ text: string }> }> }
+    expect(body.output[0]?.content[0]?.text).toBe("fine")
+  })
+})
+
+describe("a stream event that is not one of its format", () => {
+  const streamed = async (model: string) => {
+    const res = await gw.fetch("/v1/responses", { method: "POST", json: { model, input: "hi", stream: true } })
+    expect(res.status).toBe(200)
+    return res.text()
+  }
+
+  test("data: null fails the answer saying so, not as a connection failure with gateway code", async () => {
+    const text = await streamed("stream/null-event")
+    expect(text).toContain("response.failed")
+    expect(text).toContain("upstream sent an event that is not one of its format")
+    expect(text).not.toContain("evaluating")
+  })
+
+  test("text that came in the same read as the bad event reaches the client before the failure", async () => {
+    const text = await streamed("stream/text-then-bad")
+    expect(text.indexOf('"delta":"Hel"')).toBeGreaterThan(-1)
+    expect(text.indexOf('"delta":"lo "')).toBeGreaterThan(text.indexOf('"delta":"Hel"'))
+    expect(text.indexOf("response.failed")).toBeGreaterThan(text.indexOf('"delta":"lo "'))
+  })
+})
+
+describe("Gemini and Bedrock answers without their parts", () => {
+  test("Gemini: no candidates is a failure unless the prompt was blocked", async () => {
+    const { geminiJsonEvents } = await import("../../src/providers/gemini/answer.js")
+    expect(() => geminiJsonEvents({ usageMetadata: { promptTokenCount: 3 } })).toThrow("not an answer: no candidates")
+    const blocked = geminiJsonEvents({ promptFeedback: { blockReason: "SAFETY" }, usageMetadata: { promptTokenCount: 3 } })
+    expect(blocked.at(-1)).toEqual({ type: "finish", reason: "content_filter" })
+  })
+  test("Bedrock: no output.message.content is a failure", async () => {
+    const { converseJsonEvents } = await import("../../src/providers/bedrock/json.js")
+    expect(() => converseJsonEvents({ output: {} }, false)).toThrow("not an answer: no output.message.content")
+    expect(converseJsonEvents({ output: { message: { content: [{ text: "ok" }] } }, usage: { inputTokens: 1, outputTokens: 1 }, stopReason: "end_turn" }, false)[0]).toEqual({
+      type: "text",
+      delta: "ok",
+    })
+  })
+})
