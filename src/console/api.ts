@@ -63,6 +63,25 @@ export const call = async <T>(path: string, options: CallOptions = {}): Promise<
   return body as T
 }
 
+/** Pages a list asks for at most; 100 items a page. */
+const MAX_PAGES = 100
+
+/**
+ * Every item of a list operation, page by page (`limit=100`, `offset` moved on while a page is
+ * full): a page shows the whole list, not its first 100 items (a preset's 101st version, the one
+ * in use, was missing).
+ */
+export const callAll = async <T>(path: string, options: { readonly signal?: AbortSignal } = {}): Promise<{ data: Array<T> }> => {
+  const all: Array<T> = []
+  const joiner = path.includes("?") ? "&" : "?"
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const { data } = await call<{ data: Array<T> }>(`${path}${joiner}limit=100&offset=${all.length}`, options)
+    all.push(...data)
+    if (data.length < 100) break
+  }
+  return { data: all }
+}
+
 /** Query string of the defined, non-empty values. */
 export const query = (params: Record<string, string | number | undefined | null>): string => {
   const q = new URLSearchParams()

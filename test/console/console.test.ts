@@ -397,6 +397,21 @@ describe.skipIf(!run)("console: Presets", () => {
       await form.getByText("Created version 3").waitFor()
     })
   }, SLOW)
+
+  test("a preset of more than 100 versions diffs its newest two (the list is read page by page)", async () => {
+    for (let i = 1; i <= 102; i++) {
+      const res = await gw.fetch("/v1/presets/many-versions/responses", { method: "POST", json: { model: "demo/echo", instructions: `Version ${i}.` } })
+      expect(res.ok).toBe(true)
+    }
+    await withPage("presets", gw.adminKey, async ({ page }) => {
+      await openPage(page, "Presets")
+      await page.getByRole("link", { name: "Versions of many-versions" }).click()
+      const diff = page.locator("table.diff")
+      await diff.waitFor()
+      expect(await diff.locator("td.removed").allTextContents()).toContainEqual(expect.stringContaining("Version 101."))
+      expect(await diff.locator("td.added").allTextContents()).toContainEqual(expect.stringContaining("Version 102."))
+    })
+  }, SLOW)
 })
 
 describe.skipIf(!run)("console: Destinations", () => {

@@ -3,7 +3,7 @@
  * latency percentiles per provider, all from `GET /v1/activity/summary` (the rollup, never the log).
  */
 import { useMemo } from "preact/hooks"
-import { call, daysBefore, int, query, type Summary, today, usd, type Workspace } from "../api.js"
+import { call, daysBefore, int, query, type Summary, today, usd, type Workspace, callAll } from "../api.js"
 import { DayChart } from "../chart.js"
 import type { PageProps } from "../session.js"
 import { Alert, Bar, Empty, Field, Loading, Section, Table, useLoad } from "../ui.js"
@@ -24,7 +24,7 @@ export const ActivityPage = ({ session, params, navigate }: PageProps) => {
     [from, to, workspace],
   )
   const [workspaces] = useLoad(
-    (signal) => (session.management ? call<{ data: Array<Workspace> }>("/v1/workspaces?limit=100", { signal }) : Promise.resolve({ data: [] })),
+    (signal) => (session.management ? callAll<Workspace>("/v1/workspaces", { signal }) : Promise.resolve({ data: [] })),
     [session.management],
   )
   const set = (name: string, value: string) => {

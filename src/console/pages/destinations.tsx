@@ -4,7 +4,7 @@
  * when typed), "Send test" and "Redeliver dead".
  */
 import { useState } from "preact/hooks"
-import { call } from "../api.js"
+import { call, callAll } from "../api.js"
 import { destinationKinds } from "../destination-kinds.js" with { type: "macro" }
 import type { PageProps } from "../session.js"
 import { Alert, Empty, Field, type FormError, FormAlert, formErrorOf, Loading, Section, useLoad } from "../ui.js"
@@ -26,7 +26,7 @@ interface Destination {
 export const DestinationsPage = ({ session, params, navigate }: PageProps) => {
   const [list, reload] = useLoad(
     (signal) =>
-      session.management ? call<{ data: Array<Destination> }>("/v1/observability/destinations?limit=100", { signal }) : Promise.resolve({ data: [] }),
+      session.management ? callAll<Destination>("/v1/observability/destinations", { signal }) : Promise.resolve({ data: [] }),
     [],
   )
   const editing = params.get("id")

@@ -4,7 +4,7 @@
  * a confirmation.
  */
 import { useState } from "preact/hooks"
-import { type ApiKey, call, usd, type Workspace } from "../api.js"
+import { type ApiKey, call, usd, type Workspace, callAll } from "../api.js"
 import type { PageProps } from "../session.js"
 import { Alert, Empty, Field, type FormError, FormAlert, formErrorOf, Loading, Section, useLoad } from "../ui.js"
 
@@ -24,7 +24,7 @@ export const KeysPage = ({ session, params, navigate }: PageProps) => {
     [offset],
   )
   const [workspaces] = useLoad(
-    (signal) => (session.management ? call<{ data: Array<Workspace> }>("/v1/workspaces?limit=100", { signal }) : none),
+    (signal) => (session.management ? callAll<Workspace>("/v1/workspaces", { signal }) : none),
     [],
   )
   const [created, setCreated] = useState<{ name: string; secret: string } | null>(null)

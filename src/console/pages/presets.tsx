@@ -3,7 +3,7 @@
  * differing lines marked, and a new version (a Responses request body, as the API takes it).
  */
 import { useState } from "preact/hooks"
-import { call } from "../api.js"
+import { call, callAll } from "../api.js"
 import type { PageProps } from "../session.js"
 import { Alert, Empty, Field, type FormError, FormAlert, formErrorOf, Loading, Section, useLoad } from "../ui.js"
 import { ManagementOnly } from "./keys.js"
@@ -47,7 +47,7 @@ export const diffLines = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): A
 
 export const PresetsPage = ({ session, params, navigate }: PageProps) => {
   const [list, reload] = useLoad(
-    (signal) => (session.management ? call<{ data: Array<Preset> }>("/v1/presets?limit=100", { signal }) : Promise.resolve({ data: [] })),
+    (signal) => (session.management ? callAll<Preset>("/v1/presets", { signal }) : Promise.resolve({ data: [] })),
     [],
   )
   const slug = params.get("slug")
@@ -87,7 +87,7 @@ export const PresetsPage = ({ session, params, navigate }: PageProps) => {
 
 const Versions = ({ slug }: { slug: string }) => {
   const [versions] = useLoad(
-    (signal) => call<{ data: Array<Version> }>(`/v1/presets/${encodeURIComponent(slug)}/versions?limit=100`, { signal }),
+    (signal) => callAll<Version>(`/v1/presets/${encodeURIComponent(slug)}/versions`, { signal }),
     [slug],
   )
   const [left, setLeft] = useState<number | null>(null)

@@ -1,6 +1,6 @@
 /** Workspaces (management keys): create, edit the settings, add and remove members. */
 import { useState } from "preact/hooks"
-import { call, type Workspace } from "../api.js"
+import { call, type Workspace, callAll } from "../api.js"
 import type { PageProps } from "../session.js"
 import { Alert, Empty, Field, type FormError, FormAlert, formErrorOf, Loading, Section, useLoad } from "../ui.js"
 import { ManagementOnly } from "./keys.js"
@@ -14,7 +14,7 @@ interface Member {
 export const WorkspacesPage = ({ session, params, navigate }: PageProps) => {
   const none = Promise.resolve({ data: [] })
   const [list, reload] = useLoad(
-    (signal) => (session.management ? call<{ data: Array<Workspace> }>("/v1/workspaces?limit=100", { signal }) : none),
+    (signal) => (session.management ? callAll<Workspace>("/v1/workspaces", { signal }) : none),
     [],
   )
   const selected = params.get("id")
