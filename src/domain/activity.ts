@@ -138,7 +138,8 @@ export const LogParams = Schema.Struct({
   workspace_id: Schema.optional(Id("workspace id")),
   status: Schema.optional(
     Schema.Literal("completed", "incomplete", "failed", "cancelled").annotations({
-      message: () => "must be one of completed, incomplete, failed, cancelled",
+      // Override: a union of literals otherwise reports its first member only (`Expected "completed"`).
+      message: () => ({ message: "must be one of completed, incomplete, failed, cancelled", override: true }),
     }),
   ),
   session_id: Schema.optional(Id("session id")),

@@ -7,6 +7,11 @@ import { charsAtMost } from "./schema-rules.js"
 export const LimitReset = Schema.Literal("daily", "weekly", "monthly")
 export type LimitReset = typeof LimitReset.Type
 
+/** `limit_reset` as a request sends it; the message overrides the union's, which names its first member only. */
+const LimitResetInput = Schema.NullOr(LimitReset).annotations({
+  message: () => ({ message: "must be one of daily, weekly, monthly, or null", override: true }),
+})
+
 /** The largest amount a limit may be: money is counted in nano-dollars, exact in a JS number below 2^53 (~$9M). */
 export const MAX_LIMIT_USD = 9_000_000
 
@@ -101,7 +106,7 @@ export const KeyData = Schema.Struct({ data: ApiKey })
 export const CreateKeyPayload = Schema.Struct({
   name: KeyName,
   limit: Schema.optional(Schema.NullOr(Usd)),
-  limit_reset: Schema.optional(Schema.NullOr(LimitReset)),
+  limit_reset: Schema.optional(LimitResetInput),
   include_byok_in_limit: Schema.optional(Schema.Boolean),
   expires_at: Schema.optional(Schema.NullOr(ZonedTimestamp)),
   workspace_id: Schema.optional(Schema.String),
@@ -118,7 +123,7 @@ export const UpdateKeyPayload = Schema.Struct({
   disabled: Schema.optional(Schema.Boolean),
   include_byok_in_limit: Schema.optional(Schema.Boolean),
   limit: Schema.optional(Schema.NullOr(Usd)),
-  limit_reset: Schema.optional(Schema.NullOr(LimitReset)),
+  limit_reset: Schema.optional(LimitResetInput),
   rate_limit: Schema.optional(Schema.NullOr(RateLimit)),
 })
 export type UpdateKeyPayload = typeof UpdateKeyPayload.Type
@@ -132,7 +137,7 @@ export const ListKeysParams = Schema.Struct({
       Schema.nonNegative({ message: () => "must be ≥ 0" }),
     ),
   ),
-  include_disabled: Schema.optional(Schema.BooleanFromString),
+  include_disabled: Schema.optional(Schema.BooleanFromString.annotations({ message: () => ({ message: "must be true or false", override: true }) })),
   /** Only the keys of this workspace (one the caller can use; else 404). */
   workspace_id: Schema.optional(Schema.String),
 })

@@ -55,6 +55,11 @@ describe("POST /keys (create)", () => {
       const res = await gw().fetch("/v1/keys", { method: "POST", json })
       expect(await expectError(res, 400)).toContain(field)
     }
+    // A literal's rule names every allowed value, not only the first (`Expected "daily"`).
+    const reset = await expectError(await gw().fetch("/v1/keys", { method: "POST", json: { name: "x", limit_reset: "yearly" } }), 400)
+    expect(reset).toContain("limit_reset: must be one of daily, weekly, monthly, or null")
+    expect(await expectError(await gw().fetch("/v1/keys?include_disabled=maybe"), 400)).toContain("include_disabled: must be true or false")
+    expect(await expectError(await gw().fetch("/v1/generations?status=foo"), 400)).toContain("status: must be one of completed, incomplete, failed, cancelled")
   })
 
   test("limit 0 is accepted (a key that can spend nothing)", async () => {

@@ -12,7 +12,7 @@ const quotedRun = (message: string) => Math.max(0, ...(message.match(/x+/g) ?? [
 describe("validation errors quote at most ~200 characters of the value", () => {
   const cases: Array<[string, string, unknown, number]> = [
     ["control plane: a wrong type", "/v1/keys", { name: "k", limit: huge }, 400],
-    ["control plane: a wrong literal", "/v1/keys", { name: "k", limit_reset: huge }, 400],
+    ["control plane: a wrong type of another field", "/v1/keys", { name: "k", include_byok_in_limit: huge }, 400],
     ["data plane: a wrong type", "/v1/responses", { model: "demo/echo", input: "hi", temperature: huge }, 400],
     ["data plane: a metadata key", "/v1/responses", { model: "demo/echo", input: "hi", metadata: { [huge]: 5 } }, 400],
     ["data plane: an unknown model", "/v1/responses", { model: huge, input: "hi" }, 404],
