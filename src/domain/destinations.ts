@@ -11,7 +11,7 @@ import { regexProblem } from "./safe-regex.js"
 import { BadRequest } from "./errors.js"
 import { PageParams } from "./paging.js"
 import { describeParseError } from "./validation.js"
-import { charsAtMost } from "./schema-rules.js"
+import { charsAtMost, showable } from "./schema-rules.js"
 
 export const REGIONS = ["global", "europe", "us"] as const
 export const Region = Schema.Literal(...REGIONS).annotations({
@@ -334,6 +334,7 @@ export type FilterRules = typeof FilterRules.Type
 export const DestinationName = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
   charsAtMost(100, "at most 100 characters"),
+  showable,
 )
 
 export const SamplingRate = Schema.Number.pipe(

@@ -2,7 +2,7 @@
 import { Schema } from "effect"
 import { NANO_PER_USD } from "./pricing.js"
 import { ZonedTimestamp } from "./timestamps.js"
-import { charsAtMost } from "./schema-rules.js"
+import { charsAtMost, showable } from "./schema-rules.js"
 
 export const LimitReset = Schema.Literal("daily", "weekly", "monthly")
 export type LimitReset = typeof LimitReset.Type
@@ -63,6 +63,7 @@ export type RateLimit = typeof RateLimit.Type
 export const KeyName = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
   charsAtMost(256, "at most 256 characters"),
+  showable,
 )
 
 /** Spend in USD: all time, the UTC day, the Monday-start week, the calendar month; BYOK apart. */

@@ -41,6 +41,20 @@ export const charsAtMost =
 
 export const maxChars = (max: number) => Schema.String.pipe(charsAtMost(max))
 
+/**
+ * C0 and C1 control characters, and the bidirectional overrides and isolates that reorder text
+ * on screen (a name that reads as another in the console or a log line).
+ */
+const UNSHOWABLE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/
+
+/** The rule of a name people read (a key's, a workspace's, a destination's, a user id): not blank, nothing that hides or reorders it. */
+export const showable = <A extends string, I, R>(self: Schema.Schema<A, I, R>): Schema.filter<Schema.Schema<A, I, R>> =>
+  self.pipe(
+    Schema.filter((text) =>
+      UNSHOWABLE.test(text) ? "must not contain control characters or bidirectional overrides" : text.trim() === "" ? "must not be blank" : true,
+    ),
+  )
+
 export const nonEmpty = Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
 
 export const intBetween = (min: number, max: number) =>

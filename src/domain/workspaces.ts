@@ -1,6 +1,6 @@
 /** Wire shapes of workspaces and their members, per the contract (operations 4 and 5) and wire-compat. */
 import { Schema } from "effect"
-import { charsAtMost } from "./schema-rules.js"
+import { charsAtMost, showable } from "./schema-rules.js"
 
 /**
  * One of a few strings, refused with one message that lists them (a plain Literal union
@@ -21,6 +21,7 @@ export type MemberRole = typeof MemberRole.Type
 export const WorkspaceName = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must be 1 to 100 characters" }),
   charsAtMost(100, "must be 1 to 100 characters"),
+  showable,
 )
 
 export const WorkspaceSlug = Schema.String.pipe(
@@ -65,10 +66,16 @@ export const UserId = Schema.String.pipe(
   charsAtMost(256, "a user id is at most 256 characters"),
 )
 
-export const UserIds = Schema.Array(UserId).pipe(
-  Schema.minItems(1, { message: () => "must have 1 to 100 elements" }),
-  Schema.maxItems(100, { message: () => "must have 1 to 100 elements" }),
-)
+const oneToHundred = <A, I, R>(item: Schema.Schema<A, I, R>) =>
+  Schema.Array(item).pipe(
+    Schema.minItems(1, { message: () => "must have 1 to 100 elements" }),
+    Schema.maxItems(100, { message: () => "must have 1 to 100 elements" }),
+  )
+
+export const UserIds = oneToHundred(UserId)
+
+/** The user ids `members/add` takes: a new user's id is shown, so it is `showable` (an existing one is still removable). */
+const NewUserIds = oneToHundred(UserId.pipe(showable))
 
 export const Workspace = Schema.Struct({
   id: Schema.String,
@@ -152,7 +159,7 @@ export type Member = typeof Member.Type
 export const MemberList = Schema.Struct({ data: Schema.Array(Member), total_count: Schema.Int })
 
 export const AddMembersPayload = Schema.Struct({
-  user_ids: UserIds,
+  user_ids: NewUserIds,
   /** Our extension: the role of the members added (default member); given, it also becomes the role of those already members. */
   role: Schema.optional(MemberRole),
 })
