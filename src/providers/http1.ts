@@ -116,6 +116,19 @@ const eachHeader = (head: string, from: number, found: (nameStart: number, nameE
 }
 
 /** A repeated header's values, joined as one. */
+const DIGITS = /^\d+$/
+
+/**
+ * The length of a repeated Content-Length whose values agree ("42, 42"); undefined for any other
+ * list or value, a framing no body can be read by (RFC 9112, 6.3): read until close, such an
+ * answer waited for the provider's timeout.
+ */
+const agreedLength = (raw: string): string | undefined => {
+  const values = raw.split(",").map((v) => v.trim())
+  const first = values[0] as string
+  return DIGITS.test(first) && values.every((v) => v === first) ? first : undefined
+}
+
 const joined = (seen: string | undefined, value: string) => (seen === undefined ? value : `${seen}, ${value}`)
 
 class Headers1 implements HeaderReader {
@@ -398,14 +411,19 @@ class Exchange implements UpstreamResponse {
       this.fail(new UpstreamProtocolError(`the upstream sent transfer-encoding ${transferEncoding}; only chunked is read`))
       return -1
     }
+    const rawLength = known[CONTENT_LENGTH]
+    const length = rawLength === undefined || transferEncoding !== undefined || DIGITS.test(rawLength) ? rawLength : agreedLength(rawLength)
+    if (length === undefined && rawLength !== undefined) {
+      this.fail(new UpstreamProtocolError(`the upstream sent an invalid content-length: ${JSON.stringify(rawLength.slice(0, 80))}`))
+      return -1
+    }
     this.inHead = false
-    const length = known[CONTENT_LENGTH]
     if (code === 204 || code === 304) {
       this.body = Body.Length
       this.remaining = 0
     } else if (transferEncoding !== undefined) {
       this.body = Body.ChunkSize
-    } else if (length !== undefined && /^\d+$/.test(length)) {
+    } else if (length !== undefined) {
       this.body = Body.Length
       this.remaining = Number(length)
     } else {

@@ -751,6 +751,15 @@ describe("protocol errors and refused connections", () => {
     }
   })
 
+  test("Content-Length values that disagree, or are not a length, reject at once (they waited for the timeout); agreeing repeats are one", async () => {
+    for (const lengths of ["5\r\nContent-Length: 3", "5, 3", "-5", "5x"]) {
+      const server = upstream(always(`HTTP/1.1 200 OK\r\nContent-Length: ${lengths}\r\n\r\nhello`))
+      await expect(call(http1Transport(), server.url())).rejects.toBeInstanceOf(UpstreamProtocolError)
+    }
+    const agreeing = upstream(always("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello"))
+    expect(await (await call(http1Transport(), agreeing.url())).text()).toBe("hello")
+  })
+
   test("a status line that is not HTTP/1.x rejects with UpstreamProtocolError", async () => {
     for (const head of ["HTTP/2 200\r\n\r\n", "ICY 200 OK\r\ncontent-length: 0\r\n\r\n"]) {
       const server = upstream(always(head))
