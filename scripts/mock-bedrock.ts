@@ -10,7 +10,7 @@
  *   x-mock-scenario   text (default) | tool_call | reasoning
  *   x-mock-tokens     text deltas of a streamed answer (default 5); x-mock-chunk their text, percent-encoded (default "tok ")
  *   x-mock-split      write the stream in pieces of this many bytes, one write each (frames span writes)
- *   x-mock-error      throttling | validation | context | denied | unavailable | internal | mid-stream
+ *   x-mock-error      throttling | validation | context | denied | unavailable | internal | mid-stream | stream-first
  * The last request is in `requests` (path, headers, body, whether the signature checked out).
  */
 import { createHash, createHmac } from "node:crypto"
@@ -189,6 +189,8 @@ const converse = (body: Body, scenario: string): Response => {
 
 const streamFrames = (body: Body, scenario: string, tokens: number, chunk: string, error: string | undefined): Array<Uint8Array> => {
   const frames: Array<Uint8Array> = [eventFrame("messageStart", { role: "assistant" })]
+  // Overloaded after the 200, before anything of the answer.
+  if (error === "stream-first") return [...frames, exceptionFrame("serviceUnavailableException", "Bedrock is unable to process your request.")]
   const forced = forcedTool(body)
   let stopReason = "end_turn"
   let index = 0

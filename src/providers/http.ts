@@ -123,6 +123,13 @@ const eventsOfJson = (wire: WireFormat, text: string): Array<ProviderEvent> => {
  */
 const PARSED_ALONE_MAX = 8
 
+/**
+ * How long `open` waits for a stream's first event before the answer is committed to the client
+ * anyway (an upstream that thinks before its first event): until then a failure is one before
+ * the first byte, with failover; the client's first byte waits for it as long.
+ */
+export const FIRST_EVENT_WAIT_MS = 1_000
+
 /** How long the rest of a body may take after its terminal event before the connection is dropped. */
 const DRAIN_GRACE_MS = 1000
 
@@ -219,6 +226,9 @@ class StreamEvents extends PushedEvents<UpstreamLink> implements BodySink {
     // What the parser holds is one event not yet complete: bounded, or the answer fails (two lengths per read).
     const parser = this.parser
     if (parser.pending.length + (parser.data === undefined ? 0 : parser.data.length) > this.maxEvent) {
+      // The events before it go out first, as before a failure the translator reads (above).
+      if (this.taken !== undefined) this.push(this.taken)
+      this.taken = undefined
       this.closeBody(true)
       this.settle(new ProviderError("server", `${this.wire.name} upstream sent an event larger than ${this.maxEvent} bytes`))
       return false
@@ -377,6 +387,12 @@ export const openUpstreamAt = async (
     }
   }
   const events = new StreamEvents(wire, response, link, limits.eventBytes)
+  // The answer becomes the client's (its 200, its first event) once the upstream's first event is
+  // read: a stream that fails first (Anthropic's overloaded error after its 200, a body that is no
+  // stream of its format) fails before the first byte, and the next endpoint is tried.
+  await events.firstStep(FIRST_EVENT_WAIT_MS)
+  const failedFirst = events.failedFirst()
+  if (failedFirst !== undefined) throw failedFirst
   return { upstreamBody, events, subscribe: (consumer) => events.subscribe(consumer) }
 }
 

@@ -30,6 +30,29 @@ export abstract class PushedEvents<L extends ReaderLink = ReaderLink> implements
   /** Set by `subscribe`: batches go to it as they are translated, and nothing is queued. */
   private consumer: EventConsumer | undefined
   protected bodyOver = false
+  /** Set while `firstStep` waits: called at the first batch or the settlement. */
+  private onFirst: (() => void) | undefined
+
+  /**
+   * Resolves once the first batch is read or the answer has settled, or after `maxMs`: what an
+   * adapter's `open` waits for before the answer is the client's (http.ts, `openUpstreamAt`).
+   */
+  firstStep(maxMs: number): Promise<void> {
+    if (this.queue.length > 0 || this.last !== undefined) return Promise.resolve()
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.onFirst?.(), maxMs)
+      this.onFirst = () => {
+        this.onFirst = undefined
+        clearTimeout(timer)
+        resolve()
+      }
+    })
+  }
+
+  /** The failure the answer ended with before any batch was read; undefined when a batch came first, or nothing yet. */
+  failedFirst(): ProviderError | undefined {
+    return this.queue.length === 0 && this.consumer === undefined && this.last instanceof ProviderError ? this.last : undefined
+  }
 
   constructor(
     protected readonly response: UpstreamResponse,
@@ -111,10 +134,12 @@ export abstract class PushedEvents<L extends ReaderLink = ReaderLink> implements
     }
     this.queue.push(batch)
     if (this.queue.length >= HIGH_WATER) this.pause()
+    this.onFirst?.()
   }
 
   protected settle(last: Step | ProviderError): void {
     this.last = last
+    this.onFirst?.()
     // The rest of the body (the framing's end) is still read, for the connection's reuse.
     if (this.link.paused) this.resume()
     const consumer = this.consumer

@@ -337,6 +337,10 @@ describe("bedrock errors map to the contract's kinds", () => {
       if (kind === "rate_limited") expect(failure.retryAfterSeconds).toBe(3)
     })
   }
+  test("an exception frame before anything of the answer fails open with its kind (before the first byte: failover)", async () => {
+    const failure = await providerErrorOf(bedrockProvider.open(textRequest("x"), sigv4({ "x-mock-error": "stream-first" }), options(true)))
+    expect(failure.kind).toBe("overloaded")
+  })
   test("an exception frame mid-stream fails the stream with its kind, after the deltas before it", async () => {
     const call = await bedrockProvider.open(textRequest("x"), sigv4({ "x-mock-error": "mid-stream", "x-mock-tokens": "5" }), options(true))
     const seen: Array<string> = []

@@ -69,8 +69,10 @@ describe("shared upstream caller", () => {
     ])
   })
 
-  test("a chunk that is not JSON throws \"server\"", async () => {
+  test("a chunk that is not JSON throws \"server\": at open when it is the first, from the events after one", async () => {
     answer = { type: "text/event-stream", body: "data: {oops\n\n" }
+    expect((await providerErrorOf(call("openai-chat", openAiChatProvider))).kind).toBe("server")
+    answer = { type: "text/event-stream", body: 'data: {"choices":[{"delta":{"content":"a"}}]}\n\ndata: {oops\n\n' }
     expect((await providerErrorOf(eventsOf(await call("openai-chat", openAiChatProvider)))).kind).toBe("server")
   })
 

@@ -35,6 +35,8 @@ const chunk = (delta: string) => `data: {"id":"c","object":"chat.completion.chun
 /** Streams by upstream model (Chat Completions), each sent in one write. */
 const STREAMS: Record<string, string> = {
   "null-event": "data: null\n\n",
+  "error-first": `data: {"error":{"message":"Overloaded","type":"overloaded_error","code":"overloaded_error"}}\n\n`,
+  good: `${chunk("fine")}data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}\n\ndata: [DONE]\n\n`,
   "text-then-bad": `${chunk("Hel")}${chunk("lo ")}data: {not json\n\n`,
 }
 
@@ -73,6 +75,14 @@ beforeAll(async () => {
           context_length: 100_000,
           endpoints: [
             { provider: "openai-chat", upstream_model: "wrong", pricing: { prompt: 1, completion: 1 } },
+            { provider: "healthy", upstream_model: "good", pricing: { prompt: 1, completion: 1 } },
+          ],
+        },
+        {
+          id: "fallback/stream-error-first",
+          context_length: 100_000,
+          endpoints: [
+            { provider: "openai-chat", upstream_model: "error-first", pricing: { prompt: 1, completion: 1 } },
             { provider: "healthy", upstream_model: "good", pricing: { prompt: 1, completion: 1 } },
           ],
         },
@@ -127,11 +137,21 @@ describe("a stream event that is not one of its format", () => {
     return res.text()
   }
 
-  test("data: null fails the answer saying so, not as a connection failure with gateway code", async () => {
-    const text = await streamed("stream/null-event")
-    expect(text).toContain("response.failed")
-    expect(text).toContain("upstream sent an event that is not one of its format")
-    expect(text).not.toContain("evaluating")
+  test("data: null as the first event is a failure before the first byte: 502 saying so, $0, no gateway code", async () => {
+    const res = await gw.fetch("/v1/responses", { method: "POST", json: { model: "stream/null-event", input: "hi", stream: true } })
+    const body = (await res.json()) as { error: { code: number; message: string } }
+    expect(res.status).toBe(502)
+    expect(body.error.message).toContain("upstream sent an event that is not one of its format")
+    expect(body.error.message).not.toContain("evaluating")
+    expect((await generation(res)).total_cost).toBe(0)
+  })
+
+  test("a stream that fails before its first event goes to the next endpoint (an overloaded error after the 200)", async () => {
+    const res = await gw.fetch("/v1/responses", { method: "POST", json: { model: "fallback/stream-error-first", input: "hi", stream: true } })
+    expect(res.status).toBe(200)
+    const text = await res.text()
+    expect(text).toContain('"delta":"fine"')
+    expect(text).not.toContain("response.failed")
   })
 
   test("text that came in the same read as the bad event reaches the client before the failure", async () => {
