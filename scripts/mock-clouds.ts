@@ -232,7 +232,9 @@ export const startMockClouds = async (options: MockCloudsOptions = {}): Promise<
     const dimensions = recordOf(body["parameters"])?.["outputDimensionality"]
     const predictions = instances.map((instance) => {
       const text = String(instance["content"] ?? "")
-      return { embeddings: { values: mockVector(text, typeof dimensions === "number" ? dimensions : 4), statistics: { token_count: wordsOf(text), truncated: false } } }
+      // A model named "…-uncounted" answers without token counts (an upstream that leaves them out).
+      const statistics = model.endsWith("-uncounted") ? {} : { statistics: { token_count: wordsOf(text), truncated: false } }
+      return { embeddings: { values: mockVector(text, typeof dimensions === "number" ? dimensions : 4), ...statistics } }
     })
     return Response.json({ predictions })
   }
@@ -247,7 +249,7 @@ export const startMockClouds = async (options: MockCloudsOptions = {}): Promise<
       object: "list",
       data: texts.map((text, index) => ({ object: "embedding", index, embedding: mockVector(text, dimensions) })),
       model,
-      usage: { prompt_tokens: tokensUsed, total_tokens: tokensUsed },
+      ...(model.endsWith("-uncounted") ? {} : { usage: { prompt_tokens: tokensUsed, total_tokens: tokensUsed } }),
     })
   }
 

@@ -11,7 +11,8 @@ import { type ProviderConfig, ProviderError } from "./types"
 export interface Embeddings {
   /** One vector per input, in the inputs' order. */
   readonly vectors: Array<Array<number>>
-  readonly promptTokens: number
+  /** Undefined when the upstream did not count them: the gateway charges its estimate (`usage_estimated`), never 0. */
+  readonly promptTokens: number | undefined
 }
 
 /** What an embedding call needs of its provider, as the chat adapters get it. */
@@ -53,7 +54,9 @@ export const inBatches = async (
   const slices: Array<ReadonlyArray<string>> = []
   for (let at = 0; at < inputs.length; at += size) slices.push(inputs.slice(at, at + size))
   const answers = await Promise.all(slices.map(call))
-  return { vectors: answers.flatMap((a) => a.vectors), promptTokens: answers.reduce((sum, a) => sum + a.promptTokens, 0) }
+  // One batch the upstream did not count makes the whole count unknown (estimated), not a part of it free.
+  const counted = answers.every((a) => a.promptTokens !== undefined)
+  return { vectors: answers.flatMap((a) => a.vectors), promptTokens: counted ? answers.reduce((sum, a) => sum + (a.promptTokens as number), 0) : undefined }
 }
 
 /** An answer with a vector per input, else the upstream's answer is not usable. */

@@ -89,6 +89,11 @@ describe("vertex embed (:predict)", () => {
     expect(clouds.exchanges).toHaveLength(1)
   })
 
+  test("an answer without token counts leaves the count unknown (estimated by the gateway), never 0", async () => {
+    const out = await vertexEmbed("text-embedding-005-uncounted", ["one two"], undefined, signal(), { config: vertex() })
+    expect(out.promptTokens).toBeUndefined()
+  })
+
   test("an endpoint of Anthropic's models does not embed: a bad request, no call", async () => {
     const failure = await providerErrorOf(vertexEmbed("claude", ["a"], undefined, signal(), { config: { ...vertex(), publisher: "anthropic" } }))
     expect(failure.kind).toBe("bad_request")
@@ -106,6 +111,14 @@ describe("azure-openai embed (/embeddings)", () => {
     expect(clouds.requests[0]?.path).toBe("/openai/deployments/emb-dep/embeddings?api-version=2024-10-21")
     expect(clouds.requests[0]?.headers["api-key"]).toBe("az-key")
     expect(clouds.requests[0]?.body).toEqual({ model: "emb-dep", input: inputs, dimensions: 3 })
+  })
+
+  test("an answer without usage leaves the count unknown (estimated by the gateway), never 0; so do two batches of which one lacks it", async () => {
+    const out = await azureEmbed("emb-dep-uncounted", ["a b"], undefined, signal(), { config: azure({ api_version: "2024-10-21" }), apiKey: "az-key" })
+    expect(out.promptTokens).toBeUndefined()
+    const { inBatches } = await import("../../src/providers/embed-call.js")
+    const joined = await inBatches(["a", "b"], 1, async (slice) => ({ vectors: [[1]], promptTokens: slice[0] === "a" ? 2 : undefined }))
+    expect(joined.promptTokens).toBeUndefined()
   })
 
   test("v1 path: the deployment as the model; 2049 inputs are two calls joined in order", async () => {

@@ -42,6 +42,6 @@ export const embed = (
       vectors[item.index] = [...item.embedding]
     }
     const filled = vectors.filter((v) => v !== undefined)
-    return checkCount("azure-openai", { vectors: filled, promptTokens: answer.usage?.prompt_tokens ?? 0 }, slice.length)
+    return checkCount("azure-openai", { vectors: filled, promptTokens: answer.usage?.prompt_tokens ?? undefined }, slice.length)
   })
 }

@@ -48,7 +48,10 @@ export const embed = async (
       throw e
     }
     const vectors = answer.predictions.map((p) => [...p.embeddings.values])
-    const promptTokens = answer.predictions.reduce((sum, p) => sum + (p.embeddings.statistics?.token_count ?? 0), 0)
+    // A prediction without its token count leaves the batch's count unknown: estimated, not 0.
+    const promptTokens = answer.predictions.every((p) => p.embeddings.statistics?.token_count !== undefined)
+      ? answer.predictions.reduce((sum, p) => sum + (p.embeddings.statistics?.token_count ?? 0), 0)
+      : undefined
     return checkCount("vertex", { vectors, promptTokens }, slice.length)
   })
 }
