@@ -56,6 +56,8 @@ export const describeIssue = (issue: {
   readonly message: string
 }): string => {
   const path = pathOf(issue.path)
+  // A body that is no object: the whole Struct's type is what Effect names (read before `inWords`, which would call it "an object").
+  if (path === "" && issue.message.startsWith("Expected {")) return "the body must be a JSON object"
   const message =
     issue._tag === "Missing"
       ? "is missing"
@@ -64,8 +66,7 @@ export const describeIssue = (issue: {
           ? "unexpected element"
           : "unknown key"
         : clipRule(inWords(issue.message))
-  if (path === "") return message.startsWith("Expected {") ? "the body must be a JSON object" : message
-  return `${path}: ${message}`
+  return path === "" ? message : `${path}: ${message}`
 }
 
 /** The first issue of a parse error as `path: message` (path omitted for the root). */

@@ -60,6 +60,11 @@ describe("POST /keys (create)", () => {
     expect(reset).toContain("limit_reset: must be one of daily, weekly, monthly, or null")
     expect(await expectError(await gw().fetch("/v1/keys?include_disabled=maybe"), 400)).toContain("include_disabled: must be true or false")
     expect(await expectError(await gw().fetch("/v1/generations?status=foo"), 400)).toContain("status: must be one of completed, incomplete, failed, cancelled")
+    // A body that is no object says so, not as a type written in words ("Expected an object").
+    for (const body of ["[]", "5", "null"]) {
+      const res = await gw().fetch("/v1/keys", { method: "POST", body, headers: { "content-type": "application/json" } })
+      expect(await expectError(res, 400)).toBe("Invalid request: the body must be a JSON object")
+    }
   })
 
   test("limit 0 is accepted (a key that can spend nothing)", async () => {
