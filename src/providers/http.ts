@@ -123,13 +123,6 @@ const eventsOfJson = (wire: WireFormat, text: string): Array<ProviderEvent> => {
  */
 const PARSED_ALONE_MAX = 8
 
-/**
- * How long `open` waits for a stream's first event before the answer is committed to the client
- * anyway (an upstream that thinks before its first event): until then a failure is one before
- * the first byte, with failover; the client's first byte waits for it as long.
- */
-export const FIRST_EVENT_WAIT_MS = 1_000
-
 /** How long the rest of a body may take after its terminal event before the connection is dropped. */
 const DRAIN_GRACE_MS = 1000
 
@@ -390,9 +383,7 @@ export const openUpstreamAt = async (
   // The answer becomes the client's (its 200, its first event) once the upstream's first event is
   // read: a stream that fails first (Anthropic's overloaded error after its 200, a body that is no
   // stream of its format) fails before the first byte, and the next endpoint is tried.
-  await events.firstStep(FIRST_EVENT_WAIT_MS)
-  const failedFirst = events.failedFirst()
-  if (failedFirst !== undefined) throw failedFirst
+  await events.firstEvent()
   return { upstreamBody, events, subscribe: (consumer) => events.subscribe(consumer) }
 }
 

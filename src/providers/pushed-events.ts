@@ -18,6 +18,13 @@ export interface ReaderLink {
   close(): void
 }
 
+/**
+ * How long `open` waits for a stream's first event before the answer is committed to the client
+ * anyway (an upstream that thinks before its first event): until then a failure is one before
+ * the first byte, with failover; the client's first byte waits for it as long.
+ */
+export const FIRST_EVENT_WAIT_MS = 1_000
+
 /** Batches queued for an iteration beyond this pause the upstream's socket until it catches up. */
 const HIGH_WATER = 16
 
@@ -30,28 +37,26 @@ export abstract class PushedEvents<L extends ReaderLink = ReaderLink> implements
   /** Set by `subscribe`: batches go to it as they are translated, and nothing is queued. */
   private consumer: EventConsumer | undefined
   protected bodyOver = false
-  /** Set while `firstStep` waits: called at the first batch or the settlement. */
+  /** Set while `firstEvent` waits: called at the first batch or the settlement. */
   private onFirst: (() => void) | undefined
 
   /**
-   * Resolves once the first batch is read or the answer has settled, or after `maxMs`: what an
-   * adapter's `open` waits for before the answer is the client's (http.ts, `openUpstreamAt`).
+   * Resolves once the first batch is read, or after `maxMs` without one; rejects with the failure
+   * the answer ended with before any batch. What an adapter's `open` waits for before the answer is
+   * the client's: a stream that fails first fails before the first byte, with failover.
    */
-  firstStep(maxMs: number): Promise<void> {
-    if (this.queue.length > 0 || this.last !== undefined) return Promise.resolve()
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => this.onFirst?.(), maxMs)
-      this.onFirst = () => {
-        this.onFirst = undefined
-        clearTimeout(timer)
-        resolve()
-      }
-    })
-  }
-
-  /** The failure the answer ended with before any batch was read; undefined when a batch came first, or nothing yet. */
-  failedFirst(): ProviderError | undefined {
-    return this.queue.length === 0 && this.consumer === undefined && this.last instanceof ProviderError ? this.last : undefined
+  async firstEvent(maxMs: number = FIRST_EVENT_WAIT_MS): Promise<void> {
+    if (this.queue.length === 0 && this.last === undefined) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => this.onFirst?.(), maxMs)
+        this.onFirst = () => {
+          this.onFirst = undefined
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+    }
+    if (this.queue.length === 0 && this.consumer === undefined && this.last instanceof ProviderError) throw this.last
   }
 
   constructor(

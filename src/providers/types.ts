@@ -228,7 +228,7 @@ export interface UpstreamCall {
 
 /**
  * An adapter. `open` resolves once the upstream has answered with a success status and, for a
- * stream, its first event is read (or `FIRST_EVENT_WAIT_MS` has passed, src/providers/http.ts);
+ * stream, its first event is read (or `FIRST_EVENT_WAIT_MS` has passed, src/providers/pushed-events.ts);
  * it rejects with a `ProviderError` otherwise, a stream that failed before its first event
  * included. Iterating `events` may throw a `ProviderError` (a failure after the first byte).
  * Aborting `signal` cancels the upstream.

@@ -5,7 +5,6 @@
  */
 import { thinkingBudget } from "../anthropic/request"
 import { DEFAULT_UPSTREAM_LIMITS, type Provider, type ProviderEvent, type UpstreamCall } from "../types"
-import { FIRST_EVENT_WAIT_MS } from "../http"
 import { postToBedrock, readJson } from "./call"
 import { converseJsonEvents } from "./json"
 import { converseRequestBody } from "./request"
@@ -37,9 +36,7 @@ export const bedrockProvider: Provider = {
     const limits = options.limits ?? DEFAULT_UPSTREAM_LIMITS
     const events = new ConverseStreamEvents(new ConverseStreamTranslator(structured), answer.response, answer.link, limits.eventBytes)
     // As the SSE formats' (http.ts): a stream that fails before its first event fails before the first byte.
-    await events.firstStep(FIRST_EVENT_WAIT_MS)
-    const failedFirst = events.failedFirst()
-    if (failedFirst !== undefined) throw failedFirst
+    await events.firstEvent()
     return { upstreamBody, events, subscribe: (consumer) => events.subscribe(consumer) }
   },
   // Claude's thinking budget is on top of the answer's maximum (request.ts sends their sum).
