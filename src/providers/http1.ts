@@ -115,7 +115,6 @@ const eachHeader = (head: string, from: number, found: (nameStart: number, nameE
   }
 }
 
-/** A repeated header's values, joined as one. */
 const DIGITS = /^\d+$/
 
 /**
@@ -129,6 +128,7 @@ const agreedLength = (raw: string): string | undefined => {
   return DIGITS.test(first) && values.every((v) => v === first) ? first : undefined
 }
 
+/** A repeated header's values, joined as one. */
 const joined = (seen: string | undefined, value: string) => (seen === undefined ? value : `${seen}, ${value}`)
 
 class Headers1 implements HeaderReader {

@@ -11,7 +11,7 @@ export const chatJsonEvents = (json: unknown): Array<ProviderEvent> => {
   const choice = Array.isArray(completion.choices) ? completion.choices[0] : undefined
   if (typeof choice !== "object" || choice === null) throw notAnAnswer("openai-chat", "no choices")
   const out: Array<ProviderEvent> = []
-  const message = choice?.message
+  const message = choice.message
   if (message !== undefined) {
     const reasoning = message.reasoning ?? message.reasoning_content
     if (typeof reasoning === "string" && reasoning.length > 0) out.push({ type: "reasoning", delta: reasoning })
@@ -26,6 +26,6 @@ export const chatJsonEvents = (json: unknown): Array<ProviderEvent> => {
     }
   }
   if (completion.usage != null) out.push({ type: "usage", usage: chatUsage(completion.usage) })
-  out.push({ type: "finish", reason: chatFinishReason(choice?.finish_reason ?? "stop") })
+  out.push({ type: "finish", reason: chatFinishReason(choice.finish_reason ?? "stop") })
   return out
 }

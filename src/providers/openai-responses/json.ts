@@ -10,7 +10,7 @@ export const responsesJsonEvents = (json: unknown): Array<ProviderEvent> => {
   if (!Array.isArray(response.output)) throw notAnAnswer("openai-responses", "no output")
   const out: Array<ProviderEvent> = []
   let calledTools = false
-  const output = response.output ?? []
+  const output = response.output
   for (let index = 0; index < output.length; index++) {
     const item = output[index]
     switch (item.type) {
