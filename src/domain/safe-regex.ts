@@ -356,16 +356,24 @@ const shapeProblem = (root: RegexNode): string | undefined => {
  * the Worker bounds the text (src/broadcast/filters.ts), which bounds the search over all of them.
  */
 export const regexProblem = (pattern: string, maxLength = REGEX_MAX_LENGTH): string | undefined => {
-  if (pattern.length > maxLength) return `is longer than ${maxLength} characters`
+  const checked = checkedRegex(pattern, maxLength)
+  return "problem" in checked ? checked.problem : undefined
+}
+
+/** `regexProblem`'s verdict, with the parsed tree of a pattern it accepts (`regexReadsBounded` reads it again). */
+const checkedRegex = (pattern: string, maxLength: number): { readonly problem: string } | { readonly root: RegexNode } => {
+  if (pattern.length > maxLength) return { problem: `is longer than ${maxLength} characters` }
   try {
     new RegExp(pattern)
   } catch (e) {
-    return `is not a valid regular expression (${(e as Error).message})`
+    return { problem: `is not a valid regular expression (${(e as Error).message})` }
   }
   try {
-    return shapeProblem(parseRegex(pattern))
+    const root = parseRegex(pattern)
+    const problem = shapeProblem(root)
+    return problem === undefined ? { root } : { problem }
   } catch (e) {
-    if (e instanceof Refused) return e.reason
+    if (e instanceof Refused) return { problem: e.reason }
     throw e
   }
 }
@@ -397,8 +405,9 @@ const spanOf = (node: RegexNode): number => {
  * bounded: each start position reads to the end of its line, quadratic in all.
  */
 export const regexReadsBounded = (pattern: string, maxLength: number, maxSpan: number): boolean => {
-  if (regexProblem(pattern, maxLength) !== undefined) return false
-  const root = parseRegex(pattern)
+  const checked = checkedRegex(pattern, maxLength)
+  if ("problem" in checked) return false
+  const root = checked.root
   const tail = (node: RegexNode): RegexNode =>
     node.type === "repeat" ? { ...node, max: node.min } : node.type === "seq" && node.items.length > 0 ? { ...node, items: [...node.items.slice(0, -1), tail(node.items[node.items.length - 1]!)] } : node
   return spanOf(tail(root)) <= maxSpan
