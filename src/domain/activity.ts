@@ -167,8 +167,7 @@ export const isoOf = (time: string): string => new Date(Date.parse(time.length =
  * The log's `to` as the time its range ends before: a time as given, a day through its end (the
  * next day's start), as `from` and `to` days are inclusive on the activity routes.
  */
-export const endOf = (to: string): string =>
-  to.length === 10 ? new Date(Date.parse(`${to}T00:00:00Z`) + 86_400_000).toISOString() : isoOf(to)
+export const endOf = (to: string): string => (to.length === 10 ? new Date(Date.parse(isoOf(to)) + 86_400_000).toISOString() : isoOf(to))
 
 /** The smallest generation id of a time plus `slackS` seconds (ids start with the Unix second: `gen-<s>-…`, src/domain/generations.ts). */
 export const idBoundOf = (time: string, slackS = 0): string => idBoundAt(Math.floor(Date.parse(isoOf(time)) / 1000) + slackS)

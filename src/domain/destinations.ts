@@ -25,7 +25,7 @@ export const CONFIG_VALUE_MAX = 4096
 /** A non-empty string of at most CONFIG_VALUE_MAX characters. */
 export const ConfigText = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
-  charsAtMost(CONFIG_VALUE_MAX, `at most ${CONFIG_VALUE_MAX} characters`),
+  charsAtMost(CONFIG_VALUE_MAX),
 )
 
 export const isHttpUrl = (s: string) => {
@@ -63,7 +63,7 @@ const headerProblem = (name: string, value: string): string | undefined => {
 export const ConfigHeaders = Schema.Record({
   key: Schema.String,
   value: Schema.String.annotations({ message: () => "must be a string" }).pipe(
-    charsAtMost(CONFIG_VALUE_MAX, `at most ${CONFIG_VALUE_MAX} characters`),
+    charsAtMost(CONFIG_VALUE_MAX),
   ),
 })
   .annotations({ message: () => "must be an object of header names to string values" })
@@ -80,7 +80,7 @@ export const ConfigHeaders = Schema.Record({
 /** A SQL identifier: quoted in the SQL text; the length cap keeps it sane. */
 export const ConfigSqlIdentifier = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
-  charsAtMost(255, "at most 255 characters"),
+  charsAtMost(255),
 )
 
 /** One of `values`, refused with the list. */
@@ -333,7 +333,7 @@ export type FilterRules = typeof FilterRules.Type
 
 export const DestinationName = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
-  charsAtMost(100, "at most 100 characters"),
+  charsAtMost(100),
   showable,
 )
 

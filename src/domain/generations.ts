@@ -7,7 +7,7 @@ import { randomPool, takeRandom } from "./random"
 import { Effect, Schema } from "effect"
 import { BadRequest } from "./errors.js"
 import type { ResponsesRequest } from "./responses.js"
-import { charsAtMost } from "./schema-rules.js"
+import { maxChars } from "./schema-rules.js"
 
 export type GenerationStatus = "completed" | "incomplete" | "failed" | "cancelled"
 
@@ -196,7 +196,7 @@ export const FEEDBACK_COMMENT_MAX = 4000
 export const FeedbackPayload = Schema.Struct({
   generation_id: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })),
   category: FeedbackCategory,
-  comment: Schema.optional(Schema.String.pipe(charsAtMost(FEEDBACK_COMMENT_MAX, `at most ${FEEDBACK_COMMENT_MAX} characters`))),
+  comment: Schema.optional(maxChars(FEEDBACK_COMMENT_MAX)),
 })
 
 export const FeedbackAccepted = Schema.Struct({ data: Schema.Struct({ success: Schema.Literal(true) }) })

@@ -62,7 +62,7 @@ export type RateLimit = typeof RateLimit.Type
 
 export const KeyName = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
-  charsAtMost(256, "at most 256 characters"),
+  charsAtMost(256),
   showable,
 )
 

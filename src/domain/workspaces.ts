@@ -1,6 +1,6 @@
 /** Wire shapes of workspaces and their members, per the contract (operations 4 and 5) and wire-compat. */
 import { Schema } from "effect"
-import { charsAtMost, showable } from "./schema-rules.js"
+import { charsAtMost, maxChars, showable } from "./schema-rules.js"
 
 /**
  * One of a few strings, refused with one message that lists them (a plain Literal union
@@ -38,7 +38,7 @@ export const WorkspaceSlug = Schema.String.pipe(
 )
 
 export const WorkspaceDescription = Schema.String.pipe(
-  charsAtMost(500, "at most 500 characters"),
+  charsAtMost(500),
 )
 
 export const SamplingRate = Schema.Number.pipe(
@@ -58,7 +58,7 @@ export const ServerToolNames = Schema.Array(
   Schema.String.pipe(Schema.minLength(1, { message: () => "a server tool name must not be empty" })),
 )
 
-const ModelId = Schema.String.pipe(charsAtMost(256, "at most 256 characters"))
+const ModelId = maxChars(256)
 
 /** A user id in a members request. */
 export const UserId = Schema.String.pipe(

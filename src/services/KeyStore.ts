@@ -310,7 +310,8 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
      * who govern its members' keys).
      */
     const list = (userId: string, options: { offset: number; includeDisabled: boolean; limit?: number; workspaceId?: string; everyUser?: boolean }) =>
-      sql<StoredKeyRow>`SELECT * FROM api_keys WHERE ${options.everyUser === true && options.workspaceId !== undefined ? sql`1 = 1` : sql`user_id = ${userId}`} AND deleted = 0
+      sql<StoredKeyRow>`SELECT * FROM api_keys WHERE deleted = 0
+          ${options.everyUser === true && options.workspaceId !== undefined ? sql`` : sql`AND user_id = ${userId}`}
           ${options.includeDisabled ? sql`` : sql`AND disabled = 0`}
           ${options.workspaceId === undefined ? sql`` : sql`AND workspace_id = ${options.workspaceId}`}
           ORDER BY id LIMIT ${options.limit ?? 100} OFFSET ${options.offset}`.pipe(
