@@ -232,8 +232,9 @@ export const startMockClouds = async (options: MockCloudsOptions = {}): Promise<
     const dimensions = recordOf(body["parameters"])?.["outputDimensionality"]
     const predictions = instances.map((instance) => {
       const text = String(instance["content"] ?? "")
-      // A model named "…-uncounted" answers without token counts (an upstream that leaves them out).
-      const statistics = model.endsWith("-uncounted") ? {} : { statistics: { token_count: wordsOf(text), truncated: false } }
+      // A model named "…-uncounted" answers without token counts (an upstream that leaves them out), "…-miscounted" with a string.
+      const count = model.endsWith("-miscounted") ? String(wordsOf(text)) : wordsOf(text)
+      const statistics = model.endsWith("-uncounted") ? {} : { statistics: { token_count: count, truncated: false } }
       return { embeddings: { values: mockVector(text, typeof dimensions === "number" ? dimensions : 4), ...statistics } }
     })
     return Response.json({ predictions })
@@ -249,7 +250,7 @@ export const startMockClouds = async (options: MockCloudsOptions = {}): Promise<
       object: "list",
       data: texts.map((text, index) => ({ object: "embedding", index, embedding: mockVector(text, dimensions) })),
       model,
-      ...(model.endsWith("-uncounted") ? {} : { usage: { prompt_tokens: tokensUsed, total_tokens: tokensUsed } }),
+      ...(model.endsWith("-uncounted") ? {} : { usage: { prompt_tokens: model.endsWith("-miscounted") ? null : tokensUsed, total_tokens: tokensUsed } }),
     })
   }
 

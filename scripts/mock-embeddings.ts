@@ -4,7 +4,8 @@
  * (OpenAI's shape, float vectors from the text, usage counted as characters ÷ 4) and
  * `POST /v1/rerank` (Cohere's shape, as Jina, Voyage and vLLM serve it). It refuses a batch over
  * `maxInputs` the way OpenAI does, so a split is seen. `requests` logs every call.
- * Headers: x-mock-error 429 | 500 | 401 fails the call.
+ * Headers: x-mock-error 429 | 500 | 401 fails the call; x-mock-count <JSON> answers that value as
+ * the count (`usage.prompt_tokens`, rerank's `search_units`), as an upstream that miscounts would.
  */
 import { mockVector } from "./mock-bedrock"
 
@@ -34,6 +35,8 @@ export const startMockEmbeddings = async (options: { readonly port?: number; rea
       if (error === "429") return json({ error: { message: "Rate limit reached", type: "rate_limit_error" } }, 429, { "retry-after": "2" })
       if (error === "500") return json({ error: { message: "The server had an error" } }, 500)
       if (error === "401") return json({ error: { message: "Incorrect API key provided" } }, 401)
+      const count = req.headers.get("x-mock-count")
+      const counted = (n: number): unknown => (count === null ? n : JSON.parse(count))
       if (path.endsWith("/embeddings")) {
         const input = body["input"]
         const inputs = (typeof input === "string" ? [input] : (input as Array<string | Array<number>>)).map((i) => (typeof i === "string" ? i : i.join(",")))
@@ -43,7 +46,7 @@ export const startMockEmbeddings = async (options: { readonly port?: number; rea
           object: "list",
           data: inputs.map((text, index) => ({ object: "embedding", index, embedding: mockVector(text, dimensions) })),
           model: body["model"],
-          usage: { prompt_tokens: inputs.reduce((n, t) => n + tokens(t), 0), total_tokens: inputs.reduce((n, t) => n + tokens(t), 0) },
+          usage: { prompt_tokens: counted(inputs.reduce((n, t) => n + tokens(t), 0)), total_tokens: inputs.reduce((n, t) => n + tokens(t), 0) },
         })
       }
       if (path.endsWith("/rerank")) {
@@ -54,7 +57,7 @@ export const startMockEmbeddings = async (options: { readonly port?: number; rea
           .map((doc, index) => ({ index, relevance_score: doc.toLowerCase().split(/\W+/).filter((w) => words.has(w)).length / (words.size || 1) }))
           .sort((a, b) => b.relevance_score - a.relevance_score || a.index - b.index)
           .slice(0, typeof body["top_n"] === "number" ? body["top_n"] : documents.length)
-        return json({ id: "rr-1", results, meta: { billed_units: { search_units: 1 } } })
+        return json({ id: "rr-1", results, meta: { billed_units: { search_units: counted(1) } } })
       }
       return json({ error: { message: `no route ${path}` } }, 404)
     },

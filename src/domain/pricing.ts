@@ -81,7 +81,14 @@ export interface PartAllowance {
 export const reportedCount = (n: number | null | undefined): number => n ?? Number.NaN
 
 /** A count an upstream may report: a non-negative whole number (1e12 passes here, the caps below bound it). */
-const isCount = (n: unknown): boolean => typeof n === "number" && Number.isSafeInteger(n) && n >= 0
+const isCount = (n: unknown): n is number => typeof n === "number" && Number.isSafeInteger(n) && n >= 0
+
+/**
+ * One count an upstream reported (embeddings' tokens, rerank's search units), or undefined when
+ * it is none: missing, null, a string, negative or fractional. Undefined is charged as estimated;
+ * taken as sent, a count of -1e9 credited the key a million dollars.
+ */
+export const countOf = (n: unknown): number | undefined => (isCount(n) ? n : undefined)
 
 /**
  * Whether every count of an upstream's usage is a real count; one that is negative, fractional,

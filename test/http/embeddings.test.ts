@@ -19,6 +19,9 @@ let bedrock: MockBedrock
 let host: MockEmbeddings
 let gw: TestGateway & { stop: () => Promise<void> }
 
+/** Counts an upstream may send that are none (each a JSON value): negative, fractional, null, a string. */
+const MISCOUNTS = ["-1000000000", "2.5", "null", '"7"']
+
 const catalogFor = (bedrockUrl: string, hostUrl: string): ConfigFile => ({
   ...demoCatalog,
   providers: [
@@ -26,6 +29,7 @@ const catalogFor = (bedrockUrl: string, hostUrl: string): ConfigFile => ({
     { id: "oa", kind: "openai-chat", base_url: hostUrl, api_key_env: "EMBED_HOST_KEY" },
     { id: "oa-throttled", kind: "openai-chat", base_url: hostUrl, api_key_env: "EMBED_HOST_KEY", headers: { "x-mock-error": "429" } },
     { id: "aws", kind: "bedrock", base_url: bedrockUrl, region: "us-east-1", access_key_id_env: "EMBED_AWS_KEY", secret_access_key_env: "EMBED_AWS_SECRET" },
+    ...MISCOUNTS.map((count, i) => ({ id: `oa-miscount-${i}`, kind: "openai-chat" as const, base_url: hostUrl, api_key_env: "EMBED_HOST_KEY", headers: { "x-mock-count": count } })),
   ],
   models: [
     ...demoCatalog.models,
@@ -44,6 +48,10 @@ const catalogFor = (bedrockUrl: string, hostUrl: string): ConfigFile => ({
     { id: "test/cohere-embed", kind: "embedding", context_length: 512, endpoints: [{ provider: "aws", upstream_model: "cohere.embed-english-v3", pricing: { prompt: 0.1, completion: 0 } }] },
     { id: "test/oa-rerank", kind: "rerank", context_length: 8192, endpoints: [{ provider: "oa", upstream_model: "rerank-v1", pricing: { prompt: 0, completion: 0, request: 0.001 } }] },
     { id: "test/aws-rerank", kind: "rerank", context_length: 8192, endpoints: [{ provider: "aws", upstream_model: "cohere.rerank-v3-5:0", pricing: { prompt: 0, completion: 0, request: 0.002 } }] },
+    ...MISCOUNTS.flatMap((_, i): ConfigFile["models"] => [
+      { id: `test/miscount-embed-${i}`, kind: "embedding", context_length: 8192, endpoints: [{ provider: `oa-miscount-${i}`, upstream_model: "e", pricing: { prompt: 1000, completion: 0 } }] },
+      { id: `test/miscount-rerank-${i}`, kind: "rerank", context_length: 8192, endpoints: [{ provider: `oa-miscount-${i}`, upstream_model: "r", pricing: { prompt: 0, completion: 0, request: 0.001 } }] },
+    ]),
   ],
 })
 
@@ -195,6 +203,29 @@ describe("usage, cost, the generation record and the key's limit", () => {
     await gw.server.drain()
     const record = (await (await gw.fetch(`/v1/generation?id=${res.headers.get("x-generation-id")}`)).json()) as { data: Record<string, unknown> }
     expect(record.data).toMatchObject({ model: "test/oa-embed", provider_name: "oa", tokens_prompt: 4, tokens_completion: 0, total_cost: (4 * 0.02) / 1e6, session_id: "embed-session" })
+  })
+
+  test("a count the upstream sends that is no count (negative, fractional, null, a string) is estimated: never a negative cost or a failed answer", async () => {
+    const created = (await (await gw.fetch("/v1/keys", { method: "POST", json: { name: "embed-miscounted", limit: 100 } })).json()) as { key: string; data: { hash: string } }
+    let charged = 0
+    for (const [i, count] of MISCOUNTS.entries()) {
+      const res = await post("/v1/embeddings", { model: `test/miscount-embed-${i}`, input: "x".repeat(40) }, created.key)
+      expect(res.status).toBe(200)
+      const answer = decodeEmbeddings(await res.json())
+      // The gateway's estimate: 40 characters, 10 tokens, at $1,000 per million.
+      expect([count, answer.usage]).toEqual([count, { prompt_tokens: 10, total_tokens: 10, cost: 0.01 }])
+      await gw.server.drain()
+      const record = (await (await gw.fetch(`/v1/generation?id=${res.headers.get("x-generation-id")}`)).json()) as { data: Record<string, unknown> }
+      expect(record.data).toMatchObject({ tokens_prompt: 10, total_cost: 0.01, usage_estimated: true })
+      charged += 0.01
+      // Search units that are none are Cohere's own count for the documents: one search.
+      const reranked = decodeRerank(await (await post("/v1/rerank", { model: `test/miscount-rerank-${i}`, query: "q", documents: ["a", "b"] }, created.key)).json())
+      expect([count, reranked.usage]).toMatchObject([count, { search_units: 1, cost: 0.001 }])
+      charged += 0.001
+    }
+    await gw.server.drain()
+    const key = (await (await gw.fetch(`/v1/keys/${created.data.hash}`)).json()) as { data: { usage: number } }
+    expect(key.data.usage).toBeCloseTo(charged, 9)
   })
 
   test("a key's spend grows by the cost; a key with no budget left is refused with 402", async () => {

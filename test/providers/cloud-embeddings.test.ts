@@ -92,6 +92,9 @@ describe("vertex embed (:predict)", () => {
   test("an answer without token counts leaves the count unknown (estimated by the gateway), never 0", async () => {
     const out = await vertexEmbed("text-embedding-005-uncounted", ["one two"], undefined, signal(), { config: vertex() })
     expect(out.promptTokens).toBeUndefined()
+    // A count that is no number is no count either: the vectors still answer.
+    const miscounted = await vertexEmbed("text-embedding-005-miscounted", ["one two"], undefined, signal(), { config: vertex() })
+    expect([miscounted.vectors.length, miscounted.promptTokens]).toEqual([1, undefined])
   })
 
   test("an endpoint of Anthropic's models does not embed: a bad request, no call", async () => {
@@ -116,6 +119,8 @@ describe("azure-openai embed (/embeddings)", () => {
   test("an answer without usage leaves the count unknown (estimated by the gateway), never 0; so do two batches of which one lacks it", async () => {
     const out = await azureEmbed("emb-dep-uncounted", ["a b"], undefined, signal(), { config: azure({ api_version: "2024-10-21" }), apiKey: "az-key" })
     expect(out.promptTokens).toBeUndefined()
+    const miscounted = await azureEmbed("emb-dep-miscounted", ["a b"], undefined, signal(), { config: azure({ api_version: "2024-10-21" }), apiKey: "az-key" })
+    expect([miscounted.vectors.length, miscounted.promptTokens]).toEqual([1, undefined])
     const { inBatches } = await import("../../src/providers/embed-call.js")
     const joined = await inBatches(["a", "b"], 1, async (slice) => ({ vectors: [[1]], promptTokens: slice[0] === "a" ? 2 : undefined }))
     expect(joined.promptTokens).toBeUndefined()

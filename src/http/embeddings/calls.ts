@@ -215,8 +215,10 @@ export const makeCalls = (deps: CallDeps) => {
           const partly = cause instanceof PartlyAnswered ? cause : undefined
           const error = partly?.failure ?? asProviderError(cause)
           if (partly !== undefined) {
-            wastedTokens += partly.inputTokens
-            wastedCost += costAt(endpoint, partly.inputTokens, 0)
+            // The parts an upstream answered before failing count, within the request's bound.
+            const tokens = Math.min(partly.inputTokens, job.tokenBound)
+            wastedTokens += tokens
+            wastedCost += costAt(endpoint, tokens, 0)
           }
           last = { endpoint, error }
           if (!abort.aborted) router.recordFailure(endpoint, error.kind)

@@ -9,12 +9,13 @@ import { Context, Either, Runtime } from "effect"
 import type { Settings } from "../../config/Config.js"
 import { type ApiError, errorResponse as envelope } from "../../domain/errors.js"
 import { base64Float32, type EmbeddingInput, embeddingsRequestOf, rerankRequestOf } from "../../domain/embeddings.js"
+import { countOf } from "../../domain/pricing.js"
 import { authenticate, parseJson } from "../../pipeline/ingress.js"
 import { type Loaded, Missing } from "../../pipeline/stages.js"
 import type { RequestLifecycle } from "../../pipeline/lifecycle.js"
 import { PlainAbort } from "../../providers/abort.js"
 import { EMBEDDERS, RERANKERS } from "../../providers/embeddings/index.js"
-import type { Embedder, EmbeddingResult, UpstreamCallOptions } from "../../providers/embeddings/types.js"
+import { type Embedder, type EmbeddingResult, searchUnitsOf, type UpstreamCallOptions } from "../../providers/embeddings/types.js"
 import { ProviderError, type UpstreamLimits } from "../../providers/types.js"
 import { Router } from "../../routing/Router.js"
 import type { Endpoint } from "../../services/Catalog.js"
@@ -66,7 +67,7 @@ export const embedInParts = async (
   const one = (part: ReadonlyArray<EmbeddingInput>) => embedder.embed({ model: endpoint.upstreamModel, inputs: part, ...call }, endpoint.provider, options)
   if (inputs.length <= size) {
     const result = await one(inputs)
-    return { value: result.vectors, inputTokens: result.inputTokens, units: 1 }
+    return { value: result.vectors, inputTokens: countOf(result.inputTokens), units: 1 }
   }
   const parts: Array<ReadonlyArray<EmbeddingInput>> = []
   for (let at = 0; at < inputs.length; at += size) parts.push(inputs.slice(at, at + size))
@@ -98,8 +99,9 @@ export const embedInParts = async (
   let counted = true
   for (const result of results) {
     if (result === undefined) continue
-    if (result.inputTokens === undefined) counted = false
-    else tokens += result.inputTokens
+    const count = countOf(result.inputTokens)
+    if (count === undefined) counted = false
+    else tokens += count
   }
   if (failure !== undefined) {
     const error = failure instanceof ProviderError ? failure : new ProviderError("connection", String(failure))
@@ -238,8 +240,10 @@ export const makeEmbeddingRoutes = (runtime: Runtime.Runtime<KeyStore | Router |
           if (documents.length > reranker.maxDocuments) throw new ProviderError("bad_request", `${endpoint.provider.id} reranks at most ${reranker.maxDocuments} documents a call`)
           const options: UpstreamCallOptions = { signal, limits, ...(endpoint.apiKey === undefined ? {} : { apiKey: endpoint.apiKey }) }
           const call = { model: endpoint.upstreamModel, query: request.query, documents, ...(request.top_n === undefined ? {} : { topN: request.top_n }) }
-          const result = await reranker.rerank(call, endpoint.provider, options)
-          return { value: result, inputTokens: result.inputTokens, units: result.searchUnits }
+          const answer = await reranker.rerank(call, endpoint.provider, options)
+          // Units not a count are the documents' own (Cohere's rule), never a negative charge.
+          const result = { ...answer, searchUnits: countOf(answer.searchUnits) ?? searchUnitsOf(documents.length) }
+          return { value: result, inputTokens: countOf(result.inputTokens), units: result.searchUnits }
         },
       },
       req.signal,

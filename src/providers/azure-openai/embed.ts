@@ -4,6 +4,7 @@
  * shape; the answer's `index` puts each vector in its place.
  */
 import { Schema } from "effect"
+import { countOf } from "../../domain/pricing"
 import { checkCount, type EmbedContext, type Embeddings, inBatches, postJson } from "../embed-call"
 import { ProviderError } from "../types"
 import { azureAuth, azureUrl } from "./adapter"
@@ -13,7 +14,8 @@ export const AZURE_EMBED_BATCH = 2048
 
 const EmbeddingsAnswer = Schema.Struct({
   data: Schema.Array(Schema.Struct({ index: Schema.Number, embedding: Schema.Array(Schema.Number) })),
-  usage: Schema.optional(Schema.Struct({ prompt_tokens: Schema.optional(Schema.Number) })),
+  // Any value: one that is no count (null, "7", -1) is charged as estimated (countOf), not a failed answer.
+  usage: Schema.optional(Schema.NullOr(Schema.Struct({ prompt_tokens: Schema.optional(Schema.Unknown) }))),
 })
 
 export const embed = (
@@ -42,6 +44,6 @@ export const embed = (
       vectors[item.index] = [...item.embedding]
     }
     const filled = vectors.filter((v) => v !== undefined)
-    return checkCount("azure-openai", { vectors: filled, promptTokens: answer.usage?.prompt_tokens ?? undefined }, slice.length)
+    return checkCount("azure-openai", { vectors: filled, promptTokens: countOf(answer.usage?.prompt_tokens) }, slice.length)
   })
 }

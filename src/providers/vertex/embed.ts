@@ -4,6 +4,7 @@
  * `text-embedding-*` and `text-multilingual-embedding-*` ones 250. Each prediction counts its tokens.
  */
 import { Schema } from "effect"
+import { countOf } from "../../domain/pricing"
 import { checkCount, type EmbedContext, type Embeddings, inBatches, postJson } from "../embed-call"
 import { googleStatusError } from "../gemini/wire"
 import { ProviderError } from "../types"
@@ -18,7 +19,8 @@ const PredictAnswer = Schema.Struct({
     Schema.Struct({
       embeddings: Schema.Struct({
         values: Schema.Array(Schema.Number),
-        statistics: Schema.optional(Schema.Struct({ token_count: Schema.optional(Schema.Number) })),
+        // Any value: one that is no count (null, "3", -1) leaves the batch's count unknown (countOf).
+        statistics: Schema.optional(Schema.NullOr(Schema.Struct({ token_count: Schema.optional(Schema.Unknown) }))),
       }),
     }),
   ),
@@ -49,9 +51,8 @@ export const embed = async (
     }
     const vectors = answer.predictions.map((p) => [...p.embeddings.values])
     // A prediction without its token count leaves the batch's count unknown: estimated, not 0.
-    const promptTokens = answer.predictions.every((p) => p.embeddings.statistics?.token_count !== undefined)
-      ? answer.predictions.reduce((sum, p) => sum + (p.embeddings.statistics?.token_count ?? 0), 0)
-      : undefined
+    const counts = answer.predictions.map((p) => countOf(p.embeddings.statistics?.token_count))
+    const promptTokens = counts.every((n) => n !== undefined) ? counts.reduce<number>((sum, n) => sum + (n as number), 0) : undefined
     return checkCount("vertex", { vectors, promptTokens }, slice.length)
   })
 }
