@@ -9,7 +9,7 @@ import { eventFrame, MOCK_ACCESS_KEY_ID, MOCK_BEDROCK_API_KEY, MOCK_SECRET_ACCES
 import { bedrockProvider } from "../../src/providers/bedrock/adapter"
 import { authHeaders, bedrockAuthFrom } from "../../src/providers/bedrock/credentials"
 import { FrameSplitter } from "../../src/providers/bedrock/stream"
-import { modelPath } from "../../src/providers/bedrock/wire"
+import { bedrockErrorFromStatus, modelPath } from "../../src/providers/bedrock/wire"
 import { ProviderError, type ProviderConfig, type ProviderEvent } from "../../src/providers/types"
 import { consumed, eventsOf, eventually, literalTexts, providerErrorOf, textRequest, weatherTool } from "./helpers"
 
@@ -337,6 +337,22 @@ describe("bedrock errors map to the contract's kinds", () => {
       if (kind === "rate_limited") expect(failure.retryAfterSeconds).toBe(3)
     })
   }
+  test("a status without AWS's error type is read as every kind reads it: 504 a timeout, 529 overloaded, 424 the model's failure", () => {
+    const kinds = [400, 413, 424, 429, 500, 503, 504, 529].map((status) => [status, bedrockErrorFromStatus(status, "<html>Gateway Timeout</html>", new Headers()).kind])
+    expect(kinds).toEqual([
+      [400, "bad_request"],
+      [413, "bad_request"],
+      [424, "server"],
+      [429, "rate_limited"],
+      [500, "server"],
+      [503, "overloaded"],
+      [504, "timeout"],
+      [529, "overloaded"],
+    ])
+    // AWS's error type still decides over the status.
+    expect(bedrockErrorFromStatus(400, "{}", new Headers({ "x-amzn-errortype": "ThrottlingException:http://internal" })).kind).toBe("rate_limited")
+  })
+
   test("an exception frame before anything of the answer fails open with its kind (before the first byte: failover)", async () => {
     const failure = await providerErrorOf(bedrockProvider.open(textRequest("x"), sigv4({ "x-mock-error": "stream-first" }), options(true)))
     expect(failure.kind).toBe("overloaded")

@@ -3,7 +3,7 @@
  * both paths share: usage, stop reason, and AWS's error types.
  */
 import type { HeaderReader } from "../http1"
-import { errorDetailOf, isContextLengthError, retryAfterSeconds } from "../errors"
+import { errorDetailOf, errorFromStatus, isContextLengthError, retryAfterSeconds } from "../errors"
 import { ProviderError, type FinishReason, type ProviderErrorKind } from "../types"
 import { type Usage, reportedCount } from "../../domain/pricing"
 
@@ -111,11 +111,14 @@ const kindOf = (name: string | undefined, fallback: ProviderErrorKind): Provider
 const fits = (kind: ProviderErrorKind, message: string): ProviderErrorKind =>
   kind === "bad_request" && (isContextLengthError({ message }) || /input is too long/i.test(message)) ? "context_length" : kind
 
-/** The error for a non-2xx answer: AWS's error type first, its status otherwise (a throttle is 429 either way). */
+/**
+ * The error for a non-2xx answer: AWS's error type first, its status otherwise, read as every
+ * other kind reads it (504 a timeout, 529 overloaded, 424 the model's failure), but 503, which
+ * Bedrock answers for ServiceUnavailable, overloaded.
+ */
 export const bedrockErrorFromStatus = (status: number, bodyText: string, headers: HeaderReader): ProviderError => {
   const detail = errorDetailOf(bodyText, `bedrock upstream answered ${status}`)
-  const statusKind: ProviderErrorKind =
-    status === 429 ? "rate_limited" : status === 401 || status === 403 ? "auth" : status === 408 ? "timeout" : status >= 400 && status < 500 ? "bad_request" : status === 503 ? "overloaded" : "server"
+  const statusKind: ProviderErrorKind = status === 503 ? "overloaded" : errorFromStatus(status, detail, headers).kind
   const kind = fits(kindOf(exceptionName(headers.get("x-amzn-errortype")), statusKind), detail.message)
   return new ProviderError(kind, detail.message, status, kind === "rate_limited" ? retryAfterSeconds(headers) : undefined)
 }
