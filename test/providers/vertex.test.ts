@@ -112,6 +112,32 @@ describe("vertex token exchange", () => {
     expect((await providerErrorOf(source.authorization())).kind).toBe("connection")
   })
 
+  test("a token that cannot be a bearer token (a line break, empty) is a failure of the endpoint, not kept: the next call exchanges again", async () => {
+    const answers = ["ya29.BAD\r\nx-evil: 1", "", "ya29.good-1"]
+    const exchanges: Array<string> = []
+    const server = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: () => {
+        const token = answers[exchanges.length] ?? "ya29.more"
+        exchanges.push(token)
+        return Response.json({ access_token: token, expires_in: 3600 })
+      },
+    })
+    try {
+      const source = new GoogleTokenSource(readServiceAccountKey(keyFile, "vtx"), `http://127.0.0.1:${server.port}/token`, "vtx")
+      for (let i = 0; i < 2; i++) {
+        const failure = await providerErrorOf(source.authorization())
+        expect([failure.kind, failure.message]).toEqual(["connection", "vertex provider vtx: the token endpoint answered an access_token that is not a bearer token"])
+      }
+      expect(await source.authorization()).toBe("Bearer ya29.good-1")
+      expect(await source.authorization()).toBe("Bearer ya29.good-1")
+      expect(exchanges).toHaveLength(3)
+    } finally {
+      await server.stop(true)
+    }
+  })
+
   test("a key file that is not a service-account key is named, its content is not", () => {
     const bad = join(dir, "bad.json")
     writeFileSync(bad, JSON.stringify({ client_email: EMAIL, secret: privatePem }))

@@ -24,6 +24,9 @@ export const ServiceAccountKey = Schema.Struct({
 })
 export type ServiceAccountKey = typeof ServiceAccountKey.Type
 
+/** RFC 6750's b64token, the form an access token must have to be sent as `Bearer <token>`. */
+const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
+
 const TokenAnswer = Schema.Struct({ access_token: Schema.String, expires_in: Schema.Number })
 const TokenRefusal = Schema.Struct({ error: Schema.optional(Schema.String), error_description: Schema.optional(Schema.String) })
 
@@ -135,6 +138,11 @@ export class GoogleTokenSource {
     const answer = decodeAnswer(json)
     if (Either.isLeft(answer)) {
       throw new ProviderError("auth", `vertex provider ${this.label}: the token endpoint's answer has no access_token and expires_in`)
+    }
+    // A token that cannot be a bearer token (RFC 6750's b64token: empty, a line break, a space) would
+    // fail every call until it expired: the token endpoint misbehaved, so it is not kept.
+    if (!BEARER_TOKEN.test(answer.right.access_token)) {
+      throw new ProviderError("connection", `vertex provider ${this.label}: the token endpoint answered an access_token that is not a bearer token`)
     }
     const header = `Bearer ${answer.right.access_token}`
     this.current = { header, expiresAt: startedAt + answer.right.expires_in * 1000 }
