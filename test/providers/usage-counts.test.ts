@@ -7,7 +7,9 @@
 import { describe, expect, test } from "bun:test"
 import { isValidUsage } from "../../src/domain/pricing.js"
 import { anthropicUsage } from "../../src/providers/anthropic/wire.js"
+import { ConverseStreamTranslator } from "../../src/providers/bedrock/stream.js"
 import { bedrockUsage } from "../../src/providers/bedrock/wire.js"
+import type { ProviderEvent } from "../../src/providers/types.js"
 import { geminiUsage } from "../../src/providers/gemini/wire.js"
 import { chatUsage } from "../../src/providers/openai-chat/wire.js"
 import { responsesUsage } from "../../src/providers/openai-responses/wire.js"
@@ -34,6 +36,16 @@ describe("usage counts left out or null are no counts", () => {
   test("Bedrock", () => {
     expect(isValidUsage(bedrockUsage({ inputTokens: 5, outputTokens: 2 }))).toBe(true)
     expect(isValidUsage(bedrockUsage({ inputTokens: 5 }))).toBe(false)
+  })
+  test("Bedrock's stream: a metadata frame whose usage is null finishes the answer without usage (estimated), not a failure; null deltas are nothing", () => {
+    const translator = new ConverseStreamTranslator(false)
+    const out: Array<ProviderEvent> = []
+    translator.push("contentBlockDelta", nulls({ delta: null }), out)
+    translator.push("contentBlockDelta", nulls({ delta: { toolUse: null } }), out)
+    translator.push("messageStop", { stopReason: "end_turn" }, out)
+    translator.push("metadata", nulls({ usage: null }), out)
+    expect(out).toEqual([{ type: "finish", reason: "stop" }])
+    expect(translator.done).toBe(true)
   })
   test("Gemini: a prompt count is required; an output count left out is 0 (proto3 leaves out zeros)", () => {
     expect(geminiUsage({ promptTokenCount: 5 })).toMatchObject({ inputTokens: 5, outputTokens: 0 })

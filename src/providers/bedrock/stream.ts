@@ -12,6 +12,7 @@ import type { UpstreamLink } from "../http"
 import type { BodySink, UpstreamResponse } from "../http1"
 import { DONE, PushedEvents } from "../pushed-events"
 import { BytePattern, isPlainLiteral, jsonLiteralEndInBytes, jsonStringValue } from "../json-literal"
+import { isJsonObject } from "../errors"
 import { ProviderError, type FinishReason, type ProviderEvent } from "../types"
 import type { Usage } from "../../domain/pricing"
 import { decodeFrame } from "./frame"
@@ -91,10 +92,10 @@ export class ConverseStreamTranslator {
     switch (eventType) {
       case "contentBlockDelta": {
         const delta = payload.delta
-        if (delta === undefined) return
+        if (delta == null) return
         if (delta.text !== undefined) {
           if (delta.text.length > 0) out.push({ type: "text", delta: delta.text })
-        } else if (delta.toolUse !== undefined) {
+        } else if (delta.toolUse != null) {
           const input = delta.toolUse.input
           if (input === undefined || input.length === 0) return
           out.push(index === this.answerBlock ? { type: "text", delta: input } : { type: "tool_call_delta", index, delta: input })
@@ -119,7 +120,8 @@ export class ConverseStreamTranslator {
         this.finish = this.answerBlock !== -1 && !this.calls ? "stop" : bedrockFinishReason(payload.stopReason)
         return
       case "metadata":
-        if (payload.usage !== undefined) this.usage = bedrockUsage(payload.usage)
+        // Null is no usage, as a missing one: the gateway charges its estimate.
+        if (payload.usage != null) this.usage = bedrockUsage(payload.usage)
         if (this.stopped) this.close(out)
         return
     }
@@ -232,7 +234,8 @@ export class ConverseStreamEvents extends PushedEvents<UpstreamLink> implements 
     try {
       this.splitter.feed(bytes, start, end)
     } catch (cause) {
-      this.fail(cause instanceof ProviderError ? cause : new ProviderError("server", `bedrock upstream sent a frame that does not decode: ${String(cause)}`))
+      // Not the runtime's own error text: the caller reads this message.
+      this.fail(cause instanceof ProviderError ? cause : new ProviderError("server", "bedrock upstream sent an event that is not one of Converse's"))
     }
   }
 
@@ -253,13 +256,14 @@ export class ConverseStreamEvents extends PushedEvents<UpstreamLink> implements 
       }
       throw bedrockStreamFailure(type, detail)
     }
-    let payload: ConverseStreamEvent
+    let payload: unknown
     try {
-      payload = JSON.parse(body) as ConverseStreamEvent
+      payload = JSON.parse(body)
     } catch {
       throw new ProviderError("server", "bedrock upstream sent an event that is not JSON")
     }
-    this.translator.push(message.eventType ?? "", payload, this.taken)
+    if (!isJsonObject(payload)) throw new ProviderError("server", "bedrock upstream sent an event that is not a JSON object")
+    this.translator.push(message.eventType ?? "", payload as ConverseStreamEvent, this.taken)
   }
 
   read(): void {
