@@ -207,12 +207,11 @@ class StreamEvents extends PushedEvents<UpstreamLink> implements BodySink {
       for (let i = 0; i < sse.length && !translator.done; i++) translator.push(sse[i], taken)
     } catch (cause) {
       this.taken = undefined
-      // What this read held before the failure goes out first: text already received is the answer's.
-      if (taken.length > 0) this.push(taken)
       this.closeBody(true)
+      // What this read held before the failure goes out first: text already received is the answer's.
       // A translator throws only on what it reads: an error event (a ProviderError), or an event
       // that is not one of its format (a TypeError or SyntaxError, whose text names gateway code).
-      this.settle(cause instanceof ProviderError ? cause : new ProviderError("server", `${this.wire.name} upstream sent an event that is not one of its format`))
+      this.failAfter(cause instanceof ProviderError ? cause : new ProviderError("server", `${this.wire.name} upstream sent an event that is not one of its format`), taken, translator)
       return false
     }
     if (taken.length > 0) this.taken = taken
@@ -220,10 +219,10 @@ class StreamEvents extends PushedEvents<UpstreamLink> implements BodySink {
     const parser = this.parser
     if (parser.pending.length + (parser.data === undefined ? 0 : parser.data.length) > this.maxEvent) {
       // The events before it go out first, as before a failure the translator reads (above).
-      if (this.taken !== undefined) this.push(this.taken)
+      const before = this.taken ?? []
       this.taken = undefined
       this.closeBody(true)
-      this.settle(new ProviderError("server", `${this.wire.name} upstream sent an event larger than ${this.maxEvent} bytes`))
+      this.failAfter(new ProviderError("server", `${this.wire.name} upstream sent an event larger than ${this.maxEvent} bytes`), before, translator)
       return false
     }
     return true
@@ -256,7 +255,7 @@ class StreamEvents extends PushedEvents<UpstreamLink> implements BodySink {
       for (let i = 0; i < rest.length && !translator.done; i++) translator.push(rest[i], out)
       complete = translator.done || translator.end(out)
     } catch (cause) {
-      this.settle(cause instanceof ProviderError ? cause : this.link.failure(cause))
+      this.failAfter(cause instanceof ProviderError ? cause : this.link.failure(cause), out, translator)
       return
     }
     if (out.length > 0) this.push(out)
@@ -266,7 +265,10 @@ class StreamEvents extends PushedEvents<UpstreamLink> implements BodySink {
   error(cause: Error): void {
     const failure = this.link.failure(cause)
     this.closeBody(false)
-    if (this.last === undefined) this.settle(failure)
+    if (this.last !== undefined) return
+    const out = this.taken ?? []
+    this.taken = undefined
+    this.failAfter(failure, out, this.translator)
   }
 
   protected override closeBody(drop: boolean): void {

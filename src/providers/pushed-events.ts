@@ -161,6 +161,24 @@ export abstract class PushedEvents<L extends ReaderLink = ReaderLink> implements
     else waiting.resolve(last)
   }
 
+  /**
+   * Settles with `failure` after the events in `out`, unless the answer had already finished (the
+   * translator's `end` finds its finish reason: only the terminal event is missing). Then what
+   * failed (a reset, a stall, an error event, a stray line) came after the answer, which ends
+   * complete with the usage it reported, as a body that closed there would; failed, it was
+   * charged an estimate and the client told to ask, and pay, again.
+   */
+  protected failAfter(failure: ProviderError, out: Array<ProviderEvent>, translator: { end(out: Array<ProviderEvent>): boolean }): void {
+    let complete = false
+    try {
+      complete = translator.end(out)
+    } catch {
+      // A translator that cannot end here had not finished.
+    }
+    if (out.length > 0) this.push(out)
+    this.settle(complete ? DONE : failure)
+  }
+
   /** The body is over for this reader: the link's checks end, and `drop` cancels the rest of it. */
   protected closeBody(drop: boolean): void {
     if (this.bodyOver) return

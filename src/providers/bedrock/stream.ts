@@ -290,15 +290,17 @@ export class ConverseStreamEvents extends PushedEvents<UpstreamLink> implements 
   error(cause: Error): void {
     const failure = this.link.failure(cause)
     this.closeBody(false)
-    if (this.last === undefined) this.settle(failure)
+    if (this.last !== undefined) return
+    const out = this.taken
+    this.taken = []
+    this.failAfter(failure, out, this.translator)
   }
 
-  /** Fails the stream; the events of frames before the failing one still go first. */
+  /** Fails the stream (unless its answer had finished); the events of frames before the failing one still go first. */
   private fail(failure: ProviderError): void {
     const out = this.taken
     this.taken = []
-    if (out.length > 0) this.push(out)
     this.closeBody(true)
-    this.settle(failure)
+    this.failAfter(failure, out, this.translator)
   }
 }
