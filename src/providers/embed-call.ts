@@ -39,7 +39,9 @@ export const postJson = async <A, I>(
   const decoded = Schema.decodeUnknownEither(schema, { onExcessProperty: "ignore" })(json)
   if (Either.isLeft(decoded)) {
     const issue = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)[0]
-    throw new ProviderError("server", `${name} upstream sent an embeddings answer of another shape${issue === undefined ? "" : ` (${issue.path.join(".")}: ${issue.message})`}`)
+    // The root's issue is the schema's whole type written out: said in words instead.
+    const where = issue === undefined ? "" : issue.path.length === 0 ? " (not a JSON object)" : ` (${issue.path.join(".")}: ${issue.message})`
+    throw new ProviderError("server", `${name} upstream sent an embeddings answer of another shape${where}`)
   }
   return decoded.right
 }

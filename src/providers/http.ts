@@ -113,7 +113,19 @@ const eventsOfJson = (wire: WireFormat, text: string): Array<ProviderEvent> => {
     throw new ProviderError("server", `${wire.name} upstream sent a body that is not JSON`)
   }
   if (!isJsonObject(json)) throw notAnAnswer(wire.name, "not a JSON object")
-  return wire.fromJson(json)
+  return fromJsonChecked(wire.name, json, wire.fromJson)
+}
+
+/**
+ * A JSON answer's events; a reader throws a ProviderError on what it checks, and anything else
+ * (a TypeError on a part of another type) is a body of another shape, not gateway code's text.
+ */
+export const fromJsonChecked = <A>(name: string, json: A, fromJson: (json: A) => Array<ProviderEvent>): Array<ProviderEvent> => {
+  try {
+    return fromJson(json)
+  } catch (cause) {
+    throw cause instanceof ProviderError ? cause : notAnAnswer(name, "a body of another shape")
+  }
 }
 
 /**

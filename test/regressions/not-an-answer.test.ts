@@ -17,6 +17,7 @@ const BODIES: Record<string, Record<string, string>> = {
     null: "null",
     array: "[1,2]",
     wrong: `{"id":5,"choices":"nope"}`,
+    "null-message": `{"id":"c","choices":[{"index":0,"message":null,"finish_reason":"stop"}]}`,
     good: `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"fine"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}`,
   },
   "openai-responses": {
@@ -176,5 +177,73 @@ describe("Gemini and Bedrock answers without their parts", () => {
       type: "text",
       delta: "ok",
     })
+  })
+})
+
+describe("a JSON answer a reader cannot read", () => {
+  test("is a body of another shape, never the runtime's TypeError text (Bedrock: a content block that is null)", async () => {
+    const { converseJsonEvents } = await import("../../src/providers/bedrock/json.js")
+    const { fromJsonChecked } = await import("../../src/providers/http.js")
+    expect(() => fromJsonChecked("bedrock", { output: { message: { content: [null] } } }, (json) => converseJsonEvents(json, false))).toThrow(
+      "bedrock upstream sent a body that is not an answer: a body of another shape",
+    )
+  })
+})
+
+describe("empty answers that say they are complete", () => {
+  const sse = (data: string) => ({ data })
+
+  test("Gemini: no candidates, or one without content that says STOP, is not an answer; a token limit's empty one is", async () => {
+    const { GeminiAnswer, geminiJsonEvents } = await import("../../src/providers/gemini/answer.js")
+    const usage = { usageMetadata: { promptTokenCount: 3 } }
+    expect(() => geminiJsonEvents({ candidates: [], ...usage })).toThrow("not an answer: no candidate with content")
+    expect(() => geminiJsonEvents({ candidates: [{ finishReason: "STOP" }], ...usage })).toThrow("not an answer")
+    expect(() => geminiJsonEvents({ candidates: [{ content: { parts: [{ text: "" }] }, finishReason: "STOP" }], ...usage })).toThrow("not an answer")
+    expect(geminiJsonEvents({ candidates: [{ finishReason: "MAX_TOKENS" }], ...usage }).at(-1)).toEqual({ type: "finish", reason: "length" })
+    // A stream of the same: its end is the failure (nothing of it was sent).
+    const stream = new GeminiAnswer()
+    stream.push(sse(JSON.stringify({ candidates: [{ content: { role: "model", parts: [] }, finishReason: "STOP" }], ...usage })), [])
+    expect(() => stream.end([])).toThrow("not an answer")
+  })
+
+  test("Bedrock: an empty content that ended the turn is not an answer; one cut by the token limit is", async () => {
+    const { converseJsonEvents } = await import("../../src/providers/bedrock/json.js")
+    expect(() => converseJsonEvents({ output: { message: { content: [] } }, stopReason: "end_turn" }, false)).toThrow("not an answer: an empty output.message.content")
+    expect(converseJsonEvents({ output: { message: { content: [] } }, stopReason: "max_tokens" }, false).at(-1)).toEqual({ type: "finish", reason: "length" })
+  })
+
+  test("Responses: a completed response of no output items is not an answer; an incomplete one is", async () => {
+    const { responsesJsonEvents } = await import("../../src/providers/openai-responses/json.js")
+    expect(() => responsesJsonEvents({ id: "r", status: "completed", output: [] })).toThrow("not an answer: an empty output")
+    expect(responsesJsonEvents({ id: "r", status: "incomplete", incomplete_details: { reason: "max_output_tokens" }, output: [] }).at(-1)).toMatchObject({ type: "finish" })
+  })
+
+  test("Chat: a stream of no choice (only [DONE], or Azure's prompt_filter_results) is not an answer", async () => {
+    const { ChatStreamTranslator } = await import("../../src/providers/openai-chat/stream.js")
+    expect(() => new ChatStreamTranslator().push(sse("[DONE]"), [])).toThrow("not an answer: no choices")
+    const filtered = new ChatStreamTranslator()
+    filtered.push(sse(JSON.stringify({ id: "", choices: [], prompt_filter_results: [{ prompt_index: 0 }] })), [])
+    expect(() => filtered.push(sse("[DONE]"), [])).toThrow("not an answer: no choices")
+  })
+})
+
+describe("an error object whose code is an HTTP status (Azure's, under a 200)", () => {
+  test("reads as that status: 429 is a rate limit (429 to the caller, the next endpoint first), in a body and in a stream", async () => {
+    const { chatJsonEvents } = await import("../../src/providers/openai-chat/json.js")
+    const { ChatStreamTranslator } = await import("../../src/providers/openai-chat/stream.js")
+    const error = { error: { code: "429", message: "Rate limit is exceeded. Try again in 1 second." } }
+    const kindOf = (f: () => unknown) => {
+      try {
+        f()
+      } catch (e) {
+        return (e as { kind: string }).kind
+      }
+      return "answered"
+    }
+    expect(kindOf(() => chatJsonEvents(error))).toBe("rate_limited")
+    expect(kindOf(() => new ChatStreamTranslator().push({ data: JSON.stringify(error) }, []))).toBe("rate_limited")
+    expect(kindOf(() => chatJsonEvents({ error: { code: "500", message: "boom" } }))).toBe("server")
+    // `"error": null` beside an answer is no error.
+    expect(kindOf(() => chatJsonEvents({ error: null, choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }] }))).toBe("answered")
   })
 })

@@ -3,6 +3,7 @@
  * (`/converse-stream`, AWS's binary event-stream), signed with SigV4 or a Bedrock API key
  * (credentials.ts), sent through the gateway's upstream transport (call.ts).
  */
+import { fromJsonChecked } from "../http"
 import { thinkingBudget } from "../anthropic/request"
 import { DEFAULT_UPSTREAM_LIMITS, type Provider, type ProviderEvent, type UpstreamCall } from "../types"
 import { postToBedrock, readJson } from "./call"
@@ -24,7 +25,7 @@ export const bedrockProvider: Provider = {
     const path = modelPath(request.model, options.stream ? "converse-stream" : "converse")
     const answer = await postToBedrock(config, options, path, JSON.stringify(upstreamBody), options.stream ? "application/vnd.amazon.eventstream" : "application/json")
     if (!options.stream) {
-      const whole = converseJsonEvents(await readJson(answer, options), structured)
+      const whole = fromJsonChecked("bedrock", await readJson(answer, options), (json) => converseJsonEvents(json, structured))
       return {
         upstreamBody,
         whole,

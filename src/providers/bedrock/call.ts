@@ -4,6 +4,7 @@
  * is read and mapped to a `ProviderError` (AWS's error type first). Converse, ConverseStream and
  * InvokeModel (embeddings, rerank) all go through it.
  */
+import { isJsonObject, notAnAnswer } from "../errors"
 import { DEFAULT_TIMEOUT_MS, sharedTransport, trimSlash, UpstreamLink } from "../http"
 import { DEFAULT_MAX_CONNECTIONS, type Transport, type UpstreamResponse } from "../http1"
 import { type CallOptions, DEFAULT_UPSTREAM_LIMITS, ProviderError, type ProviderConfig } from "../types"
@@ -81,9 +82,13 @@ export const readJson = async (answer: BedrockAnswer, options: Options): Promise
   } finally {
     answer.link.close()
   }
+  let json: unknown
   try {
-    return JSON.parse(text)
+    json = JSON.parse(text)
   } catch {
     throw new ProviderError("server", "bedrock upstream sent a body that is not JSON")
   }
+  // Every answer this reads (Converse, InvokeModel's embeddings and rerank) is an object.
+  if (!isJsonObject(json)) throw notAnAnswer("bedrock", "not a JSON object")
+  return json
 }

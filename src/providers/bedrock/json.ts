@@ -9,6 +9,8 @@ export const converseJsonEvents = (json: unknown, structured: boolean): Array<Pr
   const answer = json as ConverseResponse
   const content = answer.output?.message?.content
   if (!Array.isArray(content)) throw notAnAnswer("bedrock", "no output.message.content")
+  // An empty content that says the turn ended is no answer either (a token limit or a filter may leave none).
+  if (content.length === 0 && (answer.stopReason === undefined || answer.stopReason === "end_turn")) throw notAnAnswer("bedrock", "an empty output.message.content")
   const out: Array<ProviderEvent> = []
   let answeredByTool = false
   for (let index = 0; index < content.length; index++) {

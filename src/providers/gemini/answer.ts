@@ -20,6 +20,8 @@ export class GeminiAnswer implements StreamTranslator {
   private finishReason: string | undefined
   /** The prompt was blocked (no candidates): the answer ends as filtered. */
   private blocked = false
+  /** Whether a candidate gave text, reasoning or a call. */
+  private produced = false
 
   /** Appends the events of one response (a JSON answer, or one streamed chunk). */
   take(response: GeminiResponse, out: Array<ProviderEvent>): void {
@@ -30,6 +32,7 @@ export class GeminiAnswer implements StreamTranslator {
     if (candidate === undefined) return
     const parts = candidate.content?.parts
     if (parts !== undefined) {
+      const before = out.length
       for (const part of parts) {
         const call = part.functionCall
         if (call !== undefined) {
@@ -40,6 +43,7 @@ export class GeminiAnswer implements StreamTranslator {
           out.push(part.thought === true ? { type: "reasoning", delta: part.text } : { type: "text", delta: part.text })
         }
       }
+      if (out.length > before) this.produced = true
     }
     if (candidate.finishReason !== undefined) this.finishReason = candidate.finishReason
   }
@@ -62,6 +66,12 @@ export class GeminiAnswer implements StreamTranslator {
   }
 
   close(out: Array<ProviderEvent>): void {
+    // Nothing produced and no reason for it (a blocked prompt, a token limit, a filter): no
+    // candidates, or an empty one that says STOP, is not an answer (502 at $0, the next endpoint),
+    // never an empty answer charged as completed. A stream that ends so has sent nothing yet.
+    if (!this.produced && !this.blocked && (this.finishReason === undefined || this.finishReason === "STOP")) {
+      throw notAnAnswer("gemini", "no candidate with content")
+    }
     this.done = true
     if (this.usage !== undefined) out.push({ type: "usage", usage: this.usage })
     const reason: FinishReason = this.blocked && this.finishReason === undefined ? "content_filter" : geminiFinishReason(this.finishReason, this.calls > 0)
@@ -73,7 +83,7 @@ export const geminiJsonEvents = (json: unknown): Array<ProviderEvent> => {
   const answer = new GeminiAnswer()
   const out: Array<ProviderEvent> = []
   const response = json as GeminiResponse
-  // No candidates is an answer only when the prompt was blocked (promptFeedback says why).
+  // No candidates is an answer only when the prompt was blocked (promptFeedback says why); `close` checks the rest.
   if (response.error === undefined && !Array.isArray(response.candidates) && response.promptFeedback?.blockReason === undefined) {
     throw notAnAnswer("gemini", "no candidates")
   }

@@ -1,13 +1,11 @@
 /** A non-streamed Chat Completion → ProviderEvents, in the order a stream would give them. */
-import { errorFromEvent, notAnAnswer } from "../errors"
+import { notAnAnswer } from "../errors"
 import type { ProviderEvent } from "../types"
-import { type ChatCompletion, chatFinishReason, chatUsage } from "./wire"
+import { type ChatCompletion, chatError, chatFinishReason, chatUsage } from "./wire"
 
 export const chatJsonEvents = (json: unknown): Array<ProviderEvent> => {
   const completion = json as ChatCompletion
-  if (completion.error !== undefined) {
-    throw errorFromEvent({ message: completion.error.message ?? "openai-chat upstream reported an error" })
-  }
+  if (completion.error != null) throw chatError(completion.error, "openai-chat upstream reported an error")
   const choice = Array.isArray(completion.choices) ? completion.choices[0] : undefined
   if (typeof choice !== "object" || choice === null) throw notAnAnswer("openai-chat", "no choices")
   const out: Array<ProviderEvent> = []

@@ -11,18 +11,20 @@
  * printable ASCII is not decoded at all: runs of them go on as one `text_literals` event, their
  * place in the read.
  */
-import { errorFromEvent } from "../errors"
+import { notAnAnswer } from "../errors"
 import { BytePattern, isPlainLiteral, jsonLiteralEnd, jsonLiteralEndInBytes, jsonStringValue } from "../json-literal"
 import type { SseEvent } from "../sse"
 import { ProviderError, type FinishReason, type ProviderEvent } from "../types"
 import type { Usage } from "../../domain/pricing"
 import type { StreamTranslator } from "../wire"
-import { type ChatChunk, chatFinishReason, chatUsage } from "./wire"
+import { type ChatChunk, chatError, chatFinishReason, chatUsage } from "./wire"
 
 export class ChatStreamTranslator implements StreamTranslator {
   done = false
   private finish: FinishReason | undefined
   private usage: Usage | undefined
+  /** Whether a chunk had a choice. */
+  private choices = false
   /** Upstream tool call indexes already announced with tool_call_start. */
   private readonly startedCalls = new Set<number>()
 
@@ -83,6 +85,8 @@ export class ChatStreamTranslator implements StreamTranslator {
       }
     }
     if (data === "[DONE]") {
+      // A stream of no choice at all (only [DONE], or Azure's prompt_filter_results) is no answer.
+      if (this.finish === undefined && !this.choices) throw notAnAnswer("openai-chat", "no choices")
       this.close(out)
       return
     }
@@ -92,17 +96,11 @@ export class ChatStreamTranslator implements StreamTranslator {
     } catch {
       throw new ProviderError("server", "openai-chat upstream sent a chunk that is not JSON")
     }
-    if (chunk.error !== undefined || event.event === "error") {
-      const error = chunk.error ?? {}
-      const code = error.code ?? error.type
-      throw errorFromEvent({
-        message: error.message ?? "openai-chat upstream reported an error mid-stream",
-        ...(code === undefined || code === null ? {} : { code: String(code) }),
-      })
-    }
+    if (chunk.error != null || event.event === "error") throw chatError(chunk.error ?? {}, "openai-chat upstream reported an error mid-stream")
     if (chunk.usage != null) this.usage = chatUsage(chunk.usage)
     const choice = chunk.choices?.[0]
     if (choice === undefined) return
+    this.choices = true
     const delta = choice.delta
     if (delta !== undefined) {
       const reasoning = delta.reasoning ?? delta.reasoning_content

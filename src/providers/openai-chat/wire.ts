@@ -2,7 +2,8 @@
  * The Chat Completions answer shapes the adapter reads (JSON and stream chunks), and the
  * mappings both paths share: usage and finish reason.
  */
-import type { FinishReason } from "../types"
+import { errorFromEvent } from "../errors"
+import type { FinishReason, ProviderError } from "../types"
 import { type Usage, reportedCount } from "../../domain/pricing"
 
 export interface ChatUsage {
@@ -22,6 +23,15 @@ export interface ChatErrorBody {
   readonly message?: string
   readonly code?: string | number | null
   readonly type?: string
+}
+
+/**
+ * An error object of a Chat answer (a 200's body, a stream's chunk) as its kind: by its code, else
+ * its type; a status sent as the code (Azure's "429") reads as that status.
+ */
+export const chatError = (error: ChatErrorBody, fallback: string): ProviderError => {
+  const code = error.code ?? error.type
+  return errorFromEvent({ message: error.message ?? fallback, ...(code === undefined || code === null ? {} : { code: String(code) }) })
 }
 
 export interface ChatChunk {

@@ -8,6 +8,8 @@ export const responsesJsonEvents = (json: unknown): Array<ProviderEvent> => {
   // An error object is a failure whatever the status says (a proxy may answer 200 with one).
   if (response.status === "failed" || isJsonObject(response.error)) throw responsesFailure(response.error)
   if (!Array.isArray(response.output)) throw notAnAnswer("openai-responses", "no output")
+  // A completed response of no output items is no answer (an incomplete one may have none).
+  if (response.output.length === 0 && response.status !== "incomplete") throw notAnAnswer("openai-responses", "an empty output")
   const out: Array<ProviderEvent> = []
   let calledTools = false
   const output = response.output
