@@ -21,12 +21,19 @@ const asRecord = (value: unknown): Record<string, unknown> | undefined =>
   typeof value === "object" && value !== null ? (value as Record<string, unknown>) : undefined
 
 /** Reads `{error: {message, code|type}}` (or `{error: "text"}`, or `{message}`) from an error body's text. */
+const HTML_TITLE = /<title[^>]*>([^<]{0,200})<\/title>/i
+
 export const errorDetailOf = (bodyText: string, fallback: string): UpstreamErrorDetail => {
   let parsed: unknown
   try {
     parsed = JSON.parse(bodyText)
   } catch {
     const text = bodyText.trim()
+    // A proxy's HTML page: its title says what happened; its markup is no message.
+    if (text.startsWith("<")) {
+      const title = HTML_TITLE.exec(text)?.[1]?.trim()
+      return { message: title === undefined || title === "" ? fallback : `${fallback}: ${title}` }
+    }
     return { message: text.length > 0 ? text.slice(0, 500) : fallback }
   }
   const root = asRecord(parsed)

@@ -47,7 +47,12 @@ describe("upstream status → ProviderError kind", () => {
       code: "overloaded_error",
     })
     expect(errorDetailOf('{"error":"plain"}', "f")).toEqual({ message: "plain" })
-    expect(errorDetailOf("<html>Bad Gateway</html>", "f")).toEqual({ message: "<html>Bad Gateway</html>" })
+    // An HTML page (a proxy's): its title, never its markup.
+    expect(errorDetailOf("<html>Bad Gateway</html>", "upstream answered 502")).toEqual({ message: "upstream answered 502" })
+    expect(errorDetailOf("<!DOCTYPE html><html><head><title> 504 Gateway Time-out </title><style>body{}</style></head><body>…</body></html>", "upstream answered 504")).toEqual({
+      message: "upstream answered 504: 504 Gateway Time-out",
+    })
+    expect(errorDetailOf("upstream connect error", "f")).toEqual({ message: "upstream connect error" })
     expect(errorDetailOf("", "fallback")).toEqual({ message: "fallback" })
   })
 })
