@@ -353,6 +353,26 @@ describe("bedrock errors map to the contract's kinds", () => {
     expect(bedrockErrorFromStatus(400, "{}", new Headers({ "x-amzn-errortype": "ThrottlingException:http://internal" })).kind).toBe("rate_limited")
   })
 
+  test("a stream answered with a JSON body (a proxy's error under a 200) is that error, not frames of a huge length", async () => {
+    const proxy = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: (req) =>
+        Response.json(
+          { message: "Rate exceeded" },
+          { headers: req.headers.get("x-throttled") === "1" ? { "x-amzn-errortype": "ThrottlingException" } : {} },
+        ),
+    })
+    try {
+      const at = (headers: Record<string, string>) => ({ ...sigv4(headers), base_url: `http://127.0.0.1:${proxy.port}` })
+      const plain = await providerErrorOf(bedrockProvider.open(textRequest("x"), at({}), options(true)))
+      expect([plain.kind, plain.message]).toEqual(["server", "Rate exceeded"])
+      expect((await providerErrorOf(bedrockProvider.open(textRequest("x"), at({ "x-throttled": "1" }), options(true)))).kind).toBe("rate_limited")
+    } finally {
+      await proxy.stop(true)
+    }
+  })
+
   test("an exception frame before anything of the answer fails open with its kind (before the first byte: failover)", async () => {
     const failure = await providerErrorOf(bedrockProvider.open(textRequest("x"), sigv4({ "x-mock-error": "stream-first" }), options(true)))
     expect(failure.kind).toBe("overloaded")

@@ -10,7 +10,7 @@ import { postToBedrock, readJson } from "./call"
 import { converseJsonEvents } from "./json"
 import { converseRequestBody } from "./request"
 import { ConverseStreamEvents, ConverseStreamTranslator } from "./stream"
-import { modelPath } from "./wire"
+import { bedrockErrorFromStatus, modelPath } from "./wire"
 
 const oneBatch = (events: ReadonlyArray<ProviderEvent>): AsyncIterable<ReadonlyArray<ProviderEvent>> => ({
   async *[Symbol.asyncIterator]() {
@@ -33,6 +33,12 @@ export const bedrockProvider: Provider = {
           return oneBatch(whole)
         },
       }
+    }
+    // A JSON body where frames were asked for (a proxy's error under a 200) is read as what it says,
+    // not as frames whose first bytes are a length.
+    if (answer.response.headers.get("content-type")?.startsWith("application/json") === true) {
+      const json = await readJson(answer, options)
+      throw bedrockErrorFromStatus(502, JSON.stringify(json), answer.response.headers)
     }
     const limits = options.limits ?? DEFAULT_UPSTREAM_LIMITS
     const events = new ConverseStreamEvents(new ConverseStreamTranslator(structured), answer.response, answer.link, limits.eventBytes)
