@@ -112,8 +112,8 @@ describe("vertex token exchange", () => {
     expect((await providerErrorOf(source.authorization())).kind).toBe("connection")
   })
 
-  test("a token that cannot be a bearer token (a line break, empty) is a failure of the endpoint, not kept: the next call exchanges again", async () => {
-    const answers = ["ya29.BAD\r\nx-evil: 1", "", "ya29.good-1"]
+  test("a token that cannot be a bearer token (a line break, empty), or a 200 that is no token, is a failure of the endpoint, not kept: the next call exchanges again", async () => {
+    const answers = ["ya29.BAD\r\nx-evil: 1", "", "<html>", "ya29.good-1"]
     const exchanges: Array<string> = []
     const server = Bun.serve({
       port: 0,
@@ -121,6 +121,8 @@ describe("vertex token exchange", () => {
       fetch: () => {
         const token = answers[exchanges.length] ?? "ya29.more"
         exchanges.push(token)
+        // A proxy's page under a 200 is no token answer at all.
+        if (token === "<html>") return new Response("<html>Sign in</html>", { headers: { "content-type": "text/html" } })
         return Response.json({ access_token: token, expires_in: 3600 })
       },
     })
@@ -130,9 +132,10 @@ describe("vertex token exchange", () => {
         const failure = await providerErrorOf(source.authorization())
         expect([failure.kind, failure.message]).toEqual(["connection", "vertex provider vtx: the token endpoint answered an access_token that is not a bearer token"])
       }
+      expect((await providerErrorOf(source.authorization())).kind).toBe("connection")
       expect(await source.authorization()).toBe("Bearer ya29.good-1")
       expect(await source.authorization()).toBe("Bearer ya29.good-1")
-      expect(exchanges).toHaveLength(3)
+      expect(exchanges).toHaveLength(4)
     } finally {
       await server.stop(true)
     }

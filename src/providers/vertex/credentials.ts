@@ -137,7 +137,8 @@ export class GoogleTokenSource {
     }
     const answer = decodeAnswer(json)
     if (Either.isLeft(answer)) {
-      throw new ProviderError("auth", `vertex provider ${this.label}: the token endpoint's answer has no access_token and expires_in`)
+      // A 200 that is no token (an HTML page, a proxy's body) is the endpoint failing, not a refused grant: another endpoint may serve.
+      throw new ProviderError("connection", `vertex provider ${this.label}: the token endpoint's answer has no access_token and expires_in`)
     }
     // A token that cannot be a bearer token (RFC 6750's b64token: empty, a line break, a space) would
     // fail every call until it expired: the token endpoint misbehaved, so it is not kept.
