@@ -58,7 +58,8 @@ export interface Outcome {
 }
 
 /** USD a hold holds (its key or credits part, whichever is held). */
-const heldUsd = (hold: Reservation): number => fromNanoUsd(Math.max(hold.amountNano, hold.creditsNano))
+/** What a hold holds, in USD: against the key's limit or the user's credits, whichever it took. */
+export const heldUsd = (hold: Reservation): number => fromNanoUsd(Math.max(hold.amountNano, hold.creditsNano))
 
 /** What the request's own hold counts of `cost` when the loop's holds take the rest. */
 const shareOf = (reservation: Option.Option<Reservation>, cost: number): number =>

@@ -19,7 +19,7 @@ import type { Reservation, Spend } from "../services/Spend.js"
 import { serverToolTypeOf, type ServerToolPlan } from "../tools/declare.js"
 import type { InnerCalls, UpstreamCallBudget } from "../tools/inner-calls.js"
 import type { DeclaredTool, ModelCallingContext, ServerTool, ServerToolContext, ServerToolProgressEvent, ServerToolResult } from "../tools/types.js"
-import type { Attempt, Finish, Outcome, RequestLife } from "./finish.js"
+import { type Attempt, type Finish, heldUsd, type Outcome, type RequestLife } from "./finish.js"
 import type { RequestLifecycle } from "./lifecycle.js"
 import type { RequestTrace } from "./trace.js"
 import { moneyOf } from "./money.js"
@@ -155,8 +155,6 @@ export class LoopRun {
   usage: Usage = NO_USAGE
   private modelCost = 0
   private toolCost = 0
-  /** Tool costs not yet held against the key: the next turn's hold covers them. */
-  private unheldToolCost = 0
   private readonly extraHolds: Array<Reservation> = []
   private readonly use: Types.Mutable<ServerToolUse> = { tool_calls_requested: 0, tool_calls_executed: 0, web_search_requests: 0 }
   private readonly callsOf = new Map<string, number>()
@@ -300,10 +298,23 @@ export class LoopRun {
     this.modelCost += Math.max(0, costOf(turn.endpoint.pricing, charged))
   }
 
+  /**
+   * What must be held beyond the holds so far for the spend so far and `worstCase` more. A turn's
+   * hold is its worst case; what it did not spend is left for the next ones (each turn holding
+   * its own on top, a key with money left was refused the tool-less last turn: max_cost, no answer).
+   */
+  private shortOf(worstCase: number): number {
+    let held = Option.isSome(this.prepared.reservation) ? heldUsd(this.prepared.reservation.value) : 0
+    for (const hold of this.extraHolds) held += heldUsd(hold)
+    const short = this.modelCost + this.toolCost + worstCase - held
+    // Below a nano-dollar (the ledger's unit) it is the sums' rounding, not a shortfall.
+    return short < 1e-9 ? 0 : short
+  }
+
   /** Holds `usd` more against the key for a later turn: the hold, none needed, or refused. */
   private async holdMore(usd: number): Promise<Reservation | "none" | "refused"> {
     const { principal, allByok } = this.prepared
-    if (!this.deps.spend.holds(principal.key, { isByok: allByok })) return "none"
+    if (usd <= 0 || !this.deps.spend.holds(principal.key, { isByok: allByok })) return "none"
     const held = await this.deps.runPromise(Effect.either(this.deps.spend.reserve(principal.key, usd, { isByok: allByok })))
     if (Either.isLeft(held)) return "refused"
     return Option.isSome(held.right) ? held.right.value : "none"
@@ -374,7 +385,6 @@ export class LoopRun {
     if (result.fetches !== undefined) this.numFetches = (this.numFetches ?? 0) + result.fetches
     if (result.searchEngine !== undefined) this.webSearchEngine = result.searchEngine
     this.toolCost += result.cost
-    this.unheldToolCost += result.cost
     if (result.citable !== undefined) encoder.cite?.(result.citable)
     ended(result.item)
     return result.modelOutput
@@ -468,25 +478,24 @@ export class LoopRun {
         this.write(encoder.push([{ type: "usage", usage: this.usage }, { type: "finish", reason: "length" }]))
         return { kind: "answer", incompleteReason: "max_upstream_calls" }
       }
-      // Each later turn holds its worst case (and the tools' cost so far) before it runs.
+      // Each later turn's worst case is held before it runs, beyond what the holds so far leave.
       let next = this.turnRequest(final)
       let money = moneyOf(JSON.stringify(next), next, prepared.presetInstructions ?? "", plan, parts)
-      let held = await this.holdMore(money.worstCase + this.unheldToolCost)
+      let held = await this.holdMore(this.shortOf(money.worstCase))
       if (held === "refused" && !final) {
         final = true
         next = this.turnRequest(true)
         money = moneyOf(JSON.stringify(next), next, prepared.presetInstructions ?? "", plan, parts)
-        held = await this.holdMore(money.worstCase + this.unheldToolCost)
+        held = await this.holdMore(this.shortOf(money.worstCase))
       }
       if (held === "refused") {
-        // The tools that ran are charged: their cost is held on its own if it still fits.
-        const tools = this.unheldToolCost > 0 ? await this.holdMore(this.unheldToolCost) : "none"
+        // The tools that ran are charged: what the holds do not cover of them is held on its own if it still fits.
+        const tools = await this.holdMore(this.shortOf(0))
         if (tools !== "none" && tools !== "refused") this.extraHolds.push(tools)
         this.write(encoder.push([{ type: "usage", usage: this.usage }, { type: "finish", reason: "length" }]))
         return { kind: "answer", incompleteReason: "max_cost" }
       }
       if (held !== "none") this.extraHolds.push(held)
-      this.unheldToolCost = 0
       if (upstreamAbort.signal.aborted) return { kind: "failure", cause: upstreamAbort.signal.reason }
       const opened = await runTurn(next, plan, { streaming, upstreamAbort, trace, startedAt: life.startedAt, attempts })
       if (opened.refused !== undefined) return { kind: "refused", turn: opened }

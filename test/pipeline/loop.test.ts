@@ -422,6 +422,27 @@ describe("the deadline covers the whole loop", () => {
 })
 
 describe("money", () => {
+  test("a key whose limit holds a turn's worst case twice over runs a loop of six turns: what a turn did not spend is left for the next", async () => {
+    // A turn's worst case, as the 402 of a key with nothing left says it.
+    const broke = ((await (await gw.fetch("/v1/keys", { method: "POST", json: { name: "broke", limit: 0 } })).json()) as { key: string }).key
+    const refused = await respond({ model: "test/many", input: "x", tools: DATETIME, max_tool_calls: 5 }, gw, broke)
+    expect(refused.res.status).toBe(402)
+    const worst = Number(/may cost up to \$([0-9.]+)/.exec(refused.text)?.[1])
+    expect(worst).toBeGreaterThan(0)
+    const made = await gw.fetch("/v1/keys", { method: "POST", json: { name: "twice-over", limit: worst * 2.5 } })
+    const key = ((await made.json()) as { key: string }).key
+    const { res, text, calls } = await respond({ model: "test/many", input: "x", tools: DATETIME, max_tool_calls: 5 }, gw, key)
+    expect(res.status).toBe(200)
+    const result = resultOf(text)
+    // Each turn holding its own worst case on top of the last ones', the third was refused (max_cost).
+    expect([result.status, result.incomplete_details]).toEqual(["completed", null])
+    expect(calls).toHaveLength(6)
+    const record = await generation(gw, res.headers.get("x-generation-id")!)
+    const usage = ((await (await gw.fetch("/v1/key", { key })).json()) as { data: { usage: number } }).data.usage
+    expect(usage).toBeCloseTo(record["total_cost"] as number, 9)
+    expect(usage).toBeLessThan(worst * 2.5)
+  })
+
   test("a key whose limit cannot hold the next turn: the answer ends incomplete with max_cost, the spent turn charged", async () => {
     const made = await gw.fetch("/v1/keys", { method: "POST", json: { name: "tight", limit: 0.000001 } })
     expect(made.status).toBe(201)
