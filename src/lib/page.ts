@@ -9,7 +9,7 @@
 import { STATUS_CODES } from "node:http"
 import type { Settings } from "../config/Config.js"
 import { OutboundError, safeFetch } from "../outbound/fetch.js"
-import { parseBoundsOf, parsePdfInWorker } from "./pdf.js"
+import { DEFAULT_PARSE_BOUNDS, parseBoundsOf, parsePdfInWorker } from "./pdf.js"
 import { domainFilter } from "./domains.js"
 import type { HtmlJob, HtmlResult } from "./html.js"
 
@@ -70,27 +70,50 @@ const giveBackHtmlWorker = (worker: Worker, healthy: boolean) => {
   htmlQueue.shift()?.()
 }
 
+/** How often a page read's memory is read, as a PDF parse's (pdf.ts). */
+const MEMORY_CHECK_MS = 25
+/** A worker whose read grew the process by more than this is ended, not kept idle with the heap it grew. */
+const KEEP_WORKER_MAX_GROWTH = 64 * 1024 * 1024
+/** Page reads running: the process's growth is theirs together, so each may grow it by the bound once per read. */
+let readsRunning = 0
+
 /**
  * HTML → its readable part as markdown and its title, in a page worker: Readability and Turndown
- * over a 5 MB page held the event loop 2.1-2.7 s. A worker past `timeoutMs`, or whose request
- * ends (`signal`), is ended and replaced.
+ * over a 5 MB page held the event loop 2.1-2.7 s. A worker past `timeoutMs`, past `maxMemory`
+ * bytes of growth of the process for each read running (a DOM of a million tiny elements, 4.5 MB
+ * on the wire, grew it by 2 GB; a 5 MB article grows it by ~340 MB), or whose request ends
+ * (`signal`), is ended and replaced. Bun's Worker takes no heap limit, so the process's resident
+ * memory is read, as for a PDF.
  */
-export const htmlToMarkdownInWorker = async (html: string, url: string, timeoutMs: number, signal?: AbortSignal): Promise<HtmlResult> => {
+export const htmlToMarkdownInWorker = async (
+  html: string,
+  url: string,
+  timeoutMs: number,
+  signal?: AbortSignal,
+  maxMemory: number = DEFAULT_PARSE_BOUNDS.maxMemory,
+): Promise<HtmlResult> => {
   if (signal?.aborted === true) return { ok: false, error: "the request ended" }
   const worker = await takeHtmlWorker()
   return new Promise<HtmlResult>((resolve) => {
     let done = false
+    const baseline = process.memoryUsage.rss()
+    readsRunning++
     const end = (result: HtmlResult, healthy: boolean) => {
       if (done) return
       done = true
+      readsRunning--
       clearTimeout(timer)
+      clearInterval(watch)
       signal?.removeEventListener("abort", onAbort)
       worker.onmessage = null
       worker.onerror = null
-      giveBackHtmlWorker(worker, healthy)
+      giveBackHtmlWorker(worker, healthy && process.memoryUsage.rss() - baseline <= KEEP_WORKER_MAX_GROWTH)
       resolve(result)
     }
     const timer = setTimeout(() => end({ ok: false, error: `the page was not read within ${timeoutMs} ms` }, false), timeoutMs)
+    const watch = setInterval(() => {
+      if (process.memoryUsage.rss() - baseline > maxMemory * readsRunning) end({ ok: false, error: `reading the page took more than ${maxMemory} bytes of memory` }, false)
+    }, MEMORY_CHECK_MS)
     const onAbort = () => end({ ok: false, error: "the request ended" }, false)
     signal?.addEventListener("abort", onAbort, { once: true })
     worker.onmessage = (event: MessageEvent<HtmlResult>) => end(event.data, true)
@@ -181,7 +204,8 @@ export const fetchPage = async (url: string, options: PageOptions, settings: Set
     title = nameOf(url)
     content = parsed.text.join("\n\n").trim()
   } else if (/html/i.test(contentType) || (contentType === "" && /^\s*</.test(decodeText(res.body.subarray(0, 512), "")))) {
-    const page = await htmlToMarkdownInWorker(decodeText(res.body, contentType), url, Math.min(HTML_TIMEOUT_MS, settings.requestTimeoutMs), signal)
+    const maxMemory = parseBoundsOf(settings).maxMemory
+    const page = await htmlToMarkdownInWorker(decodeText(res.body, contentType), url, Math.min(HTML_TIMEOUT_MS, settings.requestTimeoutMs), signal, maxMemory)
     if (!page.ok) return { ok: false, url, httpStatus: res.status, error: page.error }
     title = page.title
     content = page.content

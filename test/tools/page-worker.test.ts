@@ -82,6 +82,20 @@ describe("a page is read off the event loop", () => {
   }, 30_000)
 })
 
+describe("a page is held to a memory bound", () => {
+  test("a DOM of a million tiny elements (4.5 MB of `<p>a`) grows the process past the bound: a failed page naming it, the worker ended, the next page read", async () => {
+    const bound = 128 * 1024 * 1024
+    const tags = `<html><body>${"<p>a".repeat(1_100_000)}</body></html>`
+    const started = Date.now()
+    const result = await htmlToMarkdownInWorker(tags, "http://example.test/", 20_000, undefined, bound)
+    expect(result).toEqual({ ok: false, error: `reading the page took more than ${bound} bytes of memory` })
+    // Ended at the bound, not at the time limit.
+    expect(Date.now() - started).toBeLessThan(15_000)
+    const next = await htmlToMarkdownInWorker(PAGES["/short"] as string, "http://example.test/", 20_000, undefined, bound)
+    expect(next.ok).toBe(true)
+  }, 30_000)
+})
+
 describe("a page Readability cannot extract falls back to its body's text", () => {
   for (const [path, expected] of [
     ["/fragment", "Only a fragment: 42 zorkmids"],
