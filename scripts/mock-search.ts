@@ -10,7 +10,8 @@
  *   {url}/brave     GET  /res/v1/web/search?q=…&count=N   → {web: {results: [{url, title, description}]}}
  * The results are the same fixed pages for every query (their titles and excerpts quote it), on
  * several domains, so tests can check filters. Exa and Tavily apply their domain filters, as the
- * real engines do; SearXNG and Brave do not (they have none). A query containing FAIL answers 500.
+ * real engines do; SearXNG and Brave do not (they have none). A query containing FAIL answers 500;
+ * on SearXNG, one containing NOTJSON answers 200 with an HTML page.
  * Every request is logged (GET /__mock/requests; POST /__mock/reset).
  *
  * CLI: bun scripts/mock-search.ts --port 9100 [--host 127.0.0.1]
@@ -80,6 +81,7 @@ export const startMockSearch = async (options: { readonly port?: number; readonl
           const q = query["q"] ?? ""
           if (query["format"] !== "json") return new Response("<html>not json</html>", { status: 403 })
           if (q.includes("FAIL")) return json({ error: "mock failure" }, 500)
+          if (q.includes("NOTJSON")) return new Response("<html>a proxy's page</html>", { headers: { "content-type": "text/html" } })
           return json({ query: q, results: pagesFor(undefined, undefined, MOCK_PAGES.length).map((p, i) => ({ url: p.url, title: `${p.title}: ${q}`, content: excerptOf(q, i), engine: "mock" })) })
         },
       },

@@ -11,6 +11,7 @@ import type { Settings } from "../config/Config.js"
 import { OutboundError, safeFetch } from "../outbound/fetch.js"
 import { DEFAULT_PARSE_BOUNDS, parseBoundsOf, parsePdfInWorker } from "./pdf.js"
 import { domainFilter } from "./domains.js"
+import { MAX_TITLE_CHARACTERS } from "./search/index.js"
 import type { HtmlJob, HtmlResult } from "./html.js"
 
 const DEFAULT_MAX_BYTES = 5 * 1024 * 1024
@@ -207,7 +208,7 @@ export const fetchPage = async (url: string, options: PageOptions, settings: Set
     const maxMemory = parseBoundsOf(settings).maxMemory
     const page = await htmlToMarkdownInWorker(decodeText(res.body, contentType), url, Math.min(HTML_TIMEOUT_MS, settings.requestTimeoutMs), signal, maxMemory)
     if (!page.ok) return { ok: false, url, httpStatus: res.status, error: page.error }
-    title = page.title
+    title = page.title.length > MAX_TITLE_CHARACTERS ? `${page.title.slice(0, MAX_TITLE_CHARACTERS)}…` : page.title
     content = page.content
   } else if (TEXTUAL.test(contentType) || contentType === "") {
     title = nameOf(url)

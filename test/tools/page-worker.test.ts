@@ -21,6 +21,7 @@ const BIG = `<html><head><title>Big report</title></head><body><article><h1>Big 
 const PAGES: Record<string, string> = {
   "/big": BIG,
   "/fragment": "<p>Only a fragment: 42 zorkmids</p>",
+  "/long-title": `<html><head><title>${"T".repeat(2_000_000)}</title></head><body><article><p>Price: 42 zorkmids, and more words for the reader to keep.</p></article></body></html>`,
   "/bare": "a page of words without any tags: 42 zorkmids",
   "/short": "<html><head><title>Short</title><script>var hidden = 1</script></head><body><nav>menu</nav><div>Price: 42 zorkmids</div></body></html>",
 }
@@ -80,6 +81,14 @@ describe("a page is read off the event loop", () => {
     const next = await htmlToMarkdownInWorker(PAGES["/short"] as string, "http://example.test/", 20_000)
     expect(next).toEqual({ ok: true, title: "Short", content: expect.stringContaining("Price: 42 zorkmids") })
   }, 30_000)
+})
+
+describe("a page's title", () => {
+  test("is cut at 300 characters: a title of 2,000,000 went to the client and the model whole, past the content's cap", async () => {
+    const page = await read("/long-title")
+    expect(page.ok && page.title.length).toBe(301)
+    expect(page.ok && page.title.endsWith("…")).toBe(true)
+  })
 })
 
 describe("a page is held to a memory bound", () => {

@@ -139,6 +139,20 @@ describe("what the model and the client get", () => {
     expect(result.cost).toBe(0)
   })
 
+  test("an engine's 200 that is not JSON is said so (not 'could not be reached'), not charged", async () => {
+    const result = await search("searxng", {}, "please NOTJSON")
+    expect(result.modelOutput).toContain("Web search failed: the search engine (searxng) answered a body that is not JSON")
+    expect(result.cost).toBe(0)
+  })
+
+  test("a hit's title is cut at 300 characters (the mock's titles quote the query)", async () => {
+    const result = await search("searxng", {}, "z".repeat(5_000))
+    const titles = [...result.modelOutput.matchAll(/^\[\d+\] (.*)$/gm)].map((m) => m[1] as string)
+    expect(titles.length).toBeGreaterThan(0)
+    for (const title of titles) expect(title.length).toBeLessThanOrEqual(301)
+    expect(titles[0]).toEndWith("…")
+  })
+
   test("an empty query is a failed result, no search made", async () => {
     const result = await webSearchTool.run({ query: "  " }, {}, ctxOf(settingsFor("exa")))
     expect(result.modelOutput).toContain("query: a non-empty search query is required")

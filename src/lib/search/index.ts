@@ -36,6 +36,11 @@ export type SearchOutcome =
 
 const cut = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max)}…`)
 
+/** A hit's title at most (an engine's title of 100,000 characters filled the model's context past its limit). */
+export const MAX_TITLE_CHARACTERS = 300
+/** A hit whose URL is longer than this is left out: no page has one, and it would be read whole. */
+const MAX_URL_CHARACTERS = 2_048
+
 /** One search on the configured engine. Never rejects: a failure is `{ok: false, error}` (no engine body quoted). */
 export const runSearch = async (settings: SearchSettings, request: SearchRequest, signal: AbortSignal): Promise<SearchOutcome> => {
   const engine = searchEngines[settings.engine]
@@ -69,7 +74,12 @@ export const runSearch = async (settings: SearchSettings, request: SearchRequest
       await res.body?.cancel().catch(() => undefined)
       return { ok: false, error: `the search engine (${engine.id}) answered HTTP ${res.status}` }
     }
-    body = await res.json()
+    const text = await res.text()
+    try {
+      body = JSON.parse(text)
+    } catch {
+      return { ok: false, error: `the search engine (${engine.id}) answered a body that is not JSON` }
+    }
   } catch (e) {
     const timedOut = e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")
     return { ok: false, error: timedOut ? `the search engine (${engine.id}) did not answer in time` : `the search engine (${engine.id}) could not be reached` }
@@ -81,9 +91,9 @@ export const runSearch = async (settings: SearchSettings, request: SearchRequest
   const kept: Array<SearchHit> = []
   for (const hit of hits) {
     if (kept.length >= request.maxResults) break
-    if (seen.has(hit.url) || !allows(hit.url)) continue
+    if (hit.url.length > MAX_URL_CHARACTERS || seen.has(hit.url) || !allows(hit.url)) continue
     seen.add(hit.url)
-    kept.push({ title: hit.title.trim() || hit.url, url: hit.url, excerpt: cut(hit.excerpt.trim(), maxCharacters) })
+    kept.push({ title: cut(hit.title.trim() || hit.url, MAX_TITLE_CHARACTERS), url: hit.url, excerpt: cut(hit.excerpt.trim(), maxCharacters) })
   }
   return { ok: true, hits: kept }
 }
