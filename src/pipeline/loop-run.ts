@@ -334,8 +334,10 @@ export class LoopRun {
     const callsSoFar = this.callsOf.get(tool.name) ?? 0
     this.callsOf.set(tool.name, callsSoFar + 1)
     let result: ServerToolResult
-    // What is left of the request's cap on upstream calls, for the tool's own model calls.
-    const innerBudget: UpstreamCallBudget = { used: 0, max: Math.max(0, this.maxUpstreamCalls - this.r.attempts.length - this.innerCallsMade) }
+    // What is left of the request's cap on upstream calls, for the tool's own model calls, less the one
+    // the request's model keeps for its tool-less last turn (a model calling fusion again and again
+    // spent the whole cap, and the request ended with no answer: max_upstream_calls).
+    const innerBudget: UpstreamCallBudget = { used: 0, max: Math.max(0, this.maxUpstreamCalls - this.r.attempts.length - this.innerCallsMade - 1) }
     // The item opens before the tool runs; its progress events go out as they happen.
     const encoder = this.encoder
     const opening: Record<string, unknown> = { type: tool.type, ...tool.opening?.(args, parameters) }

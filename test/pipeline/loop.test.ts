@@ -291,6 +291,17 @@ describe("the budget", () => {
     expect(toolChoiceOf(calls[2])).toBe("none")
     expect(resultOf(text).status).toBe("completed")
   })
+
+  test("a model that calls fusion again and again: the tool's own calls leave the request's model its tool-less last turn", async () => {
+    const fusion = [{ type: "openrouter:fusion", parameters: { analysis_models: ["test/chat"], model: "test/chat" } }]
+    const { text, calls } = await respond({ model: "test/many", input: "x", tools: fusion }, capped)
+    const result = resultOf(text)
+    // The fusion call's panelist took one call; its judge found the cap's last call kept for the model.
+    expect(calls).toHaveLength(3)
+    expect(toolChoiceOf(calls[2])).toBe("none")
+    expect([result.status, result.incomplete_details]).toEqual(["completed", null])
+    expect(result.output.at(-1)?.type).toBe("message")
+  })
 })
 
 describe("declaring server tools", () => {
