@@ -253,24 +253,27 @@ const stageStateOf = (
 }
 
 /**
- * The refusal of a request whose stages were stopped while they waited on a load, with its record
- * (the first candidate of its route, charged what the stages spent) when the stages got that far.
+ * The refusal of a request whose stages were stopped while they waited on a load, or whose hold was
+ * refused after they had spent or made calls on its behalf, with its record (the first candidate of
+ * its route, charged what the stages spent, under the id its inner calls name as their parent) when
+ * the stages got that far.
  */
-const stoppedIn = (routing: ReturnType<typeof makeRouting>, loaded: Loaded, stopped: StagesStopped): ApiError => {
+const recordedIn = (routing: ReturnType<typeof makeRouting>, loaded: Loaded, refusal: ApiError, cancelled: boolean): ApiError => {
   const state = loaded.waitedIn
-  if (state === undefined) return stopped.refusal
+  if (state === undefined) return refusal
   const session = sessionIdOf(state.request, state.headers.get("x-session-id"))
   const sessionId = Either.isRight(session) ? session.right : null
   const plan = state.plan ?? routing.route(state, sessionId)
   const endpoint = "_tag" in plan ? undefined : plan.candidates[0]
-  if (endpoint === undefined) return stopped.refusal
-  return withRecord(stopped.refusal, {
+  if (endpoint === undefined) return refusal
+  return withRecord(refusal, {
     model: endpoint.modelId,
     providerName: endpoint.provider.id,
     modelSlug: endpoint.upstreamModel,
     cost: state.spentUsd,
     sessionId,
-    cancelled: stopped.clientLeft,
+    cancelled,
+    ...(loaded.generationId === undefined ? {} : { generationId: loaded.generationId }),
   })
 }
 
@@ -391,11 +394,18 @@ export const makePreparer = (
       let step: Decision | ApiError | Missing = first
       while (step instanceof Missing) {
         if (stop === undefined) yield* step.load
-        else if (stop.aborted || !(yield* untilStopped(step.load, stop))) return yield* Effect.fail(stoppedIn(routing, loaded, stop.reason as StagesStopped))
+        else if (stop.aborted || !(yield* untilStopped(step.load, stop))) {
+          const stopped = stop.reason as StagesStopped
+          return yield* Effect.fail(recordedIn(routing, loaded, stopped.refusal, stopped.clientLeft))
+        }
         step = decide(format, headers, bodyText, loaded)
       }
       if ("_tag" in step) return yield* Effect.fail(step)
-      const reservation = yield* spend.reserve(step.principal.key, step.worstCase, { isByok: step.allByok })
+      // Refused after the stages spent or made calls for it (fusion's panel): recorded, so what they spent is charged and their records' parent exists.
+      const spentFor = loaded.generationId !== undefined || (loaded.waitedIn?.spentUsd ?? 0) > 0
+      const reservation = yield* spend
+        .reserve(step.principal.key, step.worstCase, { isByok: step.allByok })
+        .pipe(Effect.catchAll((refusal) => Effect.fail(spentFor ? recordedIn(routing, loaded, refusal, false) : refusal)))
       return { ...step, reservation } satisfies Prepared
     })
 

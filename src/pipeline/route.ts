@@ -77,7 +77,7 @@ const refusal = (generationStore: GenerationStore, format: ClientFormat, error: 
   const blocked = recordOf(error)
   if (blocked === undefined) return errorResponseIn(format, error, {})
   const cancelled = blocked.cancelled === true
-  const generationId = newGenerationId()
+  const generationId = blocked.generationId ?? newGenerationId()
   generationStore.recordSync(
     generationRecord({
       id: generationId,

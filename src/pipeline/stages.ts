@@ -140,6 +140,8 @@ export interface RefusalRecord {
   readonly sessionId: string | null
   /** The client left: recorded as cancelled (499), not failed. */
   readonly cancelled?: boolean
+  /** The id the stages made for the request (its inner calls' parent): the record keeps it, so their parent exists. */
+  readonly generationId?: string
 }
 
 /** A refusal that carries its record: still the ApiError the caller gets (its envelope reads its own fields only). */

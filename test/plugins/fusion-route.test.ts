@@ -14,7 +14,15 @@ import { bodyIn, type Format, FORMATS, PATHS } from "../support/formats.js"
 const mock = await startMockUpstream({ tokens: 1 })
 let gw: InProcessGateway & { stop: () => Promise<void> }
 beforeAll(async () => {
-  gw = await startInProcessGateway({ catalog: fusionCatalog(mock, PRESETS) })
+  const base = fusionCatalog(mock, PRESETS)
+  // A panelist that answers after a second: a client leaving before it must not see its judge called.
+  gw = await startInProcessGateway({
+    catalog: {
+      ...base,
+      providers: [...base.providers, mockProvider(mock, "pslow", { "x-mock-ttft-ms": "1000", "x-mock-tokens": "1" })],
+      models: [...base.models, model("test/slow", endpoint("pslow", 1, 2))],
+    },
+  })
 })
 afterAll(async () => {
   await gw?.stop()
@@ -116,5 +124,33 @@ describe("the fusion plugin beside server tools", () => {
     } finally {
       await tight.stop()
     }
+  })
+})
+
+describe("the fusion plugin and the request's end", () => {
+  test("the client leaving mid-panel: the panelist in flight is cut, no judge is called after it", async () => {
+    const from = mock.requests.length
+    const client = new AbortController()
+    const json = { model: "test/final", input: "What is the capital of France?", plugins: [{ id: "fusion", analysis_models: ["test/a", "test/slow"], model: "test/judge", tools: [] }] }
+    const pending = gw.fetch("/v1/responses", { method: "POST", json, signal: client.signal }).catch(() => undefined)
+    await Bun.sleep(300)
+    client.abort()
+    await pending
+    // Past the slow panelist's answer (1 s): had the panel gone on, its judge would have been called by now.
+    await Bun.sleep(1_500)
+    await gw.server.drain()
+    expect(mock.requests.slice(from).map((r) => r.headers[TAG]).sort()).toEqual(["pa", "pslow"])
+  })
+
+  test("a key whose limit the panel spent: 402, with a record under the id the panel's records name as their parent", async () => {
+    const made = (await (await gw.fetch("/v1/keys", { method: "POST", json: { name: "fusion-tight", limit: 0.000001 } })).json()) as { key: string }
+    const json = { model: "test/final", input: "What is the capital of France?", plugins: [{ id: "fusion", analysis_models: ["test/a", "test/b"], model: "test/judge", tools: [] }] }
+    const res = await gw.fetch("/v1/responses", { method: "POST", json, key: made.key })
+    expect(res.status).toBe(402)
+    const id = res.headers.get("x-generation-id")
+    expect(id).not.toBeNull()
+    await gw.server.drain()
+    const record = await generation(id as string)
+    expect(record["status"]).toBe("failed")
   })
 })

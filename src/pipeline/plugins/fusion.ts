@@ -178,18 +178,22 @@ export const makeFusionStage = (deps: FusionPluginDeps): PreModelHalf<FusionEntr
       const principal = state.principal
       const budget: UpstreamCallBudget = { used: 0, max: maxUpstreamCalls }
       const sessionId = state.request.session_id ?? state.headers.get("x-session-id")
+      // Aborted when the load is interrupted: the request's deadline passed or its client left (route.ts).
+      const stopped = new AbortController()
       const parent = {
         generationId: loaded.generationId,
         principal,
         sessionId: sessionId === null || sessionId === "" ? null : sessionId.slice(0, 256),
         storeContent: storesContent(state.settings, Number(principal.key.id)),
-        // The request's deadline (the client's going away is not seen before the decision).
-        signal: AbortSignal.timeout(settings.requestTimeoutMs),
+        // The request's deadline, or the load interrupted: a panel call in flight is cut and recorded
+        // cancelled, and no judge is called after the client left.
+        signal: AbortSignal.any([AbortSignal.timeout(settings.requestTimeoutMs), stopped.signal]),
         budget,
       }
       const panel = { ...tools, context: { settings, signal: parent.signal, workspaceId: principal.workspaceId }, budget }
       return new Missing(
-        Effect.promise(async () => {
+        Effect.promise(async (interrupted) => {
+          interrupted.addEventListener("abort", () => stopped.abort(), { once: true })
           const run = await runFusion(choice, user.text, (request, model) => innerCalls.call(request, model, parent), {}, panel)
           runs.set(loaded, { run, calls: budget.used })
         }),
