@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
-import { extractJson, heal, loadHealing, unsafePattern, validatorOf } from "../../src/lib/json-healing.js"
+import { extractJson, heal, loadHealing, MAX_REPAIR_CHARS, unsafePattern, validatorOf } from "../../src/lib/json-healing.js"
 import { catalogOf, endpoint, type Gateway, mockProvider, model, startGateway } from "../routing/helpers.js"
 
 let mock: MockUpstream
@@ -264,6 +264,17 @@ describe("response-healing: the rules, as functions", () => {
   test("heal repairs single quotes and unquoted keys, and json_object wants an object", () => {
     expect(heal("{a: 'x'}", "json_object", undefined)).toEqual({ text: '{"a": "x"}', changed: true, valid: true })
     expect(heal("[1, 2]", "json_object", undefined)).toEqual({ text: "[1, 2]", changed: false, valid: false })
+  })
+
+  test("a text past MAX_REPAIR_CHARS is judged as it is, not repaired on the request thread; one within it is", () => {
+    const broken = (n: number) => `{items: [${Array.from({ length: n }, (_, i) => `'item ${i}'`).join(", ")}]}`
+    const long = broken(60_000)
+    expect(long.length).toBeGreaterThan(MAX_REPAIR_CHARS)
+    expect(heal(long, "json_object", undefined)).toEqual({ text: long, changed: false, valid: false })
+    expect(heal(broken(100), "json_object", undefined)).toMatchObject({ changed: true, valid: true })
+    // Valid JSON of any length is still judged (it needs no repair).
+    const valid = JSON.stringify({ items: Array.from({ length: 60_000 }, (_, i) => `item ${i}`) })
+    expect(heal(valid, "json_object", undefined)).toEqual({ text: valid, changed: false, valid: true })
   })
 
   test("unsafePattern refuses shapes that backtrack super-linearly and backreferences, not plain ones", () => {
