@@ -80,13 +80,10 @@ export const webSearchTool: ServerTool<"openrouter:web_search", WebSearchProgres
       return failed(query, `this request's searches are used up (max_uses ${parameters.max_uses})`)
     }
     const left = (parameters.max_total_results ?? DEFAULT_MAX_TOTAL_RESULTS) - ctx.callsSoFar * perCall
+    // No search made: an incomplete item, as past max_uses (a completed one with no sources read as a search that found nothing).
     if (left <= 0) {
-      return {
-        modelOutput: `No more web results: this request reached its limit of ${parameters.max_total_results ?? DEFAULT_MAX_TOTAL_RESULTS} results (max_total_results). Answer from the results you have.`,
-        item: { type: "openrouter:web_search", status: "completed", action: { type: "search", query, sources: [] } },
-        cost: 0,
-        searchEngine: search.engine,
-      }
+      const limit = parameters.max_total_results ?? DEFAULT_MAX_TOTAL_RESULTS
+      return failed(query, `this request reached its limit of ${limit} results (max_total_results); answer from the results you have`)
     }
     ctx.progress?.({ event: "searching" })
     const outcome = await runSearch(

@@ -206,6 +206,8 @@ describe("limits across the request's searches", () => {
     expect(mock.requests).toHaveLength(0)
     expect(result.modelOutput).toContain("limit of 50 results (max_total_results)")
     expect(result.cost).toBe(0)
+    // Not a search that found nothing: the client's item says it was not made.
+    expect((result.item as unknown as SearchItem).status).toBe("incomplete")
   })
 
   test("max_uses: the call past it is a failed result", async () => {
