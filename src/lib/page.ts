@@ -9,7 +9,7 @@
 import { STATUS_CODES } from "node:http"
 import type { Settings } from "../config/Config.js"
 import { OutboundError, safeFetch } from "../outbound/fetch.js"
-import { DEFAULT_PARSE_BOUNDS, parseBoundsOf, parsePdfInWorker } from "./pdf.js"
+import { DEFAULT_PARSE_BOUNDS, MEMORY_CHECK_MS, parseBoundsOf, parsePdfInWorker } from "./pdf.js"
 import { domainFilter } from "./domains.js"
 import { MAX_TITLE_CHARACTERS } from "./search/index.js"
 import type { HtmlJob, HtmlResult } from "./html.js"
@@ -71,8 +71,6 @@ const giveBackHtmlWorker = (worker: Worker, healthy: boolean) => {
   htmlQueue.shift()?.()
 }
 
-/** How often a page read's memory is read, as a PDF parse's (pdf.ts). */
-const MEMORY_CHECK_MS = 25
 /** A worker whose read grew the process by more than this is ended, not kept idle with the heap it grew. */
 const KEEP_WORKER_MAX_GROWTH = 64 * 1024 * 1024
 /** Page reads running: the process's growth is theirs together, so each may grow it by the bound once per read. */

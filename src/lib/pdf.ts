@@ -35,7 +35,7 @@ export const DEFAULT_PARSE_BOUNDS: ParseBounds = {
 }
 
 /** How often a parse's memory is read (a bomb that slips past the inflation check grows ~100 MB between reads at most). */
-const MEMORY_CHECK_MS = 25
+export const MEMORY_CHECK_MS = 25
 
 /** Parses a PDF in a fresh Worker (off the event loop), terminated at `timeoutMs`, past its memory bound, or when the request is cancelled. */
 export const parsePdfInWorker = async (
