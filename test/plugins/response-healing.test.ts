@@ -266,6 +266,13 @@ describe("response-healing: the rules, as functions", () => {
     expect(heal("[1, 2]", "json_object", undefined)).toEqual({ text: "[1, 2]", changed: false, valid: false })
   })
 
+  test("prose that ends in a bare brace is left as it was, not replaced by an empty object", () => {
+    const prose = "Here is a long explanation of the answer, which I will now give as JSON: {"
+    expect(heal(prose, "json_object", undefined)).toEqual({ text: prose, changed: false, valid: false })
+    // A JSON object the model did write, empty or not, is still taken from the prose around it.
+    expect(heal("The answer: {} as asked", "json_object", undefined)).toEqual({ text: "{}", changed: true, valid: true })
+  })
+
   test("a text past MAX_REPAIR_CHARS is judged as it is, not repaired on the request thread; one within it is", () => {
     const broken = (n: number) => `{items: [${Array.from({ length: n }, (_, i) => `'item ${i}'`).join(", ")}]}`
     const long = broken(60_000)
