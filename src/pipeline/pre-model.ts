@@ -277,6 +277,13 @@ const recordedIn = (routing: ReturnType<typeof makeRouting>, loaded: Loaded, ref
   })
 }
 
+const stoppedIn = (routing: ReturnType<typeof makeRouting>, loaded: Loaded, stopped: StagesStopped): ApiError =>
+  recordedIn(routing, loaded, stopped.refusal, stopped.clientLeft)
+
+/** A hold refused after the stages spent or made calls for the request (fusion's panel): recorded, so what they spent is charged and their records' parent exists. */
+const refusedAfterStages = (routing: ReturnType<typeof makeRouting>, loaded: Loaded, refusal: ApiError): ApiError =>
+  loaded.generationId !== undefined || (loaded.waitedIn?.spentUsd ?? 0) > 0 ? recordedIn(routing, loaded, refusal, false) : refusal
+
 export const makePreparer = (
   services: PrepareServices,
   parts: PartAllowance = DEFAULT_ALLOWANCE,
@@ -394,18 +401,13 @@ export const makePreparer = (
       let step: Decision | ApiError | Missing = first
       while (step instanceof Missing) {
         if (stop === undefined) yield* step.load
-        else if (stop.aborted || !(yield* untilStopped(step.load, stop))) {
-          const stopped = stop.reason as StagesStopped
-          return yield* Effect.fail(recordedIn(routing, loaded, stopped.refusal, stopped.clientLeft))
-        }
+        else if (stop.aborted || !(yield* untilStopped(step.load, stop))) return yield* Effect.fail(stoppedIn(routing, loaded, stop.reason as StagesStopped))
         step = decide(format, headers, bodyText, loaded)
       }
       if ("_tag" in step) return yield* Effect.fail(step)
-      // Refused after the stages spent or made calls for it (fusion's panel): recorded, so what they spent is charged and their records' parent exists.
-      const spentFor = loaded.generationId !== undefined || (loaded.waitedIn?.spentUsd ?? 0) > 0
-      const reservation = yield* spend
-        .reserve(step.principal.key, step.worstCase, { isByok: step.allByok })
-        .pipe(Effect.catchAll((refusal) => Effect.fail(spentFor ? recordedIn(routing, loaded, refusal, false) : refusal)))
+      const reservation = yield* Effect.catchAll(spend.reserve(step.principal.key, step.worstCase, { isByok: step.allByok }), (refusal) =>
+        Effect.fail(refusedAfterStages(routing, loaded, refusal)),
+      )
       return { ...step, reservation } satisfies Prepared
     })
 
