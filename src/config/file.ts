@@ -10,10 +10,9 @@ import { patternSearchProblem } from "../domain/pattern-search.js"
 import { searchEngineIds } from "../domain/web.js"
 import { RateLimit } from "../domain/keys.js"
 import { Category, DefaultParameters, InputModality, OutputModality, Parameter } from "../domain/models.js"
-import { Pricing } from "../domain/pricing.js"
+import { PriceUsd, Pricing } from "../domain/pricing.js"
 
 const nonEmpty = Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
-const nonNegative = Schema.Number.pipe(Schema.nonNegative({ message: () => "must be a number ≥ 0" }))
 const positiveInt = Schema.Int.pipe(Schema.positive({ message: () => "must be a positive integer" }))
 const countryCode = Schema.String.pipe(Schema.pattern(/^[A-Z]{2}$/, { message: () => "must be an ISO 3166-1 alpha-2 country code, e.g. US" }))
 /** A socket buffer size: 0 (the kernel's own, autotuned) or 4 KB to 64 MB. */
@@ -133,7 +132,7 @@ export const ModerationConfig = Schema.Struct({
   provider: nonEmpty,
   model: nonEmpty,
   /** USD per moderation call (`request`) and per million input tokens estimated as characters ÷ 4 (`prompt`). */
-  pricing: Schema.optional(Schema.Struct({ request: Schema.optional(nonNegative), prompt: Schema.optional(nonNegative) })),
+  pricing: Schema.optional(Schema.Struct({ request: Schema.optional(PriceUsd), prompt: Schema.optional(PriceUsd) })),
   /** Run it on every request; a request's `enabled: false` cannot skip it. */
   enforce: Schema.optional(Schema.Boolean),
   /** The call's own timeout (default 5 s), within the request's deadline. */
@@ -174,7 +173,7 @@ export const FileParserConfig = Schema.Struct({
       provider: nonEmpty,
       model: nonEmpty,
       /** USD per page processed (default 0). */
-      price_per_page: Schema.optional(Schema.Number.pipe(Schema.nonNegative({ message: () => "must be a number >= 0" }))),
+      price_per_page: Schema.optional(PriceUsd),
     }),
   ),
 })
@@ -188,7 +187,7 @@ export const SearchConfig = Schema.Struct({
   /** The environment variable holding the engine's API key (required for exa, tavily and brave). */
   api_key_env: Schema.optional(nonEmpty),
   /** USD per search request, charged to the key. */
-  pricing: Schema.optional(Schema.Struct({ request: Schema.optional(nonNegative) })),
+  pricing: Schema.optional(Schema.Struct({ request: Schema.optional(PriceUsd) })),
   /** One search's deadline (default 10 s), within the request's. */
   timeout_ms: Schema.optional(positiveInt),
 })

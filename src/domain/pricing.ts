@@ -1,15 +1,25 @@
 /** Cost of a generation: usage × the price of the endpoint that served it (USD per million tokens). */
 import { Schema } from "effect"
 
-const nonNegative = Schema.Number.pipe(Schema.nonNegative({ message: () => "must be a number ≥ 0" }))
+/**
+ * The dearest price taken, in USD (a million tokens, or a request): 400 times today's dearest. Past
+ * it a request's cost leaves the ledger's nano-dollar range: `prompt: 1e308` made every answer
+ * cost $0 (not finite), and `request: 1e15` a record Postgres could not write (its spend lost).
+ */
+export const MAX_PRICE_USD = 100_000
+
+export const PriceUsd = Schema.Number.pipe(
+  Schema.nonNegative({ message: () => "must be a number ≥ 0" }),
+  Schema.lessThanOrEqualTo(MAX_PRICE_USD, { message: () => `must be at most ${MAX_PRICE_USD} (USD)` }),
+)
 
 /** USD per million tokens; `request` is USD per request. */
 export const Pricing = Schema.Struct({
-  prompt: nonNegative,
-  completion: nonNegative,
-  cached_prompt: Schema.optional(nonNegative),
-  cache_write: Schema.optional(nonNegative),
-  request: Schema.optional(nonNegative),
+  prompt: PriceUsd,
+  completion: PriceUsd,
+  cached_prompt: Schema.optional(PriceUsd),
+  cache_write: Schema.optional(PriceUsd),
+  request: Schema.optional(PriceUsd),
 })
 export type Pricing = typeof Pricing.Type
 

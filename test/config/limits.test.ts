@@ -61,6 +61,21 @@ describe("connection and upstream limits", () => {
   })
 })
 
+describe("prices", () => {
+  test("a price past 100,000 USD (or not finite: 1e309 parses to Infinity) is refused, naming it; the dearest real ones pass", () => {
+    const withPricing = (pricing: Record<string, number>) =>
+      JSON.stringify({ providers: [{ id: "p", kind: "openai-chat", base_url: "http://127.0.0.1:1/v1" }], models: [{ id: "v/m", context_length: 1000, endpoints: [{ provider: "p", upstream_model: "m", pricing }] }] })
+    const problem = (text: string) => {
+      const parsed = parseConfigFile("c.json", text)
+      return Either.isLeft(parsed) ? parsed.left.message : undefined
+    }
+    expect(problem(withPricing({ prompt: 1e308, completion: 1 }))).toContain("models[0].endpoints[0].pricing.prompt: must be at most 100000 (USD)")
+    expect(problem(withPricing({ prompt: 1, completion: 1, request: 1e15 }))).toContain("pricing.request: must be at most 100000 (USD)")
+    expect(problem(withPricing({ prompt: 1, completion: 1 }).replace('"completion":1', '"completion":1e309'))).toContain("pricing.completion")
+    expect(problem(withPricing({ prompt: 150, completion: 600, request: 0.01 }))).toBeUndefined()
+  })
+})
+
 describe("key shape", () => {
   test("generated secrets and custom ones of visible ASCII fit; anything else does not", () => {
     expect(keyShaped(`sk-gw-v1-${"ab".repeat(32)}`)).toBe(true)
