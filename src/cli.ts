@@ -111,6 +111,16 @@ const serve = Command.make("serve", { workers: workersOption }, ({ workers }) =>
     } else if (channel === undefined || channel.index === 0) {
       yield* Console.log("A management key exists already (its secret is not shown again); make another with: gateway keys create --management --name NAME")
     }
+    // SIGHUP's default ends the process at once (a stream cut without its end, the ledger's batch
+    // lost): a reload replaces workers, which only the supervisor does (`serve --workers`); a worker
+    // gets its SIGHUP from a terminal's hangup of the process group, not meant for it.
+    process.on("SIGHUP", () =>
+      console.log(
+        channel === undefined
+          ? "gateway: SIGHUP ignored: a reload needs serve --workers N (the supervisor replaces the workers; docs/operations.md)"
+          : `gateway worker ${channel.index}: SIGHUP ignored (the supervisor reloads)`,
+      ),
+    )
     // SIGTERM/SIGINT interrupt the main fiber (runMain): stop accepting, let open streams finish
     // (GATEWAY_SHUTDOWN_GRACE_MS), flush the ledger, exit 0. A second signal cuts the streams at once.
     yield* Effect.never.pipe(

@@ -118,6 +118,27 @@ const generationRow = async (databaseUrl: string, id: string) => {
   }
 }
 
+describe("SIGHUP without --workers", () => {
+  test("is ignored with a line saying a reload needs --workers: an open stream finishes, the gateway serves on", async () => {
+    const db = await database()
+    const server = await serve(db.url)
+    try {
+      const res = await startStream(server.url, "one two three four five six [slow:120]")
+      const body = readAll(res)
+      await Bun.sleep(150)
+      server.proc.kill("SIGHUP")
+      const text = await body
+      expect(text).toContain("response.completed")
+      expect(text).toEndWith("data: [DONE]\n\n")
+      expect((await fetch(`${server.url}/v1/health`)).status).toBe(200)
+      expect(server.stdout()).toContain("gateway: SIGHUP ignored: a reload needs serve --workers N")
+    } finally {
+      server.proc.kill("SIGTERM")
+      expect(await server.proc.exited).toBe(0)
+    }
+  }, 30_000)
+})
+
 describe("SIGTERM", () => {
   test("an open stream finishes, its generation is written, the process exits 0", async () => {
     const db = await database()
