@@ -38,6 +38,8 @@ const listenRefusal = (e: unknown, host: string, port: number): CliError | undef
       return new CliError({ message: `port ${port} on ${host} is in use (another gateway?); set PORT to a free port` })
     case "EADDRNOTAVAIL":
       return new CliError({ message: `HOST: ${host} is not an address of this machine; set HOST to one of its addresses (127.0.0.1, 0.0.0.0 for all)` })
+    case "EINVAL":
+      return new CliError({ message: `HOST: ${JSON.stringify(host)} is not an IP address; set HOST to one of this machine's addresses (127.0.0.1, 0.0.0.0 for all)` })
     case "EACCES":
       return new CliError({ message: `PORT: ${port} on ${host} needs privileges this process lacks (ports below 1024); set PORT to 1024 or more` })
     default:

@@ -10,6 +10,29 @@ import { describeStoreFailure, isStoreUnavailable } from "./store/unavailable.js
 
 const argv = process.argv.length <= 2 ? [...process.argv, "serve"] : process.argv
 
+/** DATABASE_URL as a line may show it: a URL's password masked; unset, the default file. */
+const databaseNamed = (): string => {
+  const url = process.env["DATABASE_URL"]
+  if (url === undefined || url === "") return "DATABASE_URL unset: the SQLite file in GATEWAY_DATA_DIR"
+  try {
+    const parsed = new URL(url)
+    if (parsed.password !== "") parsed.password = "****"
+    return `DATABASE_URL ${parsed.protocol.startsWith("postgres") ? parsed.toString() : url}`
+  } catch {
+    return url.includes("@") ? "DATABASE_URL (not shown: it is no URL, and may hold a password)" : `DATABASE_URL ${url}`
+  }
+}
+
+/** The store's own error in `e`'s chain (an @effect/sql SqlError, bun:sqlite's SQLiteError), or undefined. */
+const storeFailureIn = (e: unknown): Error | undefined => {
+  let at: unknown = e
+  for (let depth = 0; depth < 6 && typeof at === "object" && at !== null; depth++) {
+    if (at instanceof Error && ((at as { _tag?: unknown })._tag === "SqlError" || at.name === "SQLiteError")) return at
+    at = (at as { cause?: unknown }).cause
+  }
+  return undefined
+}
+
 /** Ends the command with one line on stderr and `code`, no stack trace. */
 const stop = (line: string, code: number) =>
   Effect.sync(() => {
@@ -28,7 +51,11 @@ runCli(argv).pipe(
     }
     if (failure instanceof CliError) return stop(`gateway: ${failure.message}`, 1)
     // A database that cannot be reached (down, refusing connections, out of them).
-    if (isStoreUnavailable(failure)) return stop(`gateway: the database cannot be reached: ${describeStoreFailure(failure)}`, 1)
+    if (isStoreUnavailable(failure)) return stop(`gateway: the database cannot be reached (${databaseNamed()}): ${describeStoreFailure(failure)}`, 1)
+    // Any other failure of the store at start (a missing database or role, a file that is no
+    // database, a migration another process ran at the same moment): its reason, not a trace.
+    const store = storeFailureIn(failure)
+    if (store !== undefined) return stop(`gateway: the database failed at start (${databaseNamed()}): ${describeStoreFailure(store)}`, 1)
     // A usage error: @effect/cli has printed its one line; the command's usage follows, no Effect internals.
     if (ValidationError.isValidationError(failure)) return stop(usageOf(argv.slice(2)), 2)
     return Effect.failCause(cause)

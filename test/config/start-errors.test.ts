@@ -74,6 +74,23 @@ describe("a HOST this machine cannot bind", () => {
     expect(run.code).toBe(1)
     expect(run.err.trim().split("\n")).toEqual([expect.stringContaining("gateway: HOST: 192.0.2.1 is not an address of this machine")])
   }, SPAWNS_MS)
+
+  test("a HOST that is no IP address is refused the same way, not with the listen's stack trace", () => {
+    const run = serve({ HOST: "not-a-host" })
+    expect(run.code).toBe(1)
+    expect(run.err.trim().split("\n")).toEqual([expect.stringContaining('gateway: HOST: "not-a-host" is not an IP address')])
+  }, SPAWNS_MS)
+})
+
+describe("a database that fails at start", () => {
+  test("a file that is no SQLite database: one line naming DATABASE_URL and the reason, not a stack trace", () => {
+    const file = join(dir, "not-a-database.db")
+    writeFileSync(file, "these bytes are no SQLite database, whatever the name says")
+    const run = serve({ DATABASE_URL: file })
+    expect(run.code).toBe(1)
+    expect(run.err.trim().split("\n")).toEqual([`gateway: the database failed at start (DATABASE_URL ${file}): file is not a database`])
+    expect(run.out).not.toContain("FiberFailure")
+  }, SPAWNS_MS)
 })
 
 describe("DATABASE_URL forms", () => {
