@@ -25,13 +25,27 @@ export const ProviderKind = Schema.Literal(...providerKinds).annotations({
   message: () => ({ message: `must be one of ${providerKinds.join(", ")}`, override: true }),
 })
 
+/**
+ * A header the gateway sends upstream: a name that is an HTTP token, a value with no line break or
+ * NUL. Not checked here, either made every request to the provider a 502 at its first call.
+ */
+const HTTP_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+const HeaderValue = Schema.String.pipe(Schema.filter((v) => !/[\r\n\0]/.test(v), { message: () => "a header value may not hold a line break or NUL" }))
+// A key schema's refinement would read as "unknown key": the names are checked on the whole map, the bad one named.
+const UpstreamHeaders = Schema.Record({ key: Schema.String, value: HeaderValue }).pipe(
+  Schema.filter((headers) => {
+    const bad = Object.keys(headers).find((name) => !HTTP_TOKEN.test(name))
+    return bad === undefined || `header name ${JSON.stringify(bad)} is not an HTTP token (letters, digits and -, no spaces)`
+  }),
+)
+
 export const ProviderEntry = Schema.Struct({
   id: nonEmpty,
   kind: ProviderKind,
   base_url: Schema.optional(nonEmpty),
   api_key_env: Schema.optional(nonEmpty),
   timeout_ms: Schema.optional(positiveInt),
-  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  headers: Schema.optional(UpstreamHeaders),
   /** Spend through this provider is on the workspace's own key (BYOK). */
   byok: Schema.optional(Schema.Boolean),
   /** Open connections to this provider's origin at most (default 512); calls beyond wait in line. */

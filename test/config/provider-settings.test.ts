@@ -28,6 +28,8 @@ describe("provider settings per kind", () => {
     ],
     ["openai-chat without base_url (no default kept)", { kind: "openai-chat" }, 'providers[2].base_url: is required for kind "openai-chat"'],
     ["a vertex setting on another kind", { kind: "openai-chat", base_url: "http://x", project: "p" }, 'providers[2].project: only applies to kind "vertex"'],
+    ["a header name that is no HTTP token", { kind: "openai-chat", base_url: "http://x", headers: { "X Team": "a" } }, 'providers[2].headers: header name "X Team" is not an HTTP token'],
+    ["a header value with a line break", { kind: "openai-chat", base_url: "http://x", headers: { "x-team": "research\n" } }, "providers[2].headers.x-team: a header value may not hold a line break or NUL"],
     ["an azure setting on another kind", { kind: "gemini", api_key_env: "K", api_version: "2024-10-21" }, 'providers[2].api_version: only applies to kind "azure-openai"'],
     ["vertex with an API key", { kind: "vertex", project: "p", location: "global", api_key_env: "K" }, 'providers[2].api_key_env: kind "vertex" takes a service account (credentials_file), not a key'],
     ["a token_url that is not a URL", { kind: "vertex", project: "p", location: "global", token_url: "oauth2" }, "providers[2].token_url: must be an http(s) URL"],
