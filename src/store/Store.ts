@@ -50,8 +50,8 @@ export const clientLayer = (databaseUrl: string, poolSize = DEFAULT_PG_POOL_SIZE
   return sqliteLayer(databaseUrl).pipe(Layer.tap((ctx) => Effect.provide(sqlitePragmas, ctx)))
 }
 
-/** Applies the migrations not yet applied, each in its own transaction. */
-export const migrate = Effect.gen(function* () {
+/** The migrations not yet applied, each in its own transaction. */
+const applyPending = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   yield* sql`CREATE TABLE IF NOT EXISTS schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`
   const applied = new Set((yield* sql<{ id: number }>`SELECT id FROM schema_migrations`).map((r) => Number(r.id)))
@@ -68,6 +68,22 @@ export const migrate = Effect.gen(function* () {
   }
   return ran
 })
+
+/** Any fixed number: the advisory lock the processes of one Postgres database migrate under. */
+const MIGRATION_LOCK = 7_262_400_100
+
+/**
+ * Applies the migrations not yet applied, each in its own transaction. On Postgres the whole run
+ * holds an advisory lock in one transaction: two processes starting on a fresh database at once
+ * (replicas) both created the tables, and the second stopped on a duplicate type; now it waits,
+ * then finds nothing to apply.
+ */
+export const migrate = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql.onDialectOrElse({
+    pg: () => sql.withTransaction(Effect.zipRight(sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`, applyPending)),
+    orElse: () => applyPending,
+  }),
+)
 
 /**
  * A SQLite file's checkpoints, off this thread (src/store/checkpoints.ts) for as long as the
