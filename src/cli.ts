@@ -70,7 +70,10 @@ const serve = Command.make("serve", { workers: workersOption }, ({ workers }) =>
     }
     const channel = workerChannel()
     if (count > 1 && channel === undefined) {
-      return yield* Effect.promise(() =>
+      // Uninterruptible: on SIGTERM the runtime would interrupt this fiber and exit at once, before
+      // the supervisor's own handler had drained its workers (they were left running, re-parented).
+      // The supervisor exits by itself once they have stopped.
+      return yield* Effect.uninterruptible(Effect.promise(() =>
         supervise({
           workers: count,
           command: workerCommand(),
@@ -79,7 +82,7 @@ const serve = Command.make("serve", { workers: workersOption }, ({ workers }) =>
           redisConfigured: settingsNow.redis !== undefined,
           log: (line) => console.log(line),
         }),
-      )
+      ))
     }
     const running = yield* Effect.tryPromise({
       // Loaded here, not at the top: the other commands (keys, members, migrate…) need none of the

@@ -125,11 +125,15 @@ export const mergeExpositions = (texts: ReadonlyArray<string>): string => {
 interface Pool {
   readonly options: SupervisorOptions
   readonly workers: Map<number, Worker>
+  /** A reload's new workers until they listen: not in `workers`, so the one each replaces serves on if it fails. */
+  readonly candidates: Set<Worker>
   /** Counts every worker started: part of its instance id, so a restarted one never shares a name. */
   generation: number
   restarts: number
   stopping: boolean
   reloading: boolean
+  /** Every worker of the first start listened: before, a worker that cannot start stops the start. */
+  started: boolean
   /** The last restart delay per index (doubling while a worker keeps dying young). */
   readonly backoff: Map<number, number>
   readonly pendingMetrics: Map<number, { texts: Array<string>; expected: number; done: (text: string) => void }>
@@ -145,8 +149,13 @@ const relay = (pool: Pool, message: SupervisorMessage) => {
   }
 }
 
-/** Starts worker `index`; resolves once it listens. A worker that dies unasked for is restarted, with backoff. */
-const spawn = (pool: Pool, index: number): Promise<Worker> =>
+/**
+ * Starts worker `index`; resolves once it listens. A worker that dies unasked for is restarted, with
+ * backoff. A `candidate` (a reload's) joins the pool only once it listens; one that exits before is
+ * the reload's failure, not restarted: a broken config retried forever, and the slot it took made
+ * the worker it was to replace an orphan still serving after SIGTERM.
+ */
+const spawn = (pool: Pool, index: number, candidate = false): Promise<Worker> =>
   new Promise((resolve, reject) => {
     const { options } = pool
     const gen = ++pool.generation
@@ -169,19 +178,22 @@ const spawn = (pool: Pool, index: number): Promise<Worker> =>
         ipc: (message: SupervisorMessage) => {
           if (message.t === "ready") {
             worker.ready = true
+            pool.candidates.delete(worker)
             resolve(worker)
           } else if (message.t === "notice") relay(pool, message)
           else if (message.t === "metrics") metricsArrived(pool, message.id, message.text, index)
         },
         onExit: (_proc, code, signal) => {
+          pool.candidates.delete(worker)
           if (pool.workers.get(index) === worker) pool.workers.delete(index)
           if (!worker.ready) reject(new Error(`worker ${index} exited before it listened (code ${code}, signal ${signal})`))
-          if (worker.retiring || pool.stopping) return
+          if (worker.retiring || pool.stopping || (!worker.ready && (candidate || !pool.started))) return
           restartLater(pool, worker, `code ${code}, signal ${signal}`)
         },
       }),
     }
-    pool.workers.set(index, worker)
+    if (candidate) pool.candidates.add(worker)
+    else pool.workers.set(index, worker)
   })
 
 /** A worker died: another in its place after a delay that doubles while its predecessors die young. */
@@ -258,13 +270,13 @@ const reload = async (pool: Pool) => {
   try {
     for (let index = 0; index < pool.options.workers; index++) {
       const old = pool.workers.get(index)
-      const fresh = await spawn(pool, index)
+      const fresh = await spawn(pool, index, true)
       pool.workers.set(index, fresh)
       if (old !== undefined) await retire(old)
     }
     log("gateway: workers replaced")
   } catch (e) {
-    log(`gateway: reload failed: ${(e as Error).message}`)
+    log(`gateway: reload failed: ${(e as Error).message} (its reason is the line above); the workers not yet replaced serve on`)
   } finally {
     pool.reloading = false
   }
@@ -275,7 +287,7 @@ const stop = async (pool: Pool) => {
   if (pool.stopping) return
   pool.stopping = true
   pool.options.log(`gateway: draining ${pool.workers.size} worker(s)`)
-  await Promise.all([...pool.workers.values()].map(retire))
+  await Promise.all([...pool.workers.values(), ...pool.candidates].map(retire))
   pool.options.log("gateway: stopped")
   process.exit(0)
 }
@@ -285,10 +297,12 @@ export const supervise = async (options: SupervisorOptions): Promise<never> => {
   const pool: Pool = {
     options,
     workers: new Map(),
+    candidates: new Set(),
     generation: 0,
     restarts: 0,
     stopping: false,
     reloading: false,
+    started: false,
     backoff: new Map(),
     pendingMetrics: new Map(),
     metricsRequest: 0,
@@ -302,8 +316,17 @@ export const supervise = async (options: SupervisorOptions): Promise<never> => {
   process.on("SIGHUP", () => void reload(pool))
 
   // Worker 0 first: it migrates the database and makes the first management key; then the others.
-  await spawn(pool, 0)
-  await Promise.all(Array.from({ length: options.workers - 1 }, (_, i) => spawn(pool, i + 1)))
+  try {
+    await spawn(pool, 0)
+    await Promise.all(Array.from({ length: options.workers - 1 }, (_, i) => spawn(pool, i + 1)))
+    pool.started = true
+  } catch (e) {
+    // A worker that cannot start (its line above says why: the config, the port, the database) stops the start, not retried.
+    pool.stopping = true
+    log(`gateway: ${(e as Error).message}; stopping`)
+    await Promise.all([...pool.workers.values()].map(retire))
+    process.exit(1)
+  }
   log(`gateway: ${options.workers} workers listening (supervisor pid ${process.pid})`)
   return new Promise<never>(() => {})
 }

@@ -212,10 +212,42 @@ describe("serve --workers 2", () => {
     expect(answered).toBeGreaterThan(0)
   }, 90_000)
 
-  test("SIGTERM drains every worker and the supervisor exits 0", async () => {
+  test("SIGHUP with a broken config file: the reload fails once, not retried, and the workers serve on", async () => {
+    const children = async () => (await Bun.$`pgrep -P ${proc.pid}`.nothrow().text()).trim().split("\n").filter(Boolean).map(Number)
+    const before = await children()
+    const file = join(dir, "config.json")
+    const good = readFileSync(file, "utf8")
+    writeFileSync(file, '{"providers": [')
+    try {
+      const from = output.length
+      proc.kill("SIGHUP")
+      await waitFor(async () => output.slice(from).includes("reload failed"), "the failed reload", 60_000)
+      await Bun.sleep(1_000)
+      const since = output.slice(from)
+      expect(since).toContain("not valid JSON")
+      expect(since).not.toContain("restarting in")
+      expect((await call("/v1/health")).status).toBe(200)
+      expect((await children()).sort()).toEqual(before.sort())
+    } finally {
+      writeFileSync(file, good)
+    }
+  }, 90_000)
+
+  test("SIGTERM drains every worker and the supervisor exits 0, no worker left behind", async () => {
+    const workers = (await Bun.$`pgrep -P ${proc.pid}`.nothrow().text()).trim().split("\n").filter(Boolean).map(Number)
+    expect(workers).toHaveLength(2)
     proc.kill("SIGTERM")
     expect(await proc.exited).toBe(0)
     expect(output).toContain("gateway: stopped")
+    // Running, not a zombie (an exited child this container's init has not reaped yet).
+    const alive = (pid: number) => {
+      try {
+        return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"))
+      } catch {
+        return false
+      }
+    }
+    expect(workers.filter(alive)).toEqual([])
   }, 60_000)
 })
 
@@ -227,3 +259,28 @@ const migratesQueuedConnections = (): boolean => {
     return false
   }
 }
+
+describe("serve --workers 2 that cannot start", () => {
+  test("a worker that cannot listen (the port is taken) stops the start with its line: exit 1, no restarts, no stack trace", async () => {
+    const taken = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("taken") })
+    const dir = mkdtempSync(join(tmpdir(), "gw-workers-taken-"))
+    try {
+      const proc = Bun.spawn([process.execPath, join(root, "src", "main.ts"), "serve", "--workers", "2"], {
+        cwd: root,
+        stdout: "pipe",
+        stderr: "pipe",
+        env: { ...process.env, PORT: String(taken.port), HOST: "127.0.0.1", GATEWAY_DATA_DIR: dir, DATABASE_URL: join(dir, "g.db"), GATEWAY_LOG_LEVEL: "error" },
+      })
+      const code = await proc.exited
+      const output = `${await new Response(proc.stdout).text()}${await new Response(proc.stderr).text()}`
+      expect(code).toBe(1)
+      expect(output).toContain(`port ${taken.port} on 127.0.0.1 is in use`)
+      expect(output).toContain("stopping")
+      expect(output).not.toContain("restarting in")
+      expect(output).not.toMatch(/\n\s+at .*\(/)
+    } finally {
+      await taken.stop(true)
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 60_000)
+})
