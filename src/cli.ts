@@ -9,8 +9,8 @@ import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
 import * as Usage from "@effect/cli/Usage"
 import { SqlClient } from "@effect/sql"
-import { Console, Data, Effect, Either, Layer, Option, Schema } from "effect"
-import { intervalText, RateLimit } from "./domain/keys.js"
+import { Console, Data, Effect, Either, Layer, Option, ParseResult, Schema } from "effect"
+import { intervalText, KeyName, MAX_LIMIT_USD, RateLimit, Usd } from "./domain/keys.js"
 import { requeueDead } from "./broadcast/queue.js"
 import { GatewayConfig } from "./config/Config.js"
 import { parseWorkers, supervise } from "./supervisor.js"
@@ -184,6 +184,14 @@ const parseRateLimit = (text: string) => {
     : Effect.fail(new CliError({ message: `--rate-limit: must be REQUESTS/INTERVAL, e.g. 10/10s (requests an integer from 1, interval from 1s to 1d), not ${JSON.stringify(text)}` }))
 }
 
+/** A flag's value by the API's rule for the same field: the value, or the refusal naming the flag and the rule. */
+const checked = <A>(flag: string, schema: Schema.Schema<A, A>, value: A) => {
+  const decoded = Schema.decodeUnknownEither(schema)(value)
+  if (Either.isRight(decoded)) return Effect.succeed(decoded.right)
+  const issue = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)[0]
+  return Effect.fail(new CliError({ message: `${flag}: ${issue?.message ?? "not allowed"} (got ${JSON.stringify(String(value).slice(0, 40))})` }))
+}
+
 const keysCreate = Command.make(
   "create",
   {
@@ -200,6 +208,9 @@ const keysCreate = Command.make(
   ({ name, management, limit, limitReset, rateLimit, user }) =>
     Effect.gen(function* () {
       const rate = Option.isNone(rateLimit) ? null : yield* parseRateLimit(rateLimit.value)
+      // The API's rules for the same fields: -5, NaN or 1e20 were stored as limits, a 3,000-character name as the name.
+      yield* checked("--name", KeyName, name)
+      if (Option.isSome(limit)) yield* checked("--limit", Usd, limit.value)
       const keys = yield* KeyStore
       const users = yield* Users
       const userId = yield* resolveUser(user)
@@ -240,7 +251,9 @@ const creditsAdd = Command.make(
   },
   ({ user, amount }) =>
     Effect.gen(function* () {
-      if (!Number.isFinite(amount) || amount <= 0) return yield* refuse(`--amount: must be a positive number of USD (got ${amount})`)
+      if (!Number.isFinite(amount) || amount <= 0 || amount > MAX_LIMIT_USD) {
+        return yield* refuse(`--amount: must be a positive number of USD, at most ${MAX_LIMIT_USD} (got ${amount})`)
+      }
       const sql = yield* SqlClient.SqlClient
       const known = yield* sql<{ id: string }>`SELECT id FROM users WHERE id = ${user}`
       if (known.length === 0) return yield* refuse(`no user ${user} (users come with their keys: gateway keys create --user ${user} --name NAME)`)

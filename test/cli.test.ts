@@ -60,6 +60,21 @@ describe("gateway keys", () => {
     const bad = gateway(["keys", "create", "--name", "x", "--limit-reset", "yearly"])
     expect(bad.code).not.toBe(0)
   })
+
+  test("--limit and --name are held to the API's rules: one line naming the flag, nothing created", () => {
+    const before = gateway(["keys", "list"]).out
+    for (const [args, rule] of [
+      [["--limit", "-5"], "--limit: must be ≥ 0 (USD)"],
+      [["--limit", "1e20"], "--limit: must be at most 9000000"],
+      [["--limit", "NaN"], "--limit: must be a finite number"],
+    ] as const) {
+      const bad = gateway(["keys", "create", "--name", "refused", ...args])
+      expect([bad.code, bad.err.trim()]).toEqual([1, expect.stringContaining(`gateway: ${rule}`)])
+    }
+    const long = gateway(["keys", "create", "--name", "n".repeat(3_000)])
+    expect([long.code, long.err]).toEqual([1, expect.stringContaining("--name: ")])
+    expect(gateway(["keys", "list"]).out).toBe(before)
+  })
 })
 
 describe("gateway credits add", () => {
@@ -68,6 +83,11 @@ describe("gateway credits add", () => {
     const out = gateway(["credits", "add", "--user", "user_cli", "--amount", "12.5"])
     expect(out.code).toBe(0)
     expect(out.out).toContain("total_credits=12.5")
+  })
+
+  test("an --amount past the money's range is refused", () => {
+    const out = gateway(["credits", "add", "--user", "user_cli", "--amount", "1e30"])
+    expect([out.code, out.err]).toEqual([1, expect.stringContaining("--amount: must be a positive number of USD, at most 9000000")])
   })
 })
 
@@ -95,7 +115,7 @@ describe("a database that cannot be reached", () => {
     for (const args of [["keys", "list"], ["serve"]]) {
       const run = gateway(args, { DATABASE_URL: "postgres://postgres@127.0.0.1:1/gw", PORT: "0" })
       expect(run.code).toBe(1)
-      expect(run.err).toBe("gateway: the database cannot be reached: PgClient: Failed to connect: connect ECONNREFUSED 127.0.0.1:1\n")
+      expect(run.err).toBe("gateway: the database cannot be reached (DATABASE_URL postgres://postgres@127.0.0.1:1/gw): PgClient: Failed to connect: connect ECONNREFUSED 127.0.0.1:1\n")
     }
   })
 })

@@ -15,7 +15,7 @@ const LimitResetInput = Schema.NullOr(LimitReset).annotations({
 /** The largest amount a limit may be: money is counted in nano-dollars, exact in a JS number below 2^53 (~$9M). */
 export const MAX_LIMIT_USD = 9_000_000
 
-const Usd = Schema.Number.pipe(
+export const Usd = Schema.Number.pipe(
   Schema.finite({ message: () => "must be a finite number" }),
   Schema.nonNegative({ message: () => "must be ≥ 0 (USD)" }),
   // Stored in nano-dollars: a smaller positive limit would be rounded to 0, a key that can spend nothing.
