@@ -294,9 +294,16 @@ const readCatalog = (path: Option.Option<string>) =>
       ),
   })
 
+/** An integer variable in [min, max]; set but empty is refused (`PORT=` from an EnvironmentFile line read as 0, a random port). */
 const integerIn = (name: string, min: number, max = Number.MAX_SAFE_INTEGER) =>
-  Config.integer(name).pipe(
-    Config.validate({ message: `must be an integer from ${min} to ${max}`, validation: (n) => n >= min && n <= max }),
+  Config.string(name).pipe(
+    Config.mapOrFail((text) => {
+      const trimmed = text.trim()
+      const n = /^-?[0-9]+$/.test(trimmed) ? Number(trimmed) : Number.NaN
+      return Number.isSafeInteger(n) && n >= min && n <= max
+        ? Either.right(n)
+        : Either.left(ConfigError.InvalidData([], `must be an integer from ${min} to ${max}, not ${trimmed === "" ? "empty" : JSON.stringify(trimmed.slice(0, 40))}`))
+    }),
   )
 
 const serverRules = ConfigFile.fields.server.from
@@ -350,7 +357,8 @@ const describeConfigError = (e: ConfigError.ConfigError): string => {
     case "MissingData":
     case "SourceUnavailable":
     case "Unsupported":
-      return `${e.path.join(".")}: ${e.message}`
+      // A validated redacted variable's error has no path: its message names the variable itself.
+      return e.path.length === 0 ? e.message : `${e.path.join(".")}: ${e.message}`
   }
 }
 
@@ -366,7 +374,7 @@ const loadSettings = Effect.gen(function* () {
   const managementKey = yield* Config.option(
     Config.redacted("GATEWAY_MANAGEMENT_KEY").pipe(
       Config.validate({
-        message: "GATEWAY_MANAGEMENT_KEY must be a generated key (sk-gw-v1- and 64 hex digits) or 1-256 visible ASCII characters not starting with sk-gw-v1-",
+        message: "GATEWAY_MANAGEMENT_KEY: must be a generated key (sk-gw-v1- and 64 hex digits) or 1-256 visible ASCII characters not starting with sk-gw-v1-",
         validation: (secret) => keyShaped(Redacted.value(secret)),
       }),
     ),
@@ -382,7 +390,7 @@ const loadSettings = Effect.gen(function* () {
   const metrics = yield* Config.literal("on", "off")("GATEWAY_METRICS").pipe(Config.withDefault("on" as const))
   const metricsTokenEnv = yield* Config.option(
     Config.redacted("GATEWAY_METRICS_TOKEN").pipe(
-      Config.validate({ message: "must be at least 16 characters", validation: (t) => Redacted.value(t).length >= 16 }),
+      Config.validate({ message: "GATEWAY_METRICS_TOKEN: must be at least 16 characters", validation: (t) => Redacted.value(t).length >= 16 }),
     ),
   )
   const shutdownGraceMs = yield* integerIn("GATEWAY_SHUTDOWN_GRACE_MS", 0).pipe(Config.withDefault(30_000))
@@ -397,7 +405,7 @@ const loadSettings = Effect.gen(function* () {
   const redisEnv = yield* Config.option(
     Config.redacted("REDIS_URL").pipe(
       Config.validate({
-        message: "must be a redis:// or rediss:// URL",
+        message: "REDIS_URL: must be a redis:// or rediss:// URL",
         validation: (url) => /^(redis|rediss|valkey|valkeys):\/\/\S+$/.test(Redacted.value(url)),
       }),
     ),
@@ -406,7 +414,16 @@ const loadSettings = Effect.gen(function* () {
   const redisUrl = Option.orElse(redisEnv, () => Option.fromNullable(catalog.redis?.url).pipe(Option.map(Redacted.make)))
   // The engine's key must be set when the file names its variable: a gateway whose searches would all fail does not start.
   const searchKeyEnv = catalog.search?.api_key_env
-  const searchKey = searchKeyEnv === undefined ? undefined : Redacted.value(yield* Config.redacted(searchKeyEnv))
+  const searchKey =
+    searchKeyEnv === undefined
+      ? undefined
+      : Redacted.value(
+          yield* Config.redacted(searchKeyEnv).pipe(
+            Effect.mapError(
+              () => new ConfigFileError({ message: `environment: ${searchKeyEnv}: is not set (search.api_key_env names it: the search engine's key)` }),
+            ),
+          ),
+        )
   return {
     port,
     host,

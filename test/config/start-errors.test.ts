@@ -43,6 +43,16 @@ describe("configuration mistakes at start", () => {
     refusedWithOneLine(serve({ PORT: "99999" }), "PORT", "from 0 to 65535")
   }, SPAWNS_MS)
 
+  test("a variable set but empty is refused, not read as 0 (PORT= listened on a random port, GATEWAY_SHUTDOWN_GRACE_MS= drained nothing)", () => {
+    refusedWithOneLine(serve({ PORT: "" }), "environment: PORT: must be an integer from 0 to 65535, not empty")
+    refusedWithOneLine(serve({ GATEWAY_SHUTDOWN_GRACE_MS: "" }), "environment: GATEWAY_SHUTDOWN_GRACE_MS: must be an integer")
+  }, SPAWNS_MS)
+
+  test("a validated secret names its variable (its error had none: 'environment: : …')", () => {
+    refusedWithOneLine(serve({ GATEWAY_METRICS_TOKEN: "short" }), "environment: GATEWAY_METRICS_TOKEN: must be at least 16 characters")
+    refusedWithOneLine(serve({ REDIS_URL: "http://x" }), "environment: REDIS_URL: must be a redis:// or rediss:// URL")
+  }, SPAWNS_MS)
+
   test("an unknown provider kind lists every allowed kind", () => {
     const file = join(dir, "bad-kind.json")
     writeFileSync(file, JSON.stringify({ providers: [{ id: "x", kind: "openai-chatt", base_url: "http://127.0.0.1:1" }], models: [] }))
