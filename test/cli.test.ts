@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Database } from "bun:sqlite"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -40,6 +41,17 @@ describe("gateway migrate", () => {
     expect(first.out).toContain("Applied: 1_foundation")
     const second = gateway(["migrate"])
     expect(second.out).toContain("up to date")
+  })
+
+  test("a database a newer build migrated is used, with a warning naming the migrations this build does not know", () => {
+    const file = join(dir, "newer.db")
+    expect(gateway(["migrate"], { DATABASE_URL: file }).code).toBe(0)
+    const sqlite = new Database(file)
+    sqlite.run("INSERT INTO schema_migrations (id, name, applied_at) VALUES (999, 'from_the_future', '2030-01-01T00:00:00Z')")
+    sqlite.close()
+    const run = gateway(["migrate"], { DATABASE_URL: file, GATEWAY_LOG_LEVEL: "info" })
+    expect(run.code).toBe(0)
+    expect(`${run.out}${run.err}`).toContain("the database has migrations this build does not know (999)")
   })
 })
 

@@ -55,6 +55,14 @@ const applyPending = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   yield* sql`CREATE TABLE IF NOT EXISTS schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`
   const applied = new Set((yield* sql<{ id: number }>`SELECT id FROM schema_migrations`).map((r) => Number(r.id)))
+  // A build rolled back after a newer one migrated: it runs, but says so (refusing would turn a rollback into an outage).
+  const known = new Set(migrations.map((m) => m.id))
+  const newer = [...applied].filter((id) => !known.has(id)).sort((a, b) => a - b)
+  if (newer.length > 0) {
+    yield* Effect.logWarning(
+      `the database has migrations this build does not know (${newer.join(", ")}): a newer build made them; this one runs on a schema it was not written for`,
+    )
+  }
   const ran: Array<string> = []
   for (const m of migrations) {
     if (applied.has(m.id)) continue
