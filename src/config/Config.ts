@@ -3,6 +3,7 @@
  * Every variable is listed: the essentials in the README's Configuration table, the rest in
  * docs/reference.md, "Environment variables and limits".
  */
+import { statSync } from "node:fs"
 import { hostname } from "node:os"
 import { Config, ConfigError, Context, Data, Effect, Either, Layer, Option, ParseResult, Redacted } from "effect"
 import demo from "../../config/demo.json" with { type: "json" }
@@ -281,14 +282,35 @@ export const parseConfigFile = (source: string, text: string): Either.Either<Con
 
 export const demoCatalog: ConfigFile = Either.getOrThrow(parseConfigFile("config/demo.json", JSON.stringify(demo)))
 
+/** The largest config file read: 20,000 models are ~3 MB. */
+const MAX_CONFIG_BYTES = 64 * 1024 * 1024
+
+/** Why GATEWAY_CONFIG's path cannot be read as a config file before reading it, or undefined: a FIFO hung the start, /dev/zero filled memory. */
+const configFileProblem = (file: string): string | undefined => {
+  try {
+    const stat = statSync(file)
+    if (!stat.isFile()) return `${file}: is not a regular file (GATEWAY_CONFIG)`
+    if (stat.size > MAX_CONFIG_BYTES) return `${file}: is ${stat.size} bytes, more than a config file may be (${MAX_CONFIG_BYTES}) (GATEWAY_CONFIG)`
+    return undefined
+  } catch {
+    return undefined // read below, which says it cannot
+  }
+}
+
 const readCatalog = (path: Option.Option<string>) =>
   Option.match(path, {
     onNone: () => Effect.succeed({ source: "demo config (built in)", catalog: demoCatalog }),
     onSome: (file) =>
-      Effect.tryPromise({
-        try: () => Bun.file(file).text(),
-        catch: () => new ConfigFileError({ message: `${file}: cannot read the config file (GATEWAY_CONFIG)` }),
+      Effect.suspend(() => {
+        const problem = configFileProblem(file)
+        return problem === undefined ? Effect.void : Effect.fail(new ConfigFileError({ message: problem }))
       }).pipe(
+        Effect.zipRight(
+          Effect.tryPromise({
+            try: () => Bun.file(file).text(),
+            catch: () => new ConfigFileError({ message: `${file}: cannot read the config file (GATEWAY_CONFIG)` }),
+          }),
+        ),
         Effect.flatMap((text) => parseConfigFile(file, text)),
         Effect.map((catalog) => ({ source: file, catalog })),
       ),

@@ -48,6 +48,11 @@ describe("configuration mistakes at start", () => {
     refusedWithOneLine(serve({ GATEWAY_SHUTDOWN_GRACE_MS: "" }), "environment: GATEWAY_SHUTDOWN_GRACE_MS: must be an integer")
   }, SPAWNS_MS)
 
+  test("a GATEWAY_CONFIG that is no regular file (a FIFO hung the start, /dev/zero filled memory) is refused before it is read", () => {
+    refusedWithOneLine(serve({ GATEWAY_CONFIG: "/dev/zero" }), "/dev/zero: is not a regular file (GATEWAY_CONFIG)")
+    refusedWithOneLine(serve({ GATEWAY_CONFIG: dir }), `${dir}: is not a regular file (GATEWAY_CONFIG)`)
+  }, SPAWNS_MS)
+
   test("a validated secret names its variable (its error had none: 'environment: : …')", () => {
     refusedWithOneLine(serve({ GATEWAY_METRICS_TOKEN: "short" }), "environment: GATEWAY_METRICS_TOKEN: must be at least 16 characters")
     refusedWithOneLine(serve({ REDIS_URL: "http://x" }), "environment: REDIS_URL: must be a redis:// or rediss:// URL")
