@@ -123,10 +123,14 @@ export const makeTurnRunner = (deps: {
         failures.push({ code: statusOfFailure(lastError), message: lastError.message, providerName: candidate.provider.id })
         router.recordFailure(candidate, lastError.kind)
         // The operator's mistake named in the log (warned at start too, services/Catalog.ts), not to the caller.
-        if (lastError.kind === "auth" && candidate.apiKey === undefined && candidate.provider.api_key_env !== undefined) {
+        // Any other auth failure with its reason (a Vertex credentials file missing, the upstream's 401): messages hold no secret.
+        if (lastError.kind === "auth") {
+          const unset = candidate.apiKey === undefined && candidate.provider.api_key_env !== undefined
           log?.(
             { requestId: trace?.id },
-            `provider ${candidate.provider.id} refused the gateway's credentials: its api_key_env variable ${candidate.provider.api_key_env} is not set`,
+            unset
+              ? `provider ${candidate.provider.id} refused the gateway's credentials: its api_key_env variable ${candidate.provider.api_key_env} is not set`
+              : `provider ${candidate.provider.id} refused the gateway's credentials: ${lastError.message}`,
           )
         }
         // allow_fallbacks: false is already in the plan (only the first choice set is a candidate).

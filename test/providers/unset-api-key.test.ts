@@ -35,8 +35,15 @@ describe("a provider whose api_key_env is not set", () => {
     writeFileSync(
       config,
       JSON.stringify({
-        providers: [{ id: "keyless", kind: "openai-chat", base_url: `${upstream.url.origin}/v1`, api_key_env: VARIABLE }],
-        models: [{ id: "test/keyless", context_length: 8000, endpoints: [{ provider: "keyless", upstream_model: "m", pricing: { prompt: 1, completion: 1 } }] }],
+        providers: [
+          { id: "keyless", kind: "openai-chat", base_url: `${upstream.url.origin}/v1`, api_key_env: VARIABLE },
+          // A Vertex provider whose credentials file is not there: read at its first call (docs/providers.md).
+          { id: "vx", kind: "vertex", base_url: `${upstream.url.origin}/v1`, project: "p", location: "us-central1", credentials_file: join(dir, "missing-key.json") },
+        ],
+        models: [
+          { id: "test/keyless", context_length: 8000, endpoints: [{ provider: "keyless", upstream_model: "m", pricing: { prompt: 1, completion: 1 } }] },
+          { id: "test/vx", context_length: 8000, endpoints: [{ provider: "vx", upstream_model: "gemini-x", pricing: { prompt: 1, completion: 1 } }] },
+        ],
       }),
     )
     const env: Record<string, string | undefined> = {
@@ -82,6 +89,16 @@ describe("a provider whose api_key_env is not set", () => {
       const logged = await lineMatching(new RegExp(`"level":"error".*${VARIABLE}`))
       expect(logged).toContain("keyless")
       expect(logged).toContain("request_id")
+
+      // Any other refusal of the gateway's credentials is logged with its reason: here the missing file.
+      const vertex = await fetch(`${url}/v1/responses`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "test/vx", input: "hi" }),
+      })
+      expect(vertex.status).toBe(502)
+      const reason = await lineMatching(/"level":"error".*missing-key\.json/)
+      expect(reason).toContain("ENOENT")
     } finally {
       proc.kill("SIGTERM")
       await proc.exited
