@@ -452,7 +452,11 @@ export const checkReferences = (file: ConfigFile): string | undefined => {
     if (bedrock !== undefined) return bedrock
     providers.add(p.id)
   }
+  // A guardrail's id is what a 403's pipeline entry names: two with one id could not be told apart.
+  const guardrails = new Set<string>()
   for (const [i, g] of (file.guardrails ?? []).entries()) {
+    if (guardrails.has(g.id)) return `guardrails[${i}].id: duplicate guardrail id "${g.id}"`
+    guardrails.add(g.id)
     for (const [j, pattern] of g.patterns.entries()) {
       const problem = patternSearchProblem(pattern)
       if (problem !== undefined) return `guardrails[${i}].patterns[${j}]: ${problem}`

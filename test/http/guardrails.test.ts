@@ -108,6 +108,15 @@ describe("guardrails", () => {
     expect(Either.isRight(parseConfigFile("g.json", JSON.stringify({ providers: [], models: [], guardrails: [{ id: "g", name: "n", patterns: ["secret(?!ary)"] }] })))).toBe(true)
   })
 
+  test("two guardrails of one id are refused at start (a 403's pipeline entry names the id)", () => {
+    const guardrails = [
+      { id: "g", name: "first", patterns: ["a"] },
+      { id: "g", name: "second", patterns: ["b"] },
+    ]
+    const bad = parseConfigFile("g.json", JSON.stringify({ providers: [], models: [], guardrails }))
+    expect(Either.isLeft(bad) && bad.left.message).toContain('guardrails[1].id: duplicate guardrail id "g"')
+  })
+
   test("a pattern that is not a regular expression is refused at start naming its path", () => {
     const bad = parseConfigFile("g.json", JSON.stringify({ providers: [], models: [], guardrails: [{ id: "g", name: "n", patterns: ["("] }] }))
     expect(Either.isLeft(bad)).toBe(true)
