@@ -69,6 +69,11 @@ const serve = Command.make("serve", { workers: workersOption }, ({ workers }) =>
       return yield* new CliError({ message: `--workers (GATEWAY_WORKERS): must be a whole number from 1 to 9999 or auto, not ${JSON.stringify(workersText)}` })
     }
     const channel = workerChannel()
+    const metricsPortText = (process.env["GATEWAY_SUPERVISOR_METRICS_PORT"] ?? "0").trim()
+    const metricsPort = /^[0-9]{1,5}$/.test(metricsPortText) ? Number(metricsPortText) : Number.NaN
+    if (count > 1 && !(metricsPort <= 65535)) {
+      return yield* new CliError({ message: `GATEWAY_SUPERVISOR_METRICS_PORT: must be an integer from 0 to 65535, not ${JSON.stringify(metricsPortText.slice(0, 40))}` })
+    }
     if (count > 1 && channel === undefined) {
       // Uninterruptible: on SIGTERM the runtime would interrupt this fiber and exit at once, before
       // the supervisor's own handler had drained its workers (they were left running, re-parented).
@@ -78,7 +83,7 @@ const serve = Command.make("serve", { workers: workersOption }, ({ workers }) =>
           workers: count,
           command: workerCommand(),
           instanceId: settingsNow.instanceId,
-          metricsPort: Number(process.env["GATEWAY_SUPERVISOR_METRICS_PORT"] ?? "0"),
+          metricsPort,
           redisConfigured: settingsNow.redis !== undefined,
           log: (line) => console.log(line),
         }),

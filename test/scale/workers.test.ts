@@ -284,3 +284,15 @@ describe("serve --workers 2 that cannot start", () => {
     }
   }, 60_000)
 })
+
+describe("serve --workers 2 with a bad GATEWAY_SUPERVISOR_METRICS_PORT", () => {
+  test("is refused with one line naming it (it was read as no port, silently)", () => {
+    const run = Bun.spawnSync([process.execPath, join(root, "src", "main.ts"), "serve", "--workers", "2"], {
+      cwd: root,
+      env: { ...process.env, PORT: "0", HOST: "127.0.0.1", DATABASE_URL: ":memory:", GATEWAY_SUPERVISOR_METRICS_PORT: "abc", GATEWAY_LOG_LEVEL: "none" },
+      timeout: 20_000,
+    })
+    expect(run.exitCode).toBe(1)
+    expect(run.stderr.toString().trim()).toBe('gateway: GATEWAY_SUPERVISOR_METRICS_PORT: must be an integer from 0 to 65535, not "abc"')
+  }, 30_000)
+})
