@@ -74,6 +74,12 @@ const serve = Command.make("serve", { workers: workersOption }, ({ workers }) =>
     if (count > 1 && !(metricsPort <= 65535)) {
       return yield* new CliError({ message: `GATEWAY_SUPERVISOR_METRICS_PORT: must be an integer from 0 to 65535, not ${JSON.stringify(metricsPortText.slice(0, 40))}` })
     }
+    if (count > 1 && channel === undefined && port === 0) {
+      // PORT=0 would give each worker a port of its own: the supervisor picks one free port for all.
+      const probe = Bun.listen({ hostname: host, port: 0, socket: { data: () => undefined } })
+      process.env["PORT"] = String(probe.port)
+      probe.stop(true)
+    }
     if (count > 1 && channel === undefined) {
       // Uninterruptible: on SIGTERM the runtime would interrupt this fiber and exit at once, before
       // the supervisor's own handler had drained its workers (they were left running, re-parented).

@@ -424,6 +424,8 @@ const loadSettings = Effect.gen(function* () {
   const maxInFlightEnv = yield* serverVariable("GATEWAY_MAX_IN_FLIGHT", "max_in_flight")
   const maxInFlightPerIpEnv = yield* serverVariable("GATEWAY_MAX_IN_FLIGHT_PER_IP", "max_in_flight_per_ip")
   const poolEnv = yield* Config.option(integerIn("GATEWAY_PG_POOL_SIZE", 1, 1000))
+  // Read where the transport is made (providers/http1.ts, `defaultTransport`); checked here, so a typo is not the default silently.
+  yield* Config.option(Config.literal("http1", "fetch")("GATEWAY_UPSTREAM_CLIENT"))
   const redisEnv = yield* Config.option(
     Config.redacted("REDIS_URL").pipe(
       Config.validate({

@@ -53,6 +53,10 @@ describe("configuration mistakes at start", () => {
     refusedWithOneLine(serve({ GATEWAY_CONFIG: dir }), `${dir}: is not a regular file (GATEWAY_CONFIG)`)
   }, SPAWNS_MS)
 
+  test("GATEWAY_UPSTREAM_CLIENT other than http1 or fetch is refused (a typo was the default, silently)", () => {
+    refusedWithOneLine(serve({ GATEWAY_UPSTREAM_CLIENT: "bogus" }), "GATEWAY_UPSTREAM_CLIENT", "http1, fetch")
+  }, SPAWNS_MS)
+
   test("a validated secret names its variable (its error had none: 'environment: : …')", () => {
     refusedWithOneLine(serve({ GATEWAY_METRICS_TOKEN: "short" }), "environment: GATEWAY_METRICS_TOKEN: must be at least 16 characters")
     refusedWithOneLine(serve({ REDIS_URL: "http://x" }), "environment: REDIS_URL: must be a redis:// or rediss:// URL")

@@ -296,3 +296,34 @@ describe("serve --workers 2 with a bad GATEWAY_SUPERVISOR_METRICS_PORT", () => {
     expect(run.stderr.toString().trim()).toBe('gateway: GATEWAY_SUPERVISOR_METRICS_PORT: must be an integer from 0 to 65535, not "abc"')
   }, 30_000)
 })
+
+describe("serve --workers 2 with PORT=0", () => {
+  test("every worker listens on one port the supervisor picked (each had a port of its own)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "gw-workers-port0-"))
+    const proc = Bun.spawn([process.execPath, join(root, "src", "main.ts"), "serve", "--workers", "2"], {
+      cwd: root,
+      stdout: "pipe",
+      stderr: "inherit",
+      env: { ...process.env, PORT: "0", HOST: "127.0.0.1", GATEWAY_DATA_DIR: dir, DATABASE_URL: join(dir, "g.db"), GATEWAY_LOG_LEVEL: "error" },
+    })
+    let output = ""
+    const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader()
+    const decoder = new TextDecoder()
+    try {
+      const until = Date.now() + 60_000
+      while (!output.includes("workers listening") && Date.now() < until) {
+        const { done, value } = await reader.read()
+        if (done) break
+        output += decoder.decode(value, { stream: true })
+      }
+      const ports = [...output.matchAll(/worker \d listening on http:\/\/127\.0\.0\.1:(\d+)\//g)].map((m) => m[1])
+      expect(ports).toHaveLength(2)
+      expect(new Set(ports).size).toBe(1)
+      expect(Number(ports[0])).toBeGreaterThan(0)
+    } finally {
+      proc.kill("SIGTERM")
+      await proc.exited
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 90_000)
+})
