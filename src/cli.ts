@@ -125,7 +125,11 @@ const serve = Command.make("serve", { workers: workersOption }, ({ workers }) =>
         ].join("\n"),
       )
     } else if (channel === undefined || channel.index === 0) {
-      yield* Console.log("A management key exists already (its secret is not shown again); make another with: gateway keys create --management --name NAME")
+      yield* Console.log(
+        Option.isSome(settings.managementKey)
+          ? "The management key is GATEWAY_MANAGEMENT_KEY's; make another with: gateway keys create --management --name NAME"
+          : "A management key exists already (its secret is not shown again); make another with: gateway keys create --management --name NAME",
+      )
     }
     // SIGHUP's default ends the process at once (a stream cut without its end, the ledger's batch
     // lost): a reload replaces workers, which only the supervisor does (`serve --workers`); a worker

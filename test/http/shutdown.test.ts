@@ -132,6 +132,8 @@ describe("SIGHUP without --workers", () => {
       expect(text).toEndWith("data: [DONE]\n\n")
       expect((await fetch(`${server.url}/v1/health`)).status).toBe(200)
       expect(server.stdout()).toContain("gateway: SIGHUP ignored: a reload needs serve --workers N")
+      // Its management key is the variable's (not "exists already": the database is new).
+      expect(server.stdout()).toContain("The management key is GATEWAY_MANAGEMENT_KEY's")
     } finally {
       server.proc.kill("SIGTERM")
       expect(await server.proc.exited).toBe(0)
