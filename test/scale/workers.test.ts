@@ -310,13 +310,15 @@ describe("serve --workers 2 with PORT=0", () => {
     const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader()
     const decoder = new TextDecoder()
     try {
+      // Both workers' own lines (the supervisor's "workers listening" may come before the second's is written).
+      const portsSeen = () => [...output.matchAll(/worker \d listening on http:\/\/127\.0\.0\.1:(\d+)\//g)].map((m) => m[1])
       const until = Date.now() + 60_000
-      while (!output.includes("workers listening") && Date.now() < until) {
+      while (portsSeen().length < 2 && Date.now() < until) {
         const { done, value } = await reader.read()
         if (done) break
         output += decoder.decode(value, { stream: true })
       }
-      const ports = [...output.matchAll(/worker \d listening on http:\/\/127\.0\.0\.1:(\d+)\//g)].map((m) => m[1])
+      const ports = portsSeen()
       expect(ports).toHaveLength(2)
       expect(new Set(ports).size).toBe(1)
       expect(Number(ports[0])).toBeGreaterThan(0)
