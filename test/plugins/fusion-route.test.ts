@@ -133,7 +133,9 @@ describe("the fusion plugin and the request's end", () => {
     const client = new AbortController()
     const json = { model: "test/final", input: "What is the capital of France?", plugins: [{ id: "fusion", analysis_models: ["test/a", "test/slow"], model: "test/judge", tools: [] }] }
     const pending = gw.fetch("/v1/responses", { method: "POST", json, signal: client.signal }).catch(() => undefined)
-    await Bun.sleep(300)
+    // Left once both panel calls are out (the slow one answers a second after its call).
+    const sentTags = () => mock.requests.slice(from).map((r) => r.headers[TAG])
+    for (let i = 0; i < 200 && !sentTags().includes("pslow"); i++) await Bun.sleep(25)
     client.abort()
     await pending
     // Past the slow panelist's answer (1 s): had the panel gone on, its judge would have been called by now.
