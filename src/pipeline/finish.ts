@@ -57,7 +57,6 @@ export interface Outcome {
   readonly serverTools?: { readonly numSearchResults: number | null; readonly numFetches: number | null; readonly webSearchEngine: string | null }
 }
 
-/** USD a hold holds (its key or credits part, whichever is held). */
 /** What a hold holds, in USD: against the key's limit or the user's credits, whichever it took. */
 export const heldUsd = (hold: Reservation): number => fromNanoUsd(Math.max(hold.amountNano, hold.creditsNano))
 

@@ -20,9 +20,10 @@ export const isContextLengthError = (detail: UpstreamErrorDetail): boolean =>
 const asRecord = (value: unknown): Record<string, unknown> | undefined =>
   typeof value === "object" && value !== null ? (value as Record<string, unknown>) : undefined
 
-/** Reads `{error: {message, code|type}}` (or `{error: "text"}`, or `{message}`) from an error body's text. */
+/** An HTML page's title (a proxy's error page), at most 200 characters of it. */
 const HTML_TITLE = /<title[^>]*>([^<]{0,200})<\/title>/i
 
+/** Reads `{error: {message, code|type}}` (or `{error: "text"}`, or `{message}`) from an error body's text. */
 export const errorDetailOf = (bodyText: string, fallback: string): UpstreamErrorDetail => {
   let parsed: unknown
   try {
