@@ -106,21 +106,18 @@ const CODE_KINDS: Record<string, ProviderErrorKind> = {
   timeout_error: "timeout",
 }
 
-/** An HTTP status sent as an error object's code (Azure's "429" under a 200), as its status reads. */
-const STATUS_CODE_KINDS: Record<string, ProviderErrorKind> = {
-  "400": "bad_request",
-  "401": "auth",
-  "403": "auth",
-  "404": "bad_request",
-  "408": "timeout",
-  "429": "rate_limited",
-  "504": "timeout",
-  "529": "overloaded",
+const NO_HEADERS: HeaderReader = { get: () => null }
+
+/** An error object's code as a kind: a named code, or an HTTP status sent as the code (Azure's "429" under a 200), read as `errorFromStatus` reads it. */
+const kindOfCode = (detail: UpstreamErrorDetail): ProviderErrorKind | undefined => {
+  const code = detail.code
+  if (code === undefined) return undefined
+  return CODE_KINDS[code] ?? (/^[1-5][0-9]{2}$/.test(code) ? errorFromStatus(Number(code), detail, NO_HEADERS).kind : undefined)
 }
 
 /** The error for an error event inside a stream (after the first byte), from its code or type. */
 export const errorFromEvent = (detail: UpstreamErrorDetail): ProviderError => {
-  const kind = (detail.code === undefined ? undefined : (CODE_KINDS[detail.code] ?? STATUS_CODE_KINDS[detail.code])) ?? "server"
+  const kind = kindOfCode(detail) ?? "server"
   // Only a request-shaped failure can be a context-length one ("too many tokens" in a 429 is a rate).
   const fits = (kind === "bad_request" || kind === "server") && isContextLengthError(detail)
   return new ProviderError(fits ? "context_length" : kind, detail.message)
