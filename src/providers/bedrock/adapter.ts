@@ -6,11 +6,11 @@
 import { fromJsonChecked } from "../http"
 import { thinkingBudget } from "../anthropic/request"
 import { DEFAULT_UPSTREAM_LIMITS, type Provider, type ProviderEvent, type UpstreamCall } from "../types"
-import { postToBedrock, readJson } from "./call"
+import { EVENT_STREAM, postToBedrock, readJson } from "./call"
 import { converseJsonEvents } from "./json"
 import { converseRequestBody } from "./request"
 import { ConverseStreamEvents, ConverseStreamTranslator } from "./stream"
-import { bedrockErrorFromStatus, modelPath } from "./wire"
+import { modelPath } from "./wire"
 
 const oneBatch = (events: ReadonlyArray<ProviderEvent>): AsyncIterable<ReadonlyArray<ProviderEvent>> => ({
   async *[Symbol.asyncIterator]() {
@@ -23,7 +23,7 @@ export const bedrockProvider: Provider = {
     const upstreamBody = converseRequestBody(request)
     const structured = request.responseFormat !== undefined && request.responseFormat.type !== "text"
     const path = modelPath(request.model, options.stream ? "converse-stream" : "converse")
-    const answer = await postToBedrock(config, options, path, JSON.stringify(upstreamBody), options.stream ? "application/vnd.amazon.eventstream" : "application/json")
+    const answer = await postToBedrock(config, options, path, JSON.stringify(upstreamBody), options.stream ? EVENT_STREAM : "application/json")
     if (!options.stream) {
       const whole = fromJsonChecked("bedrock", await readJson(answer, options), (json) => converseJsonEvents(json, structured))
       return {
@@ -33,12 +33,6 @@ export const bedrockProvider: Provider = {
           return oneBatch(whole)
         },
       }
-    }
-    // A JSON body where frames were asked for (a proxy's error under a 200) is read as what it says,
-    // not as frames whose first bytes are a length.
-    if (answer.response.headers.get("content-type")?.startsWith("application/json") === true) {
-      const json = await readJson(answer, options)
-      throw bedrockErrorFromStatus(502, JSON.stringify(json), answer.response.headers)
     }
     const limits = options.limits ?? DEFAULT_UPSTREAM_LIMITS
     const events = new ConverseStreamEvents(new ConverseStreamTranslator(structured), answer.response, answer.link, limits.eventBytes)

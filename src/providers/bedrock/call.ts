@@ -21,6 +21,9 @@ type Options = Pick<CallOptions, "signal" | "apiKey" | "limits">
 /** The runtime's base URL of a provider: `base_url`, else the region's public host. */
 export const bedrockBaseUrl = (config: ProviderConfig): string => trimSlash(config.base_url ?? defaultBedrockBaseUrl(config.region ?? "us-east-1"))
 
+/** ConverseStream's answer type: what `accept` asks for a stream of frames. */
+export const EVENT_STREAM = "application/vnd.amazon.eventstream"
+
 export const postToBedrock = async (
   config: ProviderConfig,
   options: Options,
@@ -55,7 +58,11 @@ export const postToBedrock = async (
     throw link.failure(cause)
   }
   link.touch()
-  if (response.status >= 200 && response.status <= 299) return { response, link }
+  const ok = response.status >= 200 && response.status <= 299
+  // A JSON body where frames were asked for (a proxy's error under a 200) is an error body, read as
+  // one (its message, its x-amzn-errortype's kind), not as frames whose first bytes are a length.
+  const jsonForFrames = ok && accept === EVENT_STREAM && response.headers.get("content-type")?.startsWith("application/json") === true
+  if (ok && !jsonForFrames) return { response, link }
   let text = ""
   try {
     text = await response.text(limits.bodyBytes)
@@ -66,7 +73,7 @@ export const postToBedrock = async (
     }
   }
   link.close()
-  throw bedrockErrorFromStatus(response.status, text, response.headers)
+  throw bedrockErrorFromStatus(ok ? 502 : response.status, text, response.headers)
 }
 
 /** A 2xx answer's body as JSON (InvokeModel and Converse); the failure is a "server" error. */

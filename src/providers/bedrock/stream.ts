@@ -290,10 +290,7 @@ export class ConverseStreamEvents extends PushedEvents<UpstreamLink> implements 
   error(cause: Error): void {
     const failure = this.link.failure(cause)
     this.closeBody(false)
-    if (this.last !== undefined) return
-    const out = this.taken
-    this.taken = []
-    this.failAfter(failure, out, this.translator)
+    if (this.last === undefined) this.fail(failure)
   }
 
   /** Fails the stream (unless its answer had finished); the events of frames before the failing one still go first. */
