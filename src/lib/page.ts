@@ -9,9 +9,9 @@
 import { STATUS_CODES } from "node:http"
 import type { Settings } from "../config/Config.js"
 import { OutboundError, safeFetch } from "../outbound/fetch.js"
-import { DEFAULT_PARSE_BOUNDS, MEMORY_CHECK_MS, parseBoundsOf, parsePdfInWorker } from "./pdf.js"
+import { DEFAULT_PARSE_BOUNDS, parseBoundsOf, parsePdfInWorker, watchGrowth } from "./pdf.js"
 import { domainFilter } from "./domains.js"
-import { MAX_TITLE_CHARACTERS } from "./search/index.js"
+import { cut, MAX_TITLE_CHARACTERS } from "./search/index.js"
 import type { HtmlJob, HtmlResult } from "./html.js"
 
 const DEFAULT_MAX_BYTES = 5 * 1024 * 1024
@@ -95,24 +95,24 @@ export const htmlToMarkdownInWorker = async (
   const worker = await takeHtmlWorker()
   return new Promise<HtmlResult>((resolve) => {
     let done = false
-    const baseline = process.memoryUsage.rss()
     readsRunning++
     const end = (result: HtmlResult, healthy: boolean) => {
       if (done) return
       done = true
       readsRunning--
       clearTimeout(timer)
-      clearInterval(watch)
+      watch.stop()
       signal?.removeEventListener("abort", onAbort)
       worker.onmessage = null
       worker.onerror = null
-      giveBackHtmlWorker(worker, healthy && process.memoryUsage.rss() - baseline <= KEEP_WORKER_MAX_GROWTH)
+      giveBackHtmlWorker(worker, healthy && watch.grown() <= KEEP_WORKER_MAX_GROWTH)
       resolve(result)
     }
     const timer = setTimeout(() => end({ ok: false, error: `the page was not read within ${timeoutMs} ms` }, false), timeoutMs)
-    const watch = setInterval(() => {
-      if (process.memoryUsage.rss() - baseline > maxMemory * readsRunning) end({ ok: false, error: `reading the page took more than ${maxMemory} bytes of memory` }, false)
-    }, MEMORY_CHECK_MS)
+    const watch = watchGrowth(
+      () => maxMemory * readsRunning,
+      () => end({ ok: false, error: `reading the page took more than ${maxMemory} bytes of memory` }, false),
+    )
     const onAbort = () => end({ ok: false, error: "the request ended" }, false)
     signal?.addEventListener("abort", onAbort, { once: true })
     worker.onmessage = (event: MessageEvent<HtmlResult>) => end(event.data, true)
@@ -206,7 +206,7 @@ export const fetchPage = async (url: string, options: PageOptions, settings: Set
     const maxMemory = parseBoundsOf(settings).maxMemory
     const page = await htmlToMarkdownInWorker(decodeText(res.body, contentType), url, Math.min(HTML_TIMEOUT_MS, settings.requestTimeoutMs), signal, maxMemory)
     if (!page.ok) return { ok: false, url, httpStatus: res.status, error: page.error }
-    title = page.title.length > MAX_TITLE_CHARACTERS ? `${page.title.slice(0, MAX_TITLE_CHARACTERS)}…` : page.title
+    title = cut(page.title, MAX_TITLE_CHARACTERS)
     content = page.content
   } else if (TEXTUAL.test(contentType) || contentType === "") {
     title = nameOf(url)

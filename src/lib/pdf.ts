@@ -35,7 +35,20 @@ export const DEFAULT_PARSE_BOUNDS: ParseBounds = {
 }
 
 /** How often a parse's memory is read (a bomb that slips past the inflation check grows ~100 MB between reads at most). */
-export const MEMORY_CHECK_MS = 25
+const MEMORY_CHECK_MS = 25
+
+/**
+ * Reads the process's resident memory from now on, every MEMORY_CHECK_MS; calls `over` when its
+ * growth passes `bound()`. Bun's Worker takes no heap limit (`resourceLimits` is ignored, and
+ * inflated bytes live outside the heap): a worker's parse or page read is held to this instead.
+ */
+export const watchGrowth = (bound: () => number, over: () => void) => {
+  const baseline = process.memoryUsage.rss()
+  const timer = setInterval(() => {
+    if (process.memoryUsage.rss() - baseline > bound()) over()
+  }, MEMORY_CHECK_MS)
+  return { stop: () => clearInterval(timer), grown: () => process.memoryUsage.rss() - baseline }
+}
 
 /** Parses a PDF in a fresh Worker (off the event loop), terminated at `timeoutMs`, past its memory bound, or when the request is cancelled. */
 export const parsePdfInWorker = async (
@@ -56,26 +69,24 @@ export const parsePdfInWorker = async (
   }
 }
 
-// Bun's Worker takes no heap limit (`resourceLimits` is ignored, and inflated bytes live outside
-// the heap): the parent reads the process's resident memory instead and ends the worker past it.
 const parseOnce = (bytes: Uint8Array, maxPages: number, timeoutMs: number, bounds: ParseBounds, signal?: AbortSignal): Promise<PdfResult> =>
   new Promise((resolve) => {
     const worker = new Worker(workerUrl, { smol: true })
-    const baseline = process.memoryUsage.rss()
     let done = false
     const end = (result: PdfResult) => {
       if (done) return
       done = true
       clearTimeout(timer)
-      clearInterval(watch)
+      watch.stop()
       signal?.removeEventListener("abort", onAbort)
       worker.terminate()
       resolve(result)
     }
     const timer = setTimeout(() => end({ ok: false, reason: "unreadable", detail: `not parsed within ${timeoutMs} ms` }), timeoutMs)
-    const watch = setInterval(() => {
-      if (process.memoryUsage.rss() - baseline > bounds.maxMemory) end({ ok: false, reason: "too_much_memory" })
-    }, MEMORY_CHECK_MS)
+    const watch = watchGrowth(
+      () => bounds.maxMemory,
+      () => end({ ok: false, reason: "too_much_memory" }),
+    )
     const onAbort = () => end({ ok: false, reason: "unreadable", detail: "the request ended" })
     signal?.addEventListener("abort", onAbort, { once: true })
     worker.onmessage = (event: MessageEvent<PdfResult>) => end(event.data)

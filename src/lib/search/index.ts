@@ -34,7 +34,8 @@ export type SearchOutcome =
   | { readonly ok: true; readonly hits: ReadonlyArray<SearchHit> }
   | { readonly ok: false; readonly error: string }
 
-const cut = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max)}…`)
+/** `text` cut at `max` characters, an ellipsis marking the cut. */
+export const cut = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max)}…`)
 
 /** A hit's title at most (an engine's title of 100,000 characters filled the model's context past its limit). */
 export const MAX_TITLE_CHARACTERS = 300
