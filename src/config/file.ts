@@ -11,6 +11,7 @@ import { searchEngineIds } from "../domain/web.js"
 import { RateLimit } from "../domain/keys.js"
 import { Category, DefaultParameters, InputModality, OutputModality, Parameter } from "../domain/models.js"
 import { PriceUsd, Pricing } from "../domain/pricing.js"
+import { headersAllowed } from "../domain/destinations.js"
 
 const nonEmpty = Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
 const positiveInt = Schema.Int.pipe(Schema.positive({ message: () => "must be a positive integer" }))
@@ -26,18 +27,11 @@ export const ProviderKind = Schema.Literal(...providerKinds).annotations({
 })
 
 /**
- * A header the gateway sends upstream: a name that is an HTTP token, a value with no line break or
- * NUL. Not checked here, either made every request to the provider a 502 at its first call.
+ * The headers the gateway sends upstream, held to a destination's header rules (an HTTP token for a
+ * name, no line break, NUL or framing header): not checked here, a bad one made every request to
+ * the provider a 502 at its first call.
  */
-const HTTP_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
-const HeaderValue = Schema.String.pipe(Schema.filter((v) => !/[\r\n\0]/.test(v), { message: () => "a header value may not hold a line break or NUL" }))
-// A key schema's refinement would read as "unknown key": the names are checked on the whole map, the bad one named.
-const UpstreamHeaders = Schema.Record({ key: Schema.String, value: HeaderValue }).pipe(
-  Schema.filter((headers) => {
-    const bad = Object.keys(headers).find((name) => !HTTP_TOKEN.test(name))
-    return bad === undefined || `header name ${JSON.stringify(bad)} is not an HTTP token (letters, digits and -, no spaces)`
-  }),
-)
+const UpstreamHeaders = Schema.Record({ key: Schema.String, value: Schema.String }).pipe(Schema.filter(headersAllowed))
 
 export const ProviderEntry = Schema.Struct({
   id: nonEmpty,

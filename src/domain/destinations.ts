@@ -57,9 +57,19 @@ const headerProblem = (name: string, value: string): string | undefined => {
 }
 
 /**
- * A map of header names to values (a kind lists it in `secretMaps`: auth headers live there). Names
- * are checked here rather than on the Record's key, where a refused key reads "unknown key".
+ * A filter over a map of header names to values: the first one refused, as an issue at its name, or
+ * true. Names are checked here rather than on a Record's key, where a refused key reads "unknown
+ * key". A destination's headers and a provider's (config/file.ts) are held to it.
  */
+export const headersAllowed = (headers: Readonly<Record<string, string>>): true | { readonly path: ReadonlyArray<string>; readonly message: string } => {
+  for (const [name, value] of Object.entries(headers)) {
+    const problem = headerProblem(name, value)
+    if (problem !== undefined) return { path: [name], message: problem }
+  }
+  return true
+}
+
+/** A map of header names to values (a kind lists it in `secretMaps`: auth headers live there). */
 export const ConfigHeaders = Schema.Record({
   key: Schema.String,
   value: Schema.String.annotations({ message: () => "must be a string" }).pipe(
@@ -67,15 +77,7 @@ export const ConfigHeaders = Schema.Record({
   ),
 })
   .annotations({ message: () => "must be an object of header names to string values" })
-  .pipe(
-    Schema.filter((headers) => {
-      for (const [name, value] of Object.entries(headers)) {
-        const problem = headerProblem(name, value)
-        if (problem !== undefined) return { path: [name], message: problem }
-      }
-      return true
-    }),
-  )
+  .pipe(Schema.filter(headersAllowed))
 
 /** A SQL identifier: quoted in the SQL text; the length cap keeps it sane. */
 export const ConfigSqlIdentifier = Schema.String.pipe(
