@@ -6,7 +6,7 @@ import * as BunContext from "@effect/platform-bun/BunContext"
 import * as BunRuntime from "@effect/platform-bun/BunRuntime"
 import { Cause, Effect, Runtime } from "effect"
 import { CliError, runCli, usageOf } from "./cli.js"
-import { describeStoreFailure, isStoreUnavailable } from "./store/unavailable.js"
+import { describeStoreFailure, isStoreUnavailable, storeFailureIn } from "./store/unavailable.js"
 
 const argv = process.argv.length <= 2 ? [...process.argv, "serve"] : process.argv
 
@@ -21,16 +21,6 @@ const databaseNamed = (): string => {
   } catch {
     return url.includes("@") ? "DATABASE_URL (not shown: it is no URL, and may hold a password)" : `DATABASE_URL ${url}`
   }
-}
-
-/** The store's own error in `e`'s chain (an @effect/sql SqlError, bun:sqlite's SQLiteError), or undefined. */
-const storeFailureIn = (e: unknown): Error | undefined => {
-  let at: unknown = e
-  for (let depth = 0; depth < 6 && typeof at === "object" && at !== null; depth++) {
-    if (at instanceof Error && ((at as { _tag?: unknown })._tag === "SqlError" || at.name === "SQLiteError")) return at
-    at = (at as { cause?: unknown }).cause
-  }
-  return undefined
 }
 
 /** Ends the command with one line on stderr and `code`, no stack trace. */

@@ -44,17 +44,22 @@ const unavailableHere = (e: unknown): boolean => {
   return typeof message === "string" && PG_MESSAGES.test(message)
 }
 
-/** `e` or one of its causes is the store being unreachable or unwritable. */
-export const isStoreUnavailable = (e: unknown): boolean => {
-  // A rejected runPromise: the failure is in its cause.
+/** The first of `e` and its causes (six deep at most) that `found` accepts; a rejected runPromise's failure is read in its cause. */
+const causeWhere = (e: unknown, found: (at: object) => boolean): object | undefined => {
   let at: unknown = Runtime.isFiberFailure(e) ? Cause.squash(e[Runtime.FiberFailureCauseId]) : Cause.isCause(e) ? Cause.squash(e) : e
-  for (let depth = 0; depth < 6 && at !== undefined && at !== null; depth++) {
-    if (unavailableHere(at)) return true
-    if (typeof at !== "object") return false
+  for (let depth = 0; depth < 6 && typeof at === "object" && at !== null; depth++) {
+    if (found(at)) return at
     at = (at as { cause?: unknown }).cause
   }
-  return false
+  return undefined
 }
+
+/** `e` or one of its causes is the store being unreachable or unwritable. */
+export const isStoreUnavailable = (e: unknown): boolean => causeWhere(e, unavailableHere) !== undefined
+
+/** The store's own error in `e` or its causes (an @effect/sql SqlError, bun:sqlite's SQLiteError), or undefined: a failure of the store that is not its being unreachable. */
+export const storeFailureIn = (e: unknown): Error | undefined =>
+  causeWhere(e, (at) => at instanceof Error && ((at as { _tag?: unknown })._tag === "SqlError" || at.name === "SQLiteError")) as Error | undefined
 
 /**
  * A store failure in one line: the error's message and its cause's. A SqlError's own message hides
