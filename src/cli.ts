@@ -9,8 +9,9 @@ import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
 import * as Usage from "@effect/cli/Usage"
 import { SqlClient } from "@effect/sql"
-import { Console, Data, Effect, Either, Layer, Option, ParseResult, Schema } from "effect"
+import { Console, Data, Effect, Either, Layer, Option, Schema } from "effect"
 import { intervalText, KeyName, MAX_LIMIT_USD, RateLimit, Usd } from "./domain/keys.js"
+import { describeParseError } from "./domain/validation.js"
 import { requeueDead } from "./broadcast/queue.js"
 import { GatewayConfig } from "./config/Config.js"
 import { parseWorkers, supervise } from "./supervisor.js"
@@ -69,11 +70,6 @@ const serve = Command.make("serve", { workers: workersOption }, ({ workers }) =>
       return yield* new CliError({ message: `--workers (GATEWAY_WORKERS): must be a whole number from 1 to 9999 or auto, not ${JSON.stringify(workersText)}` })
     }
     const channel = workerChannel()
-    const metricsPortText = (process.env["GATEWAY_SUPERVISOR_METRICS_PORT"] ?? "0").trim()
-    const metricsPort = /^[0-9]{1,5}$/.test(metricsPortText) ? Number(metricsPortText) : Number.NaN
-    if (count > 1 && !(metricsPort <= 65535)) {
-      return yield* new CliError({ message: `GATEWAY_SUPERVISOR_METRICS_PORT: must be an integer from 0 to 65535, not ${JSON.stringify(metricsPortText.slice(0, 40))}` })
-    }
     if (count > 1 && channel === undefined && port === 0) {
       // PORT=0 would give each worker a port of its own: the supervisor picks one free port for all.
       const probe = Bun.listen({ hostname: host, port: 0, socket: { data: () => undefined } })
@@ -89,7 +85,7 @@ const serve = Command.make("serve", { workers: workersOption }, ({ workers }) =>
           workers: count,
           command: workerCommand(),
           instanceId: settingsNow.instanceId,
-          metricsPort,
+          metricsPort: settingsNow.supervisorMetricsPort,
           redisConfigured: settingsNow.redis !== undefined,
           log: (line) => console.log(line),
         }),
@@ -199,12 +195,11 @@ const parseRateLimit = (text: string) => {
     : Effect.fail(new CliError({ message: `--rate-limit: must be REQUESTS/INTERVAL, e.g. 10/10s (requests an integer from 1, interval from 1s to 1d), not ${JSON.stringify(text)}` }))
 }
 
-/** A flag's value by the API's rule for the same field: the value, or the refusal naming the flag and the rule. */
+/** A flag's value by the API's rule for the same field: the value, or the refusal naming the flag and the rule (as the API words it). */
 const checked = <A>(flag: string, schema: Schema.Schema<A, A>, value: A) => {
   const decoded = Schema.decodeUnknownEither(schema)(value)
   if (Either.isRight(decoded)) return Effect.succeed(decoded.right)
-  const issue = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)[0]
-  return Effect.fail(new CliError({ message: `${flag}: ${issue?.message ?? "not allowed"} (got ${JSON.stringify(String(value).slice(0, 40))})` }))
+  return Effect.fail(new CliError({ message: `${flag}: ${describeParseError(decoded.left)} (got ${JSON.stringify(String(value).slice(0, 40))})` }))
 }
 
 const keysCreate = Command.make(

@@ -58,6 +58,8 @@ export interface Settings {
    * under this name by an earlier run. Two processes running at once need different names.
    */
   readonly instanceId: string
+  /** `serve --workers`: the loopback port of the supervisor's merged /metrics (GATEWAY_SUPERVISOR_METRICS_PORT); 0, none. */
+  readonly supervisorMetricsPort: number
   /** A hold's lease: released by any process once its owner has not renewed it for this long. */
   readonly holdLeaseMs: number
   /** A budget slice holds at most this many worst cases of the request asking for it (0: no slices, a hold per request). */
@@ -418,6 +420,7 @@ const loadSettings = Effect.gen(function* () {
   const shutdownGraceMs = yield* integerIn("GATEWAY_SHUTDOWN_GRACE_MS", 0).pipe(Config.withDefault(30_000))
   const durableEnv = yield* Config.option(Config.boolean("GATEWAY_DURABLE_ANSWERS"))
   const instanceEnv = yield* Config.option(Config.nonEmptyString("GATEWAY_INSTANCE_ID"))
+  const supervisorMetricsPort = yield* integerIn("GATEWAY_SUPERVISOR_METRICS_PORT", 0, 65535).pipe(Config.withDefault(0))
   // Bun's idleTimeout is at most 255 seconds.
   const idleEnv = yield* serverVariable("GATEWAY_IDLE_TIMEOUT_S", "idle_timeout_s")
   const bodyTimeoutEnv = yield* serverVariable("GATEWAY_BODY_TIMEOUT_MS", "body_timeout_ms")
@@ -472,6 +475,7 @@ const loadSettings = Effect.gen(function* () {
     stallTimeoutMs: stallEnv ?? catalog.server?.stall_timeout_ms ?? 60_000,
     durableAnswers: Option.getOrElse(durableEnv, () => catalog.ledger?.durable_answers ?? false),
     instanceId: Option.getOrElse(instanceEnv, () => catalog.instance_id ?? hostname()),
+    supervisorMetricsPort,
     holdLeaseMs: catalog.ledger?.hold_lease_ms ?? 30_000,
     budgetSliceRequests: catalog.ledger?.budget_slice_requests ?? DEFAULT_BUDGET_SLICE.requests,
     budgetSliceIdleMs: catalog.ledger?.budget_slice_idle_ms ?? DEFAULT_BUDGET_SLICE.idleMs,
@@ -537,6 +541,7 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings => ({
   durableAnswers: false,
   // A name of its own per test gateway: one starting never releases another's holds.
   instanceId: `test-${crypto.randomUUID().slice(0, 8)}`,
+  supervisorMetricsPort: 0,
   holdLeaseMs: 30_000,
   budgetSliceRequests: DEFAULT_BUDGET_SLICE.requests,
   budgetSliceIdleMs: DEFAULT_BUDGET_SLICE.idleMs,

@@ -293,7 +293,7 @@ describe("serve --workers 2 with a bad GATEWAY_SUPERVISOR_METRICS_PORT", () => {
       timeout: 20_000,
     })
     expect(run.exitCode).toBe(1)
-    expect(run.stderr.toString().trim()).toBe('gateway: GATEWAY_SUPERVISOR_METRICS_PORT: must be an integer from 0 to 65535, not "abc"')
+    expect(run.stderr.toString().trim()).toBe('gateway: configuration error: environment: GATEWAY_SUPERVISOR_METRICS_PORT: must be an integer from 0 to 65535, not "abc"')
   }, 30_000)
 })
 
