@@ -148,9 +148,6 @@ export const extractJson = (text: string): string => {
   return close > open ? text.slice(open, close + 1) : text.slice(open)
 }
 
-const isEmptyContainer = (value: unknown): boolean =>
-  typeof value === "object" && value !== null && (Array.isArray(value) ? value.length === 0 : Object.keys(value).length === 0)
-
 const parses = (text: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false } => {
   try {
     return { ok: true, value: JSON.parse(text) }
@@ -169,6 +166,9 @@ export const heal = (text: string, mode: Mode, validate: ValidateFunction | unde
   if (!/[{[]/.test(text) || text.length > MAX_REPAIR_CHARS) return { text, changed: false, valid: false }
   const { jsonrepair } = loaded()
   const extracted = extractJson(text)
+  // Prose that ends in a bare `{` or `[` (the extract a lone bracket, which repairs to an empty one):
+  // no JSON the model wrote, and the prose would be lost.
+  if (extracted.trim().length === 1 && text.trim() !== extracted.trim()) return { text, changed: false, valid: false }
   let repaired: string
   try {
     repaired = jsonrepair(extracted)
@@ -177,7 +177,5 @@ export const heal = (text: string, mode: Mode, validate: ValidateFunction | unde
   }
   const parsed = parses(repaired)
   if (!parsed.ok) return { text, changed: false, valid: false }
-  // Prose that ends in a bare `{` or `[` repairs to an empty object: no JSON the model wrote, and the prose would be lost.
-  if (isEmptyContainer(parsed.value) && extracted.trim().length <= 1 && text.trim() !== extracted.trim()) return { text, changed: false, valid: false }
   return { text: repaired, changed: repaired !== text, valid: judge(parsed.value) }
 }
