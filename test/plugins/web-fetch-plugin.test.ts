@@ -123,6 +123,20 @@ describe("the linked pages reach the model above the last user message", () => {
     expect(upstreamMessages().at(-2)?.text).toContain("[… truncated at 5 tokens]")
   })
 
+  test("a key with nothing left → 402 before any page is fetched; a key with budget left fetches", async () => {
+    const made = await open.fetch("/v1/keys", { method: "POST", json: { name: "spent", limit: 0 } })
+    const { key } = (await made.json()) as { key: string }
+    const json = { model: "test/chat", input: `read ${base}/page-a`, plugins: [{ id: "web-fetch" }] }
+    const res = await open.fetch("/v1/responses", { method: "POST", key, json })
+    expect(res.status).toBe(402)
+    expect(served).toEqual([])
+    expect(upstream.requests).toHaveLength(0)
+    const funded = await open.fetch("/v1/keys", { method: "POST", json: { name: "funded", limit: 1 } })
+    const ok = await open.fetch("/v1/responses", { method: "POST", key: ((await funded.json()) as { key: string }).key, json })
+    expect(ok.status).toBe(200)
+    expect(served).toEqual(["/page-a"])
+  })
+
   test("no URL in the message: nothing fetched, the request as it was, an entry saying so", async () => {
     const { res, body } = await ask(open, "responses", "No links here")
     expect(res.status).toBe(200)

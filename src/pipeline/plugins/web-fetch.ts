@@ -9,6 +9,8 @@
  */
 import { Effect, Schema } from "effect"
 import type { Settings } from "../../config/Config.js"
+import type { ApiError } from "../../domain/errors.js"
+import { NANO_PER_USD } from "../../domain/pricing.js"
 import { AnyRecord } from "../../domain/schema-rules.js"
 import { webFetchPluginFields } from "../../domain/web.js"
 import { fetchPage, type PageOutcome } from "../../lib/page.js"
@@ -34,8 +36,11 @@ export const urlsIn = (text: string, max: number): ReadonlyArray<string> => {
   return found
 }
 
-/** A request's fetched pages, by the plugin's index in `plugins`. */
-const pagesOf = requestSlot<Map<number, ReadonlyArray<PageOutcome>>>("web-fetch")
+/** A request's fetched pages (or its key's refusal), by the plugin's index in `plugins`. */
+const pagesOf = requestSlot<Map<number, ReadonlyArray<PageOutcome> | ApiError>>("web-fetch")
+
+/** The least a key must have left for pages to be fetched on its behalf: one nano-dollar. */
+const LEAST_USD = 1 / NANO_PER_USD
 
 export const WebFetchPlugin = Schema.Struct({ ...pluginFields("web-fetch"), ...webFetchPluginFields }, AnyRecord)
 type WebFetchEntry = typeof WebFetchPlugin.Type
@@ -65,16 +70,25 @@ const makeWebFetchStage = (settings: Settings): PreModelHalf<WebFetchEntry> => (
     }
     const pages = pagesOf.get(state.loaded)?.get(at)
     if (pages === undefined) {
+      const remember = (value: ReadonlyArray<PageOutcome> | ApiError) => {
+        const map = pagesOf.get(state.loaded) ?? new Map<number, ReadonlyArray<PageOutcome> | ApiError>()
+        map.set(at, value)
+        pagesOf.set(state.loaded, map)
+      }
       return new Missing(
-        Effect.promise(async (signal) => {
+        Effect.gen(function* () {
+          // The fetches are free but not without cost to others (the pages' servers, this
+          // process's sockets): a key with nothing left gets its 402 before any is made.
+          if (state.holdBudget !== undefined) {
+            const held = yield* Effect.either(state.holdBudget(state, LEAST_USD))
+            if (held._tag === "Left") return remember(held.left)
+          }
           const options = { maxContentTokens: config.max_content_tokens, allowed: config.allowed_domains, blocked: config.blocked_domains }
-          const fetched = await Promise.all(urls.map((url) => fetchPage(url, options, settings, signal)))
-          const map = pagesOf.get(state.loaded) ?? new Map<number, ReadonlyArray<PageOutcome>>()
-          map.set(at, fetched)
-          pagesOf.set(state.loaded, map)
+          remember(yield* Effect.promise((signal) => Promise.all(urls.map((url) => fetchPage(url, options, settings, signal)))))
         }),
       )
     }
+    if ("_tag" in pages) return pages
     const read = pages.filter((p) => p.ok).length
     return {
       request: withContextAbove(state.request, message.at, contextOf(pages)),
