@@ -81,15 +81,21 @@ const applyPending = Effect.gen(function* () {
 const MIGRATION_LOCK = 7_262_400_100
 
 /**
- * Applies the migrations not yet applied, each in its own transaction. On Postgres the whole run
- * holds an advisory lock in one transaction: two processes starting on a fresh database at once
- * (replicas) both created the tables, and the second stopped on a duplicate type; now it waits,
- * then finds nothing to apply.
+ * Applies the migrations not yet applied, each in its own transaction, the whole run inside one
+ * that holds the database's write lock from its first statement: two processes starting on a
+ * fresh database at once (replicas, or `gateway migrate` beside a start) both created the
+ * tables, and the second stopped on a duplicate table, column or type; now it waits, then finds
+ * nothing to apply. Postgres: an advisory lock. SQLite: a write that changes nothing takes the
+ * file's write lock (the busy timeout's wait) before the applied migrations are read.
  */
 export const migrate = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   sql.onDialectOrElse({
     pg: () => sql.withTransaction(Effect.zipRight(sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`, applyPending)),
-    orElse: () => applyPending,
+    orElse: () =>
+      Effect.zipRight(
+        sql`CREATE TABLE IF NOT EXISTS schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`,
+        sql.withTransaction(Effect.zipRight(sql`UPDATE schema_migrations SET id = id WHERE 0`, applyPending)),
+      ),
   }),
 )
 

@@ -12,6 +12,7 @@
  * can run at once. Measured (bench/scratch A/B of the binary, alternating order, 6 rounds): JSON
  * at c=32 138.6 → 127.6 µs of CPU per request.
  */
+import { Database } from "bun:sqlite"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient, type SqlError } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-bun"
@@ -32,8 +33,37 @@ export class MainConnection extends Context.Tag("MainConnection")<
 /** For an engine without a separate main connection to guard (Postgres): never idle, so writers take the permit path. */
 export const noMainConnection = Layer.succeed(MainConnection, { idle: () => false })
 
+/** How long a start waits for another process making the same new file a WAL database. */
+const WAL_WAIT_MS = 5_000
+
+/**
+ * The file made a WAL database, waiting for another process doing the same. The client's own
+ * `journal_mode = WAL` runs before any busy timeout can be set, and the switch from a new file's
+ * rollback journal takes an exclusive lock that SQLite refuses at once rather than wait for (a
+ * shared lock held cannot wait for another: deadlock): two processes starting on a new file at
+ * once had one of them stop on "database is locked". It is tried again, briefly, at start only.
+ */
+const walWaiting = (filename: string): void => {
+  if (filename === ":memory:") return
+  const until = Date.now() + WAL_WAIT_MS
+  for (;;) {
+    const db = new Database(filename, { create: true })
+    try {
+      db.run("PRAGMA busy_timeout = 5000")
+      db.run("PRAGMA journal_mode = WAL")
+      return
+    } catch (e) {
+      if (!(e instanceof Error && e.message.includes("database is locked")) || Date.now() > until) throw e
+    } finally {
+      db.close()
+    }
+    Bun.sleepSync(10)
+  }
+}
+
 const counted = (filename: string) =>
   Effect.gen(function* () {
+    walWaiting(filename)
     const client = yield* SqliteClient.make({ filename })
     // The count of open transactions, shared with the delivery Worker's writes (an atomic add when none waits).
     const gate = makeGate()
