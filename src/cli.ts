@@ -85,6 +85,7 @@ const serve = Command.make("serve", { workers: workersOption }, ({ workers }) =>
           workers: count,
           command: workerCommand(),
           instanceId: settingsNow.instanceId,
+          dataDir: settingsNow.dataDir,
           metricsPort: settingsNow.supervisorMetricsPort,
           redisConfigured: settingsNow.redis !== undefined,
           log: (line) => console.log(line),

@@ -12,15 +12,18 @@
  *   with its worker, on a port of its own (`GATEWAY_SUPERVISOR_METRICS_PORT`, loopback).
  * Plain Bun processes: no Effect runtime here, the workers have theirs.
  */
+import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { availableParallelism } from "node:os"
-import { readFileSync } from "node:fs"
 import type { SupervisorMessage } from "./services/worker-channel.js"
+import { spoolPathOf } from "./store/spool.js"
 
 export interface SupervisorOptions {
   readonly workers: number
   /** The command that starts one worker (this program's `serve`). */
   readonly command: ReadonlyArray<string>
   readonly instanceId: string
+  /** The data folder, where a worker that stops with batches in its ledger spool leaves its file. */
+  readonly dataDir: string
   /** Loopback port of the merged metrics (0: none). */
   readonly metricsPort: number
   readonly redisConfigured: boolean
@@ -66,6 +69,10 @@ export const parseWorkers = (text: string): number | undefined => {
 interface Worker {
   readonly index: number
   readonly generation: number
+  /** Its instance id (`GATEWAY_INSTANCE_ID`). */
+  readonly instanceId: string
+  /** The stopped workers' spools it was given to take over. */
+  readonly adopts: ReadonlyArray<string>
   readonly proc: ReturnType<typeof Bun.spawn>
   ready: boolean
   /** Set when the supervisor itself stops it (replaced, or shutting down): its exit is no crash. */
@@ -138,6 +145,13 @@ interface Pool {
   readonly backoff: Map<number, number>
   readonly pendingMetrics: Map<number, { texts: Array<string>; expected: number; done: (text: string) => void }>
   metricsRequest: number
+  /**
+   * Instance ids of stopped workers whose ledger spool files are still there. Each worker has a
+   * name no later one shares (holds are released by their lease, never by a namesake), so its
+   * spool would be read by no one: the next worker started takes them over (`GATEWAY_ADOPT_SPOOLS`)
+   * and commits them before it serves. An id leaves the set once a worker given it listens.
+   */
+  readonly orphanSpools: Set<string>
 }
 
 /** A notice one worker sent, passed on to every worker. */
@@ -159,9 +173,13 @@ const spawn = (pool: Pool, index: number, candidate = false): Promise<Worker> =>
   new Promise((resolve, reject) => {
     const { options } = pool
     const gen = ++pool.generation
+    const instanceId = `${options.instanceId}-w${index}.${gen}`
+    const adopts = [...pool.orphanSpools]
     const worker: Worker = {
       index,
       generation: gen,
+      instanceId,
+      adopts,
       ready: false,
       retiring: false,
       startedAt: Date.now(),
@@ -173,11 +191,13 @@ const spawn = (pool: Pool, index: number, candidate = false): Promise<Worker> =>
           GATEWAY_WORKERS_TOTAL: String(options.workers),
           // Each process its own name among those sharing the database: a worker starting never
           // releases a sibling's holds (they are released by their lease when a worker dies).
-          GATEWAY_INSTANCE_ID: `${options.instanceId}-w${index}.${gen}`,
+          GATEWAY_INSTANCE_ID: instanceId,
+          GATEWAY_ADOPT_SPOOLS: adopts.join(","),
         },
         ipc: (message: SupervisorMessage) => {
           if (message.t === "ready") {
             worker.ready = true
+            for (const id of adopts) pool.orphanSpools.delete(id)
             pool.candidates.delete(worker)
             resolve(worker)
           } else if (message.t === "notice") relay(pool, message)
@@ -185,6 +205,7 @@ const spawn = (pool: Pool, index: number, candidate = false): Promise<Worker> =>
         },
         onExit: (_proc, code, signal) => {
           pool.candidates.delete(worker)
+          if (existsSync(spoolPathOf(options.dataDir, instanceId))) pool.orphanSpools.add(instanceId)
           if (pool.workers.get(index) === worker) pool.workers.delete(index)
           if (!worker.ready) reject(new Error(`worker ${index} exited before it listened (code ${code}, signal ${signal})`))
           if (worker.retiring || pool.stopping || (!worker.ready && (candidate || !pool.started))) return
@@ -292,6 +313,24 @@ const stop = async (pool: Pool) => {
   process.exit(0)
 }
 
+/** The ledger spool files workers of an earlier run under this instance id left (none of them runs now). */
+export const spoolsLeftBy = (options: Pick<SupervisorOptions, "dataDir" | "instanceId">): Set<string> => {
+  const prefix = spoolPathOf("", `${options.instanceId}-w`).slice(0, -".jsonl".length)
+  const found = new Set<string>()
+  let names: Array<string>
+  try {
+    names = readdirSync(options.dataDir)
+  } catch {
+    return found
+  }
+  for (const name of names) {
+    if (name.startsWith(prefix) && name.endsWith(".jsonl") && /^\d+\.\d+$/.test(name.slice(prefix.length, -".jsonl".length))) {
+      found.add(name.slice("ledger-spool.".length, -".jsonl".length))
+    }
+  }
+  return found
+}
+
 export const supervise = async (options: SupervisorOptions): Promise<never> => {
   const { log } = options
   const pool: Pool = {
@@ -306,6 +345,7 @@ export const supervise = async (options: SupervisorOptions): Promise<never> => {
     backoff: new Map(),
     pendingMetrics: new Map(),
     metricsRequest: 0,
+    orphanSpools: spoolsLeftBy(options),
   }
   if (options.workers > 1 && !options.redisConfigured) {
     log("gateway: --workers without Redis: sticky sessions and cooldowns are per worker (set redis.url or REDIS_URL to share them)")

@@ -20,7 +20,6 @@
  * runs while the database takes every batch (docs/operations.md, "When the database goes away").
  */
 import { SqlClient } from "@effect/sql"
-import { join } from "node:path"
 import { Cause, Context, Effect, Exit, Option, Runtime } from "effect"
 import { GatewayConfig, isPostgresUrl } from "../config/Config.js"
 import type { GenerationContent, GenerationEntry } from "../domain/generations.js"
@@ -35,7 +34,8 @@ import {
   sqlSettleAlone,
 } from "../store/ledger.js"
 import type { SettleArgs } from "../store/settlement.js"
-import { type LedgerSpool, openSpool, type SpooledBatch } from "../store/spool.js"
+import { adoptSpools, type LedgerSpool, openSpool, type SpooledBatch, spoolPathOf } from "../store/spool.js"
+import { adoptedSpoolIds } from "./worker-channel.js"
 import { describeStoreFailure, isStoreUnavailable, StoreTimeout } from "../store/unavailable.js"
 import { MainConnection } from "../store/sqlite-client.js"
 import { writerOut } from "../store/sqlite-gate.js"
@@ -229,7 +229,7 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
 
     // The spool: memory only for an in-memory database (a restart loses it anyway), else a file of this
     // instance's own under the data folder, read now: what it holds is committed before the gateway serves.
-    const spoolPath = url === ":memory:" ? undefined : join(config.dataDir, `ledger-spool.${config.instanceId.replace(/[^A-Za-z0-9._-]/g, "_")}.jsonl`)
+    const spoolPath = url === ":memory:" ? undefined : spoolPathOf(config.dataDir, config.instanceId)
     const spool: LedgerSpool = openSpool(spoolPath, { maxGenerations: config.spoolMaxGenerations, maxBytes: config.spoolMaxBytes })
     const admission: Admission = { full: false }
     const spoolChanged = () => {
@@ -621,6 +621,13 @@ export class GenerationStore extends Effect.Service<GenerationStore>()("Generati
       }),
     )
 
+    // The spools of workers of `serve --workers` that stopped with batches in them (given by the supervisor).
+    const orphans = spoolPath === undefined ? [] : adoptedSpoolIds().map((id) => spoolPathOf(config.dataDir, id))
+    if (orphans.length > 0) {
+      const adopted = yield* Effect.promise(() => adoptSpools(spool, orphans))
+      if (adopted > 0) yield* Effect.logWarning(`Took ${adopted} generations from the ledger spools of stopped workers (${orphans.join(", ")})`)
+      spoolChanged()
+    }
     // A spool left by an earlier run (the database was away when it stopped or was killed): committed before serving.
     if (spool.batches().length > 0) {
       yield* Effect.logWarning(`Committing ${spool.generations()} generations left in the ledger spool (${spoolPath}) before serving`)

@@ -17,3 +17,10 @@ export const workerChannel = (): { readonly index: number; readonly total: numbe
   const send = process.send.bind(process)
   return { index: Number(index), total: Number(process.env["GATEWAY_WORKERS_TOTAL"] ?? "1"), send: (m) => void send(m) }
 }
+
+/**
+ * The instance ids of stopped workers whose ledger spools this worker takes over at start
+ * (`GATEWAY_ADOPT_SPOOLS`, set by the supervisor only: comma-separated, file-name safe).
+ */
+export const adoptedSpoolIds = (): ReadonlyArray<string> =>
+  (process.env["GATEWAY_ADOPT_SPOOLS"] ?? "").split(",").filter((id) => /^[A-Za-z0-9._-]+$/.test(id))

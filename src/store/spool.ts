@@ -16,7 +16,7 @@
  */
 import { mkdirSync, readFileSync, statSync } from "node:fs"
 import { type FileHandle, open, unlink } from "node:fs/promises"
-import { dirname } from "node:path"
+import { dirname, join } from "node:path"
 import type { GenerationEntry } from "../domain/generations.js"
 import type { LedgerItem, LedgerRows } from "./ledger.js"
 import type { SettleArgs } from "./settlement.js"
@@ -237,4 +237,27 @@ export const openSpool = (path: string | undefined, bounds: SpoolBounds): Ledger
       handle = undefined
     },
   }
+}
+
+/** A spool's file under the data folder: one per instance id (`GATEWAY_INSTANCE_ID`), made safe as a file name. */
+export const spoolPathOf = (dataDir: string, instanceId: string): string =>
+  join(dataDir, `ledger-spool.${instanceId.replace(/[^A-Za-z0-9._-]/g, "_")}.jsonl`)
+
+/**
+ * Takes the batches of other processes' spool files into `spool` (appended: on disk before this
+ * returns), then removes those files. For `serve --workers`: a worker that died with batches in
+ * its spool leaves a file under a name no later worker has (src/supervisor.ts names each worker
+ * anew); its replacement adopts it. A crash between the append and the removal leaves the batches
+ * in both files; the replay skips a batch whose generations are already written.
+ */
+export const adoptSpools = async (spool: LedgerSpool, paths: ReadonlyArray<string>): Promise<number> => {
+  let adopted = 0
+  for (const path of paths) {
+    for (const batch of readSpoolFile(path)) {
+      await spool.append(batch.items, batch.extra)
+      adopted += batch.items.length
+    }
+    await unlink(path).catch(() => undefined)
+  }
+  return adopted
 }

@@ -7,10 +7,10 @@
  * the workers; SIGTERM drains both and the supervisor exits 0.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { autoWorkerCount, labelled, mergeExpositions } from "../../src/supervisor.js"
+import { autoWorkerCount, labelled, mergeExpositions, spoolsLeftBy } from "../../src/supervisor.js"
 import { freshDatabase, type TestDatabase } from "../support/db.js"
 
 const root = join(import.meta.dir, "..", "..")
@@ -27,6 +27,19 @@ describe("the supervisor's pieces", () => {
     expect(autoWorkerCount("Cpus_allowed_list:\t0-3,6\n", "max 100000\n")).toBe(5)
     expect(autoWorkerCount("Cpus_allowed_list:\t0-7\n", "150000 100000\n")).toBe(2)
     expect(autoWorkerCount("Cpus_allowed_list:\t2\n", "")).toBe(1)
+  })
+
+  test("the spools an earlier run's workers left are found by their names (the next worker takes them over)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "gw-orphans-"))
+    try {
+      for (const name of ["ledger-spool.gw_1-w0.1.jsonl", "ledger-spool.gw_1-w12.7.jsonl", "ledger-spool.gw_1.jsonl", "ledger-spool.other-w0.1.jsonl", "ledger-spool.gw_1-wx.1.jsonl", "gateway.db"]) {
+        writeFileSync(join(dir, name), "")
+      }
+      expect([...spoolsLeftBy({ dataDir: dir, instanceId: "gw:1" })].sort()).toEqual(["gw_1-w0.1", "gw_1-w12.7"])
+      expect(spoolsLeftBy({ dataDir: join(dir, "missing"), instanceId: "gw" }).size).toBe(0)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   test("each worker's series are labelled and merged under one HELP and TYPE", () => {
@@ -164,6 +177,38 @@ describe("serve --workers 2", () => {
     const children = (await Bun.$`pgrep -P ${proc.pid}`.text()).trim().split("\n").map(Number)
     expect(children.length).toBe(2)
     const victim = children[0] as number
+    // As if it had spooled a batch while the database was away: its replacement (a new name) takes it over.
+    const victimId = /GATEWAY_INSTANCE_ID=([^\0]+)/.exec(readFileSync(`/proc/${victim}/environ`, "latin1"))?.[1] ?? ""
+    const answered = await call("/v1/responses", { method: "POST", json: { model: "t/echo", input: "spooled" } })
+    const generationId = answered.headers.get("x-generation-id") ?? ""
+    await answered.arrayBuffer()
+    const spoolFile = join(dir, `ledger-spool.${victimId}.jsonl`)
+    // The generation the gateway wrote already: the replay finds it and skips the batch (nothing counted twice).
+    const entry = {
+      id: generationId,
+      keyHash: "k",
+      userId: "u",
+      workspaceId: "w",
+      model: "t/echo",
+      providerName: "fake",
+      upstreamModel: "echo",
+      createdAt: new Date().toISOString(),
+      streamed: false,
+      cancelled: false,
+      finishReason: "stop",
+      sessionId: null,
+      inputTokens: 1,
+      cachedTokens: 0,
+      cacheWriteTokens: 0,
+      outputTokens: 1,
+      reasoningTokens: 0,
+      totalCost: 0,
+      isByok: false,
+      generationTimeMs: 1,
+      latencyMs: 1,
+      status: "completed",
+    }
+    writeFileSync(spoolFile, `${JSON.stringify({ s: 1, i: [{ entry }] })}\n`)
     process.kill(victim, "SIGKILL")
     // The kill is done when the process is gone (its listening socket closed with it).
     await waitFor(async () => {
@@ -179,6 +224,8 @@ describe("serve --workers 2", () => {
     expect(statuses).toEqual(Array(30).fill(200))
     await waitFor(async () => /gateway_worker_restarts_total 1/.test(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()) && (await workersListening()), "the replacement")
     expect(output).toMatch(/worker \d exited \(code null, signal SIGKILL\)/)
+    expect([victimId, generationId].every((s) => s !== "")).toBe(true)
+    expect(existsSync(spoolFile)).toBe(false)
   }, 60_000)
 
   test("SIGHUP replaces the workers with no refused connection under concurrent connects", async () => {

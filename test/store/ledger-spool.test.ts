@@ -157,6 +157,49 @@ describe("a gateway started with a spool file", () => {
   })
 })
 
+describe("a worker given stopped workers' spools (serve --workers)", () => {
+  test("takes their batches into its own spool, commits them before serving, and removes their files", async () => {
+    const dir = tempDir()
+    const file = join(dir, "gateway.db")
+    const first = await startServer(GatewayConfig.layer(testSettings({ databaseUrl: file, dataDir: dir, instanceId: "sup-w0.1" })))
+    const admin = Option.getOrThrow(first.createdSecret)
+    const res = await fetch(`${first.url}/v1/keys`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
+      body: JSON.stringify({ name: "orphaned" }),
+    })
+    const created = (await res.json()) as { data: { hash: string } }
+    await first.stop()
+    const db = new Database(file, { readonly: true })
+    const owner = db.query<{ user_id: string; workspace_id: string }, [string]>("SELECT user_id, workspace_id FROM api_keys WHERE hash = ?").get(created.data.hash)!
+    db.close()
+    // Two workers killed while the database was away: each left its spool under its own name.
+    const orphans = ["sup-w0.1", "sup-w1.2"]
+    for (const [i, id] of orphans.entries()) {
+      const spool = openSpool(join(dir, `ledger-spool.${id}.jsonl`), { maxGenerations: 100, maxBytes: 1 << 30 })
+      await spool.append([{ entry: entry(`gen-orphan-${i}`, created.data.hash, owner.user_id, owner.workspace_id, i + 1) }], [])
+      await spool.close()
+    }
+
+    process.env["GATEWAY_ADOPT_SPOOLS"] = orphans.join(",")
+    let second: Awaited<ReturnType<typeof startServer>>
+    try {
+      second = await startServer(GatewayConfig.layer(testSettings({ databaseUrl: file, dataDir: dir, instanceId: "sup-w0.3" })))
+    } finally {
+      delete process.env["GATEWAY_ADOPT_SPOOLS"]
+    }
+    try {
+      const after = new Database(file, { readonly: true })
+      const rows = after.query<{ id: string }, []>("SELECT id FROM generations WHERE id LIKE 'gen-orphan-%' ORDER BY id").all()
+      after.close()
+      expect(rows.map((r) => r.id)).toEqual(["gen-orphan-0", "gen-orphan-1"])
+      for (const id of [...orphans, "sup-w0.3"]) expect(existsSync(join(dir, `ledger-spool.${id}.jsonl`))).toBe(false)
+    } finally {
+      await second.stop()
+    }
+  })
+})
+
 /** The ledger writer alone over a SQLite file of its own (a 200 ms commit timeout, a 5 ms window), with the hooks' registry. */
 const writerRuntime = (instanceId: string) => {
   const dir = tempDir()
