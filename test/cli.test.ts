@@ -224,6 +224,40 @@ describe("gateway serve", () => {
     expect(await proc.exited).toBe(0)
   })
 
+  test("GATEWAY_MANAGEMENT_KEY's key deleted or disabled through the API: the next start makes it usable again", async () => {
+    const own = engine === "postgres" ? await freshDatabase() : { url: join(dir, "mgmt-reinstated.db"), drop: async () => {} }
+    const secret = `sk-gw-v1-${"cd".repeat(32)}`
+    const startWith = async () => {
+      const started = await serveOnce({ GATEWAY_MANAGEMENT_KEY: secret, DATABASE_URL: own.url })
+      expect(started.url).toBeDefined()
+      return started
+    }
+    const call = (url: string | undefined, path: string, init: RequestInit = {}) =>
+      fetch(`${url}/v1${path}`, { ...init, headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" } })
+    const stop = async (proc: ReturnType<typeof Bun.spawn>) => {
+      proc.kill("SIGTERM")
+      expect(await proc.exited).toBe(0)
+    }
+    try {
+      for (const undo of [{ method: "DELETE" }, { method: "PATCH", body: JSON.stringify({ disabled: true }) }]) {
+        const first = await startWith()
+        const listed = (await (await call(first.url, "/keys")).json()) as { data: Array<{ hash: string; name: string }> }
+        const hash = listed.data.find((k) => k.name.includes("GATEWAY_MANAGEMENT_KEY"))?.hash
+        expect((await call(first.url, `/keys/${hash}`, undo)).status).toBe(200)
+        expect((await call(first.url, "/key")).status).toBe(401)
+        await stop(first.proc)
+        // Deleted, the next start stopped on the hash's unique index; disabled, every call was refused.
+        const again = await startWith()
+        const me = await call(again.url, "/key")
+        expect([undo.method, me.status]).toEqual([undo.method, 200])
+        expect(((await me.json()) as { data: { is_management_key: boolean } }).data.is_management_key).toBe(true)
+        await stop(again.proc)
+      }
+    } finally {
+      await own.drop()
+    }
+  }, MANY_SPAWNS_MS)
+
   test("a start that creates no key says in one line how to make another", async () => {
     const { proc, out } = await serveOnce({})
     try {

@@ -470,6 +470,28 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
           VALUES (${userId}, ${toNanoUsd(amountUsd)}, ${note ?? null}, ${now})`
       }).pipe(Effect.orDie)
 
+    /**
+     * A management key with this hash made usable again, if a row has it: not deleted, not
+     * disabled, no expiry. What was undone, or undefined when no row has the hash or nothing was.
+     */
+    const reinstateManagement = (hash: string) =>
+      Effect.gen(function* () {
+        const rows = yield* sql<{ deleted: number; disabled: number; is_management: number; expires_at: string | null }>`SELECT deleted, disabled, is_management, expires_at FROM api_keys WHERE hash = ${hash}`
+        const row = rows[0]
+        if (row === undefined) return undefined
+        const undone = [
+          ...(Number(row.deleted) === 1 ? ["deleted"] : []),
+          ...(Number(row.disabled) === 1 && Number(row.deleted) === 0 ? ["disabled"] : []),
+          ...(Number(row.is_management) === 0 ? ["not a management key"] : []),
+          ...(row.expires_at !== null ? ["expiring"] : []),
+        ]
+        if (undone.length === 0) return undefined
+        const now = yield* nowIso
+        yield* sql`UPDATE api_keys SET deleted = 0, disabled = 0, is_management = 1, expires_at = NULL, updated_at = ${now} WHERE hash = ${hash}`
+        yield* changed(hash)
+        return undone
+      }).pipe(Effect.orDie)
+
     const countAll = sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM api_keys`.pipe(
       Effect.map((rows) => Number(rows[0]?.n ?? 0)),
       Effect.orDie,
@@ -496,6 +518,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
       credits,
       addCredits,
       countAll,
+      reinstateManagement,
     } as const
   }),
   dependencies: [Notifications.Default],

@@ -23,7 +23,13 @@ export const bootstrap = Effect.gen(function* () {
   if (released > 0) yield* Effect.logWarning(`Released ${released} hold(s) left by a crashed process`)
   if (Option.isSome(config.managementKey)) {
     const secret = Redacted.value(config.managementKey.value)
-    const existing = yield* keys.cachedByHash(hashSecret(secret))
+    const hash = hashSecret(secret)
+    // The variable's key is the operator's way in: deleted or disabled through the API (by
+    // anyone holding it), it would lock every start out (a deleted row keeps its hash) or refuse
+    // every call. The variable wins at start.
+    const undone = yield* keys.reinstateManagement(hash)
+    if (undone !== undefined) yield* Effect.logWarning(`GATEWAY_MANAGEMENT_KEY's key was ${undone.join(", ")}: made a usable management key again`)
+    const existing = yield* keys.cachedByHash(hash)
     if (Option.isNone(existing)) {
       const userId = "user_admin"
       const workspaceId = yield* users.ensure(userId)
