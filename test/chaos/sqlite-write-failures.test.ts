@@ -131,7 +131,11 @@ describe("a SQLite file that cannot take writes", () => {
         }
         const ready = await fetch(`${s.server.url}/v1/ready`)
         expect(ready.status).toBe(503)
-        expect((await ready.json()) as unknown).toMatchObject({ error: { code: 503 } })
+        // What waits is in the refusal too (an outage is when operators need it).
+        const readyBody = (await ready.json()) as { error: { code: number; metadata?: { spool?: { generations: number; bytes: number } } } }
+        expect(readyBody.error.code).toBe(503)
+        expect(readyBody.error.metadata?.spool?.generations).toBeGreaterThanOrEqual(ok.length)
+        expect(readyBody.error.metadata?.spool?.bytes).toBeGreaterThan(0)
         const metrics = await (await fetch(`${s.server.url}/metrics`, { headers: metricsAuth })).text()
         expect(metrics).toContain("gateway_ledger_spool_full 1")
         // The records are on disk, in the spool's file under the data folder.
