@@ -401,7 +401,7 @@ export const destinationWire = <const T extends string>(types: ReadonlyArray<T>)
     type: Schema.optional(DestinationType),
     config: Schema.optional(ConfigObject),
     ...settings,
-  })
+  }).annotations({ parseOptions: { onExcessProperty: "error" } })
   const Destination = Schema.Struct({
     id: Schema.String,
     workspace_id: Schema.String,

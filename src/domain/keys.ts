@@ -126,7 +126,7 @@ export const UpdateKeyPayload = Schema.Struct({
   limit: Schema.optional(Schema.NullOr(Usd)),
   limit_reset: Schema.optional(LimitResetInput),
   rate_limit: Schema.optional(Schema.NullOr(RateLimit)),
-})
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
 export type UpdateKeyPayload = typeof UpdateKeyPayload.Type
 
 export const KeyList = Schema.Struct({ data: Schema.Array(ApiKey) })

@@ -141,7 +141,7 @@ export const UpdateWorkspacePayload = Schema.Struct({
   name: Schema.optional(WorkspaceName),
   slug: Schema.optional(WorkspaceSlug),
   ...settings,
-})
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
 export type UpdateWorkspacePayload = typeof UpdateWorkspacePayload.Type
 
 export const Member = Schema.Struct({
