@@ -27,6 +27,8 @@ export class RedisUnavailable extends Error {
 
 const NOT_CONNECTED = new RedisUnavailable("not connected")
 const TIMED_OUT = new RedisUnavailable("timed out")
+/** Calls past their deadline in a row that make a connection down. */
+const LATE_IN_A_ROW_IS_DOWN = 3
 
 /** A URL with its password masked, for log lines. */
 export const maskedRedisUrl = (url: string): string => {
@@ -49,6 +51,8 @@ export class RedisLink {
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined
   private readonly connectHooks = new Set<() => void>()
   private readonly scripts = new Map<string, string>()
+  /** Calls that passed their deadline since the last one answered in time. */
+  private lateInARow = 0
   /** Settles when the first connection attempt has ended, either way. */
   readonly firstAttempt: Promise<void>
   private firstAttemptEnded: () => void = () => {}
@@ -173,6 +177,7 @@ export class RedisLink {
 
   private lost(error: unknown): void {
     if (this.closed) return
+    this.lateInARow = 0
     const wasUp = this.up
     this.up = false
     this.lastError = error instanceof Error ? error.message : String(error)
@@ -198,11 +203,26 @@ export class RedisLink {
     }, delay)
   }
 
+  /**
+   * A call raced against the deadline. Late answers in a row mean a Redis that stalls (frozen,
+   * overloaded, or a network that drops packets without closing): that is an outage like a closed
+   * connection (logged, `/v1/ready` degraded), and the connection is made anew, not kept forever.
+   * One late answer alone is not (a slow command, a pause of the server's).
+   */
   private withDeadline<T>(call: Promise<T>): Promise<T> {
     let timer: ReturnType<typeof setTimeout> | undefined
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(TIMED_OUT), this.options.timeoutMs)
+      timer = setTimeout(() => {
+        if (++this.lateInARow >= LATE_IN_A_ROW_IS_DOWN) this.lost(new Error(`no answer within ${this.options.timeoutMs} ms, ${this.lateInARow} calls in a row`))
+        reject(TIMED_OUT)
+      }, this.options.timeoutMs)
     })
-    return Promise.race([call, late]).finally(() => clearTimeout(timer))
+    return Promise.race([
+      call.then((value) => {
+        this.lateInARow = 0
+        return value
+      }),
+      late,
+    ]).finally(() => clearTimeout(timer))
   }
 }

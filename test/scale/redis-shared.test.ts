@@ -121,16 +121,20 @@ describe.skipIf(!hasRedisServer)("shared state in Redis, two gateways", () => {
     expect(ok).toBeLessThanOrEqual(6)
   }, 30_000)
 
-  test("a Redis that stops answering (frozen) costs each call its deadline, never an answer", async () => {
+  test("a Redis that stops answering (frozen) costs each call its deadline, never an answer; it reads as degraded, and ok again once it answers", async () => {
     const key = await keyWith(1_000, "1h")
     redis.pause()
     try {
       const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => ask(i % 2 === 0 ? a : b, key)))
       expect(answers.map((r) => r.status)).toEqual(Array(10).fill(200))
+      // Late answers in a row are an outage, as a closed connection is (it read "ok" throughout).
+      for (const gw of [a, b]) expect(((await (await gw.fetch("/v1/ready")).json()) as { redis?: string }).redis).toBe("degraded")
     } finally {
       redis.resume()
     }
-  })
+    await poll(async () => ((await (await a.fetch("/v1/ready")).json()) as { redis?: string }).redis === "ok", 10_000)
+    await poll(async () => ((await (await b.fetch("/v1/ready")).json()) as { redis?: string }).redis === "ok", 10_000)
+  }, 30_000)
 
   // Engine-independent and 40 s long: run once, on the SQLite pass of the suite.
   // The link reconnects on its own timer (Bun's client has autoReconnect off), its backoff doubling
