@@ -401,11 +401,13 @@ export class WorkspaceStore extends Effect.Service<WorkspaceStore>()("WorkspaceS
             const present = yield* sql<MemberRow>`SELECT * FROM workspace_members
               WHERE workspace_id = ${row.id} AND user_id IN ${sql.in(wanted)}`
             const presentByUser = new Map(present.map((m) => [m.user_id, m]))
-            const activeKeys = new Map(
-              (yield* sql<{ user_id: string; n: number }>`SELECT user_id, CAST(COUNT(*) AS INTEGER) AS n FROM api_keys
-                WHERE workspace_id = ${row.id} AND disabled = 0 AND deleted = 0 AND user_id IN ${sql.in(wanted)}
-                GROUP BY user_id`).map((r) => [r.user_id, Number(r.n)]),
-            )
+            // Active: neither disabled nor past its expiry (stored as the client wrote it, with its offset: compared as times).
+            const activeKeys = new Map<string, number>()
+            const now = Date.now()
+            for (const k of yield* sql<{ user_id: string; expires_at: string | null }>`SELECT user_id, expires_at FROM api_keys
+                WHERE workspace_id = ${row.id} AND disabled = 0 AND deleted = 0 AND user_id IN ${sql.in(wanted)}`) {
+              if (k.expires_at === null || !(Date.parse(k.expires_at) <= now)) activeKeys.set(k.user_id, (activeKeys.get(k.user_id) ?? 0) + 1)
+            }
             const refused: Array<{ user_id: string; reasons: Array<string> }> = []
             for (const userId of wanted) {
               const member = presentByUser.get(userId)

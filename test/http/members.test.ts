@@ -276,6 +276,18 @@ describe("POST /workspaces/{id}/members/remove", () => {
     expect(await (await remove(ws.id, { user_ids: ["user_free", "user_keyed"] })).json()).toEqual({ removed_count: 2 })
   })
 
+  test("an expired key is not active: it holds no member (it was counted, though every call with it was a 401)", async () => {
+    const ws = await createWs()
+    await add(ws.id, { user_ids: ["user_expired_key", "user_later_key"] })
+    const past = new Date(Date.now() - 60_000)
+    // The offset as a client may write it: compared as a time, not as text.
+    const pastWithOffset = `${new Date(past.getTime() + 2 * 3_600_000).toISOString().slice(0, 19)}+02:00`
+    await run(Effect.flatMap(KeyStore, (keys) => keys.create({ userId: "user_expired_key", workspaceId: ws.id, name: "expired", expiresAt: pastWithOffset })))
+    await run(Effect.flatMap(KeyStore, (keys) => keys.create({ userId: "user_later_key", workspaceId: ws.id, name: "later", expiresAt: new Date(Date.now() + 3_600_000).toISOString() })))
+    expect(await expectError(await remove(ws.id, { user_ids: ["user_later_key"] }), 400)).toContain("1 active API key")
+    expect(await (await remove(ws.id, { user_ids: ["user_expired_key"] })).json()).toEqual({ removed_count: 1 })
+  })
+
   test("active keys in another workspace do not hold the member; deleted keys do not either", async () => {
     const ws = await createWs()
     const elsewhere = await createWs()
