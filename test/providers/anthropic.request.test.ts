@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test"
 import { anthropicRequestBody, thinkingBudget } from "../../src/providers/anthropic/request"
-import type { NormalizedRequest } from "../../src/providers/types"
+import { ProviderError, type NormalizedRequest } from "../../src/providers/types"
 import { textRequest, weatherTool } from "./helpers"
 
 const conversation: NormalizedRequest = {
@@ -177,5 +177,69 @@ describe("anthropic request mapping", () => {
       false,
     )
     expect(body.messages).toEqual([{ role: "assistant", content: [{ type: "tool_use", id: "t", name: "f", input: {} }] }])
+  })
+})
+
+/** The refusal a request builder throws: a bad request (a 400 to the caller) and its message. */
+const refusalOf = (build: () => unknown): { readonly kind: string; readonly message: string } => {
+  try {
+    build()
+  } catch (e) {
+    if (e instanceof ProviderError) return { kind: e.kind, message: e.message }
+    throw e
+  }
+  throw new Error("the request was not refused")
+}
+
+describe("anthropic structured output", () => {
+  const schema = { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false }
+
+  test("a json_schema format goes as output_config.format with its schema", () => {
+    const body = anthropicRequestBody(textRequest("hi", { responseFormat: { type: "json_schema", name: "place", schema, strict: true } }), true)
+    expect(body.output_config).toEqual({ format: { type: "json_schema", schema } })
+  })
+
+  test("a json_schema format stays beside thinking and tools", () => {
+    const body = anthropicRequestBody(
+      textRequest("hi", { tools: [weatherTool], reasoning: { effort: "low" }, responseFormat: { type: "json_schema", name: "place", schema } }),
+      false,
+    )
+    expect(body.output_config).toEqual({ format: { type: "json_schema", schema } })
+    expect(body.thinking).toEqual({ type: "enabled", budget_tokens: 1024 })
+  })
+
+  test("a text format or none sends no output_config", () => {
+    expect("output_config" in anthropicRequestBody(textRequest("hi", { responseFormat: { type: "text" } }), false)).toBe(false)
+    expect("output_config" in anthropicRequestBody(textRequest("hi"), false)).toBe(false)
+  })
+
+  test("json_object sends no output_config: Anthropic has no JSON mode without a schema", () => {
+    expect("output_config" in anthropicRequestBody(textRequest("hi", { responseFormat: { type: "json_object" } }), false)).toBe(false)
+  })
+})
+
+describe("anthropic tool_choice while thinking", () => {
+  const tools = { tools: [weatherTool] }
+
+  test("a required or named tool_choice with reasoning on is refused naming tool_choice", () => {
+    for (const toolChoice of ["required", { type: "function", name: "get_weather" }] as const) {
+      const refusal = refusalOf(() => anthropicRequestBody(textRequest("hi", { ...tools, toolChoice, reasoning: { effort: "medium" } }), false))
+      expect(refusal.kind).toBe("bad_request")
+      expect(refusal.message).toStartWith("tool_choice: anthropic takes only auto or none while reasoning (thinking) is on")
+    }
+  })
+
+  test("auto and none stay with reasoning on; a forced tool stays with reasoning off", () => {
+    const thinking = { ...tools, reasoning: { enabled: true } }
+    expect(anthropicRequestBody(textRequest("hi", { ...thinking, toolChoice: "auto" }), false).tool_choice).toEqual({ type: "auto" })
+    expect(anthropicRequestBody(textRequest("hi", { ...thinking, toolChoice: "none" }), false).tool_choice).toEqual({ type: "none" })
+    const off = { ...tools, toolChoice: "required" as const, reasoning: { effort: "none" as const } }
+    expect(anthropicRequestBody(textRequest("hi", off), false).tool_choice).toEqual({ type: "any" })
+  })
+
+  test("a forced tool_choice without tools is not sent, so thinking stays", () => {
+    const body = anthropicRequestBody(textRequest("hi", { toolChoice: "required", reasoning: { enabled: true } }), false)
+    expect("tool_choice" in body).toBe(false)
+    expect(body.thinking).toEqual({ type: "enabled", budget_tokens: 4096 })
   })
 })

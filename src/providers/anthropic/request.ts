@@ -1,9 +1,10 @@
 /**
  * NormalizedRequest → Anthropic Messages request body: system hoisted out of the messages,
  * strictly alternating roles, tool calls as tool_use/tool_result blocks, thinking budgets, and
- * cache_control breakpoints where the request asks for them.
+ * cache_control breakpoints where the request asks for them, and structured output as
+ * `output_config.format`. What Anthropic would refuse is refused here, naming the field.
  */
-import type { CacheControl, ContentPart, InputItem, NormalizedRequest, ReasoningConfig, ToolChoice } from "../types"
+import { ProviderError, type CacheControl, type ContentPart, type InputItem, type NormalizedRequest, type ReasoningConfig, type ResponseFormat, type ToolChoice } from "../types"
 
 export interface AnthropicCacheControl {
   readonly type: "ephemeral"
@@ -51,7 +52,14 @@ export interface AnthropicRequestBody {
   readonly top_p?: number
   readonly top_k?: number
   readonly metadata?: { readonly user_id: string }
+  readonly output_config?: { readonly format: AnthropicOutputFormat }
   readonly stream: boolean
+}
+
+/** Anthropic's structured output: a JSON schema only, always enforced (no `name`, no `strict`). */
+export interface AnthropicOutputFormat {
+  readonly type: "json_schema"
+  readonly schema: Record<string, unknown>
 }
 
 /** Anthropic requires max_tokens; this is what we ask for when the caller gave no limit. */
@@ -191,6 +199,14 @@ export const anthropicToolChoice = (choice: ToolChoice | undefined, parallel: bo
   return { type: "tool", name: choice.name, ...noParallel }
 }
 
+/**
+ * The `output_config.format` a response format becomes. Anthropic has no JSON mode without a
+ * schema: `json_object` is not carried, as a provider's missing parameter is not (ask for
+ * `provider.require_parameters` to route only to endpoints that support it).
+ */
+export const anthropicOutputFormat = (format: ResponseFormat | undefined): AnthropicOutputFormat | undefined =>
+  format === undefined || format.type !== "json_schema" ? undefined : { type: "json_schema", schema: format.schema }
+
 export const anthropicRequestBody = (request: NormalizedRequest, stream: boolean): AnthropicRequestBody => {
   const prompt = anthropicPrompt(request.instructions, request.input)
   if (request.cacheControl !== undefined) placeBreakpoint(prompt, request.cacheControl)
@@ -202,6 +218,14 @@ export const anthropicRequestBody = (request: NormalizedRequest, stream: boolean
   const system = prompt.system.length === 0 ? undefined : cached ? prompt.system : prompt.system.map((block) => block.text).join("\n\n")
   const hasTools = request.tools.length > 0
   const toolChoice = hasTools ? anthropicToolChoice(request.toolChoice, request.parallelToolCalls) : undefined
+  // Anthropic refuses a forced tool while thinking; the gateway's own 400 says which fields clash.
+  if (budget !== undefined && (toolChoice?.type === "any" || toolChoice?.type === "tool")) {
+    throw new ProviderError(
+      "bad_request",
+      "tool_choice: anthropic takes only auto or none while reasoning (thinking) is on, not required (any) or a named tool; turn reasoning off or let the model choose",
+    )
+  }
+  const outputFormat = anthropicOutputFormat(request.responseFormat)
   // With thinking on, Anthropic accepts no temperature or top_k, and top_p only from 0.95.
   const sampling =
     budget === undefined
@@ -231,6 +255,7 @@ export const anthropicRequestBody = (request: NormalizedRequest, stream: boolean
     ...(budget === undefined ? {} : { thinking: { type: "enabled" as const, budget_tokens: budget } }),
     ...sampling,
     ...(request.user === undefined ? {} : { metadata: { user_id: request.user } }),
+    ...(outputFormat === undefined ? {} : { output_config: { format: outputFormat } }),
     stream,
   }
 }
