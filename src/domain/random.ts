@@ -30,3 +30,11 @@ export const randomHex = (n: number): string => {
   const at = takeRandom(n)
   return POOL_BYTES.toString("hex", at, at + n)
 }
+
+/**
+ * A tool call's id: the upstream's, or one of the gateway's when it gave none (`call_` and 24 hex
+ * digits). A fixed fallback such as `call_<index>` would recur in every turn of a conversation,
+ * and clients match tool results to calls by id.
+ */
+export const toolCallIdOr = (upstreamId: string | null | undefined): string =>
+  upstreamId !== undefined && upstreamId !== null && upstreamId.length > 0 ? upstreamId : `call_${randomHex(12)}`

@@ -143,6 +143,22 @@ describe("Chat Completions stream translator", () => {
     }
   })
 
+  test("a tool call without an upstream id gets an id of its own, different in every turn", () => {
+    const toolChunk = (call: string) => `${HEAD}{"index":0,"delta":{"tool_calls":[${call}]},"finish_reason":null}]}`
+    const turn = () =>
+      run([
+        toolChunk('{"index":0,"function":{"name":"get_weather","arguments":"{}"}}'),
+        toolChunk('{"index":1,"id":"","function":{"name":"get_time","arguments":"{}"}}'),
+        toolChunk('{"index":2,"id":"call_up","function":{"name":"ping","arguments":"{}"}}'),
+      ]).flatMap((e) => (e.type === "tool_call_start" ? [e.callId] : []))
+    const first = turn()
+    const second = turn()
+    expect(first[0]).toMatch(/^call_[0-9a-f]{24}$/)
+    expect(first[1]).toMatch(/^call_[0-9a-f]{24}$/)
+    expect(first[2]).toBe("call_up")
+    expect(new Set([...first.slice(0, 2), ...second.slice(0, 2)]).size).toBe(4)
+  })
+
   test("chunks that differ around the literal take the full parse: finish, usage, another id, tool calls", () => {
     const translator = new ChatStreamTranslator()
     const events = run(

@@ -4,12 +4,13 @@
  * the one field of a call that every client format returns unchanged. The signature (base64) is
  * written base64url, so the id keeps to `[A-Za-z0-9_-]` (Anthropic's rule for tool ids).
  */
+import { toolCallIdOr } from "../../domain/random"
 
 const SEPARATOR = "__thought__"
 
 /** A new call id for a function call: Gemini's own id when it gave one. */
 export const callIdOf = (upstreamId: string | undefined, signature: string | undefined): string => {
-  const id = upstreamId !== undefined && upstreamId.length > 0 ? upstreamId : `call_${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`
+  const id = toolCallIdOr(upstreamId)
   if (signature === undefined || signature.length === 0) return id
   return `${id}${SEPARATOR}${signature.replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "")}`
 }

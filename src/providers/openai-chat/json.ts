@@ -2,6 +2,7 @@
 import { notAnAnswer } from "../errors"
 import type { ProviderEvent } from "../types"
 import { type ChatCompletion, chatError, chatFinishReason, chatUsage } from "./wire"
+import { toolCallIdOr } from "../../domain/random"
 
 export const chatJsonEvents = (json: unknown): Array<ProviderEvent> => {
   const completion = json as ChatCompletion
@@ -18,7 +19,7 @@ export const chatJsonEvents = (json: unknown): Array<ProviderEvent> => {
     const calls = message.tool_calls ?? []
     for (let index = 0; index < calls.length; index++) {
       const call = calls[index]
-      out.push({ type: "tool_call_start", index, callId: call.id ?? `call_${index}`, name: call.function?.name ?? "" })
+      out.push({ type: "tool_call_start", index, callId: toolCallIdOr(call.id), name: call.function?.name ?? "" })
       const args = call.function?.arguments
       if (typeof args === "string" && args.length > 0) out.push({ type: "tool_call_delta", index, delta: args })
     }

@@ -16,6 +16,7 @@ import { BytePattern, isPlainLiteral, jsonLiteralEnd, jsonLiteralEndInBytes, jso
 import type { SseEvent } from "../sse"
 import { ProviderError, type FinishReason, type ProviderEvent } from "../types"
 import type { Usage } from "../../domain/pricing"
+import { toolCallIdOr } from "../../domain/random"
 import type { StreamTranslator } from "../wire"
 import { type ChatChunk, chatError, chatFinishReason, chatUsage } from "./wire"
 
@@ -113,7 +114,7 @@ export class ChatStreamTranslator implements StreamTranslator {
           const index = call.index ?? i
           if (!this.startedCalls.has(index)) {
             this.startedCalls.add(index)
-            out.push({ type: "tool_call_start", index, callId: call.id ?? `call_${index}`, name: call.function?.name ?? "" })
+            out.push({ type: "tool_call_start", index, callId: toolCallIdOr(call.id), name: call.function?.name ?? "" })
           }
           const args = call.function?.arguments
           if (typeof args === "string" && args.length > 0) out.push({ type: "tool_call_delta", index, delta: args })

@@ -2,6 +2,7 @@
 import { isJsonObject, notAnAnswer } from "../errors"
 import type { ProviderEvent } from "../types"
 import { type ResponsesObject, responsesFailure, responsesFinishReason, responsesUsage } from "./wire"
+import { toolCallIdOr } from "../../domain/random"
 
 export const responsesJsonEvents = (json: unknown): Array<ProviderEvent> => {
   const response = json as ResponsesObject
@@ -27,7 +28,7 @@ export const responsesJsonEvents = (json: unknown): Array<ProviderEvent> => {
         break
       case "function_call":
         calledTools = true
-        out.push({ type: "tool_call_start", index, callId: item.call_id ?? `call_${index}`, name: item.name ?? "" })
+        out.push({ type: "tool_call_start", index, callId: toolCallIdOr(item.call_id), name: item.name ?? "" })
         if (item.arguments) out.push({ type: "tool_call_delta", index, delta: item.arguments })
         break
     }

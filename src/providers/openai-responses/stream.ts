@@ -6,6 +6,7 @@ import type { SseEvent } from "../sse"
 import { ProviderError, type ProviderEvent } from "../types"
 import type { StreamTranslator } from "../wire"
 import { type ResponsesStreamEvent, responsesFailure, responsesFinishReason, responsesUsage } from "./wire"
+import { toolCallIdOr } from "../../domain/random"
 
 export class ResponsesStreamTranslator implements StreamTranslator {
   done = false
@@ -32,7 +33,7 @@ export class ResponsesStreamTranslator implements StreamTranslator {
         if (item?.type !== "function_call") return
         const index = data.output_index ?? 0
         this.calledTools = true
-        out.push({ type: "tool_call_start", index, callId: item.call_id ?? `call_${index}`, name: item.name ?? "" })
+        out.push({ type: "tool_call_start", index, callId: toolCallIdOr(item.call_id), name: item.name ?? "" })
         if (item.arguments) out.push({ type: "tool_call_delta", index, delta: item.arguments })
         return
       }
