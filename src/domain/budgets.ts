@@ -4,7 +4,7 @@
  * (docs/api.md, "Workspace budgets").
  */
 import { Schema } from "effect"
-import { MAX_LIMIT_USD } from "./keys.js"
+import { Usd } from "./keys.js"
 
 export const BUDGET_INTERVALS = ["daily", "weekly", "monthly", "lifetime"] as const
 export const BudgetInterval = Schema.Literal(...BUDGET_INTERVALS).annotations({
@@ -38,11 +38,8 @@ export const WorkspaceBudgetData = Schema.Struct({ data: WorkspaceBudget, includ
 export const WorkspaceBudgetList = Schema.Struct({ data: Schema.Array(WorkspaceBudget), include_byok_in_budgets: Schema.Boolean })
 
 export const UpsertBudgetPayload = Schema.Struct({
-  limit_usd: Schema.Number.pipe(
-    Schema.finite({ message: () => "must be a finite number" }),
-    Schema.nonNegative({ message: () => "must be ≥ 0 (USD)" }),
-    Schema.lessThanOrEqualTo(MAX_LIMIT_USD, { message: () => `must be at most ${MAX_LIMIT_USD} (USD; money is counted in nano-dollars)` }),
-  ),
+  /** A key's limit's rules: below a nano-dollar a positive budget would be stored as 0. */
+  limit_usd: Usd,
   /** Whether spend through BYOK providers counts toward every budget of the workspace (unchanged when absent). */
   include_byok_in_budgets: Schema.optional(Schema.Boolean),
 })

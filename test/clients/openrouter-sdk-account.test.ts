@@ -155,6 +155,10 @@ describe("workspace budgets (GET/PUT/DELETE /v1/workspaces/{id}/budgets/{interva
     const negative = await gw().fetch("/v1/workspaces/strict/budgets/daily", { method: "PUT", json: { limit_usd: -1 } })
     expect(negative.status).toBe(400)
     expect(((await negative.json()) as { error: { message: string } }).error.message).toContain("limit_usd")
+    // Below a nano-dollar a positive budget was stored as 0: a workspace that could spend nothing.
+    const subNano = await gw().fetch("/v1/workspaces/strict/budgets/daily", { method: "PUT", json: { limit_usd: 1e-10 } })
+    expect(subNano.status).toBe(400)
+    expect(((await subNano.json()) as { error: { message: string } }).error.message).toContain("limit_usd: a positive limit must be at least 0.000000001")
     expect((await validated(client.workspaces.listBudgets({ workspaceRef: "strict" }))).data).toEqual([])
     const denied = await caught(sdk(await inferenceKey()).workspaces.listBudgets({ workspaceRef: "strict" }))
     expect(statusOf(denied)).toBe(403)
