@@ -87,3 +87,8 @@ export const makeDecoder = <A, I>(schema: Schema.Schema<A, I>, prefix = "Invalid
   return (input: unknown): Either.Either<A, BadRequest> =>
     Either.mapLeft(decode(input), (issue) => badRequestFromParseError(new ParseResult.ParseError({ issue }), prefix))
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** A UUID as the gateway stores its ids (lower case); any other reference as it came. UUIDs are case-insensitive (RFC 9562). */
+export const canonicalId = (ref: string): string => (ref.length === 36 && UUID.test(ref) ? ref.toLowerCase() : ref)

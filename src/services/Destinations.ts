@@ -32,7 +32,7 @@ import { KeyStore } from "./KeyStore.js"
 import { Notifications } from "./Notifications.js"
 import { Secrets } from "./secrets.js"
 import { Users } from "./Users.js"
-import { clipped } from "../domain/validation.js"
+import { canonicalId, clipped } from "../domain/validation.js"
 
 interface DestinationRow {
   readonly id: string
@@ -132,7 +132,7 @@ export const destinationReader = (sql: SqlClient.SqlClient, secrets: Pick<Secret
   })
 
   const load = (id: string) =>
-    sql<DestinationRow>`SELECT * FROM observability_destinations WHERE id = ${id}`.pipe(
+    sql<DestinationRow>`SELECT * FROM observability_destinations WHERE id = ${canonicalId(id)}`.pipe(
       Effect.map((rows) => Option.fromNullable(rows[0])),
       Effect.orDie,
     )

@@ -8,6 +8,7 @@ import { SqlClient, type SqlError } from "@effect/sql"
 import { createHash } from "node:crypto"
 import { Clock, Effect, Option } from "effect"
 import { BadRequest } from "../domain/errors.js"
+import { canonicalId } from "../domain/validation.js"
 import type { Member, MemberRole, ProviderSort, Workspace } from "../domain/workspaces.js"
 import { Users } from "./Users.js"
 
@@ -130,8 +131,9 @@ export class WorkspaceStore extends Effect.Service<WorkspaceStore>()("WorkspaceS
      * workspaces the user can see (every user has a `default`); the user's own comes first,
      * then the oldest of those it is a member of.
      */
-    const findForUser = (userId: string, ref: string) =>
-      sql<WorkspaceRow & { member_role: MemberRole | null }>`${visible(userId)}
+    const findForUser = (userId: string, given: string) => {
+      const ref = canonicalId(given)
+      return sql<WorkspaceRow & { member_role: MemberRole | null }>`${visible(userId)}
         AND (w.id = ${ref} OR w.slug = ${ref})
         ORDER BY CASE WHEN w.id = ${ref} THEN 0 ELSE 1 END,
           CASE WHEN w.owner_user_id = ${userId} THEN 0 ELSE 1 END, w.created_at, w.id
@@ -139,16 +141,19 @@ export class WorkspaceStore extends Effect.Service<WorkspaceStore>()("WorkspaceS
         Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => roleOf(userId, row))),
         Effect.orDie,
       )
+    }
 
     /** Workspaces matching an id or a slug across all owners (for the CLI, which has no caller). */
-    const findAny = (ref: string) =>
-      sql<WorkspaceRow>`SELECT * FROM workspaces WHERE id = ${ref} OR slug = ${ref} ORDER BY created_at, id`.pipe(
+    const findAny = (given: string) => {
+      const ref = canonicalId(given)
+      return sql<WorkspaceRow>`SELECT * FROM workspaces WHERE id = ${ref} OR slug = ${ref} ORDER BY created_at, id`.pipe(
         Effect.map((rows) => {
           const exact = rows.filter((r) => r.id === ref)
           return exact.length > 0 ? exact : rows
         }),
         Effect.orDie,
       )
+    }
 
     /** Fails naming io_logging_api_key_ids unless every id is a key of the user (or, when given, of the workspace). */
     const checkKeyIds = (userId: string, ids: ReadonlyArray<number> | null | undefined, workspaceId?: string) =>
