@@ -10,6 +10,7 @@ import { type ApiKey, intervalMs, intervalText, type LimitReset, type RateLimit 
 import { fromNanoUsd, toNanoUsd } from "../domain/pricing.js"
 import { windowStarts } from "../domain/windows.js"
 import { addSpendWith, dayOf, rollUp, type SpendItem } from "../store/spend-rollup.js"
+import { StoreTimeout } from "../store/unavailable.js"
 import { Notifications } from "./Notifications.js"
 import { now as clockNow } from "../clock.js"
 
@@ -146,10 +147,17 @@ export const rateLimitOf = (row: KeyRow): RateLimit | null =>
 const limitNano = (usd: number | null | undefined) => (usd == null ? null : toNanoUsd(usd))
 
 
-/** How long a cached key row is trusted: the bound on another process's change where notices do not reach (tests stretch it). */
+/**
+ * How long a cached key row is trusted: the bound on another process's change where notices do
+ * not reach (tests stretch it); and how long a request waits for the store to read a key it has
+ * not cached (the connection's own 5 s to connect, as long again to answer): past it, a store that
+ * stalls without closing is unreachable (503), not a request held for the stall.
+ */
 export class KeyCacheOptions extends Context.Reference<KeyCacheOptions>()("KeyCacheOptions", {
-  defaultValue: (): { readonly ttlMs: number } => ({ ttlMs: 2_000 }),
+  defaultValue: (): { readonly ttlMs: number; readonly readDeadlineMs?: number } => ({ ttlMs: 2_000 }),
 }) {}
+
+const KEY_READ_DEADLINE_MS = 5_000
 
 /** The notice a key's write publishes to the other processes on the database: drop that key's cached row. */
 export const KEY_CHANGED = "key.changed"
@@ -163,7 +171,9 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
     // Hash → row. Entries expire so other processes' writes are seen within the TTL even when a
     // notice is missed (on Postgres, a key's write reaches the others at once as a notice).
     const cache = new Map<string, { readonly row: KeyRow; readonly at: number }>()
-    const CACHE_TTL_MS = (yield* KeyCacheOptions).ttlMs
+    const cacheOptions = yield* KeyCacheOptions
+    const CACHE_TTL_MS = cacheOptions.ttlMs
+    const readDeadlineMs = cacheOptions.readDeadlineMs ?? KEY_READ_DEADLINE_MS
     const MISS_CAPACITY = 10_000
 
     const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
@@ -182,6 +192,9 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
             OR EXISTS (SELECT 1 FROM workspace_members m WHERE m.workspace_id = w.id AND m.user_id = k.user_id))
         ) THEN 1 ELSE 0 END AS in_workspace
         FROM api_keys k WHERE k.hash = ${hash} AND k.deleted = 0`.pipe(
+        // Disconnected: a query on a stalled connection does not give way to its interruption until it ends.
+        Effect.disconnect,
+        Effect.timeoutFail({ duration: readDeadlineMs, onTimeout: () => new StoreTimeout(readDeadlineMs) }),
         Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), keyRowOf)),
         Effect.orDie,
       )

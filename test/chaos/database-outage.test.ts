@@ -15,10 +15,11 @@ import { SQL } from "bun"
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Option, Redacted } from "effect"
+import { Layer, Option, Redacted } from "effect"
 import { metricsAuth, TEST_METRICS_TOKEN } from "../support/gateway.js"
 import { TEST_BROADCAST, demoCatalog, GatewayConfig, type Settings, testSettings } from "../../src/config/Config.js"
 import { type RunningServer, startServer } from "../../src/http/server.js"
+import { KeyCacheOptions } from "../../src/services/KeyStore.js"
 import { pennyCatalog } from "../support/catalog.js"
 import { engine, freshDatabase, type TestDatabase } from "../support/db.js"
 import { untilListening } from "../support/spawned.js"
@@ -89,7 +90,7 @@ interface Harness {
   readonly dir: string
 }
 
-const startHarness = async (overrides: Partial<Settings>): Promise<Harness> => {
+const startHarness = async (overrides: Partial<Settings>, keyReadDeadlineMs?: number): Promise<Harness> => {
   const db = await freshDatabase()
   const target = new URL(db.url)
   const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432))
@@ -107,7 +108,8 @@ const startHarness = async (overrides: Partial<Settings>): Promise<Harness> => {
       ...overrides,
     }),
   )
-  const server = await startServer(config)
+  const layer = keyReadDeadlineMs === undefined ? config : Layer.merge(config, Layer.succeed(KeyCacheOptions, { ttlMs: 2_000, readDeadlineMs: keyReadDeadlineMs }))
+  const server = await startServer(layer as Layer.Layer<GatewayConfig>)
   return { db, proxy, server, admin: Option.getOrThrow(server.createdSecret), dir }
 }
 
@@ -340,6 +342,39 @@ describe.skipIf(engine !== "postgres")("Postgres outages (a TCP proxy between th
     )
   })
 
+
+  describe("a key read on a connection that stalls", () => {
+    let h: Harness | undefined
+    afterAll(() => stopHarness(h))
+    test("a key not yet cached gets 503 with Retry-After at the read's deadline, not held for the stall", async () => {
+      h = await startHarness({}, 1_000)
+      const harness = h
+      const key = await makeKey(h, 1_000)
+      harness.proxy.stall()
+      let restored = false
+      const restore = Bun.sleep(6_000).then(() => {
+        restored = true
+        harness.proxy.restore()
+      })
+      try {
+        const res = await fetch(`${harness.server.url}/v1/responses`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key.secret}`, "content-type": "application/json" },
+          body: JSON.stringify({ model: "test/penny", input: "hi" }),
+        })
+        // Answered while the connection still stalled: the deadline, not the stall's end, ended it.
+        expect([res.status, restored, Number(res.headers.get("retry-after")) > 0]).toEqual([503, false, true])
+      } finally {
+        await restore
+      }
+      const after = await fetch(`${harness.server.url}/v1/responses`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key.secret}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "test/penny", input: "hi" }),
+      })
+      expect(after.status).toBe(200)
+    }, 30_000)
+  })
 
   describe("a process killed with SIGKILL during a stop, durable answers on", () => {
     const root = join(import.meta.dir, "..", "..")
