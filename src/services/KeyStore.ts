@@ -505,6 +505,13 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
         return undone
       }).pipe(Effect.orDie)
 
+    /** The workspace of the key with this hash, deleted or not (its past usage is still the workspace's), or undefined. */
+    const workspaceOfAny = (hash: string) =>
+      sql<{ workspace_id: string }>`SELECT workspace_id FROM api_keys WHERE hash = ${hash}`.pipe(
+        Effect.map((rows) => rows[0]?.workspace_id),
+        Effect.orDie,
+      )
+
     const countAll = sql<{ n: number }>`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM api_keys`.pipe(
       Effect.map((rows) => Number(rows[0]?.n ?? 0)),
       Effect.orDie,
@@ -532,6 +539,7 @@ export class KeyStore extends Effect.Service<KeyStore>()("KeyStore", {
       addCredits,
       countAll,
       reinstateManagement,
+      workspaceOfAny,
     } as const
   }),
   dependencies: [Notifications.Default],

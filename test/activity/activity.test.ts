@@ -134,6 +134,17 @@ describe("GET /v1/activity (the SDK's analytics.getUserActivity)", () => {
     await expectError(await gw().fetch("/v1/activity?workspace_id=ws_stranger"), 404)
   })
 
+  test("a key of no workspace the user can use is 404 (it read as a key with no usage); a deleted key of one is found", async () => {
+    const s = await prepare()
+    for (const path of ["/v1/activity", "/v1/generations"]) {
+      expect(await expectError(await gw().fetch(`${path}?api_key_hash=${"s".repeat(64)}`), 404)).toContain("not found")
+      expect(await expectError(await gw().fetch(`${path}?api_key_hash=${"f".repeat(64)}`), 404)).toContain("not found")
+    }
+    expect((await gw().fetch(`/v1/keys/${s.other.hash}`, { method: "DELETE" })).status).toBe(200)
+    const deleted = await sdk().analytics.getUserActivity({ apiKeyHash: s.other.hash })
+    expect(deleted.data.map((i) => i.requests)).toEqual([1])
+  })
+
   test("an inference key is refused (management keys only)", async () => {
     const s = await prepare()
     const e = await sdk(s.inference.secret).analytics.getUserActivity({}).then(() => undefined, (x: unknown) => x)

@@ -7,6 +7,7 @@
  * together (hashes that start alike). Records go through the real ledger commit.
  */
 import { describe, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { type GenerationEntry, newGenerationId } from "../../src/domain/generations.js"
 import { Auth } from "../../src/services/Auth.js"
@@ -16,7 +17,19 @@ import { useGateway } from "../support/gateway.js"
 import { generationEntry } from "../support/generations.js"
 
 const gw = useGateway()
-const run = <A>(effect: Effect.Effect<A, unknown, GenerationStore | Auth>) => gw().server.runtime.runPromise(effect)
+const run = <A>(effect: Effect.Effect<A, unknown, GenerationStore | Auth | SqlClient.SqlClient>) => gw().server.runtime.runPromise(effect)
+
+/** Keys the records name, as rows of the workspace: a log filtered by a key no workspace of the caller has is a 404. */
+const keyRows = (hashes: ReadonlyArray<string>, owner: { readonly userId: string; readonly workspaceId: string }) =>
+  run(
+    Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      Effect.forEach(hashes, (hash) => {
+        const now = new Date().toISOString()
+        return sql`INSERT INTO api_keys (hash, user_id, workspace_id, name, label, created_at, updated_at)
+          VALUES (${hash}, ${owner.userId}, ${owner.workspaceId}, ${"spans"}, ${"sk-…"}, ${now}, ${now})`
+      }),
+    ),
+  )
 
 /** One commit of its own for each call: its records' spans are made together. */
 const commit = (entries: ReadonlyArray<GenerationEntry>) =>
@@ -50,6 +63,7 @@ describe("one key's and one model's log, along their spans", () => {
     const mine = { userId: principal.userId, workspaceId: principal.workspaceId }
     const keyA = "a".repeat(64)
     const keyB = "b".repeat(64)
+    await keyRows([keyA, keyB, `${"a".repeat(16)}${"c".repeat(48)}`], mine)
     const start = Math.floor(Date.now() / 1000) - 3 * 86_400
     let n = 0
     const at = (second: number, overrides: Partial<GenerationEntry>): GenerationEntry => {

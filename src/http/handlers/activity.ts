@@ -1,6 +1,7 @@
 /**
  * Handlers of the activity group. Scope: a management key reads the workspaces its user may use
- * (one of them with `workspace_id`; another is 404, so existence does not leak); an inference key
+ * (one of them with `workspace_id`, or one key of them with `api_key_hash`; another is 404, so
+ * existence does not leak); an inference key
  * reads only its own usage and log, and naming another key is 403. The ledger's queue is written
  * first, so a request answered a moment ago is counted.
  */
@@ -12,6 +13,7 @@ import { BadRequest, Forbidden, NotFound } from "../../domain/errors.js"
 import { Activity, daysBetween, type UsageScope } from "../../services/Activity.js"
 import { Principal, type PrincipalShape, requireManagement } from "../../services/Auth.js"
 import { GenerationStore } from "../../services/GenerationStore.js"
+import { KeyStore } from "../../services/KeyStore.js"
 import { GatewayApi } from "../Api.js"
 import { clipped } from "../../domain/validation.js"
 
@@ -25,6 +27,7 @@ export const ActivityLive = HttpApiBuilder.group(GatewayApi, "activity", (handle
   Effect.gen(function* () {
     const activity = yield* Activity
     const caughtUp = (yield* GenerationStore).caughtUp
+    const keys = yield* KeyStore
 
     /** The caller's scope, with the workspace it names checked. */
     const scopeOf = (p: PrincipalShape, workspaceId: string | undefined, keyHash: string | undefined) =>
@@ -38,6 +41,14 @@ export const ActivityLive = HttpApiBuilder.group(GatewayApi, "activity", (handle
         const workspaces = yield* activity.workspacesOf(p.userId)
         if (workspaceId !== undefined && !workspaces.includes(workspaceId)) {
           return yield* new NotFound({ message: `Workspace ${clipped(workspaceId)} not found` })
+        }
+        // A key of no workspace the caller may use is not found either (an answer of zeros read as
+        // "unused"); a deleted key of one is found: its past usage is still the workspace's.
+        if (keyHash !== undefined) {
+          const keyWorkspace = yield* keys.workspaceOfAny(keyHash)
+          if (keyWorkspace === undefined || !workspaces.includes(keyWorkspace)) {
+            return yield* new NotFound({ message: `API key ${clipped(keyHash)} not found` })
+          }
         }
         return { workspaces } satisfies UsageScope
       })
