@@ -192,3 +192,18 @@ export const storeFailureEvent = (format: ClientFormat, e: ApiError): string => 
       return `event: error\ndata: {"type":"error","code":"service_unavailable","message":${message},"param":null}\n\n`
   }
 }
+
+/**
+ * Whether a tool call's arguments are whole, so a call the upstream begins next does not interleave
+ * with it: a JSON object (nothing valid follows its last brace). The encoders check it once per new
+ * call, not per delta; a call begun while the open one is not whole waits for it to close.
+ */
+export const isWholeObject = (args: string): boolean => {
+  if (!args.endsWith("}")) return false
+  try {
+    JSON.parse(args)
+    return true
+  } catch {
+    return false
+  }
+}

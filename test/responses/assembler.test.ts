@@ -238,9 +238,15 @@ describe("Streaming: function calls", () => {
   })
 
   test("a late delta for a call whose item is already done is dropped (a strict client takes no more)", () => {
+    const { sse, assembler } = run([[callStart(0, "call_1", "a"), callDelta(0, "{}")], [callStart(1, "call_2", "b")], [callDelta(0, " ")], [finishWith("tool_calls")]])
+    expectStrictStream(sse)
+    expect(assembler.result().output.map((i) => (i.type === "function_call" ? i.arguments : ""))).toEqual(["{}", ""])
+  })
+
+  test("a call begun before the open one's arguments are whole waits, and the open one keeps its later deltas", () => {
     const { sse, assembler } = run([[callStart(0, "call_1", "a"), callDelta(0, "{")], [callStart(1, "call_2", "b")], [callDelta(0, "}")], [finishWith("tool_calls")]])
     expectStrictStream(sse)
-    expect(assembler.result().output.map((i) => (i.type === "function_call" ? i.arguments : ""))).toEqual(["{", ""])
+    expect(assembler.result().output.map((i) => (i.type === "function_call" ? i.arguments : ""))).toEqual(["{}", ""])
   })
 })
 

@@ -14,7 +14,7 @@ import type { Types } from "effect"
 import { isValidUsage, type Usage } from "../../domain/pricing.js"
 import type { ResponsesRequest } from "../../domain/responses.js"
 import { randomPool, takeRandom } from "../../domain/random.js"
-import type { EncodedStatus, Encoder, EncoderOptions, FinishExtras, StreamFailure } from "../format.js"
+import { type EncodedStatus, type Encoder, type EncoderOptions, type FinishExtras, isWholeObject, type StreamFailure } from "../format.js"
 import { latin1Slice } from "../../providers/json-literal.js"
 import type { FinishReason, ProviderEvent } from "../../providers/types.js"
 import { streamErrorJson } from "./errors.js"
@@ -153,6 +153,14 @@ interface OpenBlock {
   readonly annotations?: ReadonlyArray<unknown> | undefined
 }
 
+/** A call the upstream began while another call's input was still coming: kept out of the stream until that one closes. */
+interface WaitingCall {
+  readonly upstreamIndex: number
+  readonly id: string
+  readonly name: string
+  readonly text: Text
+}
+
 /**
  * One Messages answer. Streaming: `start()` once, `push(batch)` per upstream chunk, then one of
  * `finish(extras)` or `fail(failure)`; each returns the SSE text to write ("" when not streaming).
@@ -167,8 +175,14 @@ export class MessagesEncoder implements Encoder {
   private buf = ""
   private readonly content: Array<MessagesContentBlock> = []
   private open: OpenBlock | undefined = undefined
-  /** Upstream tool-call indexes already given a block (a late delta for a closed one is dropped). */
+  /** Upstream tool-call indexes already given a block or waiting for one (a late delta for a closed one is dropped). */
   private readonly seenCalls = new Set<number>()
+  /**
+   * Calls the upstream interleaves with the open call (Chat streams may alternate calls' deltas by
+   * index), in the order they began; Anthropic's clients take one block at a time, so each becomes
+   * a whole block when the open call closes. Undefined until an interleaving is seen.
+   */
+  private waiting: Array<WaitingCall> | undefined = undefined
 
   private lastUsage: Usage | undefined = undefined
   private reason: FinishReason | undefined = undefined
@@ -248,17 +262,17 @@ export class MessagesEncoder implements Encoder {
         }
         case "tool_call_start": {
           if (this.open?.kind === "tool_use" && this.open.upstreamIndex === e.index) break
-          this.openCall(e.index, e.callId, e.name)
+          if (this.waitingCall(e.index) !== undefined) break
+          this.beginCall(e.index, e.callId, e.name)
           break
         }
         case "tool_call_delta": {
           if (e.delta === "") break
-          let block: OpenBlock
-          if (this.open?.kind === "tool_use" && this.open.upstreamIndex === e.index) block = this.open
-          else if (this.seenCalls.has(e.index)) break // its block is closed: a client takes no more deltas for it
-          else block = this.openCall(e.index, "", "")
-          block.text.append(e.delta)
-          if (this.stream) this.buf += block.head + JSON.stringify(e.delta) + DELTA_TAIL
+          const open = this.open
+          const call = open?.kind === "tool_use" && open.upstreamIndex === e.index ? open : this.callFor(e.index)
+          if (call === undefined) break // its block is closed: a client takes no more deltas for it
+          call.text.append(e.delta)
+          if (this.stream && call === this.open) this.buf += this.open.head + JSON.stringify(e.delta) + DELTA_TAIL
           break
         }
         case "usage":
@@ -383,7 +397,34 @@ export class MessagesEncoder implements Encoder {
     return block
   }
 
-  private openCall(upstreamIndex: number, callId: string, name: string): OpenBlock {
+  /**
+   * A call the upstream begins: its block opens now, unless a call whose input is not whole is open
+   * (the upstream interleaves them), or calls already wait; then it waits its turn.
+   */
+  private beginCall(upstreamIndex: number, callId: string, name: string): OpenBlock | WaitingCall {
+    const open = this.open
+    if (open?.kind !== "tool_use" || (this.waiting === undefined && isWholeObject(open.text.value))) {
+      return this.openCall(upstreamIndex, callId, name)
+    }
+    const call: WaitingCall = { upstreamIndex, id: callId === "" ? this.makeId("toolu") : callId, name, text: new Text() }
+    this.seenCalls.add(upstreamIndex)
+    if (this.waiting === undefined) this.waiting = [call]
+    else this.waiting.push(call)
+    return call
+  }
+
+  private waitingCall(upstreamIndex: number): WaitingCall | undefined {
+    return this.waiting?.find((call) => call.upstreamIndex === upstreamIndex)
+  }
+
+  /** The call a delta for `upstreamIndex` goes to when it is not the open one: a waiting call, one begun now, or none (its block is closed). */
+  private callFor(upstreamIndex: number): OpenBlock | WaitingCall | undefined {
+    const waiting = this.waitingCall(upstreamIndex)
+    if (waiting !== undefined) return waiting
+    return this.seenCalls.has(upstreamIndex) ? undefined : this.beginCall(upstreamIndex, "", "")
+  }
+
+  private openCall(upstreamIndex: number, callId: string, name: string, text = new Text()): OpenBlock {
     this.close()
     const index = this.content.length
     const id = callId === "" ? this.makeId("toolu") : callId
@@ -392,7 +433,7 @@ export class MessagesEncoder implements Encoder {
       kind: "tool_use",
       index,
       head: this.stream ? DELTA_OPEN + index + JSON_DELTA_MID : "",
-      text: new Text(),
+      text,
       id,
       name,
       upstreamIndex,
@@ -405,8 +446,22 @@ export class MessagesEncoder implements Encoder {
     return block
   }
 
-  /** Closes the open block (if any) into the content, with its `content_block_stop`. */
+  /** Closes the open block (if any), then gives each call that waited for it its whole block. */
   private close(): void {
+    this.closeOpen()
+    const waiting = this.waiting
+    if (waiting === undefined) return
+    this.waiting = undefined
+    for (const call of waiting) {
+      const block = this.openCall(call.upstreamIndex, call.id, call.name, call.text)
+      const input = call.text.value
+      if (this.stream && input !== "") this.buf += block.head + JSON.stringify(input) + DELTA_TAIL
+      this.closeOpen()
+    }
+  }
+
+  /** Closes the open block (if any) into the content, with its `content_block_stop`. */
+  private closeOpen(): void {
     const open = this.open
     if (open === undefined) return
     this.open = undefined

@@ -27,7 +27,7 @@ import {
 import type { Types } from "effect"
 import type { FinishReason, ProviderEvent } from "../../providers/types.js"
 import { isValidUsage, type Usage } from "../../domain/pricing.js"
-import type { CitableLink, FinishExtras, ServerToolCall, ServerToolOpening } from "../format.js"
+import { type CitableLink, type FinishExtras, isWholeObject, type ServerToolCall, type ServerToolOpening } from "../format.js"
 import type { ServerToolProgressEvent } from "../../tools/types.js"
 import { randomHex } from "../../domain/random.js"
 import { latin1Slice } from "../../providers/json-literal.js"
@@ -236,6 +236,14 @@ interface OpenCall {
 }
 type OpenItem = OpenMessage | OpenReasoning | OpenCall
 
+/** A call the upstream began while another call's arguments were still coming: kept out of the stream until that one closes. */
+interface WaitingCall {
+  readonly upstreamIndex: number
+  readonly callId: string
+  readonly name: string
+  readonly args: TextBuffer
+}
+
 // Pre-built pieces of the per-chunk events: `<head><sequence_number><item part><JSON delta><tail>`.
 const deltaHead = (type: string) => `event: ${type}\ndata: {"type":"${type}","sequence_number":`
 const TEXT_DELTA = deltaHead("response.output_text.delta")
@@ -324,8 +332,14 @@ export class ResponseAssembler {
   /** Streaming: the JSON text of a closed message item, made once for its done events and reused in the final result. */
   private readonly outputJson: Array<string | undefined> = []
   private open: OpenItem | undefined = undefined
-  /** Upstream tool-call indexes already given an item (a late delta for a closed call is dropped). */
+  /** Upstream tool-call indexes already given an item or waiting for one (a late delta for a closed call is dropped). */
   private readonly seenCalls = new Set<number>()
+  /**
+   * Calls the upstream interleaves with the open call (Chat streams may alternate calls' deltas by
+   * index), in the order they began; a strict client takes one item at a time, so each becomes a
+   * whole item when the open call closes. Undefined until an interleaving is seen.
+   */
+  private waiting: Array<WaitingCall> | undefined = undefined
 
   private lastUsage: Usage | undefined = undefined
   private reason: FinishReason | undefined = undefined
@@ -463,18 +477,17 @@ export class ResponseAssembler {
         case "tool_call_start": {
           const open = this.open
           if (open?.kind === "function_call" && open.upstreamIndex === e.index) break
-          this.openCall(e.index, e.callId, e.name)
+          if (this.waitingCall(e.index) !== undefined) break
+          this.beginCall(e.index, e.callId, e.name)
           break
         }
         case "tool_call_delta": {
           if (e.delta === "") break
           const open = this.open
-          let item: OpenCall
-          if (open?.kind === "function_call" && open.upstreamIndex === e.index) item = open
-          else if (this.seenCalls.has(e.index)) break // its item is done: a strict client takes no more deltas for it
-          else item = this.openCall(e.index, "", "")
-          item.args.append(e.delta)
-          if (this.stream) this.buf += ARGS_DELTA + this.seq++ + item.deltaHead + JSON.stringify(e.delta) + PLAIN_TAIL
+          const call = open?.kind === "function_call" && open.upstreamIndex === e.index ? open : this.callFor(e.index)
+          if (call === undefined) break // its item is done: a strict client takes no more deltas for it
+          call.args.append(e.delta)
+          if (this.stream && call === this.open) this.buf += ARGS_DELTA + this.seq++ + this.open.deltaHead + JSON.stringify(e.delta) + PLAIN_TAIL
           break
         }
         case "usage":
@@ -721,7 +734,34 @@ export class ResponseAssembler {
     return item
   }
 
-  private openCall(upstreamIndex: number, callId: string, name: string): OpenCall {
+  /**
+   * A call the upstream begins: its item opens now, unless a call whose arguments are not whole is
+   * open (the upstream interleaves them), or calls already wait; then it waits its turn.
+   */
+  private beginCall(upstreamIndex: number, callId: string, name: string): OpenCall | WaitingCall {
+    const open = this.open
+    if (open?.kind !== "function_call" || (this.waiting === undefined && isWholeObject(open.args.value))) {
+      return this.openCall(upstreamIndex, callId, name)
+    }
+    const call: WaitingCall = { upstreamIndex, callId, name, args: new TextBuffer() }
+    this.seenCalls.add(upstreamIndex)
+    if (this.waiting === undefined) this.waiting = [call]
+    else this.waiting.push(call)
+    return call
+  }
+
+  private waitingCall(upstreamIndex: number): WaitingCall | undefined {
+    return this.waiting?.find((call) => call.upstreamIndex === upstreamIndex)
+  }
+
+  /** The call a delta for `upstreamIndex` goes to when it is not the open one: a waiting call, one begun now, or none (its item is done). */
+  private callFor(upstreamIndex: number): OpenCall | WaitingCall | undefined {
+    const waiting = this.waitingCall(upstreamIndex)
+    if (waiting !== undefined) return waiting
+    return this.seenCalls.has(upstreamIndex) ? undefined : this.beginCall(upstreamIndex, "", "")
+  }
+
+  private openCall(upstreamIndex: number, callId: string, name: string, args = new TextBuffer()): OpenCall {
     this.close("completed")
     const index = this.output.length
     const id = this.makeId("fc")
@@ -734,7 +774,7 @@ export class ResponseAssembler {
       callId: call,
       name,
       upstreamIndex,
-      args: new TextBuffer(),
+      args,
       deltaHead: this.deltaHead(id, index, ""),
     }
     this.open = item
@@ -765,8 +805,22 @@ export class ResponseAssembler {
     running.length = 0
   }
 
-  /** Closes the open item (if any) with `status`, emitting its done events. */
+  /** Closes the open item (if any) with `status`, then gives each call that waited for it its whole item. */
   private close(status: "completed" | "incomplete"): void {
+    this.closeOpen(status)
+    const waiting = this.waiting
+    if (waiting === undefined) return
+    this.waiting = undefined
+    for (const call of waiting) {
+      const item = this.openCall(call.upstreamIndex, call.callId, call.name, call.args)
+      const args = call.args.value
+      if (this.stream && args !== "") this.buf += ARGS_DELTA + this.seq++ + item.deltaHead + JSON.stringify(args) + PLAIN_TAIL
+      this.closeOpen(status)
+    }
+  }
+
+  /** Closes the open item (if any) with `status`, emitting its done events. */
+  private closeOpen(status: "completed" | "incomplete"): void {
     const open = this.open
     if (open === undefined) return
     this.open = undefined
