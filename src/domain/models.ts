@@ -95,7 +95,11 @@ export const ModelArchitecture = Schema.Struct({
   instruct_type: Schema.NullOr(Schema.String),
 })
 
-export const ModelData = Schema.Struct({
+/** A model id's vendor part (`demo` of `demo/echo`): the config requires `vendor/model`. */
+export const vendorOf = (id: string): string => id.slice(0, id.indexOf("/"))
+
+/** A model of the listings as the services build it; on the wire it is `ModelData`. */
+const ModelFields = Schema.Struct({
   id: Schema.String,
   canonical_slug: Schema.String,
   name: Schema.String,
@@ -118,6 +122,22 @@ export const ModelData = Schema.Struct({
   expiration_date: Schema.NullOr(Schema.String),
   links: Schema.Struct({ details: Schema.String }),
 })
+
+/**
+ * A model of the listings (`GET /models`, `/models/user`, `/embeddings/models`,
+ * `/model/{author}/{slug}`), with the two keys the `openai` SDK's `models.list` reads, as its
+ * `models.retrieve` does: `object: "model"` and `owned_by` (the id's vendor part). Derived from the
+ * id when encoded; the official SDK ignores them.
+ */
+export const ModelData = Schema.transform(
+  Schema.Struct({ ...ModelFields.fields, object: Schema.Literal("model"), owned_by: Schema.String }),
+  ModelFields,
+  {
+    strict: true,
+    decode: ({ object: _, owned_by: __, ...model }) => model,
+    encode: (model) => ({ ...model, object: "model" as const, owned_by: vendorOf(model.id) }),
+  },
+)
 export type ModelData = typeof ModelData.Type
 
 export const ModelList = Schema.Struct({
@@ -339,6 +359,17 @@ export const UserModelsParams = Schema.Struct({
   output_modalities: Schema.optional(outputModalities),
 }).annotations({ parseOptions: { onExcessProperty: "error" } })
 export type UserModelsParams = typeof UserModelsParams.Type
+
+/**
+ * `GET /models` with `anthropic-version`: the query of the Anthropic SDK's `models.list`. A page
+ * of `limit` models after `after_id` or just before `before_id` (model ids); any other parameter is refused.
+ */
+export const AnthropicModelsParams = Schema.Struct({
+  limit: Schema.optional(integerParam(1, MAX_LIMIT)),
+  after_id: Schema.optional(Schema.String),
+  before_id: Schema.optional(Schema.String),
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
+export type AnthropicModelsParams = typeof AnthropicModelsParams.Type
 
 /** `GET /endpoints/zdr`: every zero-data-retention endpoint of the catalog (the SDK's `endpoints.listZdrEndpoints`). */
 export const ZdrEndpointList = Schema.Struct({ data: Schema.Array(EndpointData) })

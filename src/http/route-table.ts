@@ -1,9 +1,10 @@
 /**
  * The route table `Bun.serve` serves (docs/architecture.md, "Two planes, one process"): every
- * control endpoint of the HttpApi behind the control guard, each client format of the data plane
- * at its path, count_tokens, one model, embeddings and rerank, `/metrics`, the console, and for
- * anything else a preflight, a 405 or a 404 in the envelope. The test kit dispatches the same
- * table in-process (src/testing/routes.ts). Every handler is made here once, at start.
+ * control endpoint of the HttpApi behind the control guard (GET /v1/models also in Anthropic's
+ * shape), each client format of the data plane at its path, count_tokens, one model, embeddings
+ * and rerank, `/metrics`, the console, and for anything else a preflight, a 405 or a 404 in the
+ * envelope. The test kit dispatches the same table in-process (src/testing/routes.ts). Every
+ * handler is made here once, at start.
  */
 import { HttpApi, OpenApi } from "@effect/platform"
 import { type ApiError, errorResponse, InternalError, MethodNotAllowed, NotFound } from "../domain/errors.js"
@@ -40,6 +41,8 @@ export interface Mounts {
   readonly responses: ReturnType<typeof makeModelRoute>
   readonly countTokens: TracedHandler
   readonly retrieveModel: TracedHandler
+  /** GET /v1/models in the Anthropic SDK's shape, for the requests that carry `anthropic-version`. */
+  readonly anthropicModelList: TracedHandler
   readonly embeddings: ReturnType<typeof makeEmbeddingRoutes>
   /** The console's page and assets, when it is on. */
   readonly console: Record<string, RouteHandler> | undefined
@@ -91,10 +94,17 @@ const jsonOnly =
     return handle(req, trace)
   }
 
-/** The HttpApi's endpoints behind the control guard, and its OpenAPI document. */
-const mountControlPlane = (table: Table, front: FrontDoor, guard: ControlGuard) => {
+/** A control route's handler wrapped by another (which may answer some requests itself), by path and method. */
+type Around = Readonly<Record<string, Partial<Record<Method, (control: TracedHandler) => TracedHandler>>>>
+
+/** The HttpApi's endpoints behind the control guard (each through its `around` when it has one), and its OpenAPI document. */
+const mountControlPlane = (table: Table, front: FrontDoor, guard: ControlGuard, around: Around) => {
   for (const [path, methods] of controlRoutes()) {
-    mount(table, path, Object.fromEntries([...methods].map(([m, secured]) => [m, observed(front, path, m, guardedControl(guard, secured))])))
+    const handlerOf = (m: Method, secured: boolean) => {
+      const control = guardedControl(guard, secured)
+      return around[path]?.[m]?.(control) ?? control
+    }
+    mount(table, path, Object.fromEntries([...methods].map(([m, secured]) => [m, observed(front, path, m, handlerOf(m, secured))])))
   }
   const openapi = JSON.stringify(OpenApi.fromApi(GatewayApi))
   mount(table, "/v1/openapi.json", {
@@ -173,7 +183,10 @@ const unmatched = (front: FrontDoor, known: ReadonlyArray<Known>): Handler =>
 
 export const makeRouteTable = (m: Mounts): RouteTable => {
   const table: Table = { routes: {}, known: [] }
-  mountControlPlane(table, m.front, m.guard)
+  mountControlPlane(table, m.front, m.guard, {
+    // The Anthropic SDK's models.list (its key in x-api-key, which the HttpApi does not read) is answered in its shape.
+    "/v1/models": { GET: (control) => (req, trace) => (req.headers.has("anthropic-version") ? m.anthropicModelList(req, trace) : control(req, trace)) },
+  })
   mountDataPlane(table, m)
   mountMetrics(table, m.front)
   // The web console (README, Console): its page and assets under /console/, none of it when off.

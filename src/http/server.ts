@@ -16,6 +16,7 @@ import { bootstrap } from "../services/bootstrap.js"
 import { GenerationStore } from "../services/GenerationStore.js"
 import { KeyStore } from "../services/KeyStore.js"
 import { Auth } from "../services/Auth.js"
+import { Catalog } from "../services/Catalog.js"
 import { DEFAULT_MAX_UNFINISHED_BODIES, makeBodyDeadline, UnfinishedBodies } from "../pipeline/body.js"
 import { loggerLayer, logWriter, makeErrorLog } from "../lib/log.js"
 import { makeRequestLogger } from "./request-log.js"
@@ -23,6 +24,8 @@ import { GatewayMetrics } from "./metrics.js"
 import { RequestLifecycle } from "../pipeline/lifecycle.js"
 import { makeModelRoute } from "../pipeline/route.js"
 import { makeCountTokensRoute } from "./messages/count-tokens.js"
+import { makeModelAnswers } from "./models/answers.js"
+import { makeAnthropicModelListRoute } from "./models/list.js"
 import { makeModelRetrieveRoute } from "./models/retrieve.js"
 import { makeEmbeddingRoutes } from "./embeddings/routes.js"
 import { limitSendBuffers, limitUnsentBytes } from "../providers/socket-buffers.js"
@@ -110,6 +113,8 @@ export const makeGateway = async (config: Layer.Layer<GatewayConfig, unknown>, o
     (req) => front.context.requestIP(req)?.address ?? "",
   )
 
+  // Each model's answers to the clients' model endpoints, encoded once for the routes that serve them.
+  const modelAnswers = makeModelAnswers(Context.get(rt.context, Catalog))
   const table = makeRouteTable({
     front,
     guard: {
@@ -125,7 +130,8 @@ export const makeGateway = async (config: Layer.Layer<GatewayConfig, unknown>, o
     formats: options.formats ?? mountedFormats,
     responses: makeModelRoute(rt, { settings, lifecycle, log: makeErrorLog(settings.logLevel), authenticated, bodies }),
     countTokens: makeCountTokensRoute(rt, settings, bodies),
-    retrieveModel: makeModelRetrieveRoute(rt),
+    retrieveModel: makeModelRetrieveRoute(rt, modelAnswers),
+    anthropicModelList: makeAnthropicModelListRoute(rt, modelAnswers),
     embeddings: makeEmbeddingRoutes(rt, { settings, lifecycle, log: makeErrorLog(settings.logLevel), authenticated }),
     console: settings.consoleEnabled ? consoleRoutes(consolePage) : undefined,
   })

@@ -24,6 +24,7 @@ import {
   type PricingData,
   UNAVAILABLE_MODEL_FILTERS,
   USAGE_SORTS,
+  vendorOf,
 } from "../domain/models.js"
 import { quote } from "../domain/validation.js"
 import type { Router } from "../routing/Router.js"
@@ -101,6 +102,10 @@ interface Listed {
   readonly providerNames: ReadonlySet<string>
 }
 
+/** What a model outputs: the config's list, else its kind's. GET /v1/models lists the text ones by default. */
+export const outputModalitiesOf = (model: Model): ReadonlyArray<string> =>
+  model.entry.architecture?.output_modalities ?? [model.kind === "embedding" ? "embeddings" : model.kind === "rerank" ? "rerank" : "text"]
+
 const architectureOf = (model: Model) => {
   const declared = model.entry.architecture
   // Derived: text always; images and files where an endpoint declares them; the gateway answers text only.
@@ -109,7 +114,7 @@ const architectureOf = (model: Model) => {
   if (model.endpoints.some((e) => e.supports.has("files"))) inputs.push("file")
   const input_modalities: ReadonlyArray<string> = declared?.input_modalities ?? inputs
   // An embedding or rerank model outputs vectors or scores, not text: GET /v1/models leaves it out by default.
-  const output_modalities: ReadonlyArray<string> = declared?.output_modalities ?? [model.kind === "embedding" ? "embeddings" : model.kind === "rerank" ? "rerank" : "text"]
+  const output_modalities = outputModalitiesOf(model)
   return {
     modality: declared?.modality ?? `${input_modalities.join("+")}->${output_modalities.join("+")}`,
     input_modalities,
@@ -162,7 +167,7 @@ const listedOf = (model: Model, providers: ReadonlyMap<string, ProviderEntry>): 
   return {
     model,
     data,
-    author: model.id.slice(0, model.id.indexOf("/")).toLowerCase(),
+    author: vendorOf(model.id).toLowerCase(),
     top,
     inputs: new Set(architecture.input_modalities),
     outputs: new Set(architecture.output_modalities),
