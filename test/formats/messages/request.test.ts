@@ -134,7 +134,7 @@ describe("POST /v1/messages decode: content blocks", () => {
           role: "user",
           content: [
             { type: "text", text: "What is this?", cache_control: { type: "ephemeral" } },
-            { type: "image", source: { type: "base64", media_type: "image/png", data: "iVBOR" } },
+            { type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw==" } },
             { type: "image", source: { type: "url", url: "https://example.com/a.png" } },
           ],
         },
@@ -146,7 +146,7 @@ describe("POST /v1/messages decode: content blocks", () => {
         role: "user",
         content: [
           { type: "input_text", text: "What is this?", cache_control: { type: "ephemeral" } },
-          { type: "input_image", image_url: "data:image/png;base64,iVBOR" },
+          { type: "input_image", image_url: "data:image/png;base64,iVBORw==" },
           { type: "input_image", image_url: "https://example.com/a.png" },
         ],
       },
@@ -161,7 +161,7 @@ describe("POST /v1/messages decode: content blocks", () => {
         {
           role: "user",
           content: [
-            { type: "document", source: { type: "base64", media_type: "application/pdf", data: "JVBER" }, title: "a.pdf" },
+            { type: "document", source: { type: "base64", media_type: "application/pdf", data: "JVBERi0=" }, title: "a.pdf" },
             { type: "document", source: { type: "url", url: "https://example.com/b.pdf" } },
             { type: "document", source: { type: "file", file_id: "file_1" } },
             { type: "document", source: { type: "text", media_type: "text/plain", data: "plain words" } },
@@ -174,7 +174,7 @@ describe("POST /v1/messages decode: content blocks", () => {
         type: "message",
         role: "user",
         content: [
-          { type: "input_file", file_data: "data:application/pdf;base64,JVBER", filename: "a.pdf" },
+          { type: "input_file", file_data: "data:application/pdf;base64,JVBERi0=", filename: "a.pdf" },
           { type: "input_file", file_url: "https://example.com/b.pdf" },
           { type: "input_file", file_id: "file_1" },
           { type: "input_text", text: "plain words" },
@@ -228,9 +228,9 @@ describe("POST /v1/messages decode: content blocks", () => {
   test("redacted thinking travels as an empty reasoning item", () => {
     const request = ok({
       ...BASE,
-      messages: [{ role: "assistant", content: [{ type: "redacted_thinking", data: "opaque" }] }, { role: "user", content: "go on" }],
+      messages: [{ role: "user", content: "Hi" }, { role: "assistant", content: [{ type: "redacted_thinking", data: "opaque" }] }],
     })
-    expect((request.input as Array<unknown>)[0]).toEqual({ type: "reasoning", summary: [] })
+    expect((request.input as Array<unknown>)[1]).toEqual({ type: "reasoning", summary: [] })
   })
 
   test("a block type of a server tool is refused naming the block", () => {
