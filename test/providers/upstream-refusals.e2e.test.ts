@@ -2,13 +2,16 @@
  * What reaches an anthropic upstream of a request's structured output (a `json_schema` format as
  * Anthropic's `output_config.format`; `json_object`, which it has no mode for, not at all), and
  * what it would refuse (a forced tool_choice while thinking) refused by the gateway first: a 400
- * naming the field in the client format's envelope, no upstream call (docs/providers.md). An
- * in-process gateway over the mock upstream, whose log holds the bodies it was sent.
+ * naming the field in the client format's envelope, no upstream call (docs/providers.md); and
+ * bad input refused the same way: a malformed data URL on POST /v1/responses, and Anthropic's
+ * image rules of a Messages body. An in-process gateway over the mock upstream, whose log holds
+ * the bodies it was sent.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { type MockUpstream, startMockUpstream } from "../../scripts/mock-upstream.js"
 import type { ConfigFile } from "../../src/config/file.js"
 import { expectError, startInProcessGateway, type InProcessGateway } from "../support/gateway.js"
+import { sentDuring } from "../support/upstream-bodies.js"
 
 let mock: MockUpstream
 let gw: InProcessGateway & { stop: () => Promise<void> }
@@ -47,17 +50,13 @@ const SCHEMA = { type: "object", properties: { city: { type: "string" } }, requi
 const TOOL = { type: "function", name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } } }
 
 /** The bodies the mock upstream was sent while `call` ran. */
-const sentDuring = async (call: () => Promise<Response>) => {
-  const from = mock.requests.length
-  const res = await call()
-  return { res, sent: mock.requests.slice(from).map((r) => r.body as Record<string, unknown>) }
-}
+const bodiesDuring = (call: () => Promise<Response>) => sentDuring(mock, call)
 
 const post = (path: string, json: unknown) => gw.fetch(path, { method: "POST", json })
 
 describe("structured output to an anthropic upstream", () => {
   test("Responses text.format json_schema goes as output_config.format, with require_parameters", async () => {
-    const { res, sent } = await sentDuring(() =>
+    const { res, sent } = await bodiesDuring(() =>
       post("/v1/responses", {
         model: "t/claude",
         input: "where?",
@@ -71,7 +70,7 @@ describe("structured output to an anthropic upstream", () => {
   })
 
   test("Chat response_format json_schema goes as output_config.format", async () => {
-    const { res, sent } = await sentDuring(() =>
+    const { res, sent } = await bodiesDuring(() =>
       post("/v1/chat/completions", {
         model: "t/claude",
         messages: [{ role: "user", content: "where?" }],
@@ -84,7 +83,7 @@ describe("structured output to an anthropic upstream", () => {
   })
 
   test("Messages output_config.format goes on as it came", async () => {
-    const { res, sent } = await sentDuring(() =>
+    const { res, sent } = await bodiesDuring(() =>
       post("/v1/messages", {
         model: "t/claude",
         max_tokens: 256,
@@ -98,7 +97,7 @@ describe("structured output to an anthropic upstream", () => {
   })
 
   test("Responses text.format json_object is answered; no output_config goes (Anthropic has no JSON mode without a schema)", async () => {
-    const { res, sent } = await sentDuring(() =>
+    const { res, sent } = await bodiesDuring(() =>
       post("/v1/responses", { model: "t/claude", input: "where?", text: { format: { type: "json_object" } } }),
     )
     expect(res.status).toBe(200)
@@ -109,7 +108,7 @@ describe("structured output to an anthropic upstream", () => {
 
 describe("a forced tool_choice with reasoning on, to an anthropic upstream", () => {
   test("Messages thinking with tool_choice any is Anthropic's invalid_request_error naming tool_choice, no upstream call", async () => {
-    const { res, sent } = await sentDuring(() =>
+    const { res, sent } = await bodiesDuring(() =>
       post("/v1/messages", {
         model: "t/claude",
         max_tokens: 4096,
@@ -128,7 +127,7 @@ describe("a forced tool_choice with reasoning on, to an anthropic upstream", () 
   })
 
   test("Responses reasoning with a named tool_choice is a 400 naming tool_choice", async () => {
-    const { res, sent } = await sentDuring(() =>
+    const { res, sent } = await bodiesDuring(() =>
       post("/v1/responses", {
         model: "t/claude",
         input: "weather?",
@@ -139,5 +138,49 @@ describe("a forced tool_choice with reasoning on, to an anthropic upstream", () 
     )
     expect(await expectError(res, 400)).toContain("tool_choice: ")
     expect(sent).toEqual([])
+  })
+})
+
+describe("POST /v1/responses: an image's data URL", () => {
+  test("data:image/png;base64 without a comma or data is a 400 naming image_url, not sent upstream as a URL", async () => {
+    for (const url of ["data:image/png;base64", "data:image/png;base64,", "data:;base64,AAAA", "data:image/png,AAAA"]) {
+      const { res, sent } = await bodiesDuring(() =>
+        post("/v1/responses", { model: "t/claude", input: [{ role: "user", content: [{ type: "input_image", image_url: url }] }] }),
+      )
+      expect(await expectError(res, 400)).toBe("Invalid request: input[0].content[0].image_url: a data URL must be data:<media type>;base64,<data>")
+      expect(sent).toEqual([])
+    }
+  })
+
+  test("a well-formed data URL goes to an anthropic upstream as a base64 source", async () => {
+    const { res, sent } = await bodiesDuring(() =>
+      post("/v1/responses", { model: "t/claude", input: [{ role: "user", content: [{ type: "input_image", image_url: "data:image/png;base64,iVBORw==" }] }] }),
+    )
+    expect(res.status).toBe(200)
+    await res.text()
+    const messages = sent[0]?.["messages"] as ReadonlyArray<{ readonly content: ReadonlyArray<unknown> }>
+    expect(messages[0].content[0]).toEqual({ type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw==" } })
+  })
+})
+
+describe("POST /v1/messages: Anthropic's rules in Anthropic's envelope", () => {
+  const messagesError = async (res: Response) => {
+    expect(res.status).toBe(400)
+    const body = (await res.json()) as { type?: string; error?: { type?: string; message?: string } }
+    expect(body.type).toBe("error")
+    expect(body.error?.type).toBe("invalid_request_error")
+    return body.error?.message
+  }
+
+  test("an image/bmp and data that is not base64 are 400s, no upstream call", async () => {
+    const cases: ReadonlyArray<readonly [unknown, string]> = [
+      [[{ role: "user", content: [{ type: "image", source: { type: "base64", media_type: "image/bmp", data: "AAAA" } }] }], "messages[0].content[0].source.media_type: one of image/jpeg"],
+      [[{ role: "user", content: [{ type: "image", source: { type: "base64", media_type: "image/png", data: "%%%" } }] }], "messages[0].content[0].source.data: base64 data"],
+    ]
+    for (const [messages, rule] of cases) {
+      const { res, sent } = await bodiesDuring(() => post("/v1/messages", { model: "t/claude", max_tokens: 64, messages }))
+      expect(await messagesError(res)).toStartWith(`Invalid request: ${rule}`)
+      expect(sent).toEqual([])
+    }
   })
 })

@@ -12,6 +12,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { autoWorkerCount, labelled, mergeExpositions, spoolsLeftBy } from "../../src/supervisor.js"
 import { freshDatabase, type TestDatabase } from "../support/db.js"
+import { generationEntry } from "../support/generations.js"
 
 const root = join(import.meta.dir, "..", "..")
 
@@ -184,30 +185,7 @@ describe("serve --workers 2", () => {
     await answered.arrayBuffer()
     const spoolFile = join(dir, `ledger-spool.${victimId}.jsonl`)
     // The generation the gateway wrote already: the replay finds it and skips the batch (nothing counted twice).
-    const entry = {
-      id: generationId,
-      keyHash: "k",
-      userId: "u",
-      workspaceId: "w",
-      model: "t/echo",
-      providerName: "fake",
-      upstreamModel: "echo",
-      createdAt: new Date().toISOString(),
-      streamed: false,
-      cancelled: false,
-      finishReason: "stop",
-      sessionId: null,
-      inputTokens: 1,
-      cachedTokens: 0,
-      cacheWriteTokens: 0,
-      outputTokens: 1,
-      reasoningTokens: 0,
-      totalCost: 0,
-      isByok: false,
-      generationTimeMs: 1,
-      latencyMs: 1,
-      status: "completed",
-    }
+    const entry = generationEntry({ id: generationId, model: "t/echo", providerName: "fake" })
     writeFileSync(spoolFile, `${JSON.stringify({ s: 1, i: [{ entry }] })}\n`)
     process.kill(victim, "SIGKILL")
     // The kill is done when the process is gone (its listening socket closed with it).
