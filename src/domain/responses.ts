@@ -23,17 +23,20 @@ const cacheable = { cache_control: Schema.optional(CacheControl) }
 // Content parts of a message (input parts, and output parts for assistant history).
 export const InputTextPart = Schema.Struct({ type: Schema.Literal("input_text"), text: Schema.String, ...cacheable })
 
+const DATA_URL = /^data:([^;,]+)(?:;[^,]*)?;base64,/
+
 /**
- * Whether a `data:` URL has the one form the adapters read, `data:<media type>;base64,<data>` (one
- * without its comma went upstream as a plain URL). Other URLs pass. Only the header is looked at,
- * not the data: the comma is found natively and, in a well-formed URL, within its first characters.
+ * A `data:<media type>[;parameters];base64,<data>` URL's media type and data: the one form of data
+ * URL the adapters send inline (an image, a file); undefined for any other URL.
  */
-const isWellFormedDataUrl = (url: string): boolean => {
-  if (url.length < 5 || url.slice(0, 5).toLowerCase() !== "data:") return true
-  const comma = url.indexOf(",")
-  // The header: the scheme in lower case (as the adapters match it), a media type, `;base64`, then data.
-  return url.startsWith("data:") && url[5] !== ";" && comma >= "data:x;base64".length && comma < url.length - 1 && url.startsWith(";base64", comma - 7)
+export const base64DataUrl = (url: string): { readonly mediaType: string; readonly data: string } | undefined => {
+  const match = DATA_URL.exec(url)
+  return match === null ? undefined : { mediaType: match[1] as string, data: url.slice(match[0].length) }
 }
+
+/** Whether a URL that says it is a `data:` URL (in any case) is one the adapters read, with data: one that is not went upstream as a plain URL. */
+const isWellFormedDataUrl = (url: string): boolean =>
+  url.length < 5 || url.slice(0, 5).toLowerCase() !== "data:" || (base64DataUrl(url)?.data ?? "") !== ""
 
 export const InputImagePart = Schema.Struct({
   type: Schema.Literal("input_image"),

@@ -5,6 +5,7 @@
  * `output_config.format`. What Anthropic would refuse is refused here, naming the field.
  */
 import { ProviderError, type CacheControl, type ContentPart, type InputItem, type NormalizedRequest, type ReasoningConfig, type ResponseFormat, type ToolChoice } from "../types"
+import { base64DataUrl } from "../../domain/responses"
 
 export interface AnthropicCacheControl {
   readonly type: "ephemeral"
@@ -85,11 +86,9 @@ export const thinkingBudget = (reasoning: ReasoningConfig | undefined): number |
 const cacheControlOf = (control: CacheControl): AnthropicCacheControl =>
   control.ttl === undefined ? { type: "ephemeral" } : { type: "ephemeral", ttl: control.ttl }
 
-const DATA_URL = /^data:([^;,]+)(?:;[^,]*)?;base64,/
-
 const sourceOf = (url: string): Source => {
-  const match = DATA_URL.exec(url)
-  return match === null ? { type: "url", url } : { type: "base64", media_type: match[1], data: url.slice(match[0].length) }
+  const inline = base64DataUrl(url)
+  return inline === undefined ? { type: "url", url } : { type: "base64", media_type: inline.mediaType, data: inline.data }
 }
 
 const blockOf = (part: ContentPart): AnthropicBlock | undefined => {
@@ -105,7 +104,7 @@ const blockOf = (part: ContentPart): AnthropicBlock | undefined => {
     case "file": {
       const source: Source | undefined =
         part.fileData !== undefined
-          ? DATA_URL.test(part.fileData)
+          ? base64DataUrl(part.fileData) !== undefined
             ? sourceOf(part.fileData)
             : { type: "base64", media_type: "application/pdf", data: part.fileData }
           : part.fileUrl !== undefined

@@ -6,6 +6,7 @@
  */
 import { thinkingBudget } from "../anthropic/request"
 import { ProviderError, type ContentPart, type InputItem, type NormalizedRequest, type ResponseFormat } from "../types"
+import { base64DataUrl } from "../../domain/responses"
 
 type ImageFormat = "png" | "jpeg" | "gif" | "webp"
 
@@ -39,14 +40,13 @@ export interface ConverseRequestBody {
 /** The tool that carries a structured answer: its input is the JSON the caller asked for. */
 export const RESPONSE_TOOL = "json_response"
 
-const DATA_URL = /^data:([^;,]+)(?:;[^,]*)?;base64,/
 const IMAGE_FORMATS: Record<string, ImageFormat> = { "image/png": "png", "image/jpeg": "jpeg", "image/jpg": "jpeg", "image/gif": "gif", "image/webp": "webp" }
 
 /** Converse takes image and document bytes only (or S3 locations): a web URL is refused before the call. */
 const bytesOf = (url: string, what: string): { readonly mediaType: string; readonly data: string } => {
-  const match = DATA_URL.exec(url)
-  if (match === null) throw new ProviderError("bad_request", `bedrock takes ${what} as base64 data: URLs, not links`)
-  return { mediaType: match[1] as string, data: url.slice(match[0].length) }
+  const inline = base64DataUrl(url)
+  if (inline === undefined) throw new ProviderError("bad_request", `bedrock takes ${what} as base64 data: URLs, not links`)
+  return inline
 }
 
 const blockOf = (part: ContentPart): ConverseBlock | undefined => {
@@ -62,7 +62,7 @@ const blockOf = (part: ContentPart): ConverseBlock | undefined => {
     }
     case "file": {
       if (part.fileData === undefined) throw new ProviderError("bad_request", "bedrock takes files as base64 file_data, not links or file ids")
-      const data = DATA_URL.test(part.fileData) ? bytesOf(part.fileData, "files").data : part.fileData
+      const data = base64DataUrl(part.fileData)?.data ?? part.fileData
       // A document's name: letters, digits, spaces, hyphens, parentheses and brackets only.
       const name = (part.filename ?? "document").replace(/\.[^.]*$/, "").replace(/[^A-Za-z0-9 ()[\]-]/g, "-") || "document"
       return { document: { format: "pdf", name, source: { bytes: data } } }

@@ -10,6 +10,7 @@ import type { Types } from "effect"
 import { thinkingBudget } from "../anthropic/request"
 import type { ContentPart, InputItem, NormalizedRequest, ReasoningConfig, ToolChoice } from "../types"
 import { signatureOf } from "./signature"
+import { base64DataUrl } from "../../domain/responses"
 
 export type GeminiRequestPart =
   | { readonly text: string }
@@ -45,8 +46,6 @@ interface GenerationConfig {
   thinkingConfig?: { readonly includeThoughts?: boolean; readonly thinkingBudget?: number }
 }
 
-const DATA_URL = /^data:([^;,]+)(?:;[^,]*)?;base64,/
-
 const MIME_BY_EXTENSION: Record<string, string> = {
   png: "image/png",
   jpg: "image/jpeg",
@@ -67,8 +66,8 @@ const mimeOfUrl = (url: string, fallback: string): string => {
 
 /** A data URL inline, any other URL (https, gs://, an uploaded file's URI) by reference. */
 const mediaPart = (url: string, fallbackMime: string): GeminiRequestPart => {
-  const match = DATA_URL.exec(url)
-  if (match !== null) return { inlineData: { mimeType: match[1] as string, data: url.slice(match[0].length) } }
+  const inline = base64DataUrl(url)
+  if (inline !== undefined) return { inlineData: { mimeType: inline.mediaType, data: inline.data } }
   return { fileData: { mimeType: mimeOfUrl(url, fallbackMime), fileUri: url } }
 }
 
@@ -81,7 +80,7 @@ const partOf = (part: ContentPart): GeminiRequestPart | undefined => {
     case "file":
       if (part.fileData !== undefined) {
         // Raw base64 without a data URL: a PDF, as the Responses format's file_data usually is.
-        return DATA_URL.test(part.fileData) ? mediaPart(part.fileData, "application/pdf") : { inlineData: { mimeType: "application/pdf", data: part.fileData } }
+        return base64DataUrl(part.fileData) !== undefined ? mediaPart(part.fileData, "application/pdf") : { inlineData: { mimeType: "application/pdf", data: part.fileData } }
       }
       if (part.fileUrl !== undefined) return mediaPart(part.fileUrl, "application/pdf")
       if (part.fileId !== undefined) return { fileData: { fileUri: part.fileId } }
