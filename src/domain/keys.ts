@@ -184,3 +184,6 @@ const OTHER_SECRET = /^[\x21-\x7e]{1,256}$/
  */
 export const keyShaped = (secret: string): boolean =>
   secret.startsWith("sk-gw-v1-") ? GENERATED_SECRET.test(secret) : OTHER_SECRET.test(secret)
+
+/** Whether a key with this `expires_at` (as the client wrote it, offset included: compared as a time) has expired at `nowMs`. */
+export const hasExpired = (expiresAt: string | null, nowMs: number): boolean => expiresAt !== null && Date.parse(expiresAt) <= nowMs

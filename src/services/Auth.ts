@@ -5,7 +5,7 @@
  */
 import { Context, Effect, Either, Option } from "effect"
 import { Forbidden, Unauthorized } from "../domain/errors.js"
-import { keyShaped } from "../domain/keys.js"
+import { hasExpired, keyShaped } from "../domain/keys.js"
 import { hashSecret, type KeyRow, KeyStore } from "./KeyStore.js"
 
 export interface PrincipalShape {
@@ -50,7 +50,7 @@ export const principalOf = (hash: string, key: KeyRow | undefined, nowMs: number
   if (key.in_workspace === 0) {
     return Either.left(new Unauthorized({ message: "API key's user is no longer a member of the key's workspace" }))
   }
-  if (key.expires_at !== null && Date.parse(key.expires_at) <= nowMs) {
+  if (hasExpired(key.expires_at, nowMs)) {
     return Either.left(new Unauthorized({ message: `API key expired at ${key.expires_at}` }))
   }
   return Either.right({

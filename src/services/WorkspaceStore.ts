@@ -8,6 +8,7 @@ import { SqlClient, type SqlError } from "@effect/sql"
 import { createHash } from "node:crypto"
 import { Clock, Effect, Option } from "effect"
 import { BadRequest } from "../domain/errors.js"
+import { hasExpired } from "../domain/keys.js"
 import { canonicalId } from "../domain/validation.js"
 import type { Member, MemberRole, ProviderSort, Workspace } from "../domain/workspaces.js"
 import { Users } from "./Users.js"
@@ -406,12 +407,12 @@ export class WorkspaceStore extends Effect.Service<WorkspaceStore>()("WorkspaceS
             const present = yield* sql<MemberRow>`SELECT * FROM workspace_members
               WHERE workspace_id = ${row.id} AND user_id IN ${sql.in(wanted)}`
             const presentByUser = new Map(present.map((m) => [m.user_id, m]))
-            // Active: neither disabled nor past its expiry (stored as the client wrote it, with its offset: compared as times).
+            // Active: neither disabled nor past its expiry (read here, as authentication reads it).
             const activeKeys = new Map<string, number>()
             const now = Date.now()
             for (const k of yield* sql<{ user_id: string; expires_at: string | null }>`SELECT user_id, expires_at FROM api_keys
                 WHERE workspace_id = ${row.id} AND disabled = 0 AND deleted = 0 AND user_id IN ${sql.in(wanted)}`) {
-              if (k.expires_at === null || !(Date.parse(k.expires_at) <= now)) activeKeys.set(k.user_id, (activeKeys.get(k.user_id) ?? 0) + 1)
+              if (!hasExpired(k.expires_at, now)) activeKeys.set(k.user_id, (activeKeys.get(k.user_id) ?? 0) + 1)
             }
             const refused: Array<{ user_id: string; reasons: Array<string> }> = []
             for (const userId of wanted) {
