@@ -50,10 +50,16 @@ export const clientLayer = (databaseUrl: string, poolSize = DEFAULT_PG_POOL_SIZE
   return sqliteLayer(databaseUrl).pipe(Layer.tap((ctx) => Effect.provide(sqlitePragmas, ctx)))
 }
 
+/** The table of applied migrations, made when the database has none yet. */
+const migrationsTable = Effect.flatMap(
+  SqlClient.SqlClient,
+  (sql) => sql`CREATE TABLE IF NOT EXISTS schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`,
+)
+
 /** The migrations not yet applied, each in its own transaction. */
 const applyPending = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`CREATE TABLE IF NOT EXISTS schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`
+  yield* migrationsTable
   const applied = new Set((yield* sql<{ id: number }>`SELECT id FROM schema_migrations`).map((r) => Number(r.id)))
   // A build rolled back after a newer one migrated: it runs, but says so (refusing would turn a rollback into an outage).
   const known = new Set(migrations.map((m) => m.id))
@@ -92,10 +98,7 @@ export const migrate = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   sql.onDialectOrElse({
     pg: () => sql.withTransaction(Effect.zipRight(sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`, applyPending)),
     orElse: () =>
-      Effect.zipRight(
-        sql`CREATE TABLE IF NOT EXISTS schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`,
-        sql.withTransaction(Effect.zipRight(sql`UPDATE schema_migrations SET id = id WHERE 0`, applyPending)),
-      ),
+      Effect.zipRight(migrationsTable, sql.withTransaction(Effect.zipRight(sql`UPDATE schema_migrations SET id = id WHERE 0`, applyPending))),
   }),
 )
 
