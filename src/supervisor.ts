@@ -69,10 +69,6 @@ export const parseWorkers = (text: string): number | undefined => {
 interface Worker {
   readonly index: number
   readonly generation: number
-  /** Its instance id (`GATEWAY_INSTANCE_ID`). */
-  readonly instanceId: string
-  /** The stopped workers' spools it was given to take over. */
-  readonly adopts: ReadonlyArray<string>
   readonly proc: ReturnType<typeof Bun.spawn>
   ready: boolean
   /** Set when the supervisor itself stops it (replaced, or shutting down): its exit is no crash. */
@@ -178,8 +174,6 @@ const spawn = (pool: Pool, index: number, candidate = false): Promise<Worker> =>
     const worker: Worker = {
       index,
       generation: gen,
-      instanceId,
-      adopts,
       ready: false,
       retiring: false,
       startedAt: Date.now(),
