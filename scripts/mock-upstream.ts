@@ -647,10 +647,11 @@ const answerOf = (knobs: Knobs, body: Record<string, unknown>, format: MockForma
       chunk,
       chunkJson: JSON.stringify(chunk).slice(1, -1),
       finish: "stop",
-      reasoningDeltas: 0,
+      // The reasoning scenario thinks before its tool calls too, as a thinking model does.
+      reasoningDeltas,
       textDeltas: serverTool.text === undefined ? 0 : 1,
       tool: serverTool.call,
-      usage: { input: knobs.usageInput, output: knobs.usageOutput ?? 1, reasoning: 0, cached: knobs.usageCached, cacheWrite: knobs.usageCacheWrite },
+      usage: { input: knobs.usageInput, output: knobs.usageOutput ?? 1, reasoning: reasoningDeltas, cached: knobs.usageCached, cacheWrite: knobs.usageCacheWrite },
     }
   }
   if (knobs.scenario === "tool_call") {

@@ -152,6 +152,18 @@ export const ReasoningItem = Schema.Struct({
 })
 export type ReasoningItem = typeof ReasoningItem.Type
 
+/**
+ * A reasoning block whose text the upstream withheld (Anthropic's `redacted_thinking`) reaches a
+ * Responses or Chat client as `encrypted_content` (a `reasoning.encrypted` detail) with this mark
+ * before its data, so that, sent back, it goes upstream as the redacted block it was, not as the
+ * signature of an empty one. No provider's token has a colon (they are base64).
+ */
+export const REDACTED_REASONING = "redacted_thinking:"
+
+/** The token a client gets for a reasoning block's seal (`reasoning_signature`): marked when the block was redacted. */
+export const sealToken = (signature: string, redacted: boolean | undefined): string =>
+  redacted === true ? REDACTED_REASONING + signature : signature
+
 export const ItemReference = Schema.Struct({ type: Schema.Literal("item_reference"), id: Schema.String })
 export type ItemReference = typeof ItemReference.Type
 

@@ -9,7 +9,7 @@ import { Effect, Either, Option, type Types } from "effect"
 import type { Settings } from "../config/Config.js"
 import { type ApiError, RequestTimeout } from "../domain/errors.js"
 import { costOf, isValidUsage, type PartAllowance, type Usage } from "../domain/pricing.js"
-import type { ResponsesRequest } from "../domain/responses.js"
+import { type InputItem, type ResponsesRequest, sealToken } from "../domain/responses.js"
 import type { ClientFormat, Encoder, FinishExtras, ServerToolUse } from "../formats/format.js"
 import type { PlainAbort } from "../providers/abort.js"
 import type { FinishReason, ProviderEvent } from "../providers/types.js"
@@ -105,6 +105,9 @@ interface ServerCall {
 /** What a turn's reading kept back from the client: server-tool calls, the usage and the finish reason. */
 interface TurnSeen {
   readonly calls: Map<number, ServerCall>
+  /** The turn's reasoning since its last seal, and its sealed blocks: the next turn sends them back (Anthropic requires it with tool use). */
+  reasoning: string
+  readonly sealed: Array<InputItem>
   clientCalled: boolean
   usage: Usage | undefined
   reason: FinishReason | undefined
@@ -275,6 +278,19 @@ export class LoopRun {
             break
           case "finish":
             seen.reason = e.reason
+            break
+          case "reasoning":
+            seen.reasoning += e.delta
+            kept.push(e)
+            break
+          case "reasoning_signature":
+            seen.sealed.push({
+              type: "reasoning",
+              summary: seen.reasoning === "" || e.redacted === true ? [] : [{ type: "summary_text", text: seen.reasoning }],
+              encrypted_content: sealToken(e.signature, e.redacted),
+            })
+            seen.reasoning = ""
+            kept.push(e)
             break
           default:
             kept.push(e)
@@ -447,7 +463,7 @@ export class LoopRun {
     let final = false
     let steps = 0
     for (;;) {
-      const seen: TurnSeen = { calls: new Map(), clientCalled: false, usage: undefined, reason: undefined }
+      const seen: TurnSeen = { calls: new Map(), reasoning: "", sealed: [], clientCalled: false, usage: undefined, reason: undefined }
       const textBefore = encoder.completionText.length + encoder.reasoningText.length
       const read = await this.readTurn(turn, seen)
       const produced = encoder.completionText.length + encoder.reasoningText.length - textBefore
@@ -463,6 +479,7 @@ export class LoopRun {
         return { kind: "answer" }
       }
       steps++
+      this.conversation.push(...seen.sealed)
       if (turnText !== "") this.conversation.push({ type: "message", role: "assistant", content: turnText })
       for (const call of turnCalls) {
         this.conversation.push({ type: "function_call", call_id: call.callId, name: call.declared.tool.name, arguments: call.args === "" ? "{}" : call.args })

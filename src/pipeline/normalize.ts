@@ -12,6 +12,7 @@ import {
   isFunctionTool,
   isFunctionToolChoice,
   isKnownInputItem,
+  REDACTED_REASONING,
   type ResponsesRequest,
   type ToolChoiceInput,
   type ToolInput,
@@ -97,10 +98,12 @@ const inputItem = (item: InputItem, i: number): Result<NormalizedItem> => {
       )
     case "reasoning": {
       const summary = item.summary.map((part) => part.text).join("\n\n")
+      const token = item.encrypted_content
+      if (token == null) return Either.right({ type: "reasoning", summary })
       return Either.right(
-        item.encrypted_content == null
-          ? { type: "reasoning", summary }
-          : { type: "reasoning", summary, encryptedContent: item.encrypted_content },
+        token.startsWith(REDACTED_REASONING)
+          ? { type: "reasoning", summary, encryptedContent: token.slice(REDACTED_REASONING.length), redacted: true }
+          : { type: "reasoning", summary, encryptedContent: token },
       )
     }
     case "item_reference":

@@ -35,7 +35,12 @@ export type InputItem =
   | { readonly type: "message"; readonly role: Role; readonly content: ReadonlyArray<ContentPart> }
   | { readonly type: "function_call"; readonly callId: string; readonly name: string; readonly arguments: string }
   | { readonly type: "function_call_output"; readonly callId: string; readonly output: string }
-  | { readonly type: "reasoning"; readonly summary: string; readonly encryptedContent?: string }
+  /**
+   * `encryptedContent`: the upstream's opaque token that came with the reasoning (Anthropic's and
+   * Bedrock's signature, OpenAI's encrypted content), sent back with it. `redacted`: a block whose
+   * text the upstream withheld (Anthropic's `redacted_thinking`): the token is all of it.
+   */
+  | { readonly type: "reasoning"; readonly summary: string; readonly encryptedContent?: string; readonly redacted?: boolean }
 
 export interface FunctionTool {
   readonly type: "function"
@@ -106,6 +111,12 @@ export type ProviderEvent =
       readonly spans: ReadonlyArray<number>
     }
   | { readonly type: "reasoning"; readonly delta: string }
+  /**
+   * Ends the reasoning block given so far with the upstream's opaque token for it (Anthropic's
+   * `signature`), which a client sends back with that block on a later turn; with `redacted`, a
+   * whole block whose text the upstream withheld, the token being all of it.
+   */
+  | { readonly type: "reasoning_signature"; readonly signature: string; readonly redacted?: boolean }
   | { readonly type: "tool_call_start"; readonly index: number; readonly callId: string; readonly name: string }
   | { readonly type: "tool_call_delta"; readonly index: number; readonly delta: string }
   | { readonly type: "usage"; readonly usage: Usage }

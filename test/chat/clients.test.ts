@@ -273,6 +273,47 @@ for (const up of UPSTREAMS) {
   })
 }
 
+describe("reasoning details sent back to Anthropic", () => {
+  const chatRequest = {
+    model: "mock/anthropic-reasoning",
+    messages: [{ role: "user" as const, content: "What now?" }],
+    reasoning: { effort: "low" as const },
+  }
+
+  test("the SDK reads the signature on the text detail, in JSON and in the stream; sent back, it is the thinking block it was", async () => {
+    const result = await sdk().chat.send({ chatRequest })
+    if (Symbol.asyncIterator in result) throw new Error("expected a JSON result")
+    const details = result.choices[0]!.message.reasoningDetails
+    expect(details).toEqual([{ type: "reasoning.text", text: "think ".repeat(5), signature: "mock-signature", index: 0 }])
+
+    const stream = await sdk().chat.send({ chatRequest: { ...chatRequest, stream: true } })
+    if (!(Symbol.asyncIterator in stream)) throw new Error("expected a stream")
+    let text = ""
+    let signature: string | undefined
+    for await (const chunk of stream) {
+      for (const detail of chunk.choices[0]?.delta.reasoningDetails ?? []) {
+        if (detail.type !== "reasoning.text") continue
+        text += detail.text ?? ""
+        signature = detail.signature ?? signature
+      }
+    }
+    expect({ text, signature }).toEqual({ text: "think ".repeat(5), signature: "mock-signature" })
+
+    mock.reset()
+    const back = [
+      { role: "user", content: "What now?" },
+      { role: "assistant", content: "tok tok", reasoning_details: [{ type: "reasoning.text", text: "think ".repeat(3), index: 0 }, { type: "reasoning.text", text: "think think ", signature: "mock-signature", index: 0 }] },
+      { role: "user", content: "And then?" },
+    ] as unknown as Array<OpenAI.Chat.ChatCompletionMessageParam>
+    await openai().chat.completions.create({ model: chatRequest.model, messages: back, reasoning_effort: "low" })
+    const sent = mock.requests[mock.requests.length - 1]!.body as { messages: Array<{ content: unknown }> }
+    expect(sent.messages[1]!.content).toEqual([
+      { type: "thinking", thinking: "think ".repeat(5), signature: "mock-signature" },
+      { type: "text", text: "tok tok" },
+    ])
+  })
+})
+
 describe("routing metadata with X-Service-Metadata", () => {
   const chat = (json: unknown) =>
     gw.fetch("/v1/chat/completions", { method: "POST", json, headers: { "x-service-metadata": "enabled" } })

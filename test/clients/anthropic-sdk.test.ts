@@ -342,6 +342,41 @@ for (const kind of UPSTREAM_FORMATS) {
       expectUsage(message.usage, "reasoning", false)
     })
 
+    // Anthropic signs its thinking; another upstream's reasoning has no signature to give.
+    const signature = kind === "anthropic" ? "mock-signature" : ""
+
+    test("the thinking block carries the upstream's signature (create and stream)", async () => {
+      const created = await create(body("reasoning"))
+      expect(created.content[0]).toEqual({ type: "thinking", thinking: "think ".repeat(5), signature })
+      const streamed = await stream(body("reasoning")).finalMessage()
+      expect(streamed.content[0]).toEqual({ type: "thinking", thinking: "think ".repeat(5), signature })
+    })
+
+    test("thinking sent back with a tool result reaches the upstream as it came, before the tool use", async () => {
+      const first = await stream({ ...body("reasoning"), tools: [WEATHER] }).finalMessage()
+      const call: Anthropic.ToolUseBlockParam = { type: "tool_use", id: "toolu_1", name: "get_weather", input: { city: "Paris" } }
+      mock.reset()
+      await create({
+        ...body("text"),
+        tools: [WEATHER],
+        thinking: { type: "enabled", budget_tokens: 1024 },
+        messages: [
+          ...user("What now?"),
+          { role: "assistant", content: [...first.content, call] },
+          { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "18C" }] },
+        ],
+      })
+      const sent = mock.requests[mock.requests.length - 1]!.body as { messages: Array<{ role: string; content: Array<Record<string, unknown>> }> }
+      if (kind !== "anthropic") {
+        expect(JSON.stringify(sent)).not.toContain("mock-signature")
+        return
+      }
+      const assistant = sent.messages[1]!
+      expect(assistant.role).toBe("assistant")
+      expect(assistant.content.map((b) => b.type)).toEqual(["thinking", "text", "tool_use"])
+      expect(assistant.content[0]).toEqual({ type: "thinking", thinking: "think ".repeat(5), signature: "mock-signature" })
+    })
+
     test("the upstream got its own wire format, the system prompt and the max_tokens", async () => {
       mock.reset()
       await create(body("text"))

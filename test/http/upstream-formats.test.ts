@@ -154,6 +154,49 @@ for (const kind of UPSTREAM_FORMATS) {
   })
 }
 
+describe("reasoning sent back to Anthropic", () => {
+  const turn = (reasoning: Record<string, unknown>) => ({
+    model: "mock/anthropic-reasoning",
+    reasoning: { effort: "low" },
+    input: [
+      { role: "user", content: "What now?" },
+      reasoning,
+      { type: "message", role: "assistant", content: [{ type: "output_text", text: "tok tok" }] },
+      { role: "user", content: "And then?" },
+    ],
+  })
+
+  for (const stream of [false, true]) {
+    test(`the reasoning item carries the signature as encrypted_content (${stream ? "stream" : "JSON"}); sent back, it is the thinking block it was`, async () => {
+      const res = await gw.fetch("/v1/responses", { method: "POST", json: { ...request("anthropic", "reasoning", stream) } })
+      expect(res.status).toBe(200)
+      const result = stream
+        ? (parseSse(await res.text()).events.find((e) => e.json?.type === "response.completed")!.json!.response as Record<string, any>)
+        : ((await res.json()) as Record<string, any>)
+      const reasoning = result.output[0]
+      expect(reasoning).toMatchObject({ type: "reasoning", summary: [{ type: "summary_text", text: "think ".repeat(5) }], encrypted_content: "mock-signature" })
+      mock.reset()
+      const next = await gw.fetch("/v1/responses", { method: "POST", json: turn(reasoning) })
+      expect(next.status).toBe(200)
+      const sent = mock.requests[mock.requests.length - 1]!.body as Record<string, any>
+      expect(sent.messages[1].content).toEqual([
+        { type: "thinking", thinking: "think ".repeat(5), signature: "mock-signature" },
+        { type: "text", text: "tok tok" },
+      ])
+    })
+  }
+
+  test("a redacted block sent back goes as redacted_thinking; reasoning with no signature is left out", async () => {
+    mock.reset()
+    const res = await gw.fetch("/v1/responses", { method: "POST", json: turn({ type: "reasoning", summary: [], encrypted_content: "redacted_thinking:opaque" }) })
+    expect(res.status).toBe(200)
+    expect((mock.requests[mock.requests.length - 1]!.body as Record<string, any>).messages[1].content[0]).toEqual({ type: "redacted_thinking", data: "opaque" })
+    mock.reset()
+    await gw.fetch("/v1/responses", { method: "POST", json: turn({ type: "reasoning", summary: [{ type: "summary_text", text: "unsigned" }] }) })
+    expect((mock.requests[mock.requests.length - 1]!.body as Record<string, any>).messages[1].content).toEqual([{ type: "text", text: "tok tok" }])
+  })
+})
+
 describe("upstream failures end to end", () => {
   test("a stream the upstream resets mid-way ends with response.failed and [DONE], and the mock saw it end", async () => {
     const extra = await startInProcessGateway({

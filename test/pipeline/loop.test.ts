@@ -28,6 +28,7 @@ const catalog = (extra: Partial<ConfigFile> = {}): ConfigFile => {
     mockProvider(mock, "chat"),
     mockProvider(mock, "resp", {}, { kind: "openai-responses" }),
     mockProvider(mock, "anth", {}, { kind: "anthropic" }),
+    mockProvider(mock, "anth-think", { "x-mock-scenario": "reasoning" }, { kind: "anthropic" }),
     mockProvider(mock, "slow", { "x-mock-ttft-ms": "400", "x-mock-server-tool-calls": "30" }),
     mockProvider(mock, "many", { "x-mock-server-tool-calls": "30" }),
     mockProvider(mock, "tc", { "x-mock-scenario": "tool_call" }),
@@ -38,6 +39,7 @@ const catalog = (extra: Partial<ConfigFile> = {}): ConfigFile => {
       model("test/chat", endpoint("chat", PRICE.prompt, PRICE.completion)),
       model("test/resp", endpoint("resp", PRICE.prompt, PRICE.completion)),
       model("test/anth", endpoint("anth", PRICE.prompt, PRICE.completion)),
+      model("test/anth-think", endpoint("anth-think", PRICE.prompt, PRICE.completion)),
       model("test/slow", endpoint("slow", PRICE.prompt, PRICE.completion)),
       model("test/many", endpoint("many", PRICE.prompt, PRICE.completion)),
       model("test/tc", endpoint("tc", PRICE.prompt, PRICE.completion)),
@@ -131,6 +133,16 @@ describe("the loop runs a server tool and calls the model again", () => {
       expect(record["tokens_prompt"] ?? record["native_tokens_prompt"]).toBe(2 * USAGE_INPUT)
     })
   }
+
+  test("anthropic with thinking: the turn's signed thinking goes back before its tool use, as Anthropic requires", async () => {
+    const { res, text, calls } = await respond({ model: "test/anth-think", input: "what time is it?", tools: DATETIME, reasoning: { effort: "low" } })
+    expect(res.status).toBe(200)
+    expect(resultOf(text).output.map((i) => i.type)).toEqual(["reasoning", "openrouter:datetime", "reasoning", "message"])
+    const second = calls[1]!.body as { messages: Array<{ role: string; content: Array<Record<string, unknown>> }> }
+    expect(second.messages[1]!.role).toBe("assistant")
+    expect(second.messages[1]!.content.map((block) => block.type)).toEqual(["thinking", "tool_use"])
+    expect(second.messages[1]!.content[0]).toEqual({ type: "thinking", thinking: "think think think ", signature: "mock-signature" })
+  })
 
   test("the tool's parameters reach it: timezone from tools[].parameters", async () => {
     const { text } = await respond({ model: "test/chat", input: "time in Kolkata", tools: [{ type: "openrouter:datetime", parameters: { timezone: "Asia/Kolkata" } }] })

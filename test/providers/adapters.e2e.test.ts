@@ -17,12 +17,14 @@ interface AdapterCase {
   readonly callId: string
   /** Whether the wire format reports reasoning tokens apart (Anthropic does not). */
   readonly reportsReasoningTokens: boolean
+  /** The upstream seals its reasoning (Anthropic's signature): the event that ends the reasoning. */
+  readonly seal?: ProviderEvent
 }
 
 const CASES: ReadonlyArray<AdapterCase> = [
   { kind: "openai-chat", provider: openAiChatProvider, path: "/v1/chat/completions", callId: "call_mock_0", reportsReasoningTokens: true },
   { kind: "openai-responses", provider: openAiResponsesProvider, path: "/v1/responses", callId: "call_mock_0", reportsReasoningTokens: true },
-  { kind: "anthropic", provider: anthropicProvider, path: "/v1/messages", callId: "toolu_mock_0", reportsReasoningTokens: false },
+  { kind: "anthropic", provider: anthropicProvider, path: "/v1/messages", callId: "toolu_mock_0", reportsReasoningTokens: false, seal: { type: "reasoning_signature", signature: "mock-signature" } },
 ]
 
 let mock: MockUpstream
@@ -90,6 +92,7 @@ for (const c of CASES) {
       expect(events).toEqual([
         { type: "reasoning", delta: "think " },
         { type: "reasoning", delta: "think " },
+        ...(c.seal === undefined ? [] : [c.seal]),
         { type: "text", delta: "tok " },
         { type: "text", delta: "tok " },
         usage(10, 4, { reasoningTokens: c.reportsReasoningTokens ? 2 : 0 }),
@@ -101,6 +104,7 @@ for (const c of CASES) {
       const events = await eventsOf(await open(c, false, { "x-mock-scenario": "reasoning", "x-mock-tokens": "2" }))
       expect(events).toEqual([
         { type: "reasoning", delta: "think think " },
+        ...(c.seal === undefined ? [] : [c.seal]),
         { type: "text", delta: "tok tok " },
         usage(10, 4, { reasoningTokens: c.reportsReasoningTokens ? 2 : 0 }),
         { type: "finish", reason: "stop" },

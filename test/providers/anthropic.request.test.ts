@@ -104,6 +104,30 @@ describe("anthropic request mapping", () => {
     expect("temperature" in high || "top_k" in high).toBe(false)
   })
 
+  test("signed reasoning goes back as thinking blocks opening the assistant turn, only with thinking on", () => {
+    const input: NormalizedRequest["input"] = [
+      { type: "message", role: "user", content: [{ type: "text", text: "Weather?" }] },
+      { type: "message", role: "assistant", content: [{ type: "text", text: "Checking." }] },
+      { type: "reasoning", summary: "The user wants weather.", encryptedContent: "sig-1" },
+      { type: "reasoning", summary: "", encryptedContent: "opaque-data", redacted: true },
+      { type: "reasoning", summary: "Unsigned thoughts." },
+      { type: "function_call", callId: "toolu_1", name: "get_weather", arguments: "{}" },
+      { type: "function_call_output", callId: "toolu_1", output: "sunny" },
+    ]
+    const on = anthropicRequestBody(textRequest("x", { input, reasoning: { effort: "low" }, cacheControl: { type: "ephemeral" } }), false)
+    expect(on.messages[1]).toEqual({
+      role: "assistant",
+      content: [
+        { type: "thinking", thinking: "The user wants weather.", signature: "sig-1" },
+        { type: "redacted_thinking", data: "opaque-data" },
+        { type: "text", text: "Checking." },
+        { type: "tool_use", id: "toolu_1", name: "get_weather", input: {} },
+      ],
+    })
+    const off = anthropicRequestBody(textRequest("x", { input }), false)
+    expect(off.messages[1].content.map((block) => block.type)).toEqual(["text", "tool_use"])
+  })
+
   test("reasoning maxTokens is the budget; a large enough max_tokens stays", () => {
     const body = anthropicRequestBody(textRequest("hi", { reasoning: { maxTokens: 2000 }, maxOutputTokens: 8000 }), false)
     expect(body.thinking).toEqual({ type: "enabled", budget_tokens: 2000 })
@@ -144,7 +168,7 @@ describe("anthropic request mapping", () => {
     expect(body.system).toBe("Be brief.\n\nSystem rule.\n\nDev rule.")
     const last = body.messages[body.messages.length - 1]
     expect(last.content[last.content.length - 1]).toEqual({ type: "text", text: "Thanks", cache_control: { type: "ephemeral", ttl: "5m" } })
-    const marked = body.messages.flatMap((message) => message.content).filter((block) => block.cache_control !== undefined)
+    const marked = body.messages.flatMap((message) => message.content).filter((block) => "cache_control" in block && block.cache_control !== undefined)
     expect(marked.length).toBe(1)
   })
 

@@ -11,6 +11,7 @@
  */
 import type { Types } from "effect"
 import { isValidUsage, type Usage } from "../../domain/pricing.js"
+import { sealToken } from "../../domain/responses.js"
 import { newId } from "../responses/assembler.js"
 import { DONE } from "../sse.js"
 import type { EncodedStatus, Encoder, FinishExtras, ServerToolUse, StreamFailure } from "../format.js"
@@ -43,6 +44,15 @@ export interface ChatToolCall {
 export interface ReasoningDetailText {
   readonly type: "reasoning.text"
   readonly text: string
+  /** The upstream's signature of the text (Anthropic's), sent back with it on a later turn. */
+  readonly signature?: string
+  readonly index: number
+}
+
+/** A reasoning block the upstream withheld (Anthropic's `redacted_thinking`): its data, marked as such (`sealToken`). */
+export interface ReasoningDetailEncrypted {
+  readonly type: "reasoning.encrypted"
+  readonly data: string
   readonly index: number
 }
 
@@ -51,7 +61,7 @@ export interface ChatResultMessage {
   readonly content: string | null
   readonly refusal: null
   readonly reasoning?: string
-  readonly reasoning_details?: ReadonlyArray<ReasoningDetailText>
+  readonly reasoning_details?: ReadonlyArray<ReasoningDetailText | ReasoningDetailEncrypted>
   readonly tool_calls?: ReadonlyArray<ChatToolCall>
   /** The file-parser's `file` annotations (sent back with the turn, they spare a parse). */
   readonly annotations?: ReadonlyArray<unknown>
@@ -203,6 +213,8 @@ export class ChatEncoder implements Encoder {
   private buf = ""
   private readonly content = new Text()
   private readonly reasoning = new Text()
+  /** The upstream's seals of its reasoning blocks (`reasoning_signature`), in order; undefined while none came. */
+  private seals: Array<{ readonly signature: string; readonly redacted: boolean }> | undefined = undefined
   private readonly calls: Array<Call> = []
   /** Upstream tool-call index → this answer's call. */
   private readonly callByUpstream = new Map<number, Call>()
@@ -283,6 +295,18 @@ export class ChatEncoder implements Encoder {
           }
           break
         }
+        case "reasoning_signature": {
+          const redacted = e.redacted === true
+          if (this.seals === undefined) this.seals = []
+          this.seals.push({ signature: e.signature, redacted })
+          if (this.stream) {
+            const detail = redacted
+              ? `{"type":"reasoning.encrypted","data":${JSON.stringify(sealToken(e.signature, true))},"index":0}`
+              : `{"type":"reasoning.text","text":"","signature":${JSON.stringify(e.signature)},"index":0}`
+            this.buf += `${this.head}"reasoning_details":[${detail}]${DELTA_TAIL}`
+          }
+          break
+        }
         case "tool_call_start": {
           if (this.callByUpstream.has(e.index)) break
           this.openCall(e.index, e.callId, e.name)
@@ -339,6 +363,24 @@ export class ChatEncoder implements Encoder {
     return this.take()
   }
 
+  /**
+   * The answer's reasoning as details: its text, with the upstream's signature when one block was
+   * sealed (with more, the text is their concatenation, which no signature covers), and each
+   * redacted block's marked data.
+   */
+  private reasoningDetails(): Array<ReasoningDetailText | ReasoningDetailEncrypted> {
+    const seals = this.seals ?? []
+    const signed = seals.filter((seal) => !seal.redacted)
+    const details: Array<ReasoningDetailText | ReasoningDetailEncrypted> = []
+    if (!this.reasoning.empty || signed.length > 0) {
+      const text = this.reasoning.value
+      const only = signed.length === 1 ? signed[0] : undefined
+      details.push(only === undefined ? { type: "reasoning.text", text, index: 0 } : { type: "reasoning.text", text, signature: only.signature, index: 0 })
+    }
+    for (const seal of seals) if (seal.redacted) details.push({ type: "reasoning.encrypted", data: sealToken(seal.signature, true), index: 0 })
+    return details
+  }
+
   result(): ChatResult {
     const b = this.base
     const reason = this.ended ? this.wireReason() : null
@@ -347,11 +389,8 @@ export class ChatEncoder implements Encoder {
       content: this.content.empty && this.calls.length > 0 ? null : this.content.value,
       refusal: null,
     }
-    if (!this.reasoning.empty) {
-      const text = this.reasoning.value
-      message.reasoning = text
-      message.reasoning_details = [{ type: "reasoning.text", text, index: 0 }]
-    }
+    if (!this.reasoning.empty || this.seals !== undefined) message.reasoning_details = this.reasoningDetails()
+    if (!this.reasoning.empty) message.reasoning = this.reasoning.value
     if (this.calls.length > 0) message.tool_calls = this.calls.map(callOf)
     if (this.annotations !== undefined) message.annotations = this.annotations
     const result: Types.Mutable<ChatResult> = {

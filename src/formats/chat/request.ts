@@ -17,6 +17,7 @@ import {
   PluginEntry,
   ProviderField,
   ReasoningInput,
+  REDACTED_REASONING,
   type ResponsesRequest,
   type TextFormat,
   type ToolChoiceInput,
@@ -370,29 +371,45 @@ const ASSISTANT_KINDS: ReadonlySet<string> = new Set(["text", "refusal"])
 
 type Message = ChatMessage
 
-/** The reasoning given back with an assistant turn, as a Responses reasoning item (undefined: none). */
-const reasoningItem = (message: Extract<Message, { role: "assistant" }>, at: string): Result<InputItem | undefined> => {
+/**
+ * The reasoning given back with an assistant turn, as Responses reasoning items. A text detail
+ * with a `signature` (Anthropic's) ends a block: its texts so far, joined as they came (the
+ * signature covers them exactly), with the signature as its encrypted content. A redacted block
+ * (`reasoning.encrypted` with the mark, `sealToken`) is an item of its own; other encrypted data
+ * (OpenAI's, one a message) goes with the summaries.
+ */
+const reasoningItems = (message: Extract<Message, { role: "assistant" }>, at: string): Result<ReadonlyArray<InputItem>> => {
   const details = message.reasoning_details
   if (details == null || details.length === 0) {
-    return Either.right(message.reasoning == null || message.reasoning === "" ? undefined : {
+    return Either.right(message.reasoning == null || message.reasoning === "" ? [] : [{
       type: "reasoning",
       summary: [{ type: "summary_text", text: message.reasoning }],
-    })
+    }])
   }
-  const summary: Array<{ readonly type: "summary_text"; readonly text: string }> = []
+  const items: Array<InputItem> = []
+  let summary: Array<{ readonly type: "summary_text"; readonly text: string }> = []
   let encrypted: string | undefined
   for (let k = 0; k < details.length; k++) {
-    const detail = details[k] as { readonly type: string; readonly text?: unknown; readonly summary?: unknown; readonly data?: unknown }
-    if (detail.type === "reasoning.text" && typeof detail.text === "string") summary.push({ type: "summary_text", text: detail.text })
-    else if (detail.type === "reasoning.summary" && typeof detail.summary === "string") summary.push({ type: "summary_text", text: detail.summary })
+    const detail = details[k] as { readonly type: string; readonly text?: unknown; readonly summary?: unknown; readonly data?: unknown; readonly signature?: unknown }
+    if (detail.type === "reasoning.text") {
+      if (typeof detail.text === "string") summary.push({ type: "summary_text", text: detail.text })
+      if (typeof detail.signature === "string" && detail.signature !== "") {
+        items.push({ type: "reasoning", summary: [{ type: "summary_text", text: summary.map((part) => part.text).join("") }], encrypted_content: detail.signature })
+        summary = []
+      }
+    } else if (detail.type === "reasoning.summary" && typeof detail.summary === "string") summary.push({ type: "summary_text", text: detail.summary })
     else if (detail.type === "reasoning.encrypted" && typeof detail.data === "string") {
-      if (encrypted !== undefined) return refuse(`${at}.reasoning_details[${k}]: at most one reasoning.encrypted detail per message`)
-      encrypted = detail.data
-    } else if (detail.type !== "reasoning.text") {
+      if (detail.data.startsWith(REDACTED_REASONING)) items.push({ type: "reasoning", summary: [], encrypted_content: detail.data })
+      else if (encrypted !== undefined) return refuse(`${at}.reasoning_details[${k}]: at most one reasoning.encrypted detail per message`)
+      else encrypted = detail.data
+    } else {
       return refuse(`${at}.reasoning_details[${k}]: detail type ${quote(detail.type)} cannot be sent back`)
     }
   }
-  return Either.right(encrypted === undefined ? { type: "reasoning", summary } : { type: "reasoning", summary, encrypted_content: encrypted })
+  if (summary.length > 0 || encrypted !== undefined) {
+    items.push(encrypted === undefined ? { type: "reasoning", summary } : { type: "reasoning", summary, encrypted_content: encrypted })
+  }
+  return Either.right(items)
 }
 
 /** One message as its input items (an assistant turn: its reasoning, its message, its calls). */
@@ -420,9 +437,9 @@ const itemsOf = (message: Message, i: number, out: Array<InputItem>): Result<voi
     case "assistant": {
       if (message.function_call != null) return refuse(`${at}.function_call: is deprecated and not supported; send tool_calls`)
       if (message.audio != null) return refuse(`${at}.audio: ${NOT_CARRIED}`)
-      const reasoning = reasoningItem(message, at)
+      const reasoning = reasoningItems(message, at)
       if (Either.isLeft(reasoning)) return Either.left(reasoning.left)
-      if (reasoning.right !== undefined) out.push(reasoning.right)
+      out.push(...reasoning.right)
       const content: Array<ContentPartInput> = []
       if (typeof message.content === "string") {
         if (message.content !== "") content.push({ type: "output_text", text: message.content })

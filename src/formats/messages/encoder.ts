@@ -29,6 +29,7 @@ export type MessagesContentBlock =
   /** `annotations`: the file-parser's `file` annotations, on the first text block (an extra key: clients keep it or strip it). */
   | { readonly type: "text"; readonly text: string; readonly annotations?: ReadonlyArray<unknown> }
   | { readonly type: "thinking"; readonly thinking: string; readonly signature: string }
+  | { readonly type: "redacted_thinking"; readonly data: string }
   | { readonly type: "tool_use"; readonly id: string; readonly name: string; readonly input: unknown }
 
 export interface MessagesUsage {
@@ -115,6 +116,7 @@ const DELTA_OPEN = 'event: content_block_delta\ndata: {"type":"content_block_del
 const TEXT_DELTA_MID = ',"delta":{"type":"text_delta","text":'
 const THINKING_DELTA_MID = ',"delta":{"type":"thinking_delta","thinking":'
 const JSON_DELTA_MID = ',"delta":{"type":"input_json_delta","partial_json":'
+const SIGNATURE_DELTA_MID = ',"delta":{"type":"signature_delta","signature":'
 const DELTA_TAIL = "}}\n\n"
 
 /** Text grown from many small deltas, joined every 32 pieces (a rope cell per delta held a whole stream's deltas). */
@@ -151,6 +153,8 @@ interface OpenBlock {
   readonly upstreamIndex?: number
   /** text: the annotations it carries (the first text block only). */
   readonly annotations?: ReadonlyArray<unknown> | undefined
+  /** thinking: the upstream's signature of it, once given (the block then ends). */
+  signature?: string
 }
 
 /** A call the upstream began while another call's input was still coming: kept out of the stream until that one closes. */
@@ -260,6 +264,9 @@ export class MessagesEncoder implements Encoder {
           if (this.stream) this.buf += block.head + JSON.stringify(e.delta) + DELTA_TAIL
           break
         }
+        case "reasoning_signature":
+          this.seal(e.signature, e.redacted === true)
+          break
         case "tool_call_start": {
           if (this.open?.kind === "tool_use" && this.open.upstreamIndex === e.index) break
           if (this.waitingCall(e.index) !== undefined) break
@@ -446,6 +453,29 @@ export class MessagesEncoder implements Encoder {
     return block
   }
 
+  /**
+   * The upstream's seal of its thinking: the open thinking block (one opened for it when its text
+   * was empty) takes the signature, as Anthropic streams it (`signature_delta`), and ends, so
+   * later thinking is a block of its own. A redacted block is whole at once.
+   */
+  private seal(signature: string, redacted: boolean): void {
+    if (redacted) {
+      this.close()
+      const index = this.content.length
+      const block = { type: "redacted_thinking" as const, data: signature }
+      this.content.push(block)
+      if (this.stream) {
+        this.buf += frame("content_block_start", `{"type":"content_block_start","index":${index},"content_block":${JSON.stringify(block)}}`)
+        this.buf += frame("content_block_stop", `{"type":"content_block_stop","index":${index}}`)
+      }
+      return
+    }
+    const block = this.open?.kind === "thinking" ? this.open : this.openBlock("thinking")
+    block.signature = signature
+    if (this.stream) this.buf += DELTA_OPEN + block.index + SIGNATURE_DELTA_MID + JSON.stringify(signature) + DELTA_TAIL
+    this.closeOpen()
+  }
+
   /** Closes the open block (if any), then gives each call that waited for it its whole block. */
   private close(): void {
     this.closeOpen()
@@ -471,8 +501,8 @@ export class MessagesEncoder implements Encoder {
         this.content.push(open.annotations === undefined ? { type: "text", text } : { type: "text", text, annotations: open.annotations })
         break
       case "thinking":
-        // The gateway has no provider signature to give: empty, as a client that round-trips it expects a string.
-        this.content.push({ type: "thinking", thinking: text, signature: "" })
+        // Without the upstream's signature (another provider's reasoning): empty, as a client that round-trips it expects a string.
+        this.content.push({ type: "thinking", thinking: text, signature: open.signature ?? "" })
         break
       case "tool_use":
         this.content.push({ type: "tool_use", id: open.id ?? "", name: open.name ?? "", input: toolInput(text) })

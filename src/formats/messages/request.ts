@@ -12,6 +12,7 @@ import {
   type ContentPartInput,
   fileAnnotationsIn,
   type InputItem,
+  REDACTED_REASONING,
   ResponsesRequest,
   type ToolChoiceInput,
   type ToolInput,
@@ -401,9 +402,14 @@ const messageItems = (message: Message, i: number, out: Array<InputItem>): Resul
         const owned = belongs("assistant")
         if (Either.isLeft(owned)) return owned
         flush()
-        // Earlier thinking travels as reasoning (its signature is Anthropic's own: adapters drop what they cannot send).
-        const summary = block.type === "thinking" && block.thinking !== "" ? [{ type: "summary_text" as const, text: block.thinking }] : []
-        out.push({ type: "reasoning", summary })
+        // Earlier thinking travels as reasoning, its signature (or a redacted block's data) as the
+        // item's encrypted content: Anthropic's adapters send it back, the others drop what they cannot send.
+        if (block.type === "redacted_thinking") {
+          out.push({ type: "reasoning", summary: [], encrypted_content: REDACTED_REASONING + block.data })
+          break
+        }
+        const summary = block.thinking !== "" ? [{ type: "summary_text" as const, text: block.thinking }] : []
+        out.push(block.signature === undefined || block.signature === "" ? { type: "reasoning", summary } : { type: "reasoning", summary, encrypted_content: block.signature })
         break
       }
     }

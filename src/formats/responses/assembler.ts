@@ -23,6 +23,7 @@ import {
   type ResultText,
   type ResultTool,
   type ResultToolChoice,
+  sealToken,
 } from "../../domain/responses.js"
 import type { Types } from "effect"
 import type { FinishReason, ProviderEvent } from "../../providers/types.js"
@@ -222,6 +223,8 @@ interface OpenReasoning {
   readonly id: string
   readonly deltaHead: string
   readonly text: TextBuffer
+  /** The upstream's seal of it (`reasoning_signature`), its `encrypted_content`: given back, it goes upstream with the text. */
+  encrypted?: string
 }
 interface OpenCall {
   readonly kind: "function_call"
@@ -474,6 +477,9 @@ export class ResponseAssembler {
           if (this.stream) this.buf += SUMMARY_DELTA + this.seq++ + item.deltaHead + JSON.stringify(e.delta) + PLAIN_TAIL
           break
         }
+        case "reasoning_signature":
+          this.seal(e.signature, e.redacted === true)
+          break
         case "tool_call_start": {
           const open = this.open
           if (open?.kind === "function_call" && open.upstreamIndex === e.index) break
@@ -805,6 +811,29 @@ export class ResponseAssembler {
     running.length = 0
   }
 
+  /**
+   * The upstream's seal of its reasoning: the open reasoning item (one opened for it when it had
+   * no text) takes it as `encrypted_content` and ends, so later reasoning is an item of its own. A
+   * redacted block is an item with no summary whose `encrypted_content` is its marked data.
+   */
+  private seal(signature: string, redacted: boolean): void {
+    if (redacted) {
+      this.close("completed")
+      const index = this.output.length
+      const item: OutputReasoning = { type: "reasoning", id: this.makeId("rs"), summary: [], encrypted_content: sealToken(signature, true) }
+      this.output.push(item)
+      if (this.stream) {
+        this.event("response.output_item.added", { output_index: index, item })
+        this.event("response.output_item.done", { output_index: index, item })
+      }
+      return
+    }
+    const open = this.open
+    const item = open?.kind === "reasoning" ? open : this.openReasoning()
+    item.encrypted = signature
+    this.close("completed")
+  }
+
   /** Closes the open item (if any) with `status`, then gives each call that waited for it its whole item. */
   private close(status: "completed" | "incomplete"): void {
     this.closeOpen(status)
@@ -859,7 +888,8 @@ export class ResponseAssembler {
       case "reasoning": {
         const text = open.text.value
         const part = { type: "summary_text" as const, text }
-        const item: OutputReasoning = { type: "reasoning", id, summary: [part] }
+        const item: OutputReasoning =
+          open.encrypted === undefined ? { type: "reasoning", id, summary: [part] } : { type: "reasoning", id, summary: [part], encrypted_content: open.encrypted }
         this.output.push(item)
         if (this.stream) {
           const at = { item_id: id, output_index: index, summary_index: 0 }

@@ -13,8 +13,11 @@ export const anthropicJsonEvents = (json: unknown): Array<ProviderEvent> => {
     const block = content[index]
     if (block.type === "text" && block.text) {
       out.push({ type: "text", delta: block.text })
-    } else if (block.type === "thinking" && block.thinking) {
-      out.push({ type: "reasoning", delta: block.thinking })
+    } else if (block.type === "thinking") {
+      if (block.thinking) out.push({ type: "reasoning", delta: block.thinking })
+      if (block.signature) out.push({ type: "reasoning_signature", signature: block.signature })
+    } else if (block.type === "redacted_thinking" && block.data) {
+      out.push({ type: "reasoning_signature", signature: block.data, redacted: true })
     } else if (block.type === "tool_use") {
       out.push({ type: "tool_call_start", index, callId: block.id ?? `toolu_${index}`, name: block.name ?? "" })
       out.push({ type: "tool_call_delta", index, delta: JSON.stringify(block.input ?? {}) })

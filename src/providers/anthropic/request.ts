@@ -23,6 +23,12 @@ export type AnthropicBlock =
   | { readonly type: "document"; readonly source: Source; readonly title?: string; cache_control?: AnthropicCacheControl }
   | { readonly type: "tool_use"; readonly id: string; readonly name: string; readonly input: unknown; cache_control?: AnthropicCacheControl }
   | { readonly type: "tool_result"; readonly tool_use_id: string; readonly content: string; cache_control?: AnthropicCacheControl }
+  | { readonly type: "thinking"; readonly thinking: string; readonly signature: string }
+  | { readonly type: "redacted_thinking"; readonly data: string }
+
+type ThinkingBlock = Extract<AnthropicBlock, { readonly type: "thinking" | "redacted_thinking" }>
+
+const isThinking = (block: AnthropicBlock | AnthropicSystemBlock): block is ThinkingBlock => block.type === "thinking" || block.type === "redacted_thinking"
 
 export interface AnthropicMessage {
   readonly role: "user" | "assistant"
@@ -135,7 +141,13 @@ export interface AnthropicPrompt {
   readonly messages: Array<AnthropicMessage>
 }
 
-export const anthropicPrompt = (instructions: string | undefined, input: ReadonlyArray<InputItem>): AnthropicPrompt => {
+/**
+ * `thinking`: the request turns thinking on. Earlier thinking then goes back as Anthropic's blocks,
+ * with the signature it came with (a client's reasoning item's encrypted content), where Anthropic
+ * requires it (an assistant turn with tool use is refused without its thinking); without a
+ * signature, or with thinking off, it is left out.
+ */
+export const anthropicPrompt = (instructions: string | undefined, input: ReadonlyArray<InputItem>, thinking = false): AnthropicPrompt => {
   const system: Array<AnthropicSystemBlock> = []
   const messages: Array<AnthropicMessage> = []
   if (instructions !== undefined && instructions.length > 0) system.push({ type: "text", text: instructions })
@@ -143,10 +155,11 @@ export const anthropicPrompt = (instructions: string | undefined, input: Readonl
     const last = messages[messages.length - 1]
     if (last === undefined || last.role !== role) {
       messages.push({ role, content: [block] })
-    } else if (block.type === "tool_result") {
-      // tool_result blocks must open the user turn, before any text of it.
+    } else if (block.type === "tool_result" || isThinking(block)) {
+      // tool_result blocks must open the user turn, and thinking the assistant's, before any text of it.
       let at = 0
-      while (at < last.content.length && last.content[at].type === "tool_result") at++
+      const opens = block.type === "tool_result" ? (open: AnthropicBlock) => open.type === "tool_result" : isThinking
+      while (at < last.content.length && opens(last.content[at])) at++
       last.content.splice(at, 0, block)
     } else {
       last.content.push(block)
@@ -175,7 +188,13 @@ export const anthropicPrompt = (instructions: string | undefined, input: Readonl
         append("user", { type: "tool_result", tool_use_id: item.callId, content: item.output })
         break
       case "reasoning":
-        // Thinking blocks need Anthropic's signature, which the normalized model does not carry.
+        if (!thinking || item.encryptedContent === undefined || item.encryptedContent === "") break
+        append(
+          "assistant",
+          item.redacted === true
+            ? { type: "redacted_thinking", data: item.encryptedContent }
+            : { type: "thinking", thinking: item.summary, signature: item.encryptedContent },
+        )
         break
     }
   }
@@ -186,7 +205,8 @@ export const anthropicPrompt = (instructions: string | undefined, input: Readonl
 const placeBreakpoint = (prompt: AnthropicPrompt, control: CacheControl): void => {
   const lastMessage = prompt.messages[prompt.messages.length - 1]
   const block = lastMessage !== undefined ? lastMessage.content[lastMessage.content.length - 1] : prompt.system[prompt.system.length - 1]
-  if (block !== undefined && block.cache_control === undefined) block.cache_control = cacheControlOf(control)
+  // Anthropic caches thinking only with the blocks around it: a breakpoint cannot sit on one.
+  if (block !== undefined && !isThinking(block) && block.cache_control === undefined) block.cache_control = cacheControlOf(control)
 }
 
 export const anthropicToolChoice = (choice: ToolChoice | undefined, parallel: boolean | undefined): AnthropicToolChoice | undefined => {
@@ -207,9 +227,9 @@ export const anthropicOutputFormat = (format: ResponseFormat | undefined): Anthr
   format === undefined || format.type !== "json_schema" ? undefined : { type: "json_schema", schema: format.schema }
 
 export const anthropicRequestBody = (request: NormalizedRequest, stream: boolean): AnthropicRequestBody => {
-  const prompt = anthropicPrompt(request.instructions, request.input)
-  if (request.cacheControl !== undefined) placeBreakpoint(prompt, request.cacheControl)
   const budget = thinkingBudget(request.reasoning)
+  const prompt = anthropicPrompt(request.instructions, request.input, budget !== undefined)
+  if (request.cacheControl !== undefined) placeBreakpoint(prompt, request.cacheControl)
   let maxTokens = request.maxOutputTokens ?? DEFAULT_MAX_TOKENS
   // max_tokens counts thinking too: keep the caller's answer budget on top of the thinking one.
   if (budget !== undefined && maxTokens <= budget) maxTokens = budget + maxTokens

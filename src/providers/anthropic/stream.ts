@@ -30,6 +30,8 @@ export class AnthropicStreamTranslator implements StreamTranslator {
           if (delta.partial_json) out.push({ type: "tool_call_delta", index: data.index ?? 0, delta: delta.partial_json })
         } else if (delta.type === "thinking_delta") {
           if (delta.thinking) out.push({ type: "reasoning", delta: delta.thinking })
+        } else if (delta.type === "signature_delta") {
+          if (delta.signature) out.push({ type: "reasoning_signature", signature: delta.signature })
         }
         return
       }
@@ -42,6 +44,8 @@ export class AnthropicStreamTranslator implements StreamTranslator {
           out.push({ type: "text", delta: block.text })
         } else if (block?.type === "thinking" && block.thinking) {
           out.push({ type: "reasoning", delta: block.thinking })
+        } else if (block?.type === "redacted_thinking" && block.data) {
+          out.push({ type: "reasoning_signature", signature: block.data, redacted: true })
         }
         return
       }

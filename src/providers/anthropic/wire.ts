@@ -24,6 +24,9 @@ export interface AnthropicContentBlock {
   readonly name?: string
   readonly text?: string
   readonly thinking?: string
+  /** thinking: Anthropic's seal of its text; redacted_thinking: `data`, the withheld block itself. */
+  readonly signature?: string
+  readonly data?: string
   readonly input?: unknown
 }
 
@@ -45,6 +48,7 @@ export interface AnthropicStreamEvent {
     readonly text?: string
     readonly partial_json?: string
     readonly thinking?: string
+    readonly signature?: string
     readonly stop_reason?: string | null
   }
   readonly usage?: AnthropicUsage

@@ -17,7 +17,11 @@ export const converseJsonEvents = (json: unknown, structured: boolean): Array<Pr
     const block = content[index]
     if (block === undefined) continue
     if (block.text !== undefined && block.text.length > 0) out.push({ type: "text", delta: block.text })
-    else if (block.reasoningContent?.reasoningText?.text) out.push({ type: "reasoning", delta: block.reasoningContent.reasoningText.text })
+    else if (block.reasoningContent?.reasoningText !== undefined) {
+      const { text, signature } = block.reasoningContent.reasoningText
+      if (text) out.push({ type: "reasoning", delta: text })
+      if (signature) out.push({ type: "reasoning_signature", signature })
+    }
     else if (block.toolUse !== undefined) {
       const input = JSON.stringify(block.toolUse.input ?? {})
       if (structured && block.toolUse.name === RESPONSE_TOOL) {

@@ -111,8 +111,9 @@ export const converseMessages = (input: ReadonlyArray<InputItem>, system: Array<
         append("user", { toolResult: { toolUseId: item.callId, content: [{ text: item.output }] } })
         break
       case "reasoning":
-        // Claude's thinking goes back only with its signature (carried as the item's encrypted content).
-        if (item.encryptedContent !== undefined && item.summary.length > 0) {
+        // Claude's thinking goes back only with its signature (carried as the item's encrypted content);
+        // a redacted block (Anthropic's own API gave it) is not Converse's to take.
+        if (item.encryptedContent !== undefined && item.summary.length > 0 && item.redacted !== true) {
           append("assistant", { reasoningContent: { reasoningText: { text: item.summary, signature: item.encryptedContent } } })
         }
         break

@@ -99,8 +99,10 @@ export class ConverseStreamTranslator {
           const input = delta.toolUse.input
           if (input === undefined || input.length === 0) return
           out.push(index === this.answerBlock ? { type: "text", delta: input } : { type: "tool_call_delta", index, delta: input })
-        } else if (delta.reasoningContent?.text) {
-          out.push({ type: "reasoning", delta: delta.reasoningContent.text })
+        } else if (delta.reasoningContent !== undefined) {
+          const { text, signature } = delta.reasoningContent
+          if (text) out.push({ type: "reasoning", delta: text })
+          else if (signature) out.push({ type: "reasoning_signature", signature })
         }
         return
       }

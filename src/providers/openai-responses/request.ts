@@ -71,8 +71,9 @@ export const responsesInput = (input: ReadonlyArray<InputItem>): Array<Responses
         items.push({ type: "function_call_output", call_id: item.callId, output: item.output })
         break
       case "reasoning":
-        // Without `store`, a reasoning item is only usable upstream with its encrypted content.
-        if (item.encryptedContent !== undefined) {
+        // Without `store`, a reasoning item is only usable upstream with its encrypted content
+        // (a redacted Anthropic block is not OpenAI's to read).
+        if (item.encryptedContent !== undefined && item.redacted !== true) {
           items.push({
             type: "reasoning",
             summary: item.summary.length > 0 ? [{ type: "summary_text", text: item.summary }] : [],

@@ -128,6 +128,18 @@ describe("Messages encoder: JSON message object", () => {
     expect(enc.finishReason).toBe("tool_calls")
   })
 
+  test("a thinking block carries its signature; a redacted block its data", () => {
+    const { enc } = run(
+      [[thinking("Let me think."), { type: "reasoning_signature", signature: "sig-1" }, { type: "reasoning_signature", signature: "opaque", redacted: true }], [text("Done.")], [usage, finishWith("stop")]],
+      { stream: false },
+    )
+    expect(enc.result().content).toEqual([
+      { type: "thinking", thinking: "Let me think.", signature: "sig-1" },
+      { type: "redacted_thinking", data: "opaque" },
+      { type: "text", text: "Done." },
+    ])
+  })
+
   test("arguments that are not a JSON object become an empty input (Anthropic requires an object)", () => {
     const { enc } = run([[callStart(0, "c", "f"), callDelta(0, "[1,2")], [finishWith("tool_calls")]], { stream: false })
     expect(enc.result().content).toEqual([{ type: "tool_use", id: "c", name: "f", input: {} }])
@@ -241,6 +253,26 @@ describe("Messages encoder: the stream", () => {
     expect(list[7].data.delta).toEqual({ type: "input_json_delta", partial_json: '{"a":' })
     const delta = frames(sse).find((f) => f.event === "message_delta")
     expect(delta?.data.delta).toEqual({ stop_reason: "tool_use", stop_sequence: null })
+  })
+
+  test("a signed thinking block ends with a signature_delta; a redacted one is a whole block of its own", () => {
+    const seal: ProviderEvent = { type: "reasoning_signature", signature: "sig-1" }
+    const redacted: ProviderEvent = { type: "reasoning_signature", signature: "opaque", redacted: true }
+    const { sse } = run([[thinking("hmm"), seal], [redacted], [text("ok")], [usage, finishWith("stop")]])
+    const list = frames(sse).filter((f) => f.event.startsWith("content_block"))
+    expect(list.map((f) => [f.event, f.data.index])).toEqual([
+      ["content_block_start", 0],
+      ["content_block_delta", 0],
+      ["content_block_delta", 0],
+      ["content_block_stop", 0],
+      ["content_block_start", 1],
+      ["content_block_stop", 1],
+      ["content_block_start", 2],
+      ["content_block_delta", 2],
+      ["content_block_stop", 2],
+    ])
+    expect(list[2].data.delta).toEqual({ type: "signature_delta", signature: "sig-1" })
+    expect(list[4].data.content_block).toEqual({ type: "redacted_thinking", data: "opaque" })
   })
 
   test("a repeated tool_call_start of the open call opens nothing; a late delta of a closed call is dropped", () => {

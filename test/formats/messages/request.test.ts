@@ -208,7 +208,7 @@ describe("POST /v1/messages decode: content blocks", () => {
     })
     expect(request.input).toEqual([
       { type: "message", role: "user", content: "Weather in Paris?" },
-      { type: "reasoning", summary: [{ type: "summary_text", text: "Use the tool." }] },
+      { type: "reasoning", summary: [{ type: "summary_text", text: "Use the tool." }], encrypted_content: "sig" },
       { type: "message", role: "assistant", content: [{ type: "output_text", text: "Let me check." }] },
       { type: "function_call", call_id: "toolu_1", name: "get_weather", arguments: '{"city":"Paris"}' },
       { type: "function_call_output", call_id: "toolu_1", output: "18C\nsunny" },
@@ -225,12 +225,20 @@ describe("POST /v1/messages decode: content blocks", () => {
     expect(request.input).toEqual([{ type: "function_call_output", call_id: "t", output: "Error: no such city" }])
   })
 
-  test("redacted thinking travels as an empty reasoning item", () => {
+  test("redacted thinking travels as a reasoning item whose encrypted content is its marked data", () => {
     const request = ok({
       ...BASE,
       messages: [{ role: "user", content: "Hi" }, { role: "assistant", content: [{ type: "redacted_thinking", data: "opaque" }] }],
     })
-    expect((request.input as Array<unknown>)[1]).toEqual({ type: "reasoning", summary: [] })
+    expect((request.input as Array<unknown>)[1]).toEqual({ type: "reasoning", summary: [], encrypted_content: "redacted_thinking:opaque" })
+  })
+
+  test("thinking without a signature (another provider's) travels without encrypted content", () => {
+    const request = ok({
+      ...BASE,
+      messages: [{ role: "user", content: "Hi" }, { role: "assistant", content: [{ type: "thinking", thinking: "hm", signature: "" }] }],
+    })
+    expect((request.input as Array<unknown>)[1]).toEqual({ type: "reasoning", summary: [{ type: "summary_text", text: "hm" }] })
   })
 
   test("a block type of a server tool is refused naming the block", () => {
