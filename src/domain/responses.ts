@@ -148,6 +148,8 @@ export const ReasoningItem = Schema.Struct({
   id: Schema.optional(Schema.String),
   summary: Schema.optionalWith(Schema.Array(SummaryText), { default: () => [] }),
   encrypted_content: nullable(Schema.String),
+  /** Whose token `encrypted_content` is (`ANTHROPIC_REASONING`, `openai-responses-v1`, …): an upstream of another family is not sent it. */
+  format: nullable(Schema.String),
   status: Schema.optional(Schema.String),
 })
 export type ReasoningItem = typeof ReasoningItem.Type
@@ -159,6 +161,21 @@ export type ReasoningItem = typeof ReasoningItem.Type
  * signature of an empty one. No provider's token has a colon (they are base64).
  */
 export const REDACTED_REASONING = "redacted_thinking:"
+
+/**
+ * The `format` of reasoning sealed by Claude (on Anthropic or Bedrock), as this API family names
+ * it: the item or detail that carries the seal says so, and a client gives it back, so that a
+ * conversation moved to another family's model (a fallback, a switch) does not send it a token it
+ * refuses, nor Claude another's.
+ */
+export const ANTHROPIC_REASONING = "anthropic-claude-v1"
+
+/** The formats of OpenAI's encrypted reasoning (its own API's and Azure's), which an `openai-responses` upstream takes back. */
+export const OPENAI_REASONING: ReadonlyArray<string> = ["openai-responses-v1", "azure-openai-responses-v1"]
+
+/** Whether reasoning of `format` (undefined: the client did not say) can go to an upstream of `family`. */
+export const reasoningFits = (format: string | undefined, ...family: ReadonlyArray<string>): boolean =>
+  format === undefined || family.includes(format)
 
 /** The token a client gets for a reasoning block's seal (`reasoning_signature`): marked when the block was redacted. */
 export const sealToken = (signature: string, redacted: boolean | undefined): string =>
@@ -582,6 +599,7 @@ export const OutputReasoning = Schema.Struct({
   id: Schema.String,
   summary: Schema.Array(SummaryText),
   encrypted_content: Schema.optional(Schema.NullOr(Schema.String)),
+  format: Schema.optional(Schema.String),
   status: Schema.optional(ItemStatus),
 })
 export type OutputReasoning = typeof OutputReasoning.Type

@@ -9,7 +9,7 @@ import { Effect, Either, Option, type Types } from "effect"
 import type { Settings } from "../config/Config.js"
 import { type ApiError, RequestTimeout } from "../domain/errors.js"
 import { costOf, isValidUsage, type PartAllowance, type Usage } from "../domain/pricing.js"
-import { type InputItem, type ResponsesRequest, sealToken } from "../domain/responses.js"
+import { ANTHROPIC_REASONING, type InputItem, type ResponsesRequest, sealToken } from "../domain/responses.js"
 import type { ClientFormat, Encoder, FinishExtras, ServerToolUse } from "../formats/format.js"
 import type { PlainAbort } from "../providers/abort.js"
 import type { FinishReason, ProviderEvent } from "../providers/types.js"
@@ -288,6 +288,7 @@ export class LoopRun {
               type: "reasoning",
               summary: seen.reasoning === "" || e.redacted === true ? [] : [{ type: "summary_text", text: seen.reasoning }],
               encrypted_content: sealToken(e.signature, e.redacted),
+              format: ANTHROPIC_REASONING,
             })
             seen.reasoning = ""
             kept.push(e)

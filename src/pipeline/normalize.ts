@@ -100,10 +100,11 @@ const inputItem = (item: InputItem, i: number): Result<NormalizedItem> => {
       const summary = item.summary.map((part) => part.text).join("\n\n")
       const token = item.encrypted_content
       if (token == null) return Either.right({ type: "reasoning", summary })
+      const format = item.format == null ? {} : { format: item.format }
       return Either.right(
         token.startsWith(REDACTED_REASONING)
-          ? { type: "reasoning", summary, encryptedContent: token.slice(REDACTED_REASONING.length), redacted: true }
-          : { type: "reasoning", summary, encryptedContent: token },
+          ? { type: "reasoning", summary, encryptedContent: token.slice(REDACTED_REASONING.length), redacted: true, ...format }
+          : { type: "reasoning", summary, encryptedContent: token, ...format },
       )
     }
     case "item_reference":

@@ -38,9 +38,10 @@ export type InputItem =
   /**
    * `encryptedContent`: the upstream's opaque token that came with the reasoning (Anthropic's and
    * Bedrock's signature, OpenAI's encrypted content), sent back with it. `redacted`: a block whose
-   * text the upstream withheld (Anthropic's `redacted_thinking`): the token is all of it.
+   * text the upstream withheld (Anthropic's `redacted_thinking`): the token is all of it. `format`:
+   * whose token it is, when the client said (`reasoningFits`).
    */
-  | { readonly type: "reasoning"; readonly summary: string; readonly encryptedContent?: string; readonly redacted?: boolean }
+  | { readonly type: "reasoning"; readonly summary: string; readonly encryptedContent?: string; readonly redacted?: boolean; readonly format?: string }
 
 export interface FunctionTool {
   readonly type: "function"
@@ -112,9 +113,10 @@ export type ProviderEvent =
     }
   | { readonly type: "reasoning"; readonly delta: string }
   /**
-   * Ends the reasoning block given so far with the upstream's opaque token for it (Anthropic's
-   * `signature`), which a client sends back with that block on a later turn; with `redacted`, a
-   * whole block whose text the upstream withheld, the token being all of it.
+   * Ends the reasoning block given so far with the upstream's opaque token for it (Claude's
+   * `signature`, on Anthropic or Bedrock: clients are told its format is `ANTHROPIC_REASONING`),
+   * which a client sends back with that block on a later turn; with `redacted`, a whole block
+   * whose text the upstream withheld, the token being all of it.
    */
   | { readonly type: "reasoning_signature"; readonly signature: string; readonly redacted?: boolean }
   | { readonly type: "tool_call_start"; readonly index: number; readonly callId: string; readonly name: string }

@@ -284,7 +284,7 @@ describe("reasoning details sent back to Anthropic", () => {
     const result = await sdk().chat.send({ chatRequest })
     if (Symbol.asyncIterator in result) throw new Error("expected a JSON result")
     const details = result.choices[0]!.message.reasoningDetails
-    expect(details).toEqual([{ type: "reasoning.text", text: "think ".repeat(5), signature: "mock-signature", index: 0 }])
+    expect(details).toEqual([{ type: "reasoning.text", text: "think ".repeat(5), signature: "mock-signature", format: "anthropic-claude-v1", index: 0 }])
 
     const stream = await sdk().chat.send({ chatRequest: { ...chatRequest, stream: true } })
     if (!(Symbol.asyncIterator in stream)) throw new Error("expected a stream")
@@ -302,7 +302,16 @@ describe("reasoning details sent back to Anthropic", () => {
     mock.reset()
     const back = [
       { role: "user", content: "What now?" },
-      { role: "assistant", content: "tok tok", reasoning_details: [{ type: "reasoning.text", text: "think ".repeat(3), index: 0 }, { type: "reasoning.text", text: "think think ", signature: "mock-signature", index: 0 }] },
+      {
+        role: "assistant",
+        content: "tok tok",
+        reasoning_details: [
+          { type: "reasoning.text", text: "think ".repeat(3), index: 0 },
+          { type: "reasoning.text", text: "think think ", signature: "mock-signature", format: "anthropic-claude-v1", index: 0 },
+          // Another family's (a turn answered by an OpenAI model): not Claude's to take.
+          { type: "reasoning.encrypted", data: "gAAAAB-openai", format: "openai-responses-v1", index: 0 },
+        ],
+      },
       { role: "user", content: "And then?" },
     ] as unknown as Array<OpenAI.Chat.ChatCompletionMessageParam>
     await openai().chat.completions.create({ model: chatRequest.model, messages: back, reasoning_effort: "low" })

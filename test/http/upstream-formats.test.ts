@@ -174,7 +174,7 @@ describe("reasoning sent back to Anthropic", () => {
         ? (parseSse(await res.text()).events.find((e) => e.json?.type === "response.completed")!.json!.response as Record<string, any>)
         : ((await res.json()) as Record<string, any>)
       const reasoning = result.output[0]
-      expect(reasoning).toMatchObject({ type: "reasoning", summary: [{ type: "summary_text", text: "think ".repeat(5) }], encrypted_content: "mock-signature" })
+      expect(reasoning).toMatchObject({ type: "reasoning", summary: [{ type: "summary_text", text: "think ".repeat(5) }], encrypted_content: "mock-signature", format: "anthropic-claude-v1" })
       mock.reset()
       const next = await gw.fetch("/v1/responses", { method: "POST", json: turn(reasoning) })
       expect(next.status).toBe(200)
@@ -186,13 +186,17 @@ describe("reasoning sent back to Anthropic", () => {
     })
   }
 
-  test("a redacted block sent back goes as redacted_thinking; reasoning with no signature is left out", async () => {
+  test("a redacted block sent back goes as redacted_thinking; reasoning with no signature, or another family's, is left out", async () => {
     mock.reset()
     const res = await gw.fetch("/v1/responses", { method: "POST", json: turn({ type: "reasoning", summary: [], encrypted_content: "redacted_thinking:opaque" }) })
     expect(res.status).toBe(200)
     expect((mock.requests[mock.requests.length - 1]!.body as Record<string, any>).messages[1].content[0]).toEqual({ type: "redacted_thinking", data: "opaque" })
     mock.reset()
     await gw.fetch("/v1/responses", { method: "POST", json: turn({ type: "reasoning", summary: [{ type: "summary_text", text: "unsigned" }] }) })
+    expect((mock.requests[mock.requests.length - 1]!.body as Record<string, any>).messages[1].content).toEqual([{ type: "text", text: "tok tok" }])
+    mock.reset()
+    const openai = { type: "reasoning", summary: [], encrypted_content: "gAAAAB-openai", format: "openai-responses-v1" }
+    expect((await gw.fetch("/v1/responses", { method: "POST", json: turn(openai) })).status).toBe(200)
     expect((mock.requests[mock.requests.length - 1]!.body as Record<string, any>).messages[1].content).toEqual([{ type: "text", text: "tok tok" }])
   })
 })

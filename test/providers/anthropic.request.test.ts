@@ -104,13 +104,14 @@ describe("anthropic request mapping", () => {
     expect("temperature" in high || "top_k" in high).toBe(false)
   })
 
-  test("signed reasoning goes back as thinking blocks opening the assistant turn, only with thinking on", () => {
+  test("Claude's signed reasoning goes back as thinking blocks opening the assistant turn, only with thinking on", () => {
     const input: NormalizedRequest["input"] = [
       { type: "message", role: "user", content: [{ type: "text", text: "Weather?" }] },
       { type: "message", role: "assistant", content: [{ type: "text", text: "Checking." }] },
       { type: "reasoning", summary: "The user wants weather.", encryptedContent: "sig-1" },
       { type: "reasoning", summary: "", encryptedContent: "opaque-data", redacted: true },
       { type: "reasoning", summary: "Unsigned thoughts." },
+      { type: "reasoning", summary: "OpenAI's", encryptedContent: "gAAAA-enc", format: "openai-responses-v1" },
       { type: "function_call", callId: "toolu_1", name: "get_weather", arguments: "{}" },
       { type: "function_call_output", callId: "toolu_1", output: "sunny" },
     ]

@@ -22,6 +22,7 @@ describe("openai-responses request mapping", () => {
           { type: "message", role: "assistant", content: [{ type: "text", text: "Calling." }] },
           { type: "reasoning", summary: "thought", encryptedContent: "enc" },
           { type: "reasoning", summary: "lost without encrypted content" },
+          { type: "reasoning", summary: "Claude's", encryptedContent: "sig", format: "anthropic-claude-v1" },
           { type: "function_call", callId: "c1", name: "get_weather", arguments: "{}" },
           { type: "function_call_output", callId: "c1", output: "sunny" },
         ],

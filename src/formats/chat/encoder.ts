@@ -11,7 +11,7 @@
  */
 import type { Types } from "effect"
 import { isValidUsage, type Usage } from "../../domain/pricing.js"
-import { sealToken } from "../../domain/responses.js"
+import { ANTHROPIC_REASONING, sealToken } from "../../domain/responses.js"
 import { newId } from "../responses/assembler.js"
 import { DONE } from "../sse.js"
 import type { EncodedStatus, Encoder, FinishExtras, ServerToolUse, StreamFailure } from "../format.js"
@@ -44,8 +44,10 @@ export interface ChatToolCall {
 export interface ReasoningDetailText {
   readonly type: "reasoning.text"
   readonly text: string
-  /** The upstream's signature of the text (Anthropic's), sent back with it on a later turn. */
+  /** The upstream's signature of the text (Claude's), sent back with it on a later turn. */
   readonly signature?: string
+  /** Whose signature it is (`ANTHROPIC_REASONING`), with one. */
+  readonly format?: string
   readonly index: number
 }
 
@@ -53,6 +55,7 @@ export interface ReasoningDetailText {
 export interface ReasoningDetailEncrypted {
   readonly type: "reasoning.encrypted"
   readonly data: string
+  readonly format: string
   readonly index: number
 }
 
@@ -301,8 +304,8 @@ export class ChatEncoder implements Encoder {
           this.seals.push({ signature: e.signature, redacted })
           if (this.stream) {
             const detail = redacted
-              ? `{"type":"reasoning.encrypted","data":${JSON.stringify(sealToken(e.signature, true))},"index":0}`
-              : `{"type":"reasoning.text","text":"","signature":${JSON.stringify(e.signature)},"index":0}`
+              ? `{"type":"reasoning.encrypted","data":${JSON.stringify(sealToken(e.signature, true))},"format":"${ANTHROPIC_REASONING}","index":0}`
+              : `{"type":"reasoning.text","text":"","signature":${JSON.stringify(e.signature)},"format":"${ANTHROPIC_REASONING}","index":0}`
             this.buf += `${this.head}"reasoning_details":[${detail}]${DELTA_TAIL}`
           }
           break
@@ -375,9 +378,15 @@ export class ChatEncoder implements Encoder {
     if (!this.reasoning.empty || signed.length > 0) {
       const text = this.reasoning.value
       const only = signed.length === 1 ? signed[0] : undefined
-      details.push(only === undefined ? { type: "reasoning.text", text, index: 0 } : { type: "reasoning.text", text, signature: only.signature, index: 0 })
+      details.push(
+        only === undefined
+          ? { type: "reasoning.text", text, index: 0 }
+          : { type: "reasoning.text", text, signature: only.signature, format: ANTHROPIC_REASONING, index: 0 },
+      )
     }
-    for (const seal of seals) if (seal.redacted) details.push({ type: "reasoning.encrypted", data: sealToken(seal.signature, true), index: 0 })
+    for (const seal of seals) {
+      if (seal.redacted) details.push({ type: "reasoning.encrypted", data: sealToken(seal.signature, true), format: ANTHROPIC_REASONING, index: 0 })
+    }
     return details
   }
 

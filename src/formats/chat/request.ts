@@ -389,25 +389,38 @@ const reasoningItems = (message: Extract<Message, { role: "assistant" }>, at: st
   const items: Array<InputItem> = []
   let summary: Array<{ readonly type: "summary_text"; readonly text: string }> = []
   let encrypted: string | undefined
+  let encryptedFormat: { readonly format?: string } = {}
   for (let k = 0; k < details.length; k++) {
-    const detail = details[k] as { readonly type: string; readonly text?: unknown; readonly summary?: unknown; readonly data?: unknown; readonly signature?: unknown }
+    const detail = details[k] as {
+      readonly type: string
+      readonly text?: unknown
+      readonly summary?: unknown
+      readonly data?: unknown
+      readonly signature?: unknown
+      readonly format?: unknown
+    }
+    const format = typeof detail.format === "string" ? { format: detail.format } : {}
     if (detail.type === "reasoning.text") {
       if (typeof detail.text === "string") summary.push({ type: "summary_text", text: detail.text })
       if (typeof detail.signature === "string" && detail.signature !== "") {
-        items.push({ type: "reasoning", summary: [{ type: "summary_text", text: summary.map((part) => part.text).join("") }], encrypted_content: detail.signature })
+        const text = summary.map((part) => part.text).join("")
+        items.push({ type: "reasoning", summary: [{ type: "summary_text", text }], encrypted_content: detail.signature, ...format })
         summary = []
       }
     } else if (detail.type === "reasoning.summary" && typeof detail.summary === "string") summary.push({ type: "summary_text", text: detail.summary })
     else if (detail.type === "reasoning.encrypted" && typeof detail.data === "string") {
-      if (detail.data.startsWith(REDACTED_REASONING)) items.push({ type: "reasoning", summary: [], encrypted_content: detail.data })
+      if (detail.data.startsWith(REDACTED_REASONING)) items.push({ type: "reasoning", summary: [], encrypted_content: detail.data, ...format })
       else if (encrypted !== undefined) return refuse(`${at}.reasoning_details[${k}]: at most one reasoning.encrypted detail per message`)
-      else encrypted = detail.data
+      else {
+        encrypted = detail.data
+        encryptedFormat = format
+      }
     } else {
       return refuse(`${at}.reasoning_details[${k}]: detail type ${quote(detail.type)} cannot be sent back`)
     }
   }
   if (summary.length > 0 || encrypted !== undefined) {
-    items.push(encrypted === undefined ? { type: "reasoning", summary } : { type: "reasoning", summary, encrypted_content: encrypted })
+    items.push(encrypted === undefined ? { type: "reasoning", summary } : { type: "reasoning", summary, encrypted_content: encrypted, ...encryptedFormat })
   }
   return Either.right(items)
 }

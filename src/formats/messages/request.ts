@@ -8,6 +8,7 @@
 import { Either, Schema, type Types } from "effect"
 import { BadRequest } from "../../domain/errors.js"
 import {
+  ANTHROPIC_REASONING,
   CacheControl,
   type ContentPartInput,
   fileAnnotationsIn,
@@ -405,11 +406,15 @@ const messageItems = (message: Message, i: number, out: Array<InputItem>): Resul
         // Earlier thinking travels as reasoning, its signature (or a redacted block's data) as the
         // item's encrypted content: Anthropic's adapters send it back, the others drop what they cannot send.
         if (block.type === "redacted_thinking") {
-          out.push({ type: "reasoning", summary: [], encrypted_content: REDACTED_REASONING + block.data })
+          out.push({ type: "reasoning", summary: [], encrypted_content: REDACTED_REASONING + block.data, format: ANTHROPIC_REASONING })
           break
         }
         const summary = block.thinking !== "" ? [{ type: "summary_text" as const, text: block.thinking }] : []
-        out.push(block.signature === undefined || block.signature === "" ? { type: "reasoning", summary } : { type: "reasoning", summary, encrypted_content: block.signature })
+        out.push(
+          block.signature === undefined || block.signature === ""
+            ? { type: "reasoning", summary }
+            : { type: "reasoning", summary, encrypted_content: block.signature, format: ANTHROPIC_REASONING },
+        )
         break
       }
     }

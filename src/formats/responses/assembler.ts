@@ -23,6 +23,7 @@ import {
   type ResultText,
   type ResultTool,
   type ResultToolChoice,
+  ANTHROPIC_REASONING,
   sealToken,
 } from "../../domain/responses.js"
 import type { Types } from "effect"
@@ -820,7 +821,13 @@ export class ResponseAssembler {
     if (redacted) {
       this.close("completed")
       const index = this.output.length
-      const item: OutputReasoning = { type: "reasoning", id: this.makeId("rs"), summary: [], encrypted_content: sealToken(signature, true) }
+      const item: OutputReasoning = {
+        type: "reasoning",
+        id: this.makeId("rs"),
+        summary: [],
+        encrypted_content: sealToken(signature, true),
+        format: ANTHROPIC_REASONING,
+      }
       this.output.push(item)
       if (this.stream) {
         this.event("response.output_item.added", { output_index: index, item })
@@ -889,7 +896,9 @@ export class ResponseAssembler {
         const text = open.text.value
         const part = { type: "summary_text" as const, text }
         const item: OutputReasoning =
-          open.encrypted === undefined ? { type: "reasoning", id, summary: [part] } : { type: "reasoning", id, summary: [part], encrypted_content: open.encrypted }
+          open.encrypted === undefined
+            ? { type: "reasoning", id, summary: [part] }
+            : { type: "reasoning", id, summary: [part], encrypted_content: open.encrypted, format: ANTHROPIC_REASONING }
         this.output.push(item)
         if (this.stream) {
           const at = { item_id: id, output_index: index, summary_index: 0 }

@@ -5,7 +5,7 @@
  * `output_config.format`. What Anthropic would refuse is refused here, naming the field.
  */
 import { ProviderError, type CacheControl, type ContentPart, type InputItem, type NormalizedRequest, type ReasoningConfig, type ResponseFormat, type ToolChoice } from "../types"
-import { base64DataUrl } from "../../domain/responses"
+import { ANTHROPIC_REASONING, base64DataUrl, reasoningFits } from "../../domain/responses"
 
 export interface AnthropicCacheControl {
   readonly type: "ephemeral"
@@ -188,7 +188,7 @@ export const anthropicPrompt = (instructions: string | undefined, input: Readonl
         append("user", { type: "tool_result", tool_use_id: item.callId, content: item.output })
         break
       case "reasoning":
-        if (!thinking || item.encryptedContent === undefined || item.encryptedContent === "") break
+        if (!thinking || item.encryptedContent === undefined || item.encryptedContent === "" || !reasoningFits(item.format, ANTHROPIC_REASONING)) break
         append(
           "assistant",
           item.redacted === true

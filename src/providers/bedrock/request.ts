@@ -6,7 +6,7 @@
  */
 import { thinkingBudget } from "../anthropic/request"
 import { ProviderError, type ContentPart, type InputItem, type NormalizedRequest, type ResponseFormat } from "../types"
-import { base64DataUrl } from "../../domain/responses"
+import { ANTHROPIC_REASONING, base64DataUrl, reasoningFits } from "../../domain/responses"
 
 type ImageFormat = "png" | "jpeg" | "gif" | "webp"
 
@@ -113,7 +113,7 @@ export const converseMessages = (input: ReadonlyArray<InputItem>, system: Array<
       case "reasoning":
         // Claude's thinking goes back only with its signature (carried as the item's encrypted content);
         // a redacted block (Anthropic's own API gave it) is not Converse's to take.
-        if (item.encryptedContent !== undefined && item.summary.length > 0 && item.redacted !== true) {
+        if (item.encryptedContent !== undefined && item.summary.length > 0 && item.redacted !== true && reasoningFits(item.format, ANTHROPIC_REASONING)) {
           append("assistant", { reasoningContent: { reasoningText: { text: item.summary, signature: item.encryptedContent } } })
         }
         break

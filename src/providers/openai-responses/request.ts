@@ -2,6 +2,7 @@
  * NormalizedRequest → a native Responses request body. Nothing is stored upstream
  * (`store: false`): the gateway owns the conversation; the client's metadata stays with us.
  */
+import { OPENAI_REASONING, reasoningFits } from "../../domain/responses"
 import type { ContentPart, FunctionTool, InputItem, NormalizedRequest, ResponseFormat, ToolChoice } from "../types"
 
 export type ResponsesContentPart =
@@ -72,8 +73,8 @@ export const responsesInput = (input: ReadonlyArray<InputItem>): Array<Responses
         break
       case "reasoning":
         // Without `store`, a reasoning item is only usable upstream with its encrypted content
-        // (a redacted Anthropic block is not OpenAI's to read).
-        if (item.encryptedContent !== undefined && item.redacted !== true) {
+        // (Claude's signatures and redacted blocks are not OpenAI's to read).
+        if (item.encryptedContent !== undefined && item.redacted !== true && reasoningFits(item.format, ...OPENAI_REASONING)) {
           items.push({
             type: "reasoning",
             summary: item.summary.length > 0 ? [{ type: "summary_text", text: item.summary }] : [],

@@ -208,7 +208,7 @@ describe("POST /v1/messages decode: content blocks", () => {
     })
     expect(request.input).toEqual([
       { type: "message", role: "user", content: "Weather in Paris?" },
-      { type: "reasoning", summary: [{ type: "summary_text", text: "Use the tool." }], encrypted_content: "sig" },
+      { type: "reasoning", summary: [{ type: "summary_text", text: "Use the tool." }], encrypted_content: "sig", format: "anthropic-claude-v1" },
       { type: "message", role: "assistant", content: [{ type: "output_text", text: "Let me check." }] },
       { type: "function_call", call_id: "toolu_1", name: "get_weather", arguments: '{"city":"Paris"}' },
       { type: "function_call_output", call_id: "toolu_1", output: "18C\nsunny" },
@@ -230,7 +230,12 @@ describe("POST /v1/messages decode: content blocks", () => {
       ...BASE,
       messages: [{ role: "user", content: "Hi" }, { role: "assistant", content: [{ type: "redacted_thinking", data: "opaque" }] }],
     })
-    expect((request.input as Array<unknown>)[1]).toEqual({ type: "reasoning", summary: [], encrypted_content: "redacted_thinking:opaque" })
+    expect((request.input as Array<unknown>)[1]).toEqual({
+      type: "reasoning",
+      summary: [],
+      encrypted_content: "redacted_thinking:opaque",
+      format: "anthropic-claude-v1",
+    })
   })
 
   test("thinking without a signature (another provider's) travels without encrypted content", () => {
