@@ -5,7 +5,7 @@
  */
 import { datetimeTool } from "./datetime.js"
 import { fusionTool } from "./fusion.js"
-import { toolTypeLookup } from "./names.js"
+import { namesTool, toolTypeLookup } from "./names.js"
 import type { ServerTool, ServerToolProgressEvent } from "./types.js"
 import { webFetchTool } from "./web-fetch.js"
 import { webSearchTool } from "./web-search.js"
@@ -36,6 +36,26 @@ export const serverToolOf = (type: ServerToolType | string): ServerTool | undefi
 
 /** A `tools[]` type → the server tool type it names (`openrouter:<name>`), or undefined when it names none. */
 export const serverToolTypeOf = (type: unknown): string | undefined => typeOf(type)
+
+/**
+ * The contract's service-provided server tools, those this gateway runs and those it does not: a
+ * workspace may turn any of them off (`disabled_server_tools`), as its settings may be shared with
+ * the hosted service.
+ */
+const CONTRACT_SERVER_TOOLS: ReadonlyArray<string> = [
+  "advisor", "subagent", "datetime", "files", "fusion", "image_generation", "search_models",
+  "web_fetch", "web_search", "apply_patch", "bash", "shell",
+]
+
+/** The contract's server tool names, for a refusal that lists them. */
+export const SERVER_TOOL_NAMES = CONTRACT_SERVER_TOOLS.join(", ")
+
+/** Whether a workspace's `disabled_server_tools` entry names a server tool: one of the contract's or of this gateway's (a prefix or an alias allowed). */
+export const isServerToolName = (name: string): boolean => {
+  const bare = name.slice(name.indexOf(":") + 1)
+  if (bare !== name && !/^(openrouter|service|gateway):/.test(name)) return false
+  return CONTRACT_SERVER_TOOLS.includes(bare) || [...byType.values()].some((tool) => namesTool(name, tool))
+}
 
 /**
  * Runs `tool` beside the listed ones, from when this is called (at start, before the gateway serves):

@@ -256,6 +256,17 @@ describe("POST /workspaces (create)", () => {
     await createRefused({ name: "x", slug: uniqueSlug(), disabled_server_tools: "web_search" }, "disabled_server_tools")
   })
 
+  test("disabled_server_tools names server tools: a typo is a 400 naming its index, on create and on update, and changes nothing", async () => {
+    const message = await createRefused({ name: "x", slug: uniqueSlug(), disabled_server_tools: ["web_search", "web_serch"] }, "disabled_server_tools[1]")
+    expect(message).toContain('"web_serch" is not a server tool')
+    await createRefused({ name: "x", slug: uniqueSlug(), disabled_server_tools: ["nobody:web_search"] }, "disabled_server_tools[0]")
+    const made = await createWs({ disabled_server_tools: ["openrouter:web_fetch", "service:datetime", "web_search_preview", "image_generation"] })
+    expect(made.disabled_server_tools).toEqual(["openrouter:web_fetch", "service:datetime", "web_search_preview", "image_generation"])
+    const res = await gw().fetch(`/v1/workspaces/${made.id}`, { method: "PATCH", json: { disabled_server_tools: ["fusion", "datetme"] } })
+    expect(await expectError(res, 400)).toContain("disabled_server_tools[1]")
+    expect((await getWs(made.id)).disabled_server_tools).toEqual(made.disabled_server_tools)
+  })
+
   test("a slug the user already uses is a 400 naming slug (not 409); another user may use it", async () => {
     const taken = await createWs()
     const message = await createRefused({ name: "again", slug: taken.slug }, "slug")
@@ -417,7 +428,7 @@ describe("PATCH /workspaces/{id or slug}", () => {
   })
 
   test("null clears the nullable fields", async () => {
-    const made = await createWs({ description: "x", default_text_model: "m", default_provider_sort: "price", io_logging_api_key_ids: [], disabled_server_tools: ["t"] })
+    const made = await createWs({ description: "x", default_text_model: "m", default_provider_sort: "price", io_logging_api_key_ids: [], disabled_server_tools: ["bash"] })
     const res = await gw().fetch(`/v1/workspaces/${made.id}`, {
       method: "PATCH",
       json: { description: null, default_text_model: null, default_provider_sort: null, io_logging_api_key_ids: null, disabled_server_tools: null },

@@ -6,6 +6,7 @@ import { pageOf } from "../../domain/paging.js"
 import { quote, clipped } from "../../domain/validation.js"
 import type { UpdateWorkspacePayload } from "../../domain/workspaces.js"
 import { servesModel } from "../../routing/model-id.js"
+import { isServerToolName, SERVER_TOOL_NAMES } from "../../tools/index.js"
 import { Broadcast } from "../../broadcast/Broadcast.js"
 import { requireManagement } from "../../services/Auth.js"
 import { Catalog } from "../../services/Catalog.js"
@@ -51,6 +52,17 @@ export const WorkspacesLive = HttpApiBuilder.group(GatewayApi, "workspaces", (ha
             }),
           )
 
+    /** A name that is no server tool turns nothing off: refused at write, so a typo is not a setting that does nothing. */
+    const checkServerTools = (names: ReadonlyArray<string> | null | undefined) => {
+      const at = names?.findIndex((name) => !isServerToolName(name)) ?? -1
+      if (names == null || at < 0) return Effect.void
+      return Effect.fail(
+        new BadRequest({
+          message: `Invalid request: disabled_server_tools[${at}]: ${quote(names[at])} is not a server tool (${SERVER_TOOL_NAMES}, each with or without openrouter:)`,
+        }),
+      )
+    }
+
     /** A workspace the caller owns or is a member of; anything else does not exist for it. */
     const visible = (ref: string) =>
       Effect.gen(function* () {
@@ -84,6 +96,7 @@ export const WorkspacesLive = HttpApiBuilder.group(GatewayApi, "workspaces", (ha
         Effect.gen(function* () {
           const p = yield* requireManagement
           yield* checkDefaultModel(payload.default_text_model)
+          yield* checkServerTools(payload.disabled_server_tools)
           const row = yield* store.create(p.userId, { name: payload.name, slug: payload.slug, ...settingsOf(payload) })
           return { data: store.view(row) }
         }),
@@ -93,6 +106,7 @@ export const WorkspacesLive = HttpApiBuilder.group(GatewayApi, "workspaces", (ha
         Effect.gen(function* () {
           const ws = yield* administered(path.id)
           yield* checkDefaultModel(payload.default_text_model)
+          yield* checkServerTools(payload.disabled_server_tools)
           const row = yield* store.update(ws.userId, ws.row, { name: payload.name, slug: payload.slug, ...settingsOf(payload) })
           // The data plane caches logging settings; the next request must see the change.
           yield* policy.invalidate(row.id)
