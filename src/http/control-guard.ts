@@ -7,7 +7,7 @@
  * its error (500).
  */
 import { Effect, Either } from "effect"
-import { errorResponse } from "../domain/errors.js"
+import { errorResponse, ServiceUnavailable } from "../domain/errors.js"
 import {
   BODY_TIMED_OUT,
   bodyTimedOut,
@@ -37,7 +37,29 @@ export interface ControlGuard {
   /** Bodies still arriving after the key was accepted, per key and per client address. */
   readonly bodies: UnfinishedBodies
   readonly authenticated: (req: Request, trace: RequestTrace | undefined) => void
+  /** How long a read (GET or HEAD) waits for its answer: the ledger's commit timeout, the bound on a stalled store. */
+  readonly readTimeoutMs: number
 }
+
+/**
+ * A read past its deadline is the unreachable store's 503 with `Retry-After`: a query on a stalled
+ * connection holds its answer until the stall ends (minutes), and the caller should not wait that
+ * long. The read itself runs on and its answer is dropped; nothing changed, so nothing is lost.
+ * Writes have no such deadline: an answer before their commit could say "failed" of a change that
+ * then happens.
+ */
+const withReadDeadline = (answer: Response | Promise<Response>, ms: number): Promise<Response> => {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<Response>((resolve) => {
+    timer = setTimeout(
+      () => resolve(errorResponse(new ServiceUnavailable({ message: `The gateway's database did not answer within ${ms} ms; try again shortly`, retry_after: 5 }))),
+      ms,
+    )
+  })
+  return Promise.race([answer, late]).finally(() => clearTimeout(timer))
+}
+
+const isRead = (req: Request): boolean => req.method === "GET" || req.method === "HEAD"
 
 /** The control plane's handler of a route, `secured` when the route needs a key. */
 export const guardedControl =
@@ -53,9 +75,9 @@ export const guardedControl =
     }
     if (!hasBody(req)) {
       // A declared type is checked on an empty body too: the platform would parse it as that type (multipart: 500).
-      if (!req.headers.has("content-type")) return control(req)
-      const type = checkJsonContentType(req)
-      return type === undefined ? control(req) : closing(errorResponse(type))
+      const type = req.headers.has("content-type") ? checkJsonContentType(req) : undefined
+      if (type !== undefined) return closing(errorResponse(type))
+      return isRead(req) ? withReadDeadline(control(req), guard.readTimeoutMs) : control(req)
     }
     const type = checkJsonContentType(req)
     if (type !== undefined) return closing(errorResponse(type))

@@ -126,6 +126,7 @@ export const makeGateway = async (config: Layer.Layer<GatewayConfig, unknown>, o
       bodyDeadline: makeBodyDeadline(settings.bodyTimeoutMs, settings.maxBodyBytes),
       bodies,
       authenticated,
+      readTimeoutMs: settings.commitTimeoutMs,
     },
     formats: options.formats ?? mountedFormats,
     responses: makeModelRoute(rt, { settings, lifecycle, log: makeErrorLog(settings.logLevel), authenticated, bodies }),

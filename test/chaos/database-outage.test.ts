@@ -376,6 +376,33 @@ describe.skipIf(engine !== "postgres")("Postgres outages (a TCP proxy between th
     }, 30_000)
   })
 
+  describe("a control-plane read on a connection that stalls", () => {
+    let h: Harness | undefined
+    afterAll(() => stopHarness(h))
+    test("gets 503 with Retry-After at the commit timeout, not held for the stall; after it, reads answer", async () => {
+      h = await startHarness({})
+      const harness = h
+      const get = () => fetch(`${harness.server.url}/v1/keys`, { headers: { authorization: `Bearer ${harness.admin}` } })
+      // The management key is read once, so that it is cached: the stalled read is the list's.
+      expect((await get()).status).toBe(200)
+      harness.proxy.stall()
+      let restored = false
+      const restore = Bun.sleep(6_000).then(() => {
+        restored = true
+        harness.proxy.restore()
+      })
+      try {
+        const res = await get()
+        // Answered while the connection still stalled: the deadline (commitTimeoutMs, 1 s here), not the stall's end.
+        expect([res.status, restored, Number(res.headers.get("retry-after")) > 0]).toEqual([503, false, true])
+        expect(await res.text()).toContain("did not answer within 1000 ms")
+      } finally {
+        await restore
+      }
+      await until("the list answers after the stall", async () => (await get()).status === 200, 15_000)
+    }, 30_000)
+  })
+
   describe("a process killed with SIGKILL during a stop, durable answers on", () => {
     const root = join(import.meta.dir, "..", "..")
     const KEY = `sk-test-outage-${crypto.randomUUID().replaceAll("-", "")}`
