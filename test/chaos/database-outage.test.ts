@@ -122,6 +122,26 @@ const stopHarness = async (h: Harness | undefined) => {
   rmSync(h.dir, { recursive: true, force: true })
 }
 
+/**
+ * `ask` while the connection to Postgres stalls (6 s, then it is restored): the answer, its body, and
+ * whether the stall had already ended when it came. Returns once the stall is over.
+ */
+const askDuringStall = async (h: Harness, ask: () => Promise<Response>) => {
+  h.proxy.stall()
+  let ended = false
+  const restore = Bun.sleep(6_000).then(() => {
+    ended = true
+    h.proxy.restore()
+  })
+  try {
+    const res = await ask()
+    const restored = ended
+    return { res, restored, text: await res.text() }
+  } finally {
+    await restore
+  }
+}
+
 const makeKey = async (h: Harness, limit: number) => {
   const res = await fetch(`${h.server.url}/v1/keys`, {
     method: "POST",
@@ -350,23 +370,15 @@ describe.skipIf(engine !== "postgres")("Postgres outages (a TCP proxy between th
       h = await startHarness({}, 1_000)
       const harness = h
       const key = await makeKey(h, 1_000)
-      harness.proxy.stall()
-      let restored = false
-      const restore = Bun.sleep(6_000).then(() => {
-        restored = true
-        harness.proxy.restore()
-      })
-      try {
-        const res = await fetch(`${harness.server.url}/v1/responses`, {
+      const { res, restored } = await askDuringStall(harness, () =>
+        fetch(`${harness.server.url}/v1/responses`, {
           method: "POST",
           headers: { authorization: `Bearer ${key.secret}`, "content-type": "application/json" },
           body: JSON.stringify({ model: "test/penny", input: "hi" }),
-        })
-        // Answered while the connection still stalled: the deadline, not the stall's end, ended it.
-        expect([res.status, restored, Number(res.headers.get("retry-after")) > 0]).toEqual([503, false, true])
-      } finally {
-        await restore
-      }
+        }),
+      )
+      // Answered while the connection still stalled: the deadline, not the stall's end, ended it.
+      expect([res.status, restored, Number(res.headers.get("retry-after")) > 0]).toEqual([503, false, true])
       const after = await fetch(`${harness.server.url}/v1/responses`, {
         method: "POST",
         headers: { authorization: `Bearer ${key.secret}`, "content-type": "application/json" },
@@ -385,20 +397,10 @@ describe.skipIf(engine !== "postgres")("Postgres outages (a TCP proxy between th
       const get = () => fetch(`${harness.server.url}/v1/keys`, { headers: { authorization: `Bearer ${harness.admin}` } })
       // The management key is read once, so that it is cached: the stalled read is the list's.
       expect((await get()).status).toBe(200)
-      harness.proxy.stall()
-      let restored = false
-      const restore = Bun.sleep(6_000).then(() => {
-        restored = true
-        harness.proxy.restore()
-      })
-      try {
-        const res = await get()
-        // Answered while the connection still stalled: the deadline (commitTimeoutMs, 1 s here), not the stall's end.
-        expect([res.status, restored, Number(res.headers.get("retry-after")) > 0]).toEqual([503, false, true])
-        expect(await res.text()).toContain("did not answer within 1000 ms")
-      } finally {
-        await restore
-      }
+      const { res, text, restored } = await askDuringStall(harness, get)
+      // Answered while the connection still stalled: the deadline (commitTimeoutMs, 1 s here), not the stall's end.
+      expect([res.status, restored, Number(res.headers.get("retry-after")) > 0]).toEqual([503, false, true])
+      expect(text).toContain("did not answer within 1000 ms")
       await until("the list answers after the stall", async () => (await get()).status === 200, 15_000)
     }, 30_000)
   })
