@@ -122,7 +122,12 @@ export type ProviderEvent =
   | { readonly type: "tool_call_start"; readonly index: number; readonly callId: string; readonly name: string }
   | { readonly type: "tool_call_delta"; readonly index: number; readonly delta: string }
   | { readonly type: "usage"; readonly usage: Usage }
-  | { readonly type: "finish"; readonly reason: FinishReason }
+  /**
+   * `native`: the upstream's own word for the reason where it has words of its own (Anthropic's and
+   * Bedrock's `end_turn`, Gemini's `STOP`): Chat's `native_finish_reason`. Left out where it is
+   * the same word (OpenAI's formats).
+   */
+  | { readonly type: "finish"; readonly reason: FinishReason; readonly native?: string }
 
 /** How an upstream failed; the gateway maps kinds to the contract's statuses and decides failover. */
 export type ProviderErrorKind =

@@ -273,6 +273,27 @@ for (const up of UPSTREAMS) {
   })
 }
 
+describe("native_finish_reason", () => {
+  test("is the upstream's own word where it has one (Anthropic's end_turn, tool_use), in JSON and in the stream", async () => {
+    const cases = [
+      ["mock/anthropic-text", "stop", "end_turn"],
+      ["mock/anthropic-tool_call", "tool_calls", "tool_use"],
+      ["mock/openai-chat-text", "stop", "stop"],
+    ] as const
+    for (const [model, reason, native] of cases) {
+      const body = { model, messages: messages("What now?"), ...(model.endsWith("tool_call") ? { tools: [WEATHER] } : {}) }
+      const choice = (await openai().chat.completions.create(body)).choices[0] as unknown as { finish_reason: string; native_finish_reason: string }
+      expect([model, choice.finish_reason, choice.native_finish_reason]).toEqual([model, reason, native])
+      const last: Array<unknown> = []
+      for await (const chunk of await openai().chat.completions.create({ ...body, stream: true })) {
+        const c = chunk.choices[0] as unknown as { finish_reason: string | null; native_finish_reason: string | null } | undefined
+        if (c?.finish_reason != null) last.push(c.finish_reason, c.native_finish_reason)
+      }
+      expect([model, ...last]).toEqual([model, reason, native])
+    }
+  })
+})
+
 describe("reasoning details sent back to Anthropic", () => {
   const chatRequest = {
     model: "mock/anthropic-reasoning",

@@ -19,12 +19,14 @@ interface AdapterCase {
   readonly reportsReasoningTokens: boolean
   /** The upstream seals its reasoning (Anthropic's signature): the event that ends the reasoning. */
   readonly seal?: ProviderEvent
+  /** The upstream's own words for stop and tool_calls, where it has its own (the finish event's `native`). */
+  readonly native?: { readonly stop: string; readonly tool_calls: string }
 }
 
 const CASES: ReadonlyArray<AdapterCase> = [
   { kind: "openai-chat", provider: openAiChatProvider, path: "/v1/chat/completions", callId: "call_mock_0", reportsReasoningTokens: true },
   { kind: "openai-responses", provider: openAiResponsesProvider, path: "/v1/responses", callId: "call_mock_0", reportsReasoningTokens: true },
-  { kind: "anthropic", provider: anthropicProvider, path: "/v1/messages", callId: "toolu_mock_0", reportsReasoningTokens: false, seal: { type: "reasoning_signature", signature: "mock-signature" } },
+  { kind: "anthropic", provider: anthropicProvider, path: "/v1/messages", callId: "toolu_mock_0", reportsReasoningTokens: false, seal: { type: "reasoning_signature", signature: "mock-signature" }, native: { stop: "end_turn", tool_calls: "tool_use" } },
 ]
 
 let mock: MockUpstream
@@ -35,6 +37,9 @@ afterAll(async () => {
   await mock.stop()
 })
 beforeEach(() => mock.reset())
+
+const finish = (c: AdapterCase, reason: "stop" | "tool_calls"): ProviderEvent =>
+  c.native === undefined ? { type: "finish", reason } : { type: "finish", reason, native: c.native[reason] }
 
 const open = (c: AdapterCase, stream: boolean, headers: Record<string, string> = {}, text = "hello") =>
   c.provider.open(textRequest(text, { tools: [weatherTool] }), configFor(c.kind, mock.url, headers), { stream, signal: new AbortController().signal, apiKey: "sk-test" })
@@ -49,7 +54,7 @@ for (const c of CASES) {
   describe(`${c.kind} adapter against the mock upstream`, () => {
     test("a streamed text answer gives each delta, then usage, then finish", async () => {
       const events = await eventsOf(await open(c, true))
-      expect(events).toEqual([...text3, usage(10, 3), { type: "finish", reason: "stop" }])
+      expect(events).toEqual([...text3, usage(10, 3), finish(c, "stop")])
     })
 
     test("a streamed answer arrives in one batch per upstream chunk", async () => {
@@ -63,7 +68,7 @@ for (const c of CASES) {
 
     test("a JSON text answer gives the whole text, then usage, then finish", async () => {
       const events = await eventsOf(await open(c, false))
-      expect(events).toEqual([{ type: "text", delta: "tok tok tok " }, usage(10, 3), { type: "finish", reason: "stop" }])
+      expect(events).toEqual([{ type: "text", delta: "tok tok tok " }, usage(10, 3), finish(c, "stop")])
     })
 
     test("a streamed tool call gives its start and argument deltas, finishing with tool_calls", async () => {
@@ -73,7 +78,7 @@ for (const c of CASES) {
         { type: "tool_call_delta", index: 0, delta: '{"input":"tok ' },
         { type: "tool_call_delta", index: 0, delta: 'tok "}' },
         usage(10, 2),
-        { type: "finish", reason: "tool_calls" },
+        finish(c, "tool_calls"),
       ])
     })
 
@@ -83,7 +88,7 @@ for (const c of CASES) {
         { type: "tool_call_start", index: 0, callId: c.callId, name: "get_weather" },
         { type: "tool_call_delta", index: 0, delta: '{"input":"tok tok "}' },
         usage(10, 2),
-        { type: "finish", reason: "tool_calls" },
+        finish(c, "tool_calls"),
       ])
     })
 
@@ -96,7 +101,7 @@ for (const c of CASES) {
         { type: "text", delta: "tok " },
         { type: "text", delta: "tok " },
         usage(10, 4, { reasoningTokens: c.reportsReasoningTokens ? 2 : 0 }),
-        { type: "finish", reason: "stop" },
+        finish(c, "stop"),
       ])
     })
 
@@ -107,7 +112,7 @@ for (const c of CASES) {
         ...(c.seal === undefined ? [] : [c.seal]),
         { type: "text", delta: "tok tok " },
         usage(10, 4, { reasoningTokens: c.reportsReasoningTokens ? 2 : 0 }),
-        { type: "finish", reason: "stop" },
+        finish(c, "stop"),
       ])
     })
 

@@ -188,7 +188,7 @@ describe("bedrock adapter against the fake Bedrock", () => {
     expect(events).toEqual([
       { type: "text", delta: "Echo: hello" },
       { type: "usage", usage: { inputTokens: 13, cachedTokens: 2, cacheWriteTokens: 0, outputTokens: 7, reasoningTokens: 0 } },
-      { type: "finish", reason: "stop" },
+      { type: "finish", reason: "stop", native: "end_turn" },
     ])
   })
 
@@ -229,7 +229,7 @@ describe("bedrock adapter against the fake Bedrock", () => {
     ])
     expect(events.slice(-2)).toEqual([
       { type: "usage", usage: { inputTokens: 13, cachedTokens: 2, cacheWriteTokens: 0, outputTokens: 7, reasoningTokens: 0 } },
-      { type: "finish", reason: "stop" },
+      { type: "finish", reason: "stop", native: "end_turn" },
     ])
   })
 
@@ -255,7 +255,7 @@ describe("bedrock adapter against the fake Bedrock", () => {
       { type: "tool_call_delta", index: 0, delta: '{"cit' },
       { type: "tool_call_delta", index: 0, delta: 'y":"Paris"}' },
     ])
-    expect(events.at(-1)).toEqual({ type: "finish", reason: "tool_calls" })
+    expect(events.at(-1)).toEqual({ type: "finish", reason: "tool_calls", native: "tool_use" })
   })
 
   test("reasoning comes as reasoning deltas, JSON and streamed", async () => {
@@ -284,7 +284,7 @@ describe("bedrock adapter against the fake Bedrock", () => {
       expect(lastBody()["toolConfig"]).toMatchObject({ tools: [{ toolSpec: { name: "json_response", inputSchema: { json: schema } } }], toolChoice: { tool: { name: "json_response" } } })
       expect(events.filter((e) => e.type === "text").map((e) => (e as { delta: string }).delta).join("")).toBe('{"answer":"yes"}')
       expect(events.some((e) => e.type === "tool_call_start")).toBe(false)
-      expect(events.at(-1)).toEqual({ type: "finish", reason: "stop" })
+      expect(events.at(-1)).toEqual({ type: "finish", reason: "stop", native: "tool_use" })
     }
   })
 
@@ -403,7 +403,7 @@ describe("a ConverseStream answer pushed from the read callback (no promise per 
     await seen.settled
     expect(seen.events.map(withoutJson)).toEqual(iterated)
     expect(seen.events.filter((e) => e.type === "text")).toHaveLength(6)
-    expect(seen.events.at(-1)).toEqual({ type: "finish", reason: "stop" })
+    expect(seen.events.at(-1)).toEqual({ type: "finish", reason: "stop", native: "end_turn" })
     expect(seen.batches).toBeGreaterThan(1)
     expect(seen.ends).toBe(1)
     expect(seen.errors).toEqual([])

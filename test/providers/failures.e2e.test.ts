@@ -124,7 +124,7 @@ for (const c of CASES) {
       const call = await open(true, { "x-mock-interval-ms": "120", "x-mock-tokens": "5" }, undefined, 400)
       const events = await eventsOf(call)
       expect(events.filter((event) => event.type === "text").length).toBe(5)
-      expect(events[events.length - 1]).toEqual({ type: "finish", reason: "stop" })
+      expect(events[events.length - 1]).toMatchObject({ type: "finish", reason: "stop" })
     })
 
     test("a refused connection rejects open with \"connection\"", async () => {

@@ -104,11 +104,11 @@ describe("gemini request", () => {
 
 describe("gemini answers", () => {
   test("a JSON text answer: the whole text, usage, finish stop", async () => {
-    expect(await eventsOf(await open(hello(), false))).toEqual([{ type: "text", delta: "tok tok tok tok tok " }, usage(10, 5), { type: "finish", reason: "stop" }])
+    expect(await eventsOf(await open(hello(), false))).toEqual([{ type: "text", delta: "tok tok tok tok tok " }, usage(10, 5), { type: "finish", reason: "stop", native: "STOP" }])
   })
 
   test("a streamed text answer: one delta per chunk, then usage and finish at the end of the body", async () => {
-    expect(await eventsOf(await open(hello(), true))).toEqual([...tok(5), usage(10, 5), { type: "finish", reason: "stop" }])
+    expect(await eventsOf(await open(hello(), true))).toEqual([...tok(5), usage(10, 5), { type: "finish", reason: "stop", native: "STOP" }])
   })
 
   test("thought parts are reasoning, and thoughts count as output and as reasoning tokens", async () => {
@@ -116,7 +116,7 @@ describe("gemini answers", () => {
       const events = await eventsOf(await open(hello({ reasoning: { effort: "low" } }), stream, { "x-mock-scenario": "reasoning", "x-mock-tokens": "2" }))
       const reasoning = stream ? [{ type: "reasoning", delta: "think " }, { type: "reasoning", delta: "think " }] : [{ type: "reasoning", delta: "think think " }]
       const text = stream ? tok(2) : [{ type: "text", delta: "tok tok " }]
-      expect(events).toEqual([...reasoning, ...text, usage(10, 4, { reasoningTokens: 2 }), { type: "finish", reason: "stop" }] as Array<ProviderEvent>)
+      expect(events).toEqual([...reasoning, ...text, usage(10, 4, { reasoningTokens: 2 }), { type: "finish", reason: "stop", native: "STOP" }] as Array<ProviderEvent>)
     }
   })
 
@@ -130,7 +130,7 @@ describe("gemini answers", () => {
       expect(events.slice(1)).toEqual([
         { type: "tool_call_delta", index: 0, delta: '{"input":"tok tok "}' },
         usage(10, 1),
-        { type: "finish", reason: "tool_calls" },
+        { type: "finish", reason: "tool_calls", native: "STOP" },
       ])
     })
   }
@@ -176,11 +176,11 @@ describe("gemini finish reasons and usage", () => {
   const answer = (finishReason: string) => ({ candidates: [{ content: { parts: [{ text: "x" }] }, finishReason }] })
 
   test("MAX_TOKENS is length; the safety family is content_filter; a malformed call is error; a blocked prompt is content_filter", () => {
-    expect(finishOf(answer("MAX_TOKENS"))).toEqual({ type: "finish", reason: "length" })
+    expect(finishOf(answer("MAX_TOKENS"))).toEqual({ type: "finish", reason: "length", native: "MAX_TOKENS" })
     for (const reason of ["SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"]) {
-      expect(finishOf(answer(reason))).toEqual({ type: "finish", reason: "content_filter" })
+      expect(finishOf(answer(reason))).toEqual({ type: "finish", reason: "content_filter", native: reason })
     }
-    expect(finishOf(answer("MALFORMED_FUNCTION_CALL"))).toEqual({ type: "finish", reason: "error" })
+    expect(finishOf(answer("MALFORMED_FUNCTION_CALL"))).toEqual({ type: "finish", reason: "error", native: "MALFORMED_FUNCTION_CALL" })
     expect(finishOf({ promptFeedback: { blockReason: "SAFETY" } })).toEqual({ type: "finish", reason: "content_filter" })
   })
 

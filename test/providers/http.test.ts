@@ -98,7 +98,7 @@ describe("shared upstream caller", () => {
         'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":9}}\n\n' +
         'event: message_stop\ndata: {"type":"message_stop"}\n\n',
     }
-    expect(await eventsOf(await call("anthropic", anthropicProvider))).toEqual([usage(5, 9), { type: "finish", reason: "length" }])
+    expect(await eventsOf(await call("anthropic", anthropicProvider))).toEqual([usage(5, 9), { type: "finish", reason: "length", native: "max_tokens" }])
   })
 
   test("an error page that is not JSON keeps its text as the message", async () => {

@@ -44,7 +44,7 @@ describe("usage counts left out or null are no counts", () => {
     translator.push("contentBlockDelta", nulls({ delta: { toolUse: null } }), out)
     translator.push("messageStop", { stopReason: "end_turn" }, out)
     translator.push("metadata", nulls({ usage: null }), out)
-    expect(out).toEqual([{ type: "finish", reason: "stop" }])
+    expect(out).toEqual([{ type: "finish", reason: "stop", native: "end_turn" }])
     expect(translator.done).toBe(true)
   })
   test("Gemini: a prompt count is required; an output count left out is 0 (proto3 leaves out zeros)", () => {

@@ -163,14 +163,14 @@ describe("vertex URLs", () => {
 
 describe("vertex: Google's models", () => {
   test("a JSON call: the model's generateContent under the project and location, with the exchanged bearer token", async () => {
-    expect(await eventsOf(await open(configOf(), false))).toEqual([{ type: "text", delta: "tok tok tok tok tok " }, usage(10, 5), { type: "finish", reason: "stop" }])
+    expect(await eventsOf(await open(configOf(), false))).toEqual([{ type: "text", delta: "tok tok tok tok tok " }, usage(10, 5), { type: "finish", reason: "stop", native: "STOP" }])
     const sent = clouds.requests[0]
     expect(sent?.path).toBe("/v1/projects/proj/locations/us-central1/publishers/google/models/gemini-test:generateContent")
     expect(sent?.headers["authorization"]).toBe("Bearer ya29.mock-1")
   })
 
   test("a stream: streamGenerateContent?alt=sse, one delta per chunk", async () => {
-    expect(await eventsOf(await open(configOf(), true))).toEqual([...tok(5), usage(10, 5), { type: "finish", reason: "stop" }])
+    expect(await eventsOf(await open(configOf(), true))).toEqual([...tok(5), usage(10, 5), { type: "finish", reason: "stop", native: "STOP" }])
     expect(clouds.requests[0]?.path).toBe("/v1/projects/proj/locations/us-central1/publishers/google/models/gemini-test:streamGenerateContent?alt=sse")
   })
 
@@ -246,7 +246,7 @@ describe("vertex: Anthropic's models (publisher anthropic)", () => {
   const request = textRequest("hello", { model: "claude-sonnet-4@20250514" })
 
   test("a JSON call: rawPredict, the version in the body and the model only in the URL", async () => {
-    expect(await eventsOf(await open(claude(), false, request))).toEqual([{ type: "text", delta: "tok tok tok tok tok " }, usage(10, 5), { type: "finish", reason: "stop" }])
+    expect(await eventsOf(await open(claude(), false, request))).toEqual([{ type: "text", delta: "tok tok tok tok tok " }, usage(10, 5), { type: "finish", reason: "stop", native: "end_turn" }])
     const sent = clouds.requests[0]
     expect(sent?.path).toBe("/v1/projects/proj/locations/us-central1/publishers/anthropic/models/claude-sonnet-4@20250514:rawPredict")
     expect(sent?.body).toMatchObject({ anthropic_version: "vertex-2023-10-16", stream: false, messages: [{ role: "user", content: [{ type: "text", text: "hello" }] }] })
@@ -254,7 +254,7 @@ describe("vertex: Anthropic's models (publisher anthropic)", () => {
   })
 
   test("a stream: streamRawPredict, Anthropic's events", async () => {
-    expect(await eventsOf(await open(claude(), true, request))).toEqual([...tok(5), usage(10, 5), { type: "finish", reason: "stop" }])
+    expect(await eventsOf(await open(claude(), true, request))).toEqual([...tok(5), usage(10, 5), { type: "finish", reason: "stop", native: "end_turn" }])
     expect(clouds.requests[0]?.path).toEndWith(":streamRawPredict")
   })
 

@@ -84,8 +84,8 @@ export interface ChatResult {
     readonly index: 0
     readonly logprobs: null
     readonly finish_reason: ChatFinishReason | null
-    /** The upstream's reason as the adapters normalize it (the raw one is not kept). */
-    readonly native_finish_reason: ChatFinishReason | null
+    /** The upstream's own reason (`end_turn`, `STOP`, …) where it has one, else the normalized one. */
+    readonly native_finish_reason: string | null
     readonly message: ChatResultMessage
   }>
   readonly usage?: ChatUsage
@@ -224,6 +224,8 @@ export class ChatEncoder implements Encoder {
 
   private lastUsage: Usage | undefined = undefined
   private reason: FinishReason | undefined = undefined
+  /** The upstream's own word for the reason (`native` of the finish event), when it has one. */
+  private native: string | undefined = undefined
   private state: EncodedStatus = "in_progress"
   private usageOut: ChatUsage | undefined = undefined
   private serviceMetadata: Record<string, unknown> | undefined = undefined
@@ -330,6 +332,7 @@ export class ChatEncoder implements Encoder {
           break
         case "finish":
           this.reason = e.reason
+          this.native = e.native
           break
       }
     }
@@ -349,7 +352,8 @@ export class ChatEncoder implements Encoder {
     const reason = this.wireReason()
     this.state = reason === "length" || reason === "content_filter" ? "incomplete" : "completed"
     const annotations = this.annotations === undefined ? "" : `"annotations":${JSON.stringify(this.annotations)}`
-    if (this.stream) this.end(`${this.head}${annotations}},"finish_reason":"${reason}","native_finish_reason":"${reason}"}]`)
+    const native = this.native === undefined ? `"${reason}"` : JSON.stringify(this.native)
+    if (this.stream) this.end(`${this.head}${annotations}},"finish_reason":"${reason}","native_finish_reason":${native}}]`)
     return this.take()
   }
 
@@ -409,7 +413,7 @@ export class ChatEncoder implements Encoder {
       model: b.model,
       ...(b.provider === undefined ? {} : { provider: b.provider }),
       system_fingerprint: null,
-      choices: [{ index: 0, logprobs: null, finish_reason: reason, native_finish_reason: reason, message }],
+      choices: [{ index: 0, logprobs: null, finish_reason: reason, native_finish_reason: reason === "error" || reason === null ? reason : (this.native ?? reason), message }],
     }
     if (this.usageOut !== undefined) result.usage = this.usageOut
     if (this.serviceMetadata !== undefined) {

@@ -24,6 +24,7 @@ export const anthropicJsonEvents = (json: unknown): Array<ProviderEvent> => {
     }
   }
   out.push({ type: "usage", usage: anthropicUsage(message.usage ?? {}) })
-  out.push({ type: "finish", reason: anthropicFinishReason(message.stop_reason) })
+  const reason = anthropicFinishReason(message.stop_reason)
+  out.push(message.stop_reason == null ? { type: "finish", reason } : { type: "finish", reason, native: message.stop_reason })
   return out
 }

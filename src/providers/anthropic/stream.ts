@@ -12,6 +12,7 @@ export class AnthropicStreamTranslator implements StreamTranslator {
   done = false
   private usage: AnthropicUsage = {}
   private finish: FinishReason = "stop"
+  private native: string | undefined
 
   push(event: SseEvent, out: Array<ProviderEvent>): void {
     let data: AnthropicStreamEvent
@@ -53,13 +54,19 @@ export class AnthropicStreamTranslator implements StreamTranslator {
         if (data.message?.usage !== undefined) this.usage = data.message.usage
         return
       case "message_delta":
-        if (data.delta?.stop_reason != null) this.finish = anthropicFinishReason(data.delta.stop_reason)
+        if (data.delta?.stop_reason != null) {
+          this.finish = anthropicFinishReason(data.delta.stop_reason)
+          this.native = data.delta.stop_reason
+        }
         // message_delta usage is cumulative; newer versions repeat the input fields there too.
         if (data.usage !== undefined) this.usage = { ...this.usage, ...definedOnly(data.usage) }
         return
       case "message_stop":
         this.done = true
-        out.push({ type: "usage", usage: anthropicUsage(this.usage) }, { type: "finish", reason: this.finish })
+        out.push(
+          { type: "usage", usage: anthropicUsage(this.usage) },
+          this.native === undefined ? { type: "finish", reason: this.finish } : { type: "finish", reason: this.finish, native: this.native },
+        )
         return
       case "error":
         throw anthropicFailure(data.error)

@@ -35,6 +35,7 @@ export const converseJsonEvents = (json: unknown, structured: boolean): Array<Pr
   }
   const hasCalls = out.some((e) => e.type === "tool_call_start")
   out.push({ type: "usage", usage: bedrockUsage(answer.usage ?? {}) })
-  out.push({ type: "finish", reason: answeredByTool && !hasCalls ? "stop" : bedrockFinishReason(answer.stopReason) })
+  const reason = answeredByTool && !hasCalls ? "stop" : bedrockFinishReason(answer.stopReason)
+  out.push(answer.stopReason == null ? { type: "finish", reason } : { type: "finish", reason, native: answer.stopReason })
   return out
 }

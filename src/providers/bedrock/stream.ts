@@ -80,6 +80,7 @@ export class ConverseStreamTranslator {
   done = false
   private stopped = false
   private finish: FinishReason = "stop"
+  private native: string | undefined
   private usage: Usage | undefined
   /** The block index of the structured answer's tool, whose input deltas are the answer's text. */
   private answerBlock = -1
@@ -120,6 +121,7 @@ export class ConverseStreamTranslator {
       case "messageStop":
         this.stopped = true
         this.finish = this.answerBlock !== -1 && !this.calls ? "stop" : bedrockFinishReason(payload.stopReason)
+        this.native = payload.stopReason ?? undefined
         return
       case "metadata":
         // Null is no usage, as a missing one: the gateway charges its estimate.
@@ -140,7 +142,7 @@ export class ConverseStreamTranslator {
   private close(out: Array<ProviderEvent>): void {
     this.done = true
     if (this.usage !== undefined) out.push({ type: "usage", usage: this.usage })
-    out.push({ type: "finish", reason: this.finish })
+    out.push(this.native === undefined ? { type: "finish", reason: this.finish } : { type: "finish", reason: this.finish, native: this.native })
   }
 }
 

@@ -75,7 +75,7 @@ export class GeminiAnswer implements StreamTranslator {
     this.done = true
     if (this.usage !== undefined) out.push({ type: "usage", usage: this.usage })
     const reason: FinishReason = this.blocked && this.finishReason === undefined ? "content_filter" : geminiFinishReason(this.finishReason, this.calls > 0)
-    out.push({ type: "finish", reason })
+    out.push(this.finishReason === undefined ? { type: "finish", reason } : { type: "finish", reason, native: this.finishReason })
   }
 }
 
