@@ -199,7 +199,7 @@ describe("empty answers that say they are complete", () => {
     expect(() => geminiJsonEvents({ candidates: [], ...usage })).toThrow("not an answer: no candidate with content")
     expect(() => geminiJsonEvents({ candidates: [{ finishReason: "STOP" }], ...usage })).toThrow("not an answer")
     expect(() => geminiJsonEvents({ candidates: [{ content: { parts: [{ text: "" }] }, finishReason: "STOP" }], ...usage })).toThrow("not an answer")
-    expect(geminiJsonEvents({ candidates: [{ finishReason: "MAX_TOKENS" }], ...usage }).at(-1)).toEqual({ type: "finish", reason: "length" })
+    expect(geminiJsonEvents({ candidates: [{ finishReason: "MAX_TOKENS" }], ...usage }).at(-1)).toEqual({ type: "finish", reason: "length", native: "MAX_TOKENS" })
     // A stream of the same: its end is the failure (nothing of it was sent).
     const stream = new GeminiAnswer()
     stream.push(sse(JSON.stringify({ candidates: [{ content: { role: "model", parts: [] }, finishReason: "STOP" }], ...usage })), [])
@@ -209,7 +209,7 @@ describe("empty answers that say they are complete", () => {
   test("Bedrock: an empty content that ended the turn is not an answer; one cut by the token limit is", async () => {
     const { converseJsonEvents } = await import("../../src/providers/bedrock/json.js")
     expect(() => converseJsonEvents({ output: { message: { content: [] } }, stopReason: "end_turn" }, false)).toThrow("not an answer: an empty output.message.content")
-    expect(converseJsonEvents({ output: { message: { content: [] } }, stopReason: "max_tokens" }, false).at(-1)).toEqual({ type: "finish", reason: "length" })
+    expect(converseJsonEvents({ output: { message: { content: [] } }, stopReason: "max_tokens" }, false).at(-1)).toEqual({ type: "finish", reason: "length", native: "max_tokens" })
   })
 
   test("Responses: a completed response of no output items is not an answer; an incomplete one is", async () => {
