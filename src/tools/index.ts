@@ -42,20 +42,17 @@ export const serverToolTypeOf = (type: unknown): string | undefined => typeOf(ty
  * workspace may turn any of them off (`disabled_server_tools`), as its settings may be shared with
  * the hosted service.
  */
-const CONTRACT_SERVER_TOOLS: ReadonlyArray<string> = [
+const CONTRACT_SERVER_TOOLS = [
   "advisor", "subagent", "datetime", "files", "fusion", "image_generation", "search_models",
   "web_fetch", "web_search", "apply_patch", "bash", "shell",
-]
+].map((name) => ({ name, type: `openrouter:${name}` }))
 
 /** The contract's server tool names, for a refusal that lists them. */
-export const SERVER_TOOL_NAMES = CONTRACT_SERVER_TOOLS.join(", ")
+export const SERVER_TOOL_NAMES = CONTRACT_SERVER_TOOLS.map((tool) => tool.name).join(", ")
 
-/** Whether a workspace's `disabled_server_tools` entry names a server tool: one of the contract's or of this gateway's (a prefix or an alias allowed). */
-export const isServerToolName = (name: string): boolean => {
-  const bare = name.slice(name.indexOf(":") + 1)
-  if (bare !== name && !/^(openrouter|service|gateway):/.test(name)) return false
-  return CONTRACT_SERVER_TOOLS.includes(bare) || [...byType.values()].some((tool) => namesTool(name, tool))
-}
+/** Whether a workspace's `disabled_server_tools` entry names a server tool: one of the contract's or of this gateway's, by any of its names (`namesTool`). */
+export const isServerToolName = (name: string): boolean =>
+  CONTRACT_SERVER_TOOLS.some((tool) => namesTool(name, tool)) || [...byType.values()].some((tool) => namesTool(name, tool))
 
 /**
  * Runs `tool` beside the listed ones, from when this is called (at start, before the gateway serves):
