@@ -129,6 +129,10 @@ export type ProviderEvent =
    */
   | { readonly type: "finish"; readonly reason: FinishReason; readonly native?: string }
 
+/** The finish event, with the upstream's own word when it gave one (null and undefined: none). */
+export const finishEvent = (reason: FinishReason, native: string | null | undefined): ProviderEvent =>
+  native == null ? { type: "finish", reason } : { type: "finish", reason, native }
+
 /** How an upstream failed; the gateway maps kinds to the contract's statuses and decides failover. */
 export type ProviderErrorKind =
   | "bad_request" // upstream 400/404/409/413/422 about the request: 400/422 to the caller

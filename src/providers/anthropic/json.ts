@@ -1,6 +1,6 @@
 /** A non-streamed Anthropic message → ProviderEvents, in the order a stream would give them. */
 import { isJsonObject, notAnAnswer } from "../errors"
-import type { ProviderEvent } from "../types"
+import { finishEvent, type ProviderEvent } from "../types"
 import { type AnthropicMessageObject, anthropicFailure, anthropicFinishReason, anthropicUsage } from "./wire"
 
 export const anthropicJsonEvents = (json: unknown): Array<ProviderEvent> => {
@@ -24,7 +24,6 @@ export const anthropicJsonEvents = (json: unknown): Array<ProviderEvent> => {
     }
   }
   out.push({ type: "usage", usage: anthropicUsage(message.usage ?? {}) })
-  const reason = anthropicFinishReason(message.stop_reason)
-  out.push(message.stop_reason == null ? { type: "finish", reason } : { type: "finish", reason, native: message.stop_reason })
+  out.push(finishEvent(anthropicFinishReason(message.stop_reason), message.stop_reason))
   return out
 }

@@ -4,7 +4,7 @@
  * message_stop. Tool calls are indexed by their content block index.
  */
 import type { SseEvent } from "../sse"
-import { ProviderError, type FinishReason, type ProviderEvent } from "../types"
+import { finishEvent, ProviderError, type FinishReason, type ProviderEvent } from "../types"
 import type { StreamTranslator } from "../wire"
 import { type AnthropicStreamEvent, type AnthropicUsage, anthropicFailure, anthropicFinishReason, anthropicUsage } from "./wire"
 
@@ -65,7 +65,7 @@ export class AnthropicStreamTranslator implements StreamTranslator {
         this.done = true
         out.push(
           { type: "usage", usage: anthropicUsage(this.usage) },
-          this.native === undefined ? { type: "finish", reason: this.finish } : { type: "finish", reason: this.finish, native: this.native },
+          finishEvent(this.finish, this.native),
         )
         return
       case "error":

@@ -1,6 +1,6 @@
 /** A Converse answer → ProviderEvents, in the order a stream would give them. */
 import { notAnAnswer } from "../errors"
-import type { ProviderEvent } from "../types"
+import { finishEvent, type ProviderEvent } from "../types"
 import { RESPONSE_TOOL } from "./request"
 import { bedrockFinishReason, bedrockUsage, type ConverseResponse } from "./wire"
 
@@ -35,7 +35,6 @@ export const converseJsonEvents = (json: unknown, structured: boolean): Array<Pr
   }
   const hasCalls = out.some((e) => e.type === "tool_call_start")
   out.push({ type: "usage", usage: bedrockUsage(answer.usage ?? {}) })
-  const reason = answeredByTool && !hasCalls ? "stop" : bedrockFinishReason(answer.stopReason)
-  out.push(answer.stopReason == null ? { type: "finish", reason } : { type: "finish", reason, native: answer.stopReason })
+  out.push(finishEvent(answeredByTool && !hasCalls ? "stop" : bedrockFinishReason(answer.stopReason), answer.stopReason))
   return out
 }

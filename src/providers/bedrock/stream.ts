@@ -13,7 +13,7 @@ import type { BodySink, UpstreamResponse } from "../http1"
 import { DONE, PushedEvents } from "../pushed-events"
 import { BytePattern, isPlainLiteral, jsonLiteralEndInBytes, jsonStringValue } from "../json-literal"
 import { isJsonObject } from "../errors"
-import { ProviderError, type FinishReason, type ProviderEvent } from "../types"
+import { finishEvent, ProviderError, type FinishReason, type ProviderEvent } from "../types"
 import type { Usage } from "../../domain/pricing"
 import { decodeFrame } from "./frame"
 import { RESPONSE_TOOL } from "./request"
@@ -142,7 +142,7 @@ export class ConverseStreamTranslator {
   private close(out: Array<ProviderEvent>): void {
     this.done = true
     if (this.usage !== undefined) out.push({ type: "usage", usage: this.usage })
-    out.push(this.native === undefined ? { type: "finish", reason: this.finish } : { type: "finish", reason: this.finish, native: this.native })
+    out.push(finishEvent(this.finish, this.native))
   }
 }
 

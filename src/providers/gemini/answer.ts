@@ -7,7 +7,7 @@
  */
 import { notAnAnswer } from "../errors"
 import type { SseEvent } from "../sse"
-import { type FinishReason, ProviderError, type ProviderEvent } from "../types"
+import { finishEvent, type FinishReason, ProviderError, type ProviderEvent } from "../types"
 import type { Usage } from "../../domain/pricing"
 import type { StreamTranslator } from "../wire"
 import { callIdOf } from "./signature"
@@ -75,7 +75,7 @@ export class GeminiAnswer implements StreamTranslator {
     this.done = true
     if (this.usage !== undefined) out.push({ type: "usage", usage: this.usage })
     const reason: FinishReason = this.blocked && this.finishReason === undefined ? "content_filter" : geminiFinishReason(this.finishReason, this.calls > 0)
-    out.push(this.finishReason === undefined ? { type: "finish", reason } : { type: "finish", reason, native: this.finishReason })
+    out.push(finishEvent(reason, this.finishReason))
   }
 }
 
