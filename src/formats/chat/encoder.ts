@@ -59,6 +59,12 @@ export interface ReasoningDetailEncrypted {
   readonly index: number
 }
 
+/** A block Claude sealed: its text and signature, in Claude's format. */
+const signedDetail = (text: string, signature: string): ReasoningDetailText => ({ type: "reasoning.text", text, signature, format: ANTHROPIC_REASONING, index: 0 })
+
+/** A block Claude withheld: its data, marked (`sealToken`), in Claude's format. */
+const redactedDetail = (data: string): ReasoningDetailEncrypted => ({ type: "reasoning.encrypted", data: sealToken(data, true), format: ANTHROPIC_REASONING, index: 0 })
+
 export interface ChatResultMessage {
   readonly role: "assistant"
   readonly content: string | null
@@ -305,10 +311,8 @@ export class ChatEncoder implements Encoder {
           if (this.seals === undefined) this.seals = []
           this.seals.push({ signature: e.signature, redacted })
           if (this.stream) {
-            const detail = redacted
-              ? `{"type":"reasoning.encrypted","data":${JSON.stringify(sealToken(e.signature, true))},"format":"${ANTHROPIC_REASONING}","index":0}`
-              : `{"type":"reasoning.text","text":"","signature":${JSON.stringify(e.signature)},"format":"${ANTHROPIC_REASONING}","index":0}`
-            this.buf += `${this.head}"reasoning_details":[${detail}]${DELTA_TAIL}`
+            const detail = redacted ? redactedDetail(e.signature) : signedDetail("", e.signature)
+            this.buf += `${this.head}"reasoning_details":[${JSON.stringify(detail)}]${DELTA_TAIL}`
           }
           break
         }
@@ -352,8 +356,7 @@ export class ChatEncoder implements Encoder {
     const reason = this.wireReason()
     this.state = reason === "length" || reason === "content_filter" ? "incomplete" : "completed"
     const annotations = this.annotations === undefined ? "" : `"annotations":${JSON.stringify(this.annotations)}`
-    const native = this.native === undefined ? `"${reason}"` : JSON.stringify(this.native)
-    if (this.stream) this.end(`${this.head}${annotations}},"finish_reason":"${reason}","native_finish_reason":${native}}]`)
+    if (this.stream) this.end(`${this.head}${annotations}},"finish_reason":"${reason}","native_finish_reason":${JSON.stringify(this.nativeReason(reason))}}]`)
     return this.take()
   }
 
@@ -382,15 +385,9 @@ export class ChatEncoder implements Encoder {
     if (!this.reasoning.empty || signed.length > 0) {
       const text = this.reasoning.value
       const only = signed.length === 1 ? signed[0] : undefined
-      details.push(
-        only === undefined
-          ? { type: "reasoning.text", text, index: 0 }
-          : { type: "reasoning.text", text, signature: only.signature, format: ANTHROPIC_REASONING, index: 0 },
-      )
+      details.push(only === undefined ? { type: "reasoning.text", text, index: 0 } : signedDetail(text, only.signature))
     }
-    for (const seal of seals) {
-      if (seal.redacted) details.push({ type: "reasoning.encrypted", data: sealToken(seal.signature, true), format: ANTHROPIC_REASONING, index: 0 })
-    }
+    for (const seal of seals) if (seal.redacted) details.push(redactedDetail(seal.signature))
     return details
   }
 
@@ -413,7 +410,7 @@ export class ChatEncoder implements Encoder {
       model: b.model,
       ...(b.provider === undefined ? {} : { provider: b.provider }),
       system_fingerprint: null,
-      choices: [{ index: 0, logprobs: null, finish_reason: reason, native_finish_reason: reason === "error" || reason === null ? reason : (this.native ?? reason), message }],
+      choices: [{ index: 0, logprobs: null, finish_reason: reason, native_finish_reason: reason === null ? null : this.nativeReason(reason), message }],
     }
     if (this.usageOut !== undefined) result.usage = this.usageOut
     if (this.serviceMetadata !== undefined) {
@@ -430,6 +427,11 @@ export class ChatEncoder implements Encoder {
     const b = this.base
     const provider = b.provider === undefined ? "" : `,"provider":${JSON.stringify(b.provider)}`
     return `"id":${JSON.stringify(b.id)},"object":"${object}","created":${b.created},"model":${JSON.stringify(b.model)}${provider}`
+  }
+
+  /** The upstream's own word for `reason` when it gave one, else `reason` itself; "error" is the gateway's own. */
+  private nativeReason(reason: ChatFinishReason): string {
+    return reason === "error" ? reason : (this.native ?? reason)
   }
 
   /** "error" once failed; else the upstream's reason, "tool_calls" for an answer of calls that gave none, "stop". */
