@@ -13,8 +13,8 @@ import {
   type ContentPartInput,
   fileAnnotationsIn,
   type InputItem,
-  REDACTED_REASONING,
   ResponsesRequest,
+  sealToken,
   type ToolChoiceInput,
   type ToolInput,
 } from "../../domain/responses.js"
@@ -406,7 +406,7 @@ const messageItems = (message: Message, i: number, out: Array<InputItem>): Resul
         // Earlier thinking travels as reasoning, its signature (or a redacted block's data) as the
         // item's encrypted content: Anthropic's adapters send it back, the others drop what they cannot send.
         if (block.type === "redacted_thinking") {
-          out.push({ type: "reasoning", summary: [], encrypted_content: REDACTED_REASONING + block.data, format: ANTHROPIC_REASONING })
+          out.push({ type: "reasoning", summary: [], encrypted_content: sealToken(block.data, true), format: ANTHROPIC_REASONING })
           break
         }
         const summary = block.thinking !== "" ? [{ type: "summary_text" as const, text: block.thinking }] : []
