@@ -388,8 +388,8 @@ const reasoningItems = (message: Extract<Message, { role: "assistant" }>, at: st
   }
   const items: Array<InputItem> = []
   let summary: Array<{ readonly type: "summary_text"; readonly text: string }> = []
-  let encrypted: string | undefined
-  let encryptedFormat: { readonly format?: string } = {}
+  /** The message's encrypted detail that is not a redacted block (OpenAI's), with its format. */
+  let encrypted: { readonly encrypted_content: string; readonly format?: string } | undefined
   for (let k = 0; k < details.length; k++) {
     const detail = details[k] as {
       readonly type: string
@@ -411,16 +411,13 @@ const reasoningItems = (message: Extract<Message, { role: "assistant" }>, at: st
     else if (detail.type === "reasoning.encrypted" && typeof detail.data === "string") {
       if (detail.data.startsWith(REDACTED_REASONING)) items.push({ type: "reasoning", summary: [], encrypted_content: detail.data, ...format })
       else if (encrypted !== undefined) return refuse(`${at}.reasoning_details[${k}]: at most one reasoning.encrypted detail per message`)
-      else {
-        encrypted = detail.data
-        encryptedFormat = format
-      }
+      else encrypted = { encrypted_content: detail.data, ...format }
     } else {
       return refuse(`${at}.reasoning_details[${k}]: detail type ${quote(detail.type)} cannot be sent back`)
     }
   }
   if (summary.length > 0 || encrypted !== undefined) {
-    items.push(encrypted === undefined ? { type: "reasoning", summary } : { type: "reasoning", summary, encrypted_content: encrypted, ...encryptedFormat })
+    items.push({ type: "reasoning", summary, ...encrypted })
   }
   return Either.right(items)
 }
